@@ -1,0 +1,23 @@
+//! Object-store retrieval for Tessera.
+//!
+//! This crate owns everything between Tessera and the bytes in object storage:
+//! parsing locations ([`Location`]), resolving S3 settings the way the AWS CLI does
+//! ([`S3Config`]), and opening stores behind one seam ([`StoreFactory`]) that the rest of
+//! Tessera uses through the `object_store::ObjectStore` trait.
+//!
+//! ```
+//! use tessera_blob::Location;
+//! let loc = Location::parse("s3://events/2024/*.json.zst").unwrap();
+//! assert!(loc.is_glob());
+//! assert_eq!(loc.store_url().as_str(), "s3://events");
+//! ```
+
+pub mod config;
+pub mod error;
+pub mod location;
+pub mod store;
+
+pub use config::{Addressing, Credentials, S3Config, S3Overrides};
+pub use error::{BlobError, explain};
+pub use location::Location;
+pub use store::StoreFactory;

@@ -1,0 +1,282 @@
+//! DuckDB-compatible spellings that JSONBench-style queries use: `hour(ts)` and friends,
+//! and `date_diff(part, start, end)`.
+
+use std::sync::{Arc, LazyLock};
+
+use arrow::array::{Array, ArrayRef, Int64Builder, TimestampMicrosecondArray};
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, TimeUnit};
+use chrono::{DateTime, Datelike};
+use datafusion::common::{Result, ScalarValue, exec_err, plan_err};
+use datafusion::logical_expr::scalar_doc_sections::DOC_SECTION_DATETIME;
+use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
+use datafusion::logical_expr::{
+    ColumnarValue, Documentation, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility,
+};
+
+/// The compatibility functions, ready to register.
+pub fn all_functions() -> Vec<Arc<ScalarUDF>> {
+    let mut out: Vec<Arc<ScalarUDF>> = ["year", "month", "day", "hour", "minute", "second"]
+        .into_iter()
+        .map(|part| Arc::new(ScalarUDF::from(TimePart::new(part))))
+        .collect();
+    out.push(Arc::new(ScalarUDF::from(DateDiff::new())));
+    out
+}
+
+/// `hour(ts)` = `date_part('hour', ts)`, likewise for the other parts.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct TimePart {
+    part: &'static str,
+    signature: Signature,
+}
+
+impl TimePart {
+    fn new(part: &'static str) -> Self {
+        Self {
+            part,
+            signature: Signature::any(1, Volatility::Immutable),
+        }
+    }
+
+    fn rewrite(&self, arg: Expr) -> Expr {
+        datafusion::functions::datetime::date_part().call(vec![
+            Expr::Literal(ScalarValue::Utf8(Some(self.part.to_string())), None),
+            arg,
+        ])
+    }
+}
+
+static TIME_PART_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        DOC_SECTION_DATETIME,
+        "A part of a timestamp, as date_part",
+        "hour(ts)",
+    )
+    .with_argument("ts", "a timestamp or date")
+    .build()
+});
+
+impl ScalarUDFImpl for TimePart {
+    fn name(&self) -> &str {
+        self.part
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Int32)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        // Planning always simplifies this call into `date_part`.
+        exec_err!(
+            "{} must be simplified into date_part before execution ({} rows)",
+            self.part,
+            args.number_rows
+        )
+    }
+
+    fn simplify(&self, mut args: Vec<Expr>, _info: &SimplifyContext) -> Result<ExprSimplifyResult> {
+        match args.pop() {
+            Some(arg) if args.is_empty() => Ok(ExprSimplifyResult::Simplified(self.rewrite(arg))),
+            _ => plan_err!("{} takes one argument", self.part),
+        }
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&TIME_PART_DOCS)
+    }
+}
+
+/// `date_diff(part, start, end)`: how many `part` boundaries lie between two timestamps
+/// (DuckDB semantics: the difference of the truncated values).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct DateDiff {
+    signature: Signature,
+    aliases: Vec<String>,
+}
+
+impl DateDiff {
+    fn new() -> Self {
+        Self {
+            signature: Signature::user_defined(Volatility::Immutable),
+            aliases: vec!["datediff".to_string()],
+        }
+    }
+}
+
+const MICROS_TS: DataType = DataType::Timestamp(TimeUnit::Microsecond, None);
+
+/// A unit of `date_diff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    Fixed(i64),
+    Week,
+    Month,
+    Quarter,
+    Year,
+}
+
+fn unit(name: &str) -> Option<Unit> {
+    const SECOND: i64 = 1_000_000;
+    Some(match name.trim().to_ascii_lowercase().as_str() {
+        "us" | "usec" | "usecs" | "microsecond" | "microseconds" => Unit::Fixed(1),
+        "ms" | "msec" | "msecs" | "millisecond" | "milliseconds" => Unit::Fixed(1_000),
+        "s" | "sec" | "secs" | "second" | "seconds" => Unit::Fixed(SECOND),
+        "m" | "min" | "mins" | "minute" | "minutes" => Unit::Fixed(60 * SECOND),
+        "h" | "hr" | "hrs" | "hour" | "hours" => Unit::Fixed(3600 * SECOND),
+        "d" | "day" | "days" => Unit::Fixed(86_400 * SECOND),
+        "w" | "week" | "weeks" => Unit::Week,
+        "mon" | "mons" | "month" | "months" => Unit::Month,
+        "q" | "quarter" | "quarters" => Unit::Quarter,
+        "y" | "yr" | "yrs" | "year" | "years" => Unit::Year,
+        _ => return None,
+    })
+}
+
+/// The index of the `unit` period containing `micros` (since the epoch).
+fn period(unit: Unit, micros: i64) -> Option<i64> {
+    const DAY: i64 = 86_400_000_000;
+    match unit {
+        Unit::Fixed(size) => Some(micros.div_euclid(size)),
+        // 1970-01-01 was a Thursday; ISO weeks start on Monday.
+        Unit::Week => Some((micros.div_euclid(DAY) + 3).div_euclid(7)),
+        Unit::Month | Unit::Quarter | Unit::Year => {
+            let t = DateTime::from_timestamp_micros(micros)?;
+            let months = t.year() as i64 * 12 + t.month0() as i64;
+            Some(match unit {
+                Unit::Month => months,
+                Unit::Quarter => months.div_euclid(3),
+                _ => t.year() as i64,
+            })
+        }
+    }
+}
+
+static DATE_DIFF_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        DOC_SECTION_DATETIME,
+        "Number of part boundaries between two timestamps",
+        "date_diff('milliseconds', start, end)",
+    )
+    .with_argument("part", "microseconds, milliseconds, seconds, minutes, hours, days, weeks, months, quarters or years")
+    .build()
+});
+
+impl ScalarUDFImpl for DateDiff {
+    fn name(&self) -> &str {
+        "date_diff"
+    }
+
+    fn aliases(&self) -> &[String] {
+        &self.aliases
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [part, start, end] if part_is_text(part) && is_temporal(start) && is_temporal(end) => {
+                Ok(vec![DataType::Utf8, MICROS_TS, MICROS_TS])
+            }
+            _ => plan_err!(
+                "date_diff expects (part text, start timestamp, end timestamp), got {arg_types:?}"
+            ),
+        }
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Int64)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let all_scalar = args
+            .args
+            .iter()
+            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let n = if all_scalar { 1 } else { args.number_rows };
+        let ColumnarValue::Scalar(part) = &args.args[0] else {
+            return exec_err!("date_diff: the part must be a constant");
+        };
+        let Some(part_name) = part.try_as_str().flatten() else {
+            return Ok(ColumnarValue::Scalar(ScalarValue::Int64(None)));
+        };
+        let Some(unit) = unit(part_name) else {
+            return exec_err!("date_diff: unknown part '{part_name}'");
+        };
+        let micros =
+            |v: &ColumnarValue| -> Result<ArrayRef> { Ok(cast(&v.to_array(n)?, &MICROS_TS)?) };
+        let (start, end) = (micros(&args.args[1])?, micros(&args.args[2])?);
+        let start = start
+            .as_any()
+            .downcast_ref::<TimestampMicrosecondArray>()
+            .expect("cast to micros");
+        let end = end
+            .as_any()
+            .downcast_ref::<TimestampMicrosecondArray>()
+            .expect("cast to micros");
+        let mut out = Int64Builder::with_capacity(n);
+        for i in 0..n {
+            let diff = (start.is_valid(i) && end.is_valid(i))
+                .then(|| Some(period(unit, end.value(i))? - period(unit, start.value(i))?))
+                .flatten();
+            out.append_option(diff);
+        }
+        let array: ArrayRef = Arc::new(out.finish());
+        if all_scalar {
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+                &array, 0,
+            )?))
+        } else {
+            Ok(ColumnarValue::Array(array))
+        }
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&DATE_DIFF_DOCS)
+    }
+}
+
+fn part_is_text(t: &DataType) -> bool {
+    matches!(t, DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8)
+}
+
+fn is_temporal(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Timestamp(_, _) | DataType::Date32 | DataType::Date64 | DataType::Null
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn periods_count_boundaries() {
+        let ms = unit("milliseconds").unwrap();
+        assert_eq!(period(ms, 1_999).unwrap() - period(ms, 1_000).unwrap(), 0);
+        assert_eq!(period(ms, 2_000).unwrap() - period(ms, 1_999).unwrap(), 1);
+        assert_eq!(period(ms, -1).unwrap(), -1);
+        let week = unit("week").unwrap();
+        // Sunday 1970-01-04 and Monday 1970-01-05 are in different ISO weeks.
+        let day = 86_400_000_000;
+        assert_eq!(
+            period(week, 4 * day).unwrap() - period(week, 3 * day).unwrap(),
+            1
+        );
+        let month = unit("months").unwrap();
+        assert_eq!(
+            period(month, 31 * day).unwrap() - period(month, 30 * day).unwrap(),
+            1
+        );
+        assert!(unit("fortnight").is_none());
+        assert_eq!(unit("m"), Some(Unit::Fixed(60_000_000)));
+    }
+}

@@ -1,0 +1,83 @@
+//! Arrow builders for JSON access results, shared by the SQL functions and the NDJSON
+//! scan so that both produce identical values and types.
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, StringViewBuilder};
+use arrow::datatypes::DataType;
+
+use super::scanner::Span;
+use super::value::{Output, bool_of, float_of, int_of, text_of};
+
+impl Output {
+    /// The SQL type of an access with this output.
+    pub fn data_type(self) -> DataType {
+        match self {
+            Output::Json | Output::Text | Output::Str => DataType::Utf8View,
+            Output::Int => DataType::Int64,
+            Output::Float => DataType::Float64,
+            Output::Bool => DataType::Boolean,
+        }
+    }
+}
+
+/// Accumulates one output column of JSON access results.
+#[derive(Debug)]
+pub enum OutputBuilder {
+    /// `Json`, `Text` and `Str` outputs.
+    Text(Output, StringViewBuilder),
+    /// `Int` output.
+    Int(Int64Builder),
+    /// `Float` output.
+    Float(Float64Builder),
+    /// `Bool` output.
+    Bool(BooleanBuilder),
+}
+
+impl OutputBuilder {
+    /// A builder for `output` sized for `capacity` rows.
+    pub fn new(output: Output, capacity: usize) -> Self {
+        match output {
+            Output::Json | Output::Text | Output::Str => {
+                OutputBuilder::Text(output, StringViewBuilder::with_capacity(capacity))
+            }
+            Output::Int => OutputBuilder::Int(Int64Builder::with_capacity(capacity)),
+            Output::Float => OutputBuilder::Float(Float64Builder::with_capacity(capacity)),
+            Output::Bool => OutputBuilder::Bool(BooleanBuilder::with_capacity(capacity)),
+        }
+    }
+
+    /// Appends the value at `span` of `doc` (or NULL when the path was absent).
+    #[inline]
+    pub fn append(&mut self, doc: &[u8], span: Option<Span>) {
+        match self {
+            OutputBuilder::Text(output, b) => {
+                b.append_option(span.and_then(|s| text_of(doc, s, *output)))
+            }
+            OutputBuilder::Int(b) => b.append_option(span.and_then(|s| int_of(doc, s))),
+            OutputBuilder::Float(b) => b.append_option(span.and_then(|s| float_of(doc, s))),
+            OutputBuilder::Bool(b) => b.append_option(span.and_then(bool_of)),
+        }
+    }
+
+    /// Appends SQL NULL.
+    #[inline]
+    pub fn append_null(&mut self) {
+        match self {
+            OutputBuilder::Text(_, b) => b.append_null(),
+            OutputBuilder::Int(b) => b.append_null(),
+            OutputBuilder::Float(b) => b.append_null(),
+            OutputBuilder::Bool(b) => b.append_null(),
+        }
+    }
+
+    /// The finished column; the builder is left empty for reuse.
+    pub fn finish(&mut self) -> ArrayRef {
+        match self {
+            OutputBuilder::Text(_, b) => Arc::new(b.finish()),
+            OutputBuilder::Int(b) => Arc::new(b.finish()),
+            OutputBuilder::Float(b) => Arc::new(b.finish()),
+            OutputBuilder::Bool(b) => Arc::new(b.finish()),
+        }
+    }
+}

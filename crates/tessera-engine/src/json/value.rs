@@ -1,0 +1,240 @@
+//! Turning located JSON values ([`Span`]s) into SQL values, with the semantics of each
+//! access form (`->`, `->>`, `json_get_str`, `json_get_int` ...).
+
+use std::borrow::Cow;
+
+use super::scanner::{Kind, Span};
+
+/// What an access returns, which decides both its SQL type and how each JSON value maps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Output {
+    /// `->` / `json_get`: the value as JSON text; absent paths are NULL.
+    Json,
+    /// `->>` / `json_get_text`: strings unescaped, other scalars and containers as JSON
+    /// text, JSON `null` as SQL NULL (PostgreSQL's `->>`).
+    Text,
+    /// `json_get_str`: strings only; any other type is NULL.
+    Str,
+    /// `json_get_int`: integer literals that fit in 64 bits; anything else is NULL.
+    Int,
+    /// `json_get_float`: any number as a double; anything else is NULL.
+    Float,
+    /// `json_get_bool`: `true`/`false`; anything else is NULL.
+    Bool,
+}
+
+/// The text of a value for [`Output::Json`], [`Output::Text`] and [`Output::Str`];
+/// `None` for SQL NULL. Borrowed from `doc` unless unescaping was needed.
+#[inline]
+pub fn text_of<'a>(doc: &'a [u8], span: Span, output: Output) -> Option<Cow<'a, str>> {
+    let bytes: Cow<'a, [u8]> = match (output, span.kind) {
+        (Output::Json, _) => Cow::Borrowed(span.raw(doc)),
+        (Output::Text | Output::Str, Kind::String { escaped: false }) => {
+            Cow::Borrowed(span.string_body(doc))
+        }
+        (Output::Text | Output::Str, Kind::String { escaped: true }) => {
+            let mut out = Vec::with_capacity(span.string_body(doc).len());
+            unescape_into(span.string_body(doc), &mut out);
+            Cow::Owned(out)
+        }
+        (Output::Text, Kind::Null) => return None,
+        (Output::Text, _) => Cow::Borrowed(span.raw(doc)),
+        _ => return None,
+    };
+    // The caller validated the document as UTF-8 and unescaping emits only UTF-8.
+    Some(match bytes {
+        Cow::Borrowed(b) => Cow::Borrowed(std::str::from_utf8(b).expect("validated UTF-8")),
+        Cow::Owned(b) => Cow::Owned(String::from_utf8(b).expect("unescaping emits UTF-8")),
+    })
+}
+
+/// The value as a 64-bit integer for [`Output::Int`].
+#[inline]
+pub fn int_of(doc: &[u8], span: Span) -> Option<i64> {
+    match span.kind {
+        Kind::Number { integer: true } => parse_i64(span.raw(doc)),
+        _ => None,
+    }
+}
+
+/// The value as a double for [`Output::Float`].
+#[inline]
+pub fn float_of(doc: &[u8], span: Span) -> Option<f64> {
+    match span.kind {
+        Kind::Number { integer: true } => parse_i64(span.raw(doc))
+            .map(|v| v as f64)
+            .or_else(|| std::str::from_utf8(span.raw(doc)).ok()?.parse().ok()),
+        Kind::Number { integer: false } => std::str::from_utf8(span.raw(doc)).ok()?.parse().ok(),
+        _ => None,
+    }
+}
+
+/// The value as a boolean for [`Output::Bool`].
+#[inline]
+pub fn bool_of(span: Span) -> Option<bool> {
+    match span.kind {
+        Kind::Bool(b) => Some(b),
+        _ => None,
+    }
+}
+
+/// The PostgreSQL name of a value's JSON type, as `json_typeof` returns it.
+pub fn type_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Null => "null",
+        Kind::Bool(_) => "boolean",
+        Kind::Number { .. } => "number",
+        Kind::String { .. } => "string",
+        Kind::Object => "object",
+        Kind::Array => "array",
+    }
+}
+
+/// Parses a validated JSON integer literal; `None` when it does not fit in an `i64`.
+#[inline]
+fn parse_i64(raw: &[u8]) -> Option<i64> {
+    let (negative, digits) = match raw.first() {
+        Some(b'-') => (true, &raw[1..]),
+        _ => (false, raw),
+    };
+    if digits.is_empty() || digits.len() > 19 {
+        return None;
+    }
+    let mut value: i64 = 0;
+    for &d in digits {
+        value = value.checked_mul(10)?;
+        let digit = (d - b'0') as i64;
+        value = if negative {
+            value.checked_sub(digit)?
+        } else {
+            value.checked_add(digit)?
+        };
+    }
+    Some(value)
+}
+
+/// Unescapes the body of a validated JSON string into `out` as UTF-8.
+///
+/// Lone UTF-16 surrogates (valid JSON, but not encodable in UTF-8) become U+FFFD.
+pub fn unescape_into(body: &[u8], out: &mut Vec<u8>) {
+    let mut i = 0;
+    while i < body.len() {
+        let Some(offset) = memchr::memchr(b'\\', &body[i..]) else {
+            out.extend_from_slice(&body[i..]);
+            return;
+        };
+        out.extend_from_slice(&body[i..i + offset]);
+        i += offset;
+        let escape = body.get(i + 1).copied().unwrap_or(b'\\');
+        i += 2;
+        let simple = match escape {
+            b'"' => Some(b'"'),
+            b'\\' => Some(b'\\'),
+            b'/' => Some(b'/'),
+            b'b' => Some(0x08),
+            b'f' => Some(0x0c),
+            b'n' => Some(b'\n'),
+            b'r' => Some(b'\r'),
+            b't' => Some(b'\t'),
+            _ => None,
+        };
+        if let Some(byte) = simple {
+            out.push(byte);
+            continue;
+        }
+        let unit = hex4(body, i);
+        i += 4;
+        let ch = match unit {
+            Some(high @ 0xD800..=0xDBFF) => {
+                let low = (body.get(i..i + 2) == Some(b"\\u"))
+                    .then(|| hex4(body, i + 2))
+                    .flatten()
+                    .filter(|low| (0xDC00..=0xDFFF).contains(low));
+                match low {
+                    Some(low) => {
+                        i += 6;
+                        char::from_u32(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
+                    }
+                    None => None,
+                }
+            }
+            Some(unit) => char::from_u32(unit),
+            None => None,
+        };
+        let mut buf = [0u8; 4];
+        out.extend_from_slice(ch.unwrap_or('\u{FFFD}').encode_utf8(&mut buf).as_bytes());
+    }
+}
+
+fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
+    let digits = bytes.get(at..at + 4)?;
+    u32::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::path::PathTrie;
+    use crate::json::scanner::Scanner;
+
+    fn span_of(doc: &str) -> Span {
+        let mut scanner = Scanner::new(std::sync::Arc::new(PathTrie::single(&[])));
+        scanner.scan(doc.as_bytes()).unwrap();
+        scanner.get(0).unwrap()
+    }
+
+    #[test]
+    fn text_semantics_follow_postgres() {
+        let cases = [
+            ("\"a\\\"b\"", Output::Text, Some("a\"b")),
+            ("\"a\\\"b\"", Output::Json, Some("\"a\\\"b\"")),
+            ("\"plain\"", Output::Str, Some("plain")),
+            ("12.50", Output::Text, Some("12.50")),
+            ("12", Output::Str, None),
+            ("null", Output::Text, None),
+            ("null", Output::Json, Some("null")),
+            ("{\"k\": [1]}", Output::Text, Some("{\"k\": [1]}")),
+            ("true", Output::Text, Some("true")),
+        ];
+        for (doc, output, expected) in cases {
+            let got = text_of(doc.as_bytes(), span_of(doc), output);
+            assert_eq!(got.as_deref(), expected, "{doc} as {output:?}");
+        }
+    }
+
+    #[test]
+    fn numbers_convert_exactly_or_not_at_all() {
+        let int = |d: &str| int_of(d.as_bytes(), span_of(d));
+        let float = |d: &str| float_of(d.as_bytes(), span_of(d));
+        assert_eq!(int("-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(int("9223372036854775807"), Some(i64::MAX));
+        assert_eq!(int("9223372036854775808"), None);
+        assert_eq!(int("1.0"), None);
+        assert_eq!(int("\"1\""), None);
+        assert_eq!(float("1e3"), Some(1000.0));
+        assert_eq!(float("-0.25"), Some(-0.25));
+        assert_eq!(float("18446744073709551616"), Some(18446744073709551616.0));
+        assert_eq!(float("true"), None);
+        assert_eq!(bool_of(span_of("false")), Some(false));
+        assert_eq!(bool_of(span_of("0")), None);
+    }
+
+    #[test]
+    fn unescapes_unicode_and_surrogates() {
+        let mut out = Vec::new();
+        unescape_into(br"caf\u00e9 \ud83d\ude00 \ud800x \/\t", &mut out);
+        assert_eq!(String::from_utf8(out).unwrap(), "café 😀 \u{FFFD}x /\t");
+    }
+
+    #[test]
+    fn type_names_match_json_typeof() {
+        let names: Vec<_> = ["null", "true", "1", "\"s\"", "{}", "[]"]
+            .iter()
+            .map(|d| type_name(span_of(d).kind))
+            .collect();
+        assert_eq!(
+            names,
+            ["null", "boolean", "number", "string", "object", "array"]
+        );
+    }
+}

@@ -1,0 +1,188 @@
+//! Which JSON paths a scan extracts while parsing, derived from the projection that
+//! DataFusion pushed into it.
+//!
+//! Every JSON access on the document column with a constant path (`j->>'$.a.b'`,
+//! `json_get_int(j, 'n')`, ...) becomes a column the parser fills directly; the rest of
+//! the projection is evaluated on top of those columns. The raw document is only
+//! materialized when something still needs it (`SELECT j`, a per-row path, ...).
+
+use std::sync::Arc;
+
+use arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::{Result, ScalarValue};
+use datafusion::physical_expr::expressions::{Column, Literal};
+use datafusion::physical_expr::projection::{ProjectionExpr, ProjectionExprs};
+use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
+
+use crate::json::path::{PathElem, PathTrie, Slot, parse_json_path};
+use crate::json::{Output, access_output};
+
+/// Name prefix of the columns holding extracted paths inside a scan.
+const EXTRACTED_PREFIX: &str = "__tessera_json_";
+
+/// The extraction a scan performs and the projection it applies afterwards.
+#[derive(Debug, Clone)]
+pub struct ExtractionPlan {
+    /// All extracted paths, for one pass of the scanner.
+    pub trie: Arc<PathTrie>,
+    /// The extracted columns, in order: which path and how it converts.
+    pub outputs: Vec<(Slot, Output)>,
+    /// Whether the raw document column is materialized (it is then column 0).
+    pub raw: bool,
+    /// Partition-value columns, appended after the extracted ones.
+    pub partition_fields: Vec<Arc<Field>>,
+    /// Schema of the decoded batches: `[document?] ++ extracted ++ partition values`.
+    pub decoded_schema: SchemaRef,
+    /// The pushed-down projection rewritten over [`Self::decoded_schema`].
+    pub projection: ProjectionExprs,
+}
+
+impl ExtractionPlan {
+    /// Plans the extraction for `projection` over a table whose file schema is the single
+    /// document column `doc_field`, followed by `partition_fields`.
+    pub fn new(
+        doc_field: &Arc<Field>,
+        partition_fields: &[Arc<Field>],
+        projection: &ProjectionExprs,
+    ) -> Result<Self> {
+        let mut trie = PathTrie::new();
+        let mut outputs: Vec<(Slot, Output)> = Vec::new();
+        // Pass 1: find the accesses and whether the raw document is still referenced.
+        let mut raw = false;
+        for p in projection.iter() {
+            let rewritten = rewrite(&p.expr, &mut trie, &mut outputs, &|_| 0, &|_| 0)?;
+            raw |= references_column(&rewritten, 0, true);
+        }
+        // Pass 2: rewrite with the final column positions of the decoded batch.
+        let extracted_base = usize::from(raw);
+        let partition_base = extracted_base + outputs.len();
+        let doc_index = |_: usize| 0usize;
+        let extracted_index = |k: usize| extracted_base + k;
+        let partition_index = move |table_index: usize| partition_base + table_index - 1;
+        let mut exprs = Vec::with_capacity(projection.iter().count());
+        for p in projection.iter() {
+            let rewritten = rewrite(
+                &p.expr,
+                &mut trie,
+                &mut outputs,
+                &doc_index,
+                &extracted_index,
+            )?;
+            let remapped = remap_partition_columns(rewritten, &partition_index)?;
+            exprs.push(ProjectionExpr::new(remapped, p.alias.clone()));
+        }
+        let mut fields: Vec<Arc<Field>> = Vec::new();
+        if raw {
+            fields.push(Arc::clone(doc_field));
+        }
+        for (k, (_, output)) in outputs.iter().enumerate() {
+            fields.push(Arc::new(Field::new(
+                format!("{EXTRACTED_PREFIX}{k}"),
+                output.data_type(),
+                true,
+            )));
+        }
+        fields.extend(partition_fields.iter().cloned());
+        Ok(Self {
+            trie: Arc::new(trie),
+            outputs,
+            raw,
+            partition_fields: partition_fields.to_vec(),
+            decoded_schema: Arc::new(Schema::new(fields)),
+            projection: ProjectionExprs::new(exprs),
+        })
+    }
+}
+
+/// Replaces each JSON access on the document column (table column 0) by a column of the
+/// decoded batch; other references to the document become `doc_index`.
+fn rewrite(
+    expr: &Arc<dyn PhysicalExpr>,
+    trie: &mut PathTrie,
+    outputs: &mut Vec<(Slot, Output)>,
+    doc_index: &dyn Fn(usize) -> usize,
+    extracted_index: &dyn Fn(usize) -> usize,
+) -> Result<Arc<dyn PhysicalExpr>> {
+    Arc::clone(expr)
+        .transform_down(|e| {
+            if let Some((path, output)) = pushable_access(&e) {
+                let slot = trie.add(&path);
+                let k = match outputs.iter().position(|o| *o == (slot, output)) {
+                    Some(k) => k,
+                    None => {
+                        outputs.push((slot, output));
+                        outputs.len() - 1
+                    }
+                };
+                let col: Arc<dyn PhysicalExpr> = Arc::new(Column::new(
+                    &format!("{EXTRACTED_PREFIX}{k}"),
+                    extracted_index(k),
+                ));
+                return Ok(Transformed::new(col, true, TreeNodeRecursion::Jump));
+            }
+            if let Some(c) = e.downcast_ref::<Column>()
+                && c.index() == 0
+            {
+                let col: Arc<dyn PhysicalExpr> = Arc::new(Column::new(c.name(), doc_index(0)));
+                return Ok(Transformed::yes(col));
+            }
+            Ok(Transformed::no(e))
+        })
+        .map(|t| t.data)
+}
+
+/// `f(Column 0, literal path...)` for a JSON access function `f`: its path and output.
+fn pushable_access(expr: &Arc<dyn PhysicalExpr>) -> Option<(Vec<PathElem>, Output)> {
+    let func = expr.downcast_ref::<ScalarFunctionExpr>()?;
+    let output = access_output(func.fun())?;
+    let (doc, path_args) = func.args().split_first()?;
+    if doc.downcast_ref::<Column>()?.index() != 0 {
+        return None;
+    }
+    let mut path = Vec::with_capacity(path_args.len());
+    for arg in path_args {
+        match arg.downcast_ref::<Literal>()?.value() {
+            ScalarValue::Utf8(Some(k))
+            | ScalarValue::Utf8View(Some(k))
+            | ScalarValue::LargeUtf8(Some(k)) => {
+                if k.starts_with('$') {
+                    path.extend(parse_json_path(k).ok()?);
+                } else {
+                    path.push(PathElem::Key(k.clone()));
+                }
+            }
+            ScalarValue::Int64(Some(i)) => path.push(PathElem::Index(*i)),
+            _ => return None,
+        }
+    }
+    Some((path, output))
+}
+
+fn references_column(expr: &Arc<dyn PhysicalExpr>, index: usize, skip_extracted: bool) -> bool {
+    expr.exists(|e| {
+        Ok(e.downcast_ref::<Column>().is_some_and(|c| {
+            c.index() == index && !(skip_extracted && c.name().starts_with(EXTRACTED_PREFIX))
+        }))
+    })
+    .unwrap_or(true)
+}
+
+/// Moves references to partition columns (table columns 1..) to their decoded position.
+fn remap_partition_columns(
+    expr: Arc<dyn PhysicalExpr>,
+    partition_index: &dyn Fn(usize) -> usize,
+) -> Result<Arc<dyn PhysicalExpr>> {
+    expr.transform_down(|e| {
+        if let Some(c) = e.downcast_ref::<Column>()
+            && c.index() >= 1
+            && !c.name().starts_with(EXTRACTED_PREFIX)
+        {
+            let col: Arc<dyn PhysicalExpr> =
+                Arc::new(Column::new(c.name(), partition_index(c.index())));
+            return Ok(Transformed::yes(col));
+        }
+        Ok(Transformed::no(e))
+    })
+    .map(|t| t.data)
+}

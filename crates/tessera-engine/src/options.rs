@@ -93,7 +93,9 @@ mod tests {
         let mut opts = TesseraOptions::default();
         ExtensionOptions::set(&mut opts, "on_error", "SKIP").unwrap();
         assert_eq!(opts.on_error, OnError::Skip);
-        let err = ExtensionOptions::set(&mut opts, "on_error", "ignore").unwrap_err().to_string();
+        let err = ExtensionOptions::set(&mut opts, "on_error", "ignore")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("'fail' or 'skip'"), "{err}");
         ExtensionOptions::set(&mut opts, "scan_block_size", "1").unwrap();
         assert_eq!(opts.block_size(), 64 * 1024);

@@ -11,6 +11,8 @@ use datafusion::execution::FunctionRegistry;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::sql::parser::{DFParser, Statement};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use tessera_blob::{S3Config, StoreFactory};
 
 use crate::json::operators::JsonOperatorPlanner;
@@ -19,7 +21,7 @@ use crate::ndjson::NdjsonFormatFactory;
 use crate::options::{OnError, TesseraOptions};
 use crate::rejects::{RejectLog, RejectSummary};
 use crate::stores::StoreRegistry;
-use crate::tables::{CheckedTableFactory, LocationTableFactory};
+use crate::tables::{ExternalTableFactory, LocationTableFactory};
 use crate::{compat, errors};
 
 /// How to set up a session.
@@ -100,7 +102,7 @@ impl TesseraSession {
         for kind in ["NDJSON", "JSON", "PARQUET", "CSV"] {
             state
                 .table_factories_mut()
-                .insert(kind.to_string(), Arc::new(CheckedTableFactory::default()));
+                .insert(kind.to_string(), Arc::new(ExternalTableFactory::default()));
         }
         let locations = Arc::new(LocationTableFactory::new());
         let catalogs = Arc::new(DynamicFileCatalog::new(
@@ -127,6 +129,19 @@ impl TesseraSession {
     /// Plans one SQL statement (DDL and `SET` run at once).
     pub async fn sql(&self, sql: &str) -> Result<DataFrame> {
         self.ctx.sql(sql).await
+    }
+
+    /// Splits a script into statements with the session's SQL dialect (semicolons inside
+    /// strings and comments do not split).
+    pub fn parse(&self, script: &str) -> Result<Vec<Statement>> {
+        Ok(DFParser::parse_sql_with_dialect(script, &PostgreSqlDialect {})?.into())
+    }
+
+    /// Plans one parsed statement; DDL and `SET` take effect at once, queries run when
+    /// the returned frame is collected or streamed.
+    pub async fn execute(&self, statement: Statement) -> Result<DataFrame> {
+        let plan = self.ctx.state().statement_to_plan(statement).await?;
+        self.ctx.execute_logical_plan(plan).await
     }
 
     /// What scans skipped since the last call (with `on_error = skip`).

@@ -80,7 +80,16 @@ impl FileOpener for NdjsonOpener {
         )?;
         let state = FileScan {
             chunks: read.chunks(range.start.saturating_sub(1)..range.end, codec),
-            splitter: LineSplitter::new(range.start, range.end),
+            // Offsets in a compressed file count decompressed bytes, so its one partition
+            // owns every line, however far past the compressed size.
+            splitter: LineSplitter::new(
+                range.start,
+                if codec.is_compressed() {
+                    u64::MAX
+                } else {
+                    range.end
+                },
+            ),
             decoder,
             pending: Vec::new(),
             settings: self.settings.clone(),

@@ -1,0 +1,8 @@
+-- JSONBench in Tessera's dialect. Differences from DuckDB's text, all equally short:
+-- IN takes a parenthesized list; `/` on integers is integer division (as in PostgreSQL),
+-- so microsecond times use to_timestamp_micros instead of TO_TIMESTAMP(x / 1000000).
+SELECT j->>'$.commit.collection' AS event,count() AS count FROM bluesky GROUP BY event ORDER BY count DESC;
+SELECT j->>'$.commit.collection' AS event,count() AS count,count(DISTINCT j->>'$.did') AS users FROM bluesky WHERE (j->>'$.kind' = 'commit') AND (j->>'$.commit.operation' = 'create') GROUP BY event ORDER BY count DESC;
+SELECT j->>'$.commit.collection' AS event,hour(to_timestamp_micros(CAST(j->>'$.time_us' AS BIGINT))) as hour_of_day,count() AS count FROM bluesky WHERE (j->>'$.kind' = 'commit') AND (j->>'$.commit.operation' = 'create') AND (j->>'$.commit.collection' in ('app.bsky.feed.post', 'app.bsky.feed.repost', 'app.bsky.feed.like')) GROUP BY event, hour_of_day ORDER BY hour_of_day, event;
+SELECT j->>'$.did'::String as user_id,to_timestamp_micros(CAST(MIN(j->>'$.time_us') AS BIGINT)) AS first_post_date FROM bluesky WHERE (j->>'$.kind' = 'commit') AND (j->>'$.commit.operation' = 'create') AND (j->>'$.commit.collection' = 'app.bsky.feed.post') GROUP BY user_id ORDER BY first_post_date ASC LIMIT 3;
+SELECT j->>'$.did'::String as user_id,date_diff('milliseconds', to_timestamp_micros(CAST(MIN(j->>'$.time_us') AS BIGINT)),to_timestamp_micros(CAST(MAX(j->>'$.time_us') AS BIGINT))) AS activity_span FROM bluesky WHERE (j->>'$.kind' = 'commit') AND (j->>'$.commit.operation' = 'create') AND (j->>'$.commit.collection' = 'app.bsky.feed.post') GROUP BY user_id ORDER BY activity_span DESC LIMIT 3;

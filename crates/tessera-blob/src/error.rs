@@ -90,8 +90,16 @@ pub fn explain(error: &object_store::Error, s3: Option<&S3Config>) -> String {
     if lower.contains("error sending request") || lower.contains("connection reset") {
         return format!("cannot reach the S3 endpoint {endpoint}: the connection failed");
     }
-    if let object_store::Error::NotFound { path, .. } = error {
-        return format!("no such object: {path}");
+    match error {
+        object_store::Error::NotFound { path, .. } => return format!("no such object: {path}"),
+        object_store::Error::PermissionDenied { path, .. }
+        | object_store::Error::Unauthenticated { path, .. } => {
+            return format!(
+                "{endpoint} refused access to '{path}' for access key id {}: check the credentials and the bucket's permissions",
+                key_id.unwrap_or_else(|| "(none: no AWS credentials were found)".to_string())
+            );
+        }
+        _ => {}
     }
     match code {
         Some(code) => {

@@ -15,6 +15,7 @@
 pub mod config;
 pub mod error;
 pub mod location;
+pub mod sigv4;
 pub mod store;
 
 pub use config::{Addressing, Credentials, S3Config, S3Overrides};

@@ -1,1 +1,141 @@
-fn main() {}
+//! `tessera`: SQL analytics over JSON and tables in object storage.
+//!
+//! The binary is the edge where errors become one sentence on stderr and an exit code;
+//! everything below it returns typed errors.
+
+mod demo;
+mod generate;
+mod output;
+mod run;
+mod shell;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use tessera_blob::{S3Config, S3Overrides};
+use tessera_engine::{OnError, SessionOptions, TesseraSession};
+
+use crate::output::Format;
+
+/// Tessera: fast SQL over JSON and tables in object storage.
+#[derive(Parser, Debug)]
+#[command(name = "tessera", version, about, long_about = None)]
+struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Settings every command accepts.
+#[derive(Args, Debug, Clone)]
+struct GlobalArgs {
+    /// S3 endpoint URL (overrides AWS_ENDPOINT_URL and the AWS profile).
+    #[arg(long, global = true)]
+    endpoint_url: Option<String>,
+    /// S3 region (overrides AWS_REGION).
+    #[arg(long, global = true)]
+    region: Option<String>,
+    /// AWS profile from the shared config and credentials files.
+    #[arg(long, global = true)]
+    profile: Option<String>,
+    /// Threads (partitions) per query; default: all cores.
+    #[arg(long, global = true)]
+    threads: Option<usize>,
+    /// What to do with malformed JSON lines: fail (default) or skip and report.
+    #[arg(long, global = true, value_parser = parse_on_error)]
+    on_error: Option<OnError>,
+}
+
+fn parse_on_error(text: &str) -> Result<OnError, String> {
+    text.parse()
+        .map_err(|e: datafusion::error::DataFusionError| e.to_string())
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run SQL statements (separated by ';') and print the results.
+    Sql {
+        /// The SQL text.
+        query: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+        /// Write the results of the last statement to this file instead of stdout.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+        /// Print how long each statement took (to stderr).
+        #[arg(long)]
+        timer: bool,
+    },
+    /// Interactive SQL shell with history and line editing.
+    Shell,
+    /// Generate a data set.
+    Gen {
+        #[command(subcommand)]
+        dataset: generate::Dataset,
+    },
+    /// Generate a Bluesky data set locally and run showcase queries on it.
+    Demo(demo::DemoArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("Error: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(dispatch(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    let session = open_session(&cli.global)?;
+    match cli.command {
+        Command::Sql {
+            query,
+            format,
+            output,
+            timer,
+        } => {
+            let mut sink = output::open_sink(output.as_deref(), format)?;
+            let ok = run::run_script(&session, &query, format, &mut sink, timer).await?;
+            Ok(if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        Command::Shell => shell::run(&session).await.map(|()| ExitCode::SUCCESS),
+        Command::Gen { dataset } => generate::run(&session, dataset)
+            .await
+            .map(|()| ExitCode::SUCCESS),
+        Command::Demo(args) => demo::run(&session, args).await.map(|()| ExitCode::SUCCESS),
+    }
+}
+
+fn open_session(global: &GlobalArgs) -> anyhow::Result<TesseraSession> {
+    let overrides = S3Overrides {
+        endpoint: global.endpoint_url.clone(),
+        region: global.region.clone(),
+        profile: global.profile.clone(),
+    };
+    let s3 = S3Config::from_environment(&overrides)?;
+    let options = SessionOptions {
+        target_partitions: global.threads,
+        on_error: global.on_error,
+    };
+    Ok(TesseraSession::new(s3, options)?)
+}

@@ -102,7 +102,7 @@ impl TesseraSession {
         for kind in ["NDJSON", "JSON", "PARQUET", "CSV"] {
             state
                 .table_factories_mut()
-                .insert(kind.to_string(), Arc::new(ExternalTableFactory::default()));
+                .insert(kind.to_string(), Arc::new(ExternalTableFactory));
         }
         let locations = Arc::new(LocationTableFactory::new());
         let catalogs = Arc::new(DynamicFileCatalog::new(

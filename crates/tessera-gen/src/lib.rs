@@ -1,1 +1,16 @@
-//! tessera-gen
+//! Deterministic, fast generators of benchmark data for Tessera.
+//!
+//! The Bluesky generator produces Jetstream-like events as NDJSON, modelled on the
+//! JSONBench data set that Tessera's benchmarks use, so benchmarks and tests can make
+//! any amount of realistic data locally instead of downloading it. A seed fixes the
+//! bytes: the PRNG is our own, so output does not drift with dependency upgrades.
+
+#![warn(missing_docs)]
+
+mod bluesky;
+mod json;
+mod parallel;
+mod rng;
+mod words;
+
+pub use bluesky::{BlueskyConfig, write_doc, write_ndjson};

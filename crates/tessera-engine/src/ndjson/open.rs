@@ -55,11 +55,13 @@ pub struct NdjsonOpener {
     pub settings: ScanSettings,
     /// Where to count.
     pub metrics: ScanMetrics,
+    /// Prepended to object paths in messages (`/` or `s3://bucket/`).
+    pub name_prefix: String,
 }
 
 impl FileOpener for NdjsonOpener {
     fn open(&self, file: PartitionedFile) -> Result<FileOpenFuture> {
-        let name = file.object_meta.location.to_string();
+        let name = format!("{}{}", self.name_prefix, file.object_meta.location);
         let size = file.object_meta.size;
         let codec = Codec::from_name(&name);
         let range = match &file.range {

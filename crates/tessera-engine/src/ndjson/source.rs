@@ -76,9 +76,16 @@ impl FileSource for NdjsonSource {
     fn create_file_opener(
         &self,
         object_store: Arc<dyn ObjectStore>,
-        _base_config: &FileScanConfig,
+        base_config: &FileScanConfig,
         partition: usize,
     ) -> Result<Arc<dyn FileOpener>> {
+        // Messages name files as users wrote them: `/abs/path` or `s3://bucket/key`.
+        let store = base_config.object_store_url.as_str();
+        let name_prefix = if store.starts_with("file://") {
+            "/"
+        } else {
+            store
+        };
         let metrics = ScanMetrics {
             bytes_scanned: MetricBuilder::new(&self.metrics).counter("bytes_scanned", partition),
             lines_rejected: MetricBuilder::new(&self.metrics).counter("lines_rejected", partition),
@@ -89,6 +96,7 @@ impl FileSource for NdjsonSource {
             batch_size: self.batch_size.unwrap_or(8192),
             settings: self.settings.clone(),
             metrics,
+            name_prefix: name_prefix.to_string(),
         }))
     }
 

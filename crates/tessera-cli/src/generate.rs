@@ -1,0 +1,179 @@
+//! `tessera gen`: writes generated data sets to a local path or an `s3://` URL, with
+//! gzip or zstd compression chosen by the file name.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::time::Instant;
+
+use anyhow::Context;
+use bytes::Bytes;
+use clap::Subcommand;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStoreExt, WriteMultipart};
+use tessera_blob::Location;
+use tessera_engine::TesseraSession;
+use tessera_gen::BlueskyConfig;
+use tokio::sync::mpsc;
+
+/// Bytes buffered before a piece is handed to the uploader.
+const UPLOAD_PIECE: usize = 8 * 1024 * 1024;
+/// Multipart part size (S3 needs at least 5 MiB per part).
+const PART_SIZE: usize = 16 * 1024 * 1024;
+/// Pieces queued between the generator and the uploader, and parts uploading at once.
+const UPLOAD_QUEUE: usize = 4;
+
+/// A data set to generate.
+#[derive(Subcommand, Debug)]
+pub enum Dataset {
+    /// Bluesky-Jetstream-like events as NDJSON (.json, .json.gz or .json.zst).
+    Bluesky {
+        /// Number of documents.
+        #[arg(long, default_value_t = 1_000_000)]
+        docs: u64,
+        /// Random seed; the same seed gives the same bytes.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Destination: a path or s3://bucket/key.
+        #[arg(long)]
+        out: String,
+    },
+}
+
+/// Runs `tessera gen`.
+pub async fn run(session: &TesseraSession, dataset: Dataset) -> anyhow::Result<()> {
+    let Dataset::Bluesky { docs, seed, out } = dataset;
+    let config = BlueskyConfig { docs, seed };
+    let started = Instant::now();
+    let bytes = write_bluesky(session, &config, &out).await?;
+    eprintln!(
+        "wrote {docs} documents ({:.1} MB uncompressed) to {out} in {:.1} s",
+        bytes as f64 / 1e6,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Generates `config` into `destination`; returns the uncompressed size.
+pub async fn write_bluesky(
+    session: &TesseraSession,
+    config: &BlueskyConfig,
+    destination: &str,
+) -> anyhow::Result<u64> {
+    let location = Location::parse(destination)?;
+    let config = config.clone();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    match &location {
+        Location::Local(path) => {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .with_context(|| format!("cannot create {}", parent.display()))?;
+            }
+            let path = path.clone();
+            tokio::task::spawn_blocking(move || -> anyhow::Result<u64> {
+                let file = File::create(&path)
+                    .with_context(|| format!("cannot create {}", path.display()))?;
+                let name = path.to_string_lossy().to_string();
+                generate_compressed(
+                    &config,
+                    threads,
+                    &name,
+                    BufWriter::with_capacity(1 << 20, file),
+                )
+            })
+            .await?
+        }
+        Location::S3 { .. } => {
+            let store = session.stores().open(&location.store_url())?;
+            let upload = store
+                .put_multipart(&ObjectPath::from(location.key()))
+                .await
+                .map_err(|e| anyhow::anyhow!(session.stores().explain(&e)))?;
+            let (tx, mut rx) = mpsc::channel::<Bytes>(UPLOAD_QUEUE);
+            let name = location.key();
+            let producer = tokio::task::spawn_blocking(move || {
+                generate_compressed(
+                    &config,
+                    threads,
+                    &name,
+                    PieceSender {
+                        tx,
+                        buf: Vec::new(),
+                    },
+                )
+            });
+            let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_SIZE);
+            while let Some(piece) = rx.recv().await {
+                writer
+                    .wait_for_capacity(UPLOAD_QUEUE)
+                    .await
+                    .map_err(|e| anyhow::anyhow!(session.stores().explain(&e)))?;
+                writer.write(&piece);
+            }
+            let bytes = producer.await??;
+            writer
+                .finish()
+                .await
+                .map_err(|e| anyhow::anyhow!(session.stores().explain(&e)))?;
+            Ok(bytes)
+        }
+    }
+}
+
+/// Generates into `out`, compressing by the extension of `name`.
+fn generate_compressed(
+    config: &BlueskyConfig,
+    threads: usize,
+    name: &str,
+    out: impl Write,
+) -> anyhow::Result<u64> {
+    let lower = name.to_ascii_lowercase();
+    let bytes = if lower.ends_with(".gz") {
+        let mut encoder = flate2::write::GzEncoder::new(out, flate2::Compression::new(3));
+        let n = tessera_gen::write_ndjson(config, threads, &mut encoder)?;
+        encoder.finish()?.flush()?;
+        n
+    } else if lower.ends_with(".zst") || lower.ends_with(".zstd") {
+        let mut encoder = zstd::Encoder::new(out, 3)?;
+        let n = tessera_gen::write_ndjson(config, threads, &mut encoder)?;
+        encoder.finish()?.flush()?;
+        n
+    } else {
+        let mut out = out;
+        let n = tessera_gen::write_ndjson(config, threads, &mut out)?;
+        out.flush()?;
+        n
+    };
+    Ok(bytes)
+}
+
+/// A `Write` that hands pieces of [`UPLOAD_PIECE`] bytes to the async uploader.
+struct PieceSender {
+    tx: mpsc::Sender<Bytes>,
+    buf: Vec<u8>,
+}
+
+impl PieceSender {
+    fn send(&mut self) -> std::io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let piece = Bytes::from(std::mem::take(&mut self.buf));
+        self.tx
+            .blocking_send(piece)
+            .map_err(|_| std::io::Error::other("the upload stopped"))
+    }
+}
+
+impl Write for PieceSender {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= UPLOAD_PIECE {
+            self.send()?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.send()
+    }
+}

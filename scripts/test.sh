@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh machine too: installs MinIO, toxiproxy and the Python
+# venv when missing, checks formatting and lints, runs the Rust tests (unit, sqllogictest,
+# CLI, MinIO integration) and the differential suite against DuckDB.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+scripts/tools.sh
+
+echo "== format and lints"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+echo "== Rust tests"
+cargo test --workspace --quiet
+
+echo "== differential tests against DuckDB"
+cargo build --quiet -p tessera-cli
+TESSERA_BIN="$CARGO_TARGET_DIR/debug/tessera" "$TESSERA_VENV/bin/python" -m pytest -q tests/differential

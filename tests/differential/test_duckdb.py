@@ -6,46 +6,22 @@ UTC ISO text, floats to 6 decimals), and the ORDER BY key columns are compared i
 order, so ties may come out in either order but the ordering itself is checked.
 """
 
-import datetime as dt
-import math
-import re
-from decimal import Decimal
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?$")
-
-
-def canon(value):
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return value
-    if isinstance(value, (float, Decimal)):
-        value = float(value)
-        return None if math.isnan(value) else round(value, 6) + 0.0
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
-        return value.isoformat(timespec="microseconds")
-    if isinstance(value, str) and TIMESTAMP.match(value):
-        return canon(dt.datetime.fromisoformat(value.replace("Z", "+00:00")))
-    if isinstance(value, (list, tuple)):
-        return tuple(canon(v) for v in value)
-    return value
+sys.path.insert(0, str(REPO / "bench"))
+from common.canon import canon_rows, same_rows  # noqa: E402
 
 
 def rows_of_duckdb(con, sql):
-    return [tuple(canon(v) for v in row) for row in con.execute(sql).fetchall()]
+    return canon_rows(con.execute(sql).fetchall())
 
 
 def rows_of_tessera(tessera, sql):
-    out = []
-    for obj in tessera.query(sql):
-        out.append(tuple(canon(v) for v in obj.values()))
-    return out
+    return canon_rows(tessera.query(sql))
 
 
 def jsonbench(dialect):
@@ -196,7 +172,7 @@ def test_same_answer_as_duckdb(duck, tessera, name, duck_sql, tessera_sql, key):
     expected = rows_of_duckdb(duck, duck_sql)
     got = rows_of_tessera(tessera, tessera_sql or duck_sql)
     assert len(expected) > 0, f"{name}: the query selects nothing, so it tests nothing"
-    assert sorted(got, key=repr) == sorted(expected, key=repr), name
+    assert same_rows(got, expected), name
     if key:
         assert [tuple(r[i] for i in key) for r in got] == [tuple(r[i] for i in key) for r in expected], name
 

@@ -14,6 +14,7 @@
 
 pub mod config;
 pub mod error;
+pub mod local;
 pub mod location;
 pub mod sigv4;
 pub mod store;

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use object_store::aws::AmazonS3Builder;
-use object_store::local::LocalFileSystem;
 use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
 use url::Url;
 
@@ -45,7 +44,7 @@ impl StoreFactory {
     /// Opens the store for `store_url`: `s3://bucket` or `file:///`.
     pub fn open(&self, store_url: &Url) -> Result<Arc<dyn ObjectStore>, BlobError> {
         match store_url.scheme() {
-            "file" => Ok(Arc::new(LocalFileSystem::new())),
+            "file" => Ok(crate::local::local_store()),
             "s3" => {
                 let bucket = store_url.host_str().unwrap_or_default();
                 self.open_s3(bucket)

@@ -6,6 +6,8 @@ use std::str::FromStr;
 use datafusion::common::config::{ConfigExtension, ConfigField, Visit};
 use datafusion::common::{DataFusionError, Result, extensions_options};
 
+pub use crate::json::scanner::Validation;
+
 /// What a scan does with a malformed record.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum OnError {
@@ -39,16 +41,45 @@ impl fmt::Display for OnError {
     }
 }
 
-impl ConfigField for OnError {
-    fn visit<V: Visit>(&self, v: &mut V, key: &str, description: &'static str) {
-        v.some(key, self, description)
-    }
+impl FromStr for Validation {
+    type Err = DataFusionError;
 
-    fn set(&mut self, _key: &str, value: &str) -> Result<()> {
-        *self = value.parse()?;
-        Ok(())
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "full" => Ok(Validation::Full),
+            "structure" => Ok(Validation::Structure),
+            other => Err(DataFusionError::Configuration(format!(
+                "validation must be 'full' or 'structure', not '{other}'"
+            ))),
+        }
     }
 }
+
+impl fmt::Display for Validation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Validation::Full => "full",
+            Validation::Structure => "structure",
+        })
+    }
+}
+
+/// Settings whose values are parsed from text and shown as text.
+macro_rules! text_config_field {
+    ($($t:ty),*) => {$(
+        impl ConfigField for $t {
+            fn visit<V: Visit>(&self, v: &mut V, key: &str, description: &'static str) {
+                v.some(key, self, description)
+            }
+
+            fn set(&mut self, _key: &str, value: &str) -> Result<()> {
+                *self = value.parse()?;
+                Ok(())
+            }
+        }
+    )*};
+}
+text_config_field!(OnError, Validation);
 
 /// Largest ranged read a scan may issue; bounds the memory of one partition.
 pub const MAX_BLOCK_SIZE: usize = 64 * 1024 * 1024;
@@ -60,6 +91,9 @@ extensions_options! {
     pub struct TesseraOptions {
         /// What to do with a malformed NDJSON line: 'fail' (default) or 'skip'.
         pub on_error: OnError, default = OnError::Fail
+        /// How much of each NDJSON document is checked: 'structure' (default: everything up
+        /// to the last value a query reads, then brackets and strings) or 'full'.
+        pub validation: Validation, default = Validation::Structure
         /// Bytes per ranged read when scanning raw files (8 MiB: seed 002's sweet spot).
         pub scan_block_size: usize, default = 8 * 1024 * 1024
         /// Ranged reads each scan partition keeps in flight.
@@ -97,6 +131,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("'fail' or 'skip'"), "{err}");
+        ExtensionOptions::set(&mut opts, "validation", "Full").unwrap();
+        assert_eq!(opts.validation, Validation::Full);
+        assert!(ExtensionOptions::set(&mut opts, "validation", "some").is_err());
         ExtensionOptions::set(&mut opts, "scan_block_size", "1").unwrap();
         assert_eq!(opts.block_size(), 64 * 1024);
         ExtensionOptions::set(&mut opts, "scan_prefetch", "100000").unwrap();

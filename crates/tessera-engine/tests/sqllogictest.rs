@@ -15,6 +15,8 @@ struct Failure(String);
 
 struct Db {
     session: TesseraSession,
+    /// The repository path, shown as `WORKSPACE` so that plans compare on any machine.
+    root: String,
 }
 
 #[async_trait::async_trait]
@@ -43,15 +45,23 @@ impl AsyncDB for Db {
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(|e| Failure(e.to_string()))?;
                 for row in 0..batch.num_rows() {
-                    rows.push(
-                        formatters
-                            .iter()
-                            .map(|f| match f.value(row).to_string() {
-                                s if s.is_empty() => "(empty)".to_string(),
-                                s => s,
-                            })
-                            .collect(),
-                    );
+                    let cells: Vec<String> = formatters
+                        .iter()
+                        .map(|f| match f.value(row).to_string() {
+                            s if s.is_empty() => "(empty)".to_string(),
+                            s => s.trim_end().replace(&self.root, "WORKSPACE"),
+                        })
+                        .collect();
+                    // A multi-line cell (an EXPLAIN plan) continues on rows of its own.
+                    let mut first = Vec::with_capacity(cells.len());
+                    let mut continued = Vec::new();
+                    for cell in cells {
+                        let mut lines = cell.lines();
+                        first.push(lines.next().unwrap_or_default().to_string());
+                        continued.extend(lines.map(|l| vec![l.to_string()]));
+                    }
+                    rows.push(first);
+                    rows.extend(continued);
                 }
             }
             output = DBOutput::Rows {
@@ -89,17 +99,25 @@ async fn sql_specification() {
     std::env::set_current_dir(root.join("test/data")).unwrap();
     let mut failures = Vec::new();
     for file in &files {
-        let mut runner = Runner::new(|| async {
-            let s3 = tessera_blob::S3Config::resolve(&Default::default(), &|_| None).unwrap();
-            let session = TesseraSession::new(
-                s3,
-                SessionOptions {
-                    target_partitions: Some(2),
-                    ..Default::default()
-                },
-            )
-            .map_err(|e| Failure(e.to_string()))?;
-            Ok::<_, Failure>(Db { session })
+        let root_text = root
+            .display()
+            .to_string()
+            .trim_start_matches('/')
+            .to_string();
+        let mut runner = Runner::new(move || {
+            let root = root_text.clone();
+            async move {
+                let s3 = tessera_blob::S3Config::resolve(&Default::default(), &|_| None).unwrap();
+                let session = TesseraSession::new(
+                    s3,
+                    SessionOptions {
+                        target_partitions: Some(2),
+                        ..Default::default()
+                    },
+                )
+                .map_err(|e| Failure(e.to_string()))?;
+                Ok::<_, Failure>(Db { session, root })
+            }
         });
         runner.with_column_validator(|_, _| true);
         if let Err(e) = runner.run_file_async(file).await {

@@ -2,6 +2,7 @@
 //! the JSON functions and the `->` / `->>` operators.
 
 pub mod functions;
+pub mod index;
 pub mod operators;
 pub mod output;
 pub mod path;

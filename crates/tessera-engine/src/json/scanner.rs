@@ -1,13 +1,21 @@
 //! A validating JSON scanner that extracts only the paths a query needs.
 //!
-//! One pass over a document checks that it is well-formed JSON (RFC 8259: structure,
-//! strings, escapes, numbers, literals; UTF-8 is checked by the caller in bulk) and
-//! records, for every path of a [`PathTrie`], where its value lies in the input. Values
-//! off every path are skipped without being materialized: strings are crossed 16 bytes
-//! at a time with SIMD, containers by a tight loop. Nothing is allocated per document.
+//! One pass over a document records, for every path of a [`PathTrie`], where its value
+//! lies in the input, and checks that the document is well-formed JSON. Values off every
+//! path are skipped without being materialized, strings 32 bytes at a time with SIMD.
+//! Nothing is allocated per document.
+//!
+//! Validation has two levels ([`Validation`]). `Full` checks all of RFC 8259 (structure,
+//! strings, escapes, numbers, literals). `Structure`, the default for scans, fully checks
+//! everything up to the last value a query needs, then crosses the rest of the document
+//! by its structure only: brackets must balance and match, strings must be terminated
+//! and correctly escaped, nothing may follow the document. That still catches truncated
+//! and split lines (the corruption seen in practice) while skipping the unread rest of a
+//! document several times faster. UTF-8 is checked by the caller, in bulk.
 
 use std::sync::{Arc, LazyLock};
 
+use super::index::Marks;
 use super::path::{PathTrie, Slot};
 
 /// Documents nested deeper than this are rejected instead of exhausting the stack.
@@ -62,6 +70,16 @@ impl Span {
     }
 }
 
+/// How much of a document a scan checks; see the module documentation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Validation {
+    /// Every byte is checked against the JSON grammar.
+    Full,
+    /// Full checks up to the last value needed, then structure only.
+    #[default]
+    Structure,
+}
+
 /// A syntax error: the byte offset in the document and what was expected there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SyntaxError {
@@ -69,6 +87,20 @@ pub struct SyntaxError {
     pub offset: usize,
     /// What the scanner expected.
     pub expected: &'static str,
+}
+
+/// Why the recursive descent stopped early.
+enum Stop {
+    /// The document is malformed.
+    Syntax(SyntaxError),
+    /// Every path was found; the rest only needs its structure checked.
+    Complete,
+}
+
+impl From<SyntaxError> for Stop {
+    fn from(e: SyntaxError) -> Self {
+        Stop::Syntax(e)
+    }
 }
 
 impl std::fmt::Display for SyntaxError {
@@ -81,7 +113,14 @@ impl std::fmt::Display for SyntaxError {
 #[derive(Debug)]
 pub struct Scanner {
     trie: Arc<PathTrie>,
+    validation: Validation,
     found: Vec<Option<Span>>,
+    /// Paths not found yet in the current document.
+    remaining: usize,
+    /// Closing brackets of the containers the cursor is inside, innermost last.
+    open: Vec<u8>,
+    /// Stage-one bitmaps of the current document (buffers reused across documents).
+    marks: Marks,
     /// Element offsets of the current array, kept only for paths with negative indexes.
     element_starts: Vec<u32>,
 }
@@ -90,10 +129,20 @@ impl Scanner {
     /// A scanner for the paths of `trie`.
     pub fn new(trie: Arc<PathTrie>) -> Self {
         Self {
+            validation: Validation::default(),
             found: vec![None; trie.len()],
+            remaining: 0,
+            open: Vec::new(),
+            marks: Marks::default(),
             trie,
             element_starts: Vec::new(),
         }
+    }
+
+    /// The same scanner with another validation level.
+    pub fn with_validation(mut self, validation: Validation) -> Self {
+        self.validation = validation;
+        self
     }
 
     /// Scans one document; afterwards [`Self::get`] returns each path's value.
@@ -105,9 +154,35 @@ impl Scanner {
             "documents are limited to 4 GiB"
         );
         self.found.iter_mut().for_each(|f| *f = None);
-        let mut cursor = Cursor { doc, pos: 0 };
+        self.remaining = self.found.len();
+        self.open.clear();
+        let mut marks = std::mem::take(&mut self.marks);
+        marks.index(doc);
+        let result = self.scan_indexed(doc, &marks);
+        self.marks = marks;
+        result
+    }
+
+    fn scan_indexed(&mut self, doc: &[u8], marks: &Marks) -> Result<(), SyntaxError> {
+        let mut cursor = Cursor { doc, pos: 0, marks };
+        // Control characters and escapes are checked once for all strings of the document.
+        cursor.check_strings(0, doc.len())?;
         cursor.skip_ws();
-        self.value(&mut cursor, Some(0), 0)?;
+        if self.remaining == 0 && self.validation == Validation::Structure {
+            // Nothing to extract: one whole value, by structure.
+            skip_structure(&mut cursor, &mut self.open)?;
+        } else {
+            match self.value(&mut cursor, Some(0), 0) {
+                Ok(_) => {}
+                // Completed inside containers: cross the rest of them. (With none open,
+                // the completed value was the whole document.)
+                Err(Stop::Complete) if !self.open.is_empty() => {
+                    skip_structure(&mut cursor, &mut self.open)?;
+                }
+                Err(Stop::Complete) => {}
+                Err(Stop::Syntax(e)) => return Err(e),
+            }
+        }
         cursor.skip_ws();
         if cursor.pos != doc.len() {
             return Err(cursor.error("end of the document after the JSON value"));
@@ -126,22 +201,23 @@ impl Scanner {
         self.found[slot]
     }
 
-    fn record(&mut self, node: usize, span: Span) {
+    /// Records a found value; `Stop::Complete` when it was the last one needed.
+    fn record(&mut self, node: usize, span: Span) -> Result<(), Stop> {
         for &slot in &self.trie.node(node).slots {
             // The first occurrence of a duplicated key wins, as in DuckDB and yyjson.
             if self.found[slot].is_none() {
                 self.found[slot] = Some(span);
+                self.remaining -= 1;
             }
         }
+        if self.remaining == 0 && self.validation == Validation::Structure {
+            return Err(Stop::Complete);
+        }
+        Ok(())
     }
 
     /// Parses the value at the cursor (which sits on its first byte) and returns its kind.
-    fn value(
-        &mut self,
-        c: &mut Cursor,
-        node: Option<usize>,
-        depth: u32,
-    ) -> Result<Kind, SyntaxError> {
+    fn value(&mut self, c: &mut Cursor, node: Option<usize>, depth: u32) -> Result<Kind, Stop> {
         let start = c.pos;
         let kind = match c.peek() {
             Some(b'{') => {
@@ -170,8 +246,8 @@ impl Scanner {
             Some(b'-' | b'0'..=b'9') => Kind::Number {
                 integer: c.number()?,
             },
-            Some(_) => return Err(c.error("a JSON value")),
-            None => return Err(c.error("a JSON value, not the end of the document")),
+            Some(_) => return Err(c.error("a JSON value").into()),
+            None => return Err(c.error("a JSON value, not the end of the document").into()),
         };
         if let Some(node) = node {
             self.record(
@@ -181,19 +257,14 @@ impl Scanner {
                     start: start as u32,
                     end: c.pos as u32,
                 },
-            );
+            )?;
         }
         Ok(kind)
     }
 
-    fn object(
-        &mut self,
-        c: &mut Cursor,
-        node: Option<usize>,
-        depth: u32,
-    ) -> Result<(), SyntaxError> {
+    fn object(&mut self, c: &mut Cursor, node: Option<usize>, depth: u32) -> Result<(), Stop> {
         if depth >= MAX_NESTING {
-            return Err(c.error("at most 512 levels of nesting"));
+            return Err(c.error("at most 512 levels of nesting").into());
         }
         c.pos += 1;
         c.skip_ws();
@@ -201,10 +272,11 @@ impl Scanner {
             c.pos += 1;
             return Ok(());
         }
+        self.open.push(b'}');
         let mut key_buf = Vec::new();
         loop {
             if c.peek() != Some(b'"') {
-                return Err(c.error("a string key"));
+                return Err(c.error("a string key").into());
             }
             let key_start = c.pos + 1;
             let escaped = c.string()?;
@@ -224,7 +296,7 @@ impl Scanner {
             };
             c.skip_ws();
             if c.peek() != Some(b':') {
-                return Err(c.error("':' after an object key"));
+                return Err(c.error("':' after an object key").into());
             }
             c.pos += 1;
             c.skip_ws();
@@ -237,21 +309,17 @@ impl Scanner {
                 }
                 Some(b'}') => {
                     c.pos += 1;
+                    self.open.pop();
                     return Ok(());
                 }
-                _ => return Err(c.error("',' or '}' after an object member")),
+                _ => return Err(c.error("',' or '}' after an object member").into()),
             }
         }
     }
 
-    fn array(
-        &mut self,
-        c: &mut Cursor,
-        node: Option<usize>,
-        depth: u32,
-    ) -> Result<(), SyntaxError> {
+    fn array(&mut self, c: &mut Cursor, node: Option<usize>, depth: u32) -> Result<(), Stop> {
         if depth >= MAX_NESTING {
-            return Err(c.error("at most 512 levels of nesting"));
+            return Err(c.error("at most 512 levels of nesting").into());
         }
         c.pos += 1;
         c.skip_ws();
@@ -259,6 +327,7 @@ impl Scanner {
             c.pos += 1;
             return Ok(());
         }
+        self.open.push(b']');
         let negative = node.is_some_and(|n| self.trie.node(n).has_negative_indexes());
         let mut starts = if negative {
             std::mem::take(&mut self.element_starts)
@@ -282,24 +351,33 @@ impl Scanner {
                 }
                 Some(b']') => {
                     c.pos += 1;
+                    self.open.pop();
                     break;
                 }
-                _ => return Err(c.error("',' or ']' after an array element")),
+                _ => return Err(c.error("',' or ']' after an array element").into()),
             }
         }
         if let (true, Some(n)) = (negative, node) {
             let len = starts.len() as i64;
             let resume = c.pos;
             let trie = Arc::clone(&self.trie);
+            let mut result = Ok(());
             for &(i, child) in &trie.node(n).indexes {
                 if i < 0 && len + i >= 0 {
                     // Already validated above; this second visit only records spans.
                     c.pos = starts[(len + i) as usize] as usize;
-                    self.value(c, Some(child), depth + 1)?;
+                    let open = self.open.len();
+                    result = self.value(c, Some(child), depth + 1).map(|_| ());
+                    // A completion inside the revisited element resumes after the array.
+                    self.open.truncate(open);
+                    if result.is_err() {
+                        break;
+                    }
                 }
             }
             c.pos = resume;
             self.element_starts = starts;
+            result?;
         }
         Ok(())
     }
@@ -316,9 +394,13 @@ pub fn for_each_member(doc: &[u8], span: Span, mut f: impl FnMut(Option<Span>, S
     };
     static NO_PATHS: LazyLock<Arc<PathTrie>> = LazyLock::new(|| Arc::new(PathTrie::new()));
     let mut skipper = Scanner::new(Arc::clone(&NO_PATHS));
+    let doc = &doc[..span.end as usize];
+    let mut marks = Marks::default();
+    marks.index(doc);
     let mut c = Cursor {
-        doc: &doc[..span.end as usize],
+        doc,
         pos: span.start as usize + 1,
+        marks: &marks,
     };
     c.skip_ws();
     if c.pos + 1 >= span.end as usize {
@@ -341,7 +423,9 @@ pub fn for_each_member(doc: &[u8], span: Span, mut f: impl FnMut(Option<Span>, S
             None
         };
         let start = c.pos;
-        let kind = skipper.value(&mut c, None, 0).expect("validated document");
+        let Ok(kind) = skipper.value(&mut c, None, 0) else {
+            unreachable!("a validated document")
+        };
         f(
             key,
             Span {
@@ -359,10 +443,73 @@ pub fn for_each_member(doc: &[u8], span: Span, mut f: impl FnMut(Option<Span>, S
     }
 }
 
+/// Crosses the rest of a document by its structure: from inside the containers whose
+/// closing brackets are `open` (or, when none are open, one whole value), to the end of
+/// the outermost one. Brackets come from the stage-one bitmaps, so strings are crossed
+/// without looking at them (their contents were checked for the whole document).
+fn skip_structure(c: &mut Cursor, open: &mut Vec<u8>) -> Result<(), SyntaxError> {
+    if open.is_empty() {
+        match c.peek() {
+            Some(b'{') => open.push(b'}'),
+            Some(b'[') => open.push(b']'),
+            Some(b'"') => return c.string().map(|_| ()),
+            Some(_) => {
+                // A scalar document: its bytes run to the end (whitespace aside).
+                while c
+                    .peek()
+                    .is_some_and(|b| !matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
+                {
+                    c.pos += 1;
+                }
+                return Ok(());
+            }
+            None => return Err(c.error("a JSON value, not the end of the document")),
+        }
+        c.pos += 1;
+    }
+    let len = c.doc.len();
+    loop {
+        let Some(at) = c.next_bracket() else {
+            c.pos = len;
+            if c.marks.ends_in_string {
+                return Err(c.error("the closing '\"' of a string"));
+            }
+            return Err(c.error(match open.last() {
+                Some(b'}') => "'}' to close an object, not the end of the document",
+                _ => "']' to close an array, not the end of the document",
+            }));
+        };
+        c.pos = at;
+        match c.doc[at] {
+            b @ (b'{' | b'[') => {
+                if open.len() as u32 >= MAX_NESTING {
+                    return Err(c.error("at most 512 levels of nesting"));
+                }
+                open.push(if b == b'{' { b'}' } else { b']' });
+            }
+            b => {
+                if open.pop() != Some(b) {
+                    return Err(c.error(if b == b'}' {
+                        "']' to close an array, not '}'"
+                    } else {
+                        "'}' to close an object, not ']'"
+                    }));
+                }
+                if open.is_empty() {
+                    c.pos = at + 1;
+                    return Ok(());
+                }
+            }
+        }
+        c.pos = at + 1;
+    }
+}
+
 /// A position in a document.
 struct Cursor<'a> {
     doc: &'a [u8],
     pos: usize,
+    marks: &'a Marks,
 }
 
 impl Cursor<'_> {
@@ -402,47 +549,57 @@ impl Cursor<'_> {
     /// Crosses a string (cursor on the opening quote); returns whether it has escapes.
     #[inline]
     fn string(&mut self) -> Result<bool, SyntaxError> {
-        let mut escaped = false;
-        let mut i = self.pos + 1;
-        loop {
-            i = find_string_special(self.doc, i);
-            match self.doc.get(i) {
-                Some(b'"') => {
-                    self.pos = i + 1;
-                    return Ok(escaped);
-                }
-                Some(b'\\') => {
-                    escaped = true;
-                    match self.doc.get(i + 1) {
-                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
-                        Some(b'u') => {
-                            let hex = self.doc.get(i + 2..i + 6);
-                            if !hex.is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) {
-                                self.pos = i;
-                                return Err(self.error("four hex digits after '\\u'"));
-                            }
-                            i += 6;
-                        }
-                        _ => {
-                            self.pos = i;
-                            return Err(self.error(
-                                "a valid escape (\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)",
-                            ));
-                        }
+        let open = self.pos;
+        let Some(close) = self.marks.first(|b| b.quotes, open + 1, self.doc.len()) else {
+            self.pos = self.doc.len();
+            return Err(self.error("the closing '\"' of a string"));
+        };
+        self.pos = close + 1;
+        Ok(self.marks.any.backslashes != 0
+            && self
+                .marks
+                .first(|b| b.backslashes, open + 1, close)
+                .is_some())
+    }
+
+    /// Checks the string contents in `from..to` (a whole document: one pass over the
+    /// bitmaps): no raw control characters, and every escape one of JSON's.
+    #[inline]
+    fn check_strings(&mut self, from: usize, to: usize) -> Result<(), SyntaxError> {
+        if self.marks.any.controls == 0 && self.marks.any.escaped == 0 {
+            return Ok(());
+        }
+        if let Some(bad) = self.marks.first(|b| b.controls, from, to) {
+            self.pos = bad;
+            return Err(self.error("no raw control characters inside a string (escape them)"));
+        }
+        let mut at = from;
+        while let Some(escaped) = self.marks.first(|b| b.escaped, at, to) {
+            match self.doc[escaped] {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+                b'u' => {
+                    let hex = self.doc.get(escaped + 1..escaped + 5);
+                    if !hex.is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) {
+                        self.pos = escaped - 1;
+                        return Err(self.error("four hex digits after '\\u'"));
                     }
                 }
-                Some(_) => {
-                    self.pos = i;
+                _ => {
+                    self.pos = escaped - 1;
                     return Err(
-                        self.error("no raw control characters inside a string (escape them)")
+                        self.error("a valid escape (\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)")
                     );
                 }
-                None => {
-                    self.pos = i;
-                    return Err(self.error("the closing '\"' of a string"));
-                }
             }
+            at = escaped + 1;
         }
+        Ok(())
+    }
+
+    /// The next `{`, `[`, `}` or `]` outside strings at or after the cursor.
+    #[inline]
+    fn next_bracket(&self) -> Option<usize> {
+        self.marks.first(|b| b.brackets, self.pos, self.doc.len())
     }
 
     /// Crosses a number; returns true when it is an integer literal.
@@ -495,65 +652,26 @@ impl Cursor<'_> {
     }
 }
 
-/// Offset of the first `"`, `\` or control character (< 0x20) at or after `from`, or
-/// `bytes.len()` when there is none.
-#[inline]
-fn find_string_special(bytes: &[u8], from: usize) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SSE2 is part of the x86_64 baseline, so no runtime detection is needed.
-        use std::arch::x86_64::{
-            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8,
-            _mm_or_si128, _mm_set1_epi8,
-        };
-        let mut i = from;
-        // SAFETY: every load reads 16 bytes starting at `i` with `i + 16 <= len`.
-        unsafe {
-            let quote = _mm_set1_epi8(b'"' as i8);
-            let backslash = _mm_set1_epi8(b'\\' as i8);
-            let control = _mm_set1_epi8(0x1f);
-            while i + 16 <= bytes.len() {
-                let v = _mm_loadu_si128(bytes.as_ptr().add(i) as *const __m128i);
-                let is_control = _mm_cmpeq_epi8(_mm_min_epu8(v, control), v);
-                let hits = _mm_or_si128(
-                    _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
-                    is_control,
-                );
-                let mask = _mm_movemask_epi8(hits);
-                if mask != 0 {
-                    return i + mask.trailing_zeros() as usize;
-                }
-                i += 16;
-            }
-        }
-        scalar_find(bytes, i)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        scalar_find(bytes, from)
-    }
-}
-
-#[inline]
-fn scalar_find(bytes: &[u8], from: usize) -> usize {
-    bytes[from.min(bytes.len())..]
-        .iter()
-        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
-        .map_or(bytes.len(), |p| p + from)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::json::path::{PathElem, parse_json_path};
 
     fn scan_paths(doc: &str, paths: &[&str]) -> Result<Vec<Option<String>>, SyntaxError> {
+        scan_with(doc, paths, Validation::Full)
+    }
+
+    fn scan_with(
+        doc: &str,
+        paths: &[&str],
+        validation: Validation,
+    ) -> Result<Vec<Option<String>>, SyntaxError> {
         let mut trie = PathTrie::new();
         let slots: Vec<_> = paths
             .iter()
             .map(|p| trie.add(&parse_json_path(p).unwrap()))
             .collect();
-        let mut scanner = Scanner::new(Arc::new(trie));
+        let mut scanner = Scanner::new(Arc::new(trie)).with_validation(validation);
         scanner.scan(doc.as_bytes())?;
         Ok(slots
             .iter()
@@ -595,6 +713,64 @@ mod tests {
                 Some(doc.trim().into()),
             ]
         );
+    }
+
+    #[test]
+    fn structure_mode_finds_the_same_values() {
+        let docs = [
+            r#"{"did":"x","commit":{"op":"create","rec":{"langs":["en","de"],"n":-1.5e3}},"t":123}"#,
+            r#"{"commit":{"rec":{"langs":["a","b","c"]}},"did":"y"}"#,
+            r#"[{"did":1}]"#,
+            r#""str""#,
+            r#"{"t":{"x":[1,{"y":"}"}]},"did":null}"#,
+        ];
+        let paths = ["$.did", "$.commit.rec.langs[#-1]", "$.t", "$"];
+        for doc in docs {
+            for subset in [&paths[..1], &paths[..2], &paths[1..3], &paths[3..], &[]] {
+                assert_eq!(
+                    scan_with(doc, subset, Validation::Structure).unwrap(),
+                    scan_with(doc, subset, Validation::Full).unwrap(),
+                    "{doc} {subset:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn structure_mode_still_rejects_broken_structure() {
+        let cases: &[(&str, usize, &str)] = &[
+            (r#"{"a":1,"b":{"c":[1,2}}"#, 20, "']' to close an array"),
+            (
+                r#"{"a":1,"b":{"c":"#,
+                16,
+                "'}' to close an object, not the end",
+            ),
+            (r#"{"a":1,"b":"no end}"#, 19, "closing '\"'"),
+            (r#"{"a":1,"b":"\q"}"#, 12, "valid escape"),
+            (r#"{"a":1,"b":[]}]"#, 14, "end of the document"),
+            (r#"{"a":1,"b":[1,2]"#, 16, "'}' to close an object"),
+            (r#"{"a" 1,"b":2}"#, 5, "':'"),
+        ];
+        for &(doc, offset, expected) in cases {
+            let err = scan_with(doc, &["$.a"], Validation::Structure).unwrap_err();
+            assert_eq!(err.offset, offset, "{doc}: {err}");
+            assert!(err.expected.contains(expected), "{doc}: {err}");
+        }
+        // With nothing to extract, a document is crossed by structure from its start.
+        assert!(scan_with(r#"{"a":[}"#, &[], Validation::Structure).is_err());
+        assert!(scan_with(r#"{"a":[]} x"#, &[], Validation::Structure).is_err());
+    }
+
+    #[test]
+    fn structure_mode_tolerates_bad_tokens_after_the_last_needed_value() {
+        let doc = r#"{"a":1,"b":tru,"c":01}"#;
+        assert_eq!(
+            scan_with(doc, &["$.a"], Validation::Structure).unwrap(),
+            vec![Some("1".into())]
+        );
+        assert!(scan_with(doc, &["$.a"], Validation::Full).is_err());
+        // Before the last needed value, everything is checked.
+        assert!(scan_with(doc, &["$.c"], Validation::Structure).is_err());
     }
 
     #[test]
@@ -701,17 +877,5 @@ mod tests {
         assert!(err.expected.contains("nesting"));
         let ok = "[".repeat(100) + &"]".repeat(100);
         assert!(scan_paths(&ok, &["$.a"]).is_ok());
-    }
-
-    #[test]
-    fn simd_and_scalar_string_search_agree() {
-        let text = b"0123456789abcdef0123456789\"abcdef\\0123\x01456789";
-        for from in 0..text.len() {
-            assert_eq!(
-                find_string_special(text, from),
-                scalar_find(text, from),
-                "from {from}"
-            );
-        }
     }
 }

@@ -14,6 +14,7 @@ use datafusion::physical_expr::projection::Projector;
 use super::extract::ExtractionPlan;
 use super::lines::Line;
 use crate::json::output::OutputBuilder;
+use crate::json::scanner::Validation;
 use crate::json::value::text_of;
 use crate::json::{Output, Scanner};
 
@@ -106,6 +107,7 @@ impl BatchDecoder {
         plan: Arc<ExtractionPlan>,
         partition_values: Vec<ScalarValue>,
         batch_size: usize,
+        validation: Validation,
     ) -> Result<Self> {
         assert!(batch_size > 0, "batches hold at least one row");
         assert_eq!(
@@ -125,7 +127,12 @@ impl BatchDecoder {
             })
             .collect();
         Ok(Self {
-            scanner: Scanner::new(Arc::clone(&plan.trie)),
+            // A document handed out whole must be valid JSON, however little is read of it.
+            scanner: Scanner::new(Arc::clone(&plan.trie)).with_validation(if plan.raw {
+                Validation::Full
+            } else {
+                validation
+            }),
             raw: plan.raw.then(|| ViewColumn::new(batch_size)),
             columns,
             partition_values,
@@ -148,7 +155,7 @@ impl BatchDecoder {
         if bytes.iter().all(|b| b.is_ascii_whitespace()) {
             return Ok(Ok(()));
         }
-        if simdutf8::basic::from_utf8(bytes).is_err() {
+        if !line.utf8_checked && simdutf8::basic::from_utf8(bytes).is_err() {
             let valid = simdutf8::compat::from_utf8(bytes)
                 .err()
                 .map_or(0, |e| e.valid_up_to());
@@ -162,6 +169,15 @@ impl BatchDecoder {
                 offset: e.offset,
                 expected: e.expected.to_string(),
             }));
+        }
+        let passes = self.plan.predicates.iter().all(|(slot, output, accepted)| {
+            self.scanner
+                .get(*slot)
+                .and_then(|span| text_of(bytes, span, *output))
+                .is_some_and(|text| accepted.contains(text.as_bytes()))
+        });
+        if !passes {
+            return Ok(Ok(()));
         }
         let base = match line.chunk {
             Some((chunk, pos)) => {

@@ -15,6 +15,9 @@ use datafusion::physical_expr::expressions::{Column, Literal};
 use datafusion::physical_expr::projection::{ProjectionExpr, ProjectionExprs};
 use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
 
+use std::collections::BTreeSet;
+
+use super::filter::DocPredicate;
 use crate::json::path::{PathElem, PathTrie, Slot, parse_json_path};
 use crate::json::{Output, access_output};
 
@@ -36,6 +39,9 @@ pub struct ExtractionPlan {
     pub decoded_schema: SchemaRef,
     /// The pushed-down projection rewritten over [`Self::decoded_schema`].
     pub projection: ProjectionExprs,
+    /// Filters decided per document: the path's slot, its text semantics, and the
+    /// accepted texts. A document failing one is not a row.
+    pub predicates: Vec<(Slot, Output, BTreeSet<Vec<u8>>)>,
 }
 
 impl ExtractionPlan {
@@ -45,8 +51,13 @@ impl ExtractionPlan {
         doc_field: &Arc<Field>,
         partition_fields: &[Arc<Field>],
         projection: &ProjectionExprs,
+        filters: &[DocPredicate],
     ) -> Result<Self> {
         let mut trie = PathTrie::new();
+        let predicates = filters
+            .iter()
+            .map(|f| (trie.add(&f.path), f.output, f.accepted.clone()))
+            .collect();
         let mut outputs: Vec<(Slot, Output)> = Vec::new();
         // Pass 1: find the accesses and whether the raw document is still referenced.
         let mut raw = false;
@@ -91,6 +102,7 @@ impl ExtractionPlan {
             partition_fields: partition_fields.to_vec(),
             decoded_schema: Arc::new(Schema::new(fields)),
             projection: ProjectionExprs::new(exprs),
+            predicates,
         })
     }
 }
@@ -133,7 +145,7 @@ fn rewrite(
 }
 
 /// `f(Column 0, literal path...)` for a JSON access function `f`: its path and output.
-fn pushable_access(expr: &Arc<dyn PhysicalExpr>) -> Option<(Vec<PathElem>, Output)> {
+pub(crate) fn pushable_access(expr: &Arc<dyn PhysicalExpr>) -> Option<(Vec<PathElem>, Output)> {
     let func = expr.downcast_ref::<ScalarFunctionExpr>()?;
     let output = access_output(func.fun())?;
     let (doc, path_args) = func.args().split_first()?;

@@ -18,19 +18,21 @@ use object_store::{ObjectMeta, ObjectStore};
 
 use super::open::ScanSettings;
 use super::source::NdjsonSource;
-use crate::options::{OnError, TesseraOptions};
+use crate::options::{OnError, TesseraOptions, Validation};
 use crate::rejects::RejectLog;
 
 /// Name of the document column unless a table says otherwise.
 pub const DEFAULT_DOCUMENT_COLUMN: &str = "j";
 
-/// Table-level options (`OPTIONS ('column' 'doc', 'on_error' 'skip')`).
+/// Table-level options (`OPTIONS ('column' 'doc', 'on_error' 'skip', 'validation' 'full')`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NdjsonOptions {
     /// Name of the document column.
     pub column: String,
     /// Overrides the session's `tessera.on_error` for this table.
     pub on_error: Option<OnError>,
+    /// Overrides the session's `tessera.validation` for this table.
+    pub validation: Option<Validation>,
 }
 
 impl Default for NdjsonOptions {
@@ -38,6 +40,7 @@ impl Default for NdjsonOptions {
         Self {
             column: DEFAULT_DOCUMENT_COLUMN.to_string(),
             on_error: None,
+            validation: None,
         }
     }
 }
@@ -50,11 +53,14 @@ impl NdjsonOptions {
             match key.trim_start_matches("format.") {
                 "column" => out.column = value.clone(),
                 "on_error" => out.on_error = Some(value.parse()?),
+                "validation" => out.validation = Some(value.parse()?),
                 // DataFusion passes these for every format; compression is read from
                 // each file's name instead.
                 "compression" | "newline_delimited" => {}
                 other => {
-                    return plan_err!("unknown NDJSON option '{other}' (known: column, on_error)");
+                    return plan_err!(
+                        "unknown NDJSON option '{other}' (known: column, on_error, validation)"
+                    );
                 }
             }
         }
@@ -96,6 +102,7 @@ impl NdjsonFormat {
             .unwrap_or_default();
         ScanSettings {
             on_error: self.options.on_error.unwrap_or(options.on_error),
+            validation: self.options.validation.unwrap_or(options.validation),
             block_size: options.block_size() as u64,
             prefetch: options.prefetch(),
             rejects: session
@@ -158,6 +165,7 @@ impl FileFormat for NdjsonFormat {
     fn file_source(&self, table_schema: TableSchema) -> Arc<dyn FileSource> {
         let settings = ScanSettings {
             on_error: self.options.on_error.unwrap_or_default(),
+            validation: self.options.validation.unwrap_or_default(),
             block_size: TesseraOptions::default().block_size() as u64,
             prefetch: TesseraOptions::default().prefetch(),
             rejects: Arc::new(RejectLog::default()),

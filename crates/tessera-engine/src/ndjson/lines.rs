@@ -21,6 +21,8 @@ pub struct Line<'a> {
     pub offset: u64,
     /// 0-based number of the line among the lines this partition owns.
     pub index: u64,
+    /// True when the line is known to be valid UTF-8 (checked with its whole chunk).
+    pub utf8_checked: bool,
 }
 
 /// Splits the chunks of one partition into owned lines.
@@ -95,6 +97,7 @@ impl LineSplitter {
                         chunk: None,
                         offset: carry_offset,
                         index,
+                        utf8_checked: false,
                     })?;
                     self.carry = carry;
                     self.carry.clear();
@@ -105,6 +108,9 @@ impl LineSplitter {
                 }
             }
         }
+        // One UTF-8 check for all complete lines of the chunk instead of one per line.
+        let utf8_checked = memchr::memrchr(b'\n', &data[i..])
+            .is_some_and(|last| simdutf8::basic::from_utf8(&data[i..i + last]).is_ok());
         loop {
             let offset = chunk.offset + i as u64;
             if offset >= self.end {
@@ -119,6 +125,7 @@ impl LineSplitter {
                         chunk: Some((&chunk.bytes, i)),
                         offset,
                         index,
+                        utf8_checked,
                     })?;
                     i += p + 1;
                 }
@@ -147,6 +154,7 @@ impl LineSplitter {
                 chunk: None,
                 offset,
                 index,
+                utf8_checked: false,
             })?;
         }
         Ok(())

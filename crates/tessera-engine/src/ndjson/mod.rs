@@ -7,6 +7,7 @@
 
 pub mod decode;
 pub mod extract;
+pub mod filter;
 pub mod format;
 pub mod lines;
 pub mod open;

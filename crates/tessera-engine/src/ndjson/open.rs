@@ -18,7 +18,7 @@ use super::decode::{BatchDecoder, LineError};
 use super::extract::ExtractionPlan;
 use super::lines::{Line, LineSplitter};
 use super::read::{Chunk, Codec, ReadPlan, count_newlines};
-use crate::options::OnError;
+use crate::options::{OnError, Validation};
 use crate::rejects::{Reject, RejectLog};
 
 /// Scan settings fixed when the query is planned.
@@ -26,6 +26,8 @@ use crate::rejects::{Reject, RejectLog};
 pub struct ScanSettings {
     /// What to do with malformed lines.
     pub on_error: OnError,
+    /// How much of each line is checked.
+    pub validation: Validation,
     /// Bytes per ranged read.
     pub block_size: u64,
     /// Ranged reads in flight per partition.
@@ -79,6 +81,7 @@ impl FileOpener for NdjsonOpener {
             Arc::clone(&self.plan),
             file.partition_values.clone(),
             self.batch_size,
+            self.settings.validation,
         )?;
         let state = FileScan {
             chunks: read.chunks(range.start.saturating_sub(1)..range.end, codec),

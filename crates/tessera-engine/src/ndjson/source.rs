@@ -6,6 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use datafusion::common::Result;
+use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::datasource::physical_plan::{
     FileGroupPartitioner, FileOpener, FileScanConfig, FileSource,
@@ -13,11 +14,13 @@ use datafusion::datasource::physical_plan::{
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::physical_expr::projection::ProjectionExprs;
 use datafusion::physical_expr::{LexOrdering, PhysicalExpr};
+use datafusion::physical_plan::filter_pushdown::{FilterPushdownPropagation, PushedDown};
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder};
 use datafusion::physical_plan::{DisplayFormatType, apply_expression_roots};
 use object_store::ObjectStore;
 
 use super::extract::ExtractionPlan;
+use super::filter::{DocPredicate, doc_predicates};
 use super::open::{NdjsonOpener, ScanMetrics, ScanSettings};
 use super::read::Codec;
 use crate::json::path::display_path;
@@ -30,6 +33,8 @@ pub struct NdjsonSource {
     batch_size: Option<usize>,
     metrics: ExecutionPlanMetricsSet,
     settings: ScanSettings,
+    /// Filters pushed into the scan, decided per document.
+    filters: Vec<DocPredicate>,
 }
 
 impl NdjsonSource {
@@ -42,6 +47,7 @@ impl NdjsonSource {
             batch_size: None,
             metrics: ExecutionPlanMetricsSet::new(),
             settings,
+            filters: Vec::new(),
         }
     }
 
@@ -59,6 +65,7 @@ impl NdjsonSource {
             &Arc::new(schema.field(0).clone()),
             self.table_schema.table_partition_cols(),
             &self.projection,
+            &self.filters,
         )
     }
 }
@@ -137,7 +144,12 @@ impl FileSource for NdjsonSource {
             ", json_paths=[{}], raw_document={}",
             paths.join(", "),
             plan.raw
-        )
+        )?;
+        if !self.filters.is_empty() {
+            let filters: Vec<String> = self.filters.iter().map(|p| p.to_string()).collect();
+            write!(f, ", document_filters=[{}]", filters.join(" AND "))?;
+        }
+        Ok(())
     }
 
     fn repartitioned(
@@ -177,6 +189,31 @@ impl FileSource for NdjsonSource {
             projection: merged,
             ..self.clone()
         })))
+    }
+
+    fn try_pushdown_filters(
+        &self,
+        filters: Vec<Arc<dyn PhysicalExpr>>,
+        _config: &ConfigOptions,
+    ) -> Result<FilterPushdownPropagation<Arc<dyn FileSource>>> {
+        let mut source = self.clone();
+        let pushed: Vec<PushedDown> = filters
+            .iter()
+            .map(|filter| match doc_predicates(filter) {
+                Some(predicates) => {
+                    source.filters.extend(predicates);
+                    PushedDown::Yes
+                }
+                None => PushedDown::No,
+            })
+            .collect();
+        let accepted = pushed.iter().any(|p| matches!(p, PushedDown::Yes));
+        let result = FilterPushdownPropagation::with_parent_pushdown_result(pushed);
+        Ok(if accepted {
+            result.with_updated_node(Arc::new(source) as Arc<dyn FileSource>)
+        } else {
+            result
+        })
     }
 
     fn apply_expressions(

@@ -53,11 +53,11 @@ pub fn write(
                 writeln!(out, "{}\n(0 rows)", names.join(" | "))?;
             } else {
                 let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
-                writeln!(
-                    out,
-                    "{}",
-                    arrow::util::pretty::pretty_format_batches(batches)?
-                )?;
+                // NULL is shown as NULL, as DuckDB's shell does, not as an empty cell.
+                let options = arrow::util::display::FormatOptions::default().with_null("NULL");
+                let table =
+                    arrow::util::pretty::pretty_format_batches_with_options(batches, &options)?;
+                writeln!(out, "{table}")?;
                 writeln!(out, "({rows} row{})", if rows == 1 { "" } else { "s" })?;
             }
         }
@@ -154,7 +154,9 @@ mod tests {
         );
         let table = String::from_utf8(render(Format::Table)).unwrap();
         assert!(
-            table.contains("| like  | 3     |") && table.ends_with("(2 rows)\n"),
+            table.contains("| like  | 3     |")
+                && table.contains("| NULL  | 1     |")
+                && table.ends_with("(2 rows)\n"),
             "{table}"
         );
     }

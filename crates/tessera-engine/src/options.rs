@@ -41,13 +41,17 @@ impl fmt::Display for OnError {
     }
 }
 
-impl FromStr for Validation {
+/// `tessera.validation`: the scanner's [`Validation`] as a session setting.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ValidationSetting(pub Validation);
+
+impl FromStr for ValidationSetting {
     type Err = DataFusionError;
 
     fn from_str(s: &str) -> Result<Self> {
         match s.trim().to_ascii_lowercase().as_str() {
-            "full" => Ok(Validation::Full),
-            "structure" => Ok(Validation::Structure),
+            "full" => Ok(Self(Validation::Full)),
+            "structure" => Ok(Self(Validation::Structure)),
             other => Err(DataFusionError::Configuration(format!(
                 "validation must be 'full' or 'structure', not '{other}'"
             ))),
@@ -55,9 +59,9 @@ impl FromStr for Validation {
     }
 }
 
-impl fmt::Display for Validation {
+impl fmt::Display for ValidationSetting {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+        f.write_str(match self.0 {
             Validation::Full => "full",
             Validation::Structure => "structure",
         })
@@ -79,7 +83,7 @@ macro_rules! text_config_field {
         }
     )*};
 }
-text_config_field!(OnError, Validation);
+text_config_field!(OnError, ValidationSetting);
 
 /// Largest ranged read a scan may issue; bounds the memory of one partition.
 pub const MAX_BLOCK_SIZE: usize = 64 * 1024 * 1024;
@@ -93,7 +97,7 @@ extensions_options! {
         pub on_error: OnError, default = OnError::Fail
         /// How much of each NDJSON document is checked: 'structure' (default: everything up
         /// to the last value a query reads, then brackets and strings) or 'full'.
-        pub validation: Validation, default = Validation::Structure
+        pub validation: ValidationSetting, default = ValidationSetting(Validation::Structure)
         /// Bytes per ranged read when scanning raw files (8 MiB: seed 002's sweet spot).
         pub scan_block_size: usize, default = 8 * 1024 * 1024
         /// Ranged reads each scan partition keeps in flight.
@@ -132,7 +136,7 @@ mod tests {
             .to_string();
         assert!(err.contains("'fail' or 'skip'"), "{err}");
         ExtensionOptions::set(&mut opts, "validation", "Full").unwrap();
-        assert_eq!(opts.validation, Validation::Full);
+        assert_eq!(opts.validation.0, Validation::Full);
         assert!(ExtensionOptions::set(&mut opts, "validation", "some").is_err());
         ExtensionOptions::set(&mut opts, "scan_block_size", "1").unwrap();
         assert_eq!(opts.block_size(), 64 * 1024);

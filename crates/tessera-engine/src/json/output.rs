@@ -4,22 +4,9 @@
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, StringViewBuilder};
-use arrow::datatypes::DataType;
 
-use super::scanner::Span;
-use super::value::{Output, bool_of, float_of, int_of, text_of};
-
-impl Output {
-    /// The SQL type of an access with this output.
-    pub fn data_type(self) -> DataType {
-        match self {
-            Output::Json | Output::Text | Output::Str => DataType::Utf8View,
-            Output::Int => DataType::Int64,
-            Output::Float => DataType::Float64,
-            Output::Bool => DataType::Boolean,
-        }
-    }
-}
+use tessera_tiles::json::Span;
+use tessera_tiles::json::value::{Output, bool_of, float_of, int_of, text_of};
 
 /// Accumulates one output column of JSON access results.
 #[derive(Debug)]

@@ -18,7 +18,7 @@ use object_store::{ObjectMeta, ObjectStore};
 
 use super::open::ScanSettings;
 use super::source::NdjsonSource;
-use crate::options::{OnError, TesseraOptions, Validation};
+use crate::options::{OnError, TesseraOptions, Validation, ValidationSetting};
 use crate::rejects::RejectLog;
 
 /// Name of the document column unless a table says otherwise.
@@ -53,7 +53,7 @@ impl NdjsonOptions {
             match key.trim_start_matches("format.") {
                 "column" => out.column = value.clone(),
                 "on_error" => out.on_error = Some(value.parse()?),
-                "validation" => out.validation = Some(value.parse()?),
+                "validation" => out.validation = Some(value.parse::<ValidationSetting>()?.0),
                 // DataFusion passes these for every format; compression is read from
                 // each file's name instead.
                 "compression" | "newline_delimited" => {}
@@ -102,7 +102,7 @@ impl NdjsonFormat {
             .unwrap_or_default();
         ScanSettings {
             on_error: self.options.on_error.unwrap_or(options.on_error),
-            validation: self.options.validation.unwrap_or(options.validation),
+            validation: self.options.validation.unwrap_or(options.validation.0),
             block_size: options.block_size() as u64,
             prefetch: options.prefetch(),
             rejects: session

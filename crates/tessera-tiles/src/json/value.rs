@@ -3,6 +3,8 @@
 
 use std::borrow::Cow;
 
+use arrow::datatypes::DataType;
+
 use super::scanner::{Kind, Span};
 
 /// What an access returns, which decides both its SQL type and how each JSON value maps.
@@ -21,6 +23,18 @@ pub enum Output {
     Float,
     /// `json_get_bool`: `true`/`false`; anything else is NULL.
     Bool,
+}
+
+impl Output {
+    /// The SQL type of an access with this output.
+    pub fn data_type(self) -> DataType {
+        match self {
+            Output::Json | Output::Text | Output::Str => DataType::Utf8View,
+            Output::Int => DataType::Int64,
+            Output::Float => DataType::Float64,
+            Output::Bool => DataType::Boolean,
+        }
+    }
 }
 
 /// The text of a value for [`Output::Json`], [`Output::Text`] and [`Output::Str`];

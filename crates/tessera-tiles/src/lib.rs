@@ -2,6 +2,8 @@
 //!
 //! - [`json`]: parsing — JSON paths, stage-one SIMD bitmaps, a validating scanner that
 //!   extracts only the paths a query needs, and value conversions.
+//! - [`summary`]: what a written file tells the table manifest (shredding schema, path
+//!   statistics, distinct-count sketches, a Bloom filter of unshredded key paths).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -15,3 +17,4 @@
 //! ```
 
 pub mod json;
+pub mod summary;

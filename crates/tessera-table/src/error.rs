@@ -1,0 +1,61 @@
+//! Errors of table operations, each naming the table location and what went wrong.
+
+/// What can go wrong opening, reading or committing to a table.
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    /// No table (no manifest version) exists under the prefix.
+    #[error("no Tessera table at {0}")]
+    NotFound(String),
+    /// `create` found a table already there.
+    #[error("a Tessera table already exists at {0}")]
+    AlreadyExists(String),
+    /// A manifest could not be parsed.
+    #[error("manifest {path} is not valid: {reason}")]
+    Manifest {
+        /// The manifest object.
+        path: String,
+        /// What was wrong with it.
+        reason: String,
+    },
+    /// A delete names a file that a concurrent commit removed.
+    #[error("cannot delete from {0}: the file is no longer part of the table")]
+    Conflict(String),
+    /// Concurrent writers kept winning the race for the next version.
+    #[error(
+        "gave up committing to {location} after {attempts} attempts lost to concurrent writers"
+    )]
+    TooManyAttempts {
+        /// The table.
+        location: String,
+        /// Attempts made.
+        attempts: usize,
+    },
+    /// A delete names a row the file does not have.
+    #[error("row {row} is out of range for {path} ({rows} rows)")]
+    RowOutOfRange {
+        /// The data file.
+        path: String,
+        /// The row asked for.
+        row: u64,
+        /// Rows in the file.
+        rows: u64,
+    },
+    /// The object store failed.
+    #[error(transparent)]
+    Store(#[from] object_store::Error),
+    /// A data file could not be read as Parquet.
+    #[error("reading {path}: {source}")]
+    Parquet {
+        /// The data file.
+        path: String,
+        /// The Parquet error.
+        source: parquet::errors::ParquetError,
+    },
+}
+
+impl TableError {
+    /// True when the table does not exist (as opposed to existing but failing).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, TableError::NotFound(_))
+    }
+}

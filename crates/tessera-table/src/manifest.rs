@@ -1,0 +1,176 @@
+//! One table version: the list of data files with their summaries and deletion vectors.
+//!
+//! Stored as JSON at `_tessera/<version, 20 digits>.json`; zero padding makes listing
+//! order version order. Manifests are immutable once written.
+
+use serde::{Deserialize, Serialize};
+use tessera_tiles::summary::FileSummary;
+
+/// Version of the manifest layout; readers reject layouts they do not know.
+pub const FORMAT: u32 = 1;
+
+/// One table version.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Manifest {
+    /// Layout version ([`FORMAT`]).
+    pub format: u32,
+    /// This version's number; version 0 is the empty table written by `create`.
+    pub version: u64,
+    /// Unique id of the commit that wrote this version, so a writer whose PUT failed in
+    /// flight can tell whether it landed.
+    pub commit_id: String,
+    /// Name of the JSON document column.
+    pub json_column: String,
+    /// When the commit was made (RFC 3339, UTC).
+    pub committed_at: String,
+    /// The data files of this version.
+    pub files: Vec<DataFile>,
+}
+
+/// A data file as one version sees it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct DataFile {
+    /// Key relative to the table prefix (`data/....parquet`).
+    pub path: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Schema, statistics and key-path filter of the file.
+    pub summary: FileSummary,
+    /// Rows deleted from the file as of this version.
+    #[serde(default, skip_serializing_if = "DeletionVector::is_empty")]
+    pub deleted: DeletionVector,
+}
+
+impl DataFile {
+    /// True when row `row` (0-based position in the file) is deleted.
+    pub fn is_deleted(&self, row: u64) -> bool {
+        self.deleted.contains(row)
+    }
+
+    /// Rows that are not deleted.
+    pub fn live_rows(&self) -> u64 {
+        self.summary.rows - self.deleted.len()
+    }
+}
+
+/// Deleted row positions of one file: sorted, disjoint `[start, end)` runs, compact for
+/// the common cases (a few scattered rows, or long ranges).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct DeletionVector {
+    runs: Vec<(u64, u64)>,
+}
+
+impl DeletionVector {
+    /// A vector of the given rows (any order, duplicates allowed).
+    pub fn from_rows(rows: impl IntoIterator<Item = u64>) -> Self {
+        let mut sorted: Vec<u64> = rows.into_iter().collect();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        for row in sorted {
+            match runs.last_mut() {
+                Some((_, end)) if *end == row => *end += 1,
+                _ => runs.push((row, row + 1)),
+            }
+        }
+        Self { runs }
+    }
+
+    /// True when no row is deleted.
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+
+    /// Number of deleted rows.
+    pub fn len(&self) -> u64 {
+        self.runs.iter().map(|(s, e)| e - s).sum()
+    }
+
+    /// True when `row` is deleted.
+    pub fn contains(&self, row: u64) -> bool {
+        let at = self.runs.partition_point(|&(_, end)| end <= row);
+        self.runs.get(at).is_some_and(|&(start, _)| start <= row)
+    }
+
+    /// The union of `self` and `other`.
+    pub fn union(&self, other: &DeletionVector) -> DeletionVector {
+        let mut runs: Vec<(u64, u64)> = self.runs.iter().chain(&other.runs).copied().collect();
+        runs.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(runs.len());
+        for (start, end) in runs {
+            match merged.last_mut() {
+                Some((_, last_end)) if start <= *last_end => *last_end = (*last_end).max(end),
+                _ => merged.push((start, end)),
+            }
+        }
+        Self { runs: merged }
+    }
+
+    /// The runs of kept and deleted rows over a file of `rows` rows, in order, as
+    /// `(deleted, length)`; what a Parquet row selection needs.
+    pub fn selection(&self, rows: u64) -> Vec<(bool, u64)> {
+        let mut out = Vec::with_capacity(self.runs.len() * 2 + 1);
+        let mut at = 0;
+        for &(start, end) in &self.runs {
+            assert!(end <= rows, "deletion vector beyond the file's rows");
+            if start > at {
+                out.push((false, start - at));
+            }
+            out.push((true, end - start));
+            at = end;
+        }
+        if rows > at {
+            out.push((false, rows - at));
+        }
+        out
+    }
+
+    /// The largest deleted row plus one (0 when empty).
+    pub fn end(&self) -> u64 {
+        self.runs.last().map_or(0, |&(_, end)| end)
+    }
+}
+
+/// The key of version `version`'s manifest below the table prefix.
+pub fn manifest_key(version: u64) -> String {
+    format!("_tessera/{version:020}.json")
+}
+
+/// The version a manifest key names, if it is one.
+pub fn version_of(key: &str) -> Option<u64> {
+    let name = key.rsplit('/').next()?;
+    let digits = name.strip_suffix(".json")?;
+    (digits.len() == 20 && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| digits.parse().ok())
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deletion_vectors_are_runs() {
+        let dv = DeletionVector::from_rows([7, 3, 4, 5, 9, 4]);
+        assert_eq!(dv.len(), 5);
+        assert!((0..12).filter(|&r| dv.contains(r)).eq([3, 4, 5, 7, 9]));
+        assert_eq!(serde_json::to_string(&dv).unwrap(), "[[3,6],[7,8],[9,10]]");
+        let merged = dv.union(&DeletionVector::from_rows([6, 8, 11]));
+        assert_eq!(merged.len(), 8);
+        assert_eq!(serde_json::to_string(&merged).unwrap(), "[[3,10],[11,12]]");
+        assert_eq!(
+            merged.selection(13),
+            vec![(false, 3), (true, 7), (false, 1), (true, 1), (false, 1)]
+        );
+    }
+
+    #[test]
+    fn manifest_keys_sort_as_versions() {
+        assert_eq!(manifest_key(12), "_tessera/00000000000000000012.json");
+        assert_eq!(version_of("t/_tessera/00000000000000000012.json"), Some(12));
+        assert_eq!(version_of("t/_tessera/12.json"), None);
+        assert_eq!(version_of("t/_tessera/0000000000000000001x.json"), None);
+        assert!(manifest_key(9) < manifest_key(10));
+    }
+}

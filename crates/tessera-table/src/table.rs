@@ -1,0 +1,401 @@
+//! A table under one prefix of an object store: commits, snapshots and vacuum.
+//!
+//! A commit first writes its data files (unique names, never overwritten), then the next
+//! manifest version with a conditional PUT (`PutMode::Create`, `If-None-Match: *` on
+//! S3). Exactly one writer wins each version; a loser re-reads the newest version,
+//! applies its change on top (appends always apply; deletes apply unless their file is
+//! gone) and tries the next number. A writer that dies before its manifest PUT leaves
+//! only unreferenced data files, which readers never see and `vacuum` removes.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use tessera_tiles::summary::FileSummary;
+
+use crate::error::TableError;
+use crate::manifest::{DataFile, DeletionVector, FORMAT, Manifest, manifest_key, version_of};
+use crate::snapshot::Snapshot;
+
+/// Attempts at winning a version before a commit gives up.
+pub const MAX_COMMIT_ATTEMPTS: usize = 64;
+
+/// Manifest PUTs that may fail (and not land) before a commit gives up.
+const MAX_FAILED_PUTS: usize = 3;
+
+/// Longest pause between attempts; the pause doubles from 10 ms up to this.
+const MAX_BACKOFF: Duration = Duration::from_millis(500);
+
+/// How a new table is set up.
+#[derive(Debug, Clone)]
+pub struct TableOptions {
+    /// Name of the JSON document column.
+    pub json_column: String,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        Self {
+            json_column: "j".to_string(),
+        }
+    }
+}
+
+/// A data file written by [`Table::write_data_file`], to be committed.
+#[derive(Debug, Clone)]
+pub struct NewFile {
+    /// Key relative to the table prefix.
+    pub path: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// What the tiles writer said about the file.
+    pub summary: FileSummary,
+}
+
+/// Rows to delete from one file, by position.
+pub type FileDeletes = (String, Vec<u64>);
+
+/// What `vacuum` removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VacuumReport {
+    /// Unreferenced data files removed.
+    pub files: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Unreferenced files kept because they are younger than the retention period.
+    pub kept_recent: u64,
+}
+
+impl std::fmt::Display for VacuumReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "removed {} unreferenced data files ({} bytes); kept {} younger than the retention period",
+            self.files, self.bytes, self.kept_recent
+        )
+    }
+}
+
+/// A table: an object store and the prefix holding `data/` and `_tessera/`.
+#[derive(Debug, Clone)]
+pub struct Table {
+    store: Arc<dyn ObjectStore>,
+    prefix: Path,
+    json_column: String,
+}
+
+impl Table {
+    /// Opens the table under `prefix`; [`TableError::NotFound`] when there is none.
+    pub async fn open(store: Arc<dyn ObjectStore>, prefix: Path) -> Result<Self, TableError> {
+        let table = Self {
+            store,
+            prefix,
+            json_column: String::new(),
+        };
+        let manifest = table.latest().await?;
+        Ok(Self {
+            json_column: manifest.json_column,
+            ..table
+        })
+    }
+
+    /// Creates an empty table (version 0) under `prefix`; fails if one exists.
+    pub async fn create(
+        store: Arc<dyn ObjectStore>,
+        prefix: Path,
+        options: TableOptions,
+    ) -> Result<Self, TableError> {
+        let table = Self {
+            store,
+            prefix,
+            json_column: options.json_column,
+        };
+        match table.latest_version().await? {
+            Some(_) => return Err(TableError::AlreadyExists(table.location())),
+            None => {
+                let manifest = table.manifest(0, Vec::new());
+                match table.put_manifest(&manifest).await {
+                    Ok(()) => {}
+                    Err(TableError::Store(object_store::Error::AlreadyExists { .. })) => {
+                        return Err(TableError::AlreadyExists(table.location()));
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(table)
+    }
+
+    /// The name of the JSON document column.
+    pub fn json_column(&self) -> &str {
+        &self.json_column
+    }
+
+    /// The store the table lives in.
+    pub fn store(&self) -> &Arc<dyn ObjectStore> {
+        &self.store
+    }
+
+    /// The table's prefix.
+    pub fn prefix(&self) -> &Path {
+        &self.prefix
+    }
+
+    /// The newest version, read once: later commits do not change it.
+    pub async fn snapshot(&self) -> Result<Snapshot, TableError> {
+        Ok(Snapshot::new(
+            Arc::clone(&self.store),
+            self.prefix.clone(),
+            self.latest().await?,
+        ))
+    }
+
+    /// The version `version`, if it exists (time travel; vacuum keeps manifests).
+    pub async fn snapshot_at(&self, version: u64) -> Result<Snapshot, TableError> {
+        Ok(Snapshot::new(
+            Arc::clone(&self.store),
+            self.prefix.clone(),
+            self.read_manifest(version).await?,
+        ))
+    }
+
+    /// Stores a data file under `data/` with a name no other writer can pick, and
+    /// returns its key relative to the table prefix. It stays invisible until a commit
+    /// lists it.
+    pub async fn write_data_file(&self, parquet: Bytes) -> Result<String, TableError> {
+        let relative = format!("data/{}.parquet", unique_id());
+        let options = PutOptions {
+            mode: PutMode::Create,
+            ..PutOptions::default()
+        };
+        self.store
+            .put_opts(&self.key(&relative), PutPayload::from(parquet), options)
+            .await?;
+        Ok(relative)
+    }
+
+    /// Commits `files` as one new version; returns its number.
+    pub async fn commit_append(&self, files: Vec<NewFile>) -> Result<u64, TableError> {
+        self.commit(|base| {
+            base.extend(files.iter().map(|f| DataFile {
+                path: f.path.clone(),
+                size: f.size,
+                summary: f.summary.clone(),
+                deleted: DeletionVector::default(),
+            }));
+            Ok(())
+        })
+        .await
+    }
+
+    /// Commits deletion of the given rows (positions in their files) as one new version.
+    pub async fn commit_delete(&self, deletes: Vec<FileDeletes>) -> Result<u64, TableError> {
+        self.commit(|base| {
+            for (path, rows) in &deletes {
+                let file = base
+                    .iter_mut()
+                    .find(|f| &f.path == path)
+                    .ok_or_else(|| TableError::Conflict(path.clone()))?;
+                let added = DeletionVector::from_rows(rows.iter().copied());
+                if added.end() > file.summary.rows {
+                    return Err(TableError::RowOutOfRange {
+                        path: path.clone(),
+                        row: added.end() - 1,
+                        rows: file.summary.rows,
+                    });
+                }
+                file.deleted = file.deleted.union(&added);
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// Removes data files that no manifest version references and that are older than
+    /// `retention` (younger ones may belong to a commit in progress).
+    pub async fn vacuum(&self, retention: Duration) -> Result<VacuumReport, TableError> {
+        let mut referenced = HashSet::new();
+        let versions = self.versions().await?;
+        for version in versions {
+            for file in self.read_manifest(version).await?.files {
+                referenced.insert(file.path);
+            }
+        }
+        let cutoff = chrono::Utc::now()
+            - chrono::Duration::from_std(retention).unwrap_or(chrono::TimeDelta::MAX);
+        let data = self.key("data");
+        let objects: Vec<_> = self.store.list(Some(&data)).try_collect().await?;
+        let mut report = VacuumReport::default();
+        for object in objects {
+            let relative = self.relative(&object.location);
+            if referenced.contains(&relative) {
+                continue;
+            }
+            if object.last_modified > cutoff {
+                report.kept_recent += 1;
+                continue;
+            }
+            self.store.delete(&object.location).await?;
+            report.files += 1;
+            report.bytes += object.size;
+        }
+        Ok(report)
+    }
+
+    /// Applies `change` to the newest version and writes the result as the next one,
+    /// retrying on lost races.
+    async fn commit(
+        &self,
+        change: impl Fn(&mut Vec<DataFile>) -> Result<(), TableError>,
+    ) -> Result<u64, TableError> {
+        let mut backoff = Duration::from_millis(10);
+        let mut failures = 0;
+        for _ in 0..MAX_COMMIT_ATTEMPTS {
+            let base = self.latest().await?;
+            let mut files = base.files;
+            change(&mut files)?;
+            let manifest = self.manifest(base.version + 1, files);
+            match self.put_manifest(&manifest).await {
+                Ok(()) => return Ok(manifest.version),
+                Err(TableError::Store(object_store::Error::AlreadyExists { .. })) => {}
+                // The PUT may have been applied before the connection failed: our commit
+                // id in the version tells.
+                Err(e) => match self.read_manifest(manifest.version).await {
+                    Ok(landed) if landed.commit_id == manifest.commit_id => {
+                        return Ok(manifest.version);
+                    }
+                    Ok(_) => {}
+                    // Not landed: the next attempt re-reads and tries again, a bounded
+                    // number of times, since the store itself already retried.
+                    Err(_) if failures < MAX_FAILED_PUTS => failures += 1,
+                    Err(_) => return Err(e),
+                },
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+        Err(TableError::TooManyAttempts {
+            location: self.location(),
+            attempts: MAX_COMMIT_ATTEMPTS,
+        })
+    }
+
+    fn manifest(&self, version: u64, files: Vec<DataFile>) -> Manifest {
+        Manifest {
+            format: FORMAT,
+            version,
+            commit_id: unique_id(),
+            json_column: self.json_column.clone(),
+            committed_at: chrono::Utc::now().to_rfc3339(),
+            files,
+        }
+    }
+
+    async fn put_manifest(&self, manifest: &Manifest) -> Result<(), TableError> {
+        let body = serde_json::to_vec(manifest).map_err(|e| TableError::Manifest {
+            path: manifest_key(manifest.version),
+            reason: e.to_string(),
+        })?;
+        let options = PutOptions {
+            mode: PutMode::Create,
+            ..PutOptions::default()
+        };
+        self.store
+            .put_opts(
+                &self.key(&manifest_key(manifest.version)),
+                PutPayload::from(body),
+                options,
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn read_manifest(&self, version: u64) -> Result<Manifest, TableError> {
+        let relative = manifest_key(version);
+        let bytes = self.store.get(&self.key(&relative)).await?.bytes().await?;
+        let manifest: Manifest =
+            serde_json::from_slice(&bytes).map_err(|e| TableError::Manifest {
+                path: format!("{}/{relative}", self.location()),
+                reason: e.to_string(),
+            })?;
+        if manifest.format != FORMAT || manifest.version != version {
+            return Err(TableError::Manifest {
+                path: format!("{}/{relative}", self.location()),
+                reason: format!(
+                    "format {} version {} (expected format {FORMAT} version {version})",
+                    manifest.format, manifest.version
+                ),
+            });
+        }
+        Ok(manifest)
+    }
+
+    async fn versions(&self) -> Result<Vec<u64>, TableError> {
+        let dir = self.key("_tessera");
+        let objects: Vec<_> = self.store.list(Some(&dir)).try_collect().await?;
+        let mut versions: Vec<u64> = objects
+            .iter()
+            .filter_map(|o| version_of(o.location.as_ref()))
+            .collect();
+        versions.sort_unstable();
+        Ok(versions)
+    }
+
+    async fn latest_version(&self) -> Result<Option<u64>, TableError> {
+        Ok(self.versions().await?.last().copied())
+    }
+
+    async fn latest(&self) -> Result<Manifest, TableError> {
+        let version = self
+            .latest_version()
+            .await?
+            .ok_or_else(|| TableError::NotFound(self.location()))?;
+        self.read_manifest(version).await
+    }
+
+    fn key(&self, relative: &str) -> Path {
+        child_key(&self.prefix, relative)
+    }
+
+    fn relative(&self, key: &Path) -> String {
+        key.prefix_match(&self.prefix)
+            .map(|parts| {
+                parts
+                    .map(|p| p.as_ref().to_string())
+                    .collect::<Vec<_>>()
+                    .join("/")
+            })
+            .unwrap_or_else(|| key.to_string())
+    }
+
+    fn location(&self) -> String {
+        format!("{}/{}", self.store, self.prefix)
+    }
+}
+
+/// The key of `relative` (slash-separated) below `prefix`.
+pub(crate) fn child_key(prefix: &Path, relative: &str) -> Path {
+    relative
+        .split('/')
+        .fold(prefix.clone(), |path, part| path.join(part))
+}
+
+/// A name no other writer picks: time, process and a per-process counter.
+fn unique_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let random =
+        std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), count);
+    format!(
+        "{nanos:032x}-{:08x}-{count:x}-{random:016x}",
+        std::process::id()
+    )
+}

@@ -1,0 +1,378 @@
+//! The commit protocol against real stores: MinIO (conditional PUTs over S3), the local
+//! file system and memory. Crashes are injected by a store wrapper that fails a chosen
+//! PUT, before or after the store applied it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use arrow::array::{Int64Array, RecordBatch};
+use arrow::datatypes::{DataType, Field, Schema};
+use bytes::Bytes;
+use futures::TryStreamExt;
+use futures::stream::BoxStream;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult,
+};
+use parquet::arrow::ArrowWriter;
+use tessera_table::{NewFile, Snapshot, Table, TableError, TableOptions};
+use tessera_testkit::MinioServer;
+use tessera_tiles::summary::{FileSummary, PathBloom, ShreddingSchema};
+
+/// A Parquet file of `values` in one Int64 column, as a data file to commit.
+async fn data_file(table: &Table, values: &[i64]) -> Result<NewFile, TableError> {
+    let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, false)]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![Arc::new(Int64Array::from(values.to_vec()))],
+    )
+    .unwrap();
+    let mut bytes = Vec::new();
+    let mut writer = ArrowWriter::try_new(&mut bytes, schema, None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    let size = bytes.len() as u64;
+    let path = table.write_data_file(Bytes::from(bytes)).await?;
+    Ok(NewFile {
+        path,
+        size,
+        summary: FileSummary {
+            rows: values.len() as u64,
+            schema: ShreddingSchema::default(),
+            stats: Vec::new(),
+            unshredded_paths: PathBloom::with_capacity(0),
+        },
+    })
+}
+
+/// Every value the snapshot holds (deleted rows left out), sorted.
+async fn values(snapshot: &Snapshot) -> Vec<i64> {
+    let mut out = Vec::new();
+    for file in snapshot.files() {
+        let batches: Vec<RecordBatch> = snapshot
+            .read_file(file, true)
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        for batch in batches {
+            let column = batch
+                .column(0)
+                .as_any()
+                .downcast_ref::<Int64Array>()
+                .unwrap();
+            out.extend(column.values().iter().copied());
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+fn minio_store(server: &MinioServer, bucket: &str) -> Arc<dyn ObjectStore> {
+    server.create_bucket(bucket);
+    let env = server.env();
+    let lookup = |name: &str| env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
+    let config = tessera_blob::S3Config::resolve(&Default::default(), &lookup).unwrap();
+    let url = url::Url::parse(&format!("s3://{bucket}/")).unwrap();
+    tessera_blob::StoreFactory::new(config).open(&url).unwrap()
+}
+
+async fn appends_and_snapshots(store: Arc<dyn ObjectStore>) {
+    let table = Table::create(
+        store.clone(),
+        Path::from("t/events"),
+        TableOptions::default(),
+    )
+    .await
+    .unwrap();
+    let first = data_file(&table, &[1, 2, 3]).await.unwrap();
+    assert_eq!(table.commit_append(vec![first]).await.unwrap(), 1);
+    let held = table.snapshot().await.unwrap();
+    let second = data_file(&table, &[4, 5]).await.unwrap();
+    assert_eq!(table.commit_append(vec![second]).await.unwrap(), 2);
+    // The snapshot taken at version 1 keeps seeing version 1.
+    assert_eq!(values(&held).await, vec![1, 2, 3]);
+    let reopened = Table::open(store.clone(), Path::from("t/events"))
+        .await
+        .unwrap();
+    assert_eq!(
+        values(&reopened.snapshot().await.unwrap()).await,
+        vec![1, 2, 3, 4, 5]
+    );
+    assert!(matches!(
+        Table::create(
+            store.clone(),
+            Path::from("t/events"),
+            TableOptions::default()
+        )
+        .await,
+        Err(TableError::AlreadyExists(_))
+    ));
+    assert!(
+        Table::open(store, Path::from("t/none"))
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+}
+
+#[tokio::test]
+async fn appends_and_snapshots_in_memory_and_on_disk() {
+    appends_and_snapshots(Arc::new(InMemory::new())).await;
+    let dir = tempfile::tempdir().unwrap();
+    let local = object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap();
+    appends_and_snapshots(Arc::new(local)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appends_and_snapshots_on_minio() {
+    let server = MinioServer::start();
+    appends_and_snapshots(minio_store(&server, "snapshots")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writers_lose_nothing_on_minio() {
+    const WRITERS: i64 = 6;
+    const COMMITS: i64 = 4;
+    let server = MinioServer::start();
+    let store = minio_store(&server, "race");
+    Table::create(store.clone(), Path::from("t"), TableOptions::default())
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for writer in 0..WRITERS {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let table = Table::open(store, Path::from("t")).await.unwrap();
+            for commit in 0..COMMITS {
+                let file = data_file(&table, &[writer * 100 + commit]).await.unwrap();
+                table.commit_append(vec![file]).await.unwrap();
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let table = Table::open(store.clone(), Path::from("t")).await.unwrap();
+    let snapshot = table.snapshot().await.unwrap();
+    assert_eq!(snapshot.version() as i64, WRITERS * COMMITS);
+    let expected: Vec<i64> = (0..WRITERS)
+        .flat_map(|w| (0..COMMITS).map(move |c| w * 100 + c))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(values(&snapshot).await, expected);
+    // Versions are contiguous: every one in between is readable.
+    for version in 0..=snapshot.version() {
+        assert_eq!(
+            table.snapshot_at(version).await.unwrap().files().len() as u64,
+            version
+        );
+    }
+}
+
+#[tokio::test]
+async fn deletes_are_deletion_vectors_that_merge_and_survive_appends() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let table = Table::create(store, Path::from("t"), TableOptions::default())
+        .await
+        .unwrap();
+    let file = data_file(&table, &[10, 11, 12, 13, 14, 15]).await.unwrap();
+    let path = file.path.clone();
+    table.commit_append(vec![file]).await.unwrap();
+    let before_delete = table.snapshot().await.unwrap();
+    table
+        .commit_delete(vec![(path.clone(), vec![1, 2])])
+        .await
+        .unwrap();
+    // An append that raced the delete (it started from an older version) keeps both.
+    let late = data_file(&table, &[20]).await.unwrap();
+    table.commit_append(vec![late]).await.unwrap();
+    table
+        .commit_delete(vec![(path.clone(), vec![2, 5])])
+        .await
+        .unwrap();
+    let snapshot = table.snapshot().await.unwrap();
+    assert_eq!(values(&snapshot).await, vec![10, 13, 14, 20]);
+    assert_eq!(snapshot.live_rows(), 4);
+    assert_eq!(values(&before_delete).await, vec![10, 11, 12, 13, 14, 15]);
+    assert!(matches!(
+        table.commit_delete(vec![(path.clone(), vec![6])]).await,
+        Err(TableError::RowOutOfRange { .. })
+    ));
+    assert!(matches!(
+        table
+            .commit_delete(vec![("data/gone.parquet".into(), vec![0])])
+            .await,
+        Err(TableError::Conflict(_))
+    ));
+}
+
+/// When the store fails a PUT, relative to applying it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Crash {
+    /// The PUT never reaches the store (the writer died before sending it).
+    Before,
+    /// The store applied the PUT but the writer never heard back.
+    After,
+}
+
+/// A store that fails its `fail_at`-th PUT (1-based) the way `crash` says.
+#[derive(Debug)]
+struct CrashingStore {
+    inner: Arc<dyn ObjectStore>,
+    puts: AtomicUsize,
+    fail_at: usize,
+    crash: Crash,
+}
+
+impl std::fmt::Display for CrashingStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CrashingStore({})", self.inner)
+    }
+}
+
+fn injected() -> object_store::Error {
+    object_store::Error::Generic {
+        store: "crash",
+        source: "connection reset (injected)".into(),
+    }
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for CrashingStore {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        let n = self.puts.fetch_add(1, Ordering::SeqCst) + 1;
+        if n == self.fail_at && self.crash == Crash::Before {
+            return Err(injected());
+        }
+        let result = self.inner.put_opts(location, payload, opts).await?;
+        if n == self.fail_at {
+            return Err(injected());
+        }
+        Ok(result)
+    }
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
+        self.inner.get_opts(location, options).await
+    }
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<Path>>,
+    ) -> BoxStream<'static, object_store::Result<Path>> {
+        self.inner.delete_stream(locations)
+    }
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+    async fn copy_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: CopyOptions,
+    ) -> object_store::Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+}
+
+/// One writer commits three data files; its `step`-th PUT fails. Whatever happens, a
+/// reader sees exactly the old version or exactly the new one, and vacuum then removes
+/// what the failed commit left behind without touching committed files.
+async fn crash_at(step: usize, crash: Crash) {
+    let inner: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let setup = Table::create(inner.clone(), Path::from("t"), TableOptions::default())
+        .await
+        .unwrap();
+    let committed = data_file(&setup, &[1, 2]).await.unwrap();
+    setup.commit_append(vec![committed]).await.unwrap();
+
+    let crashing: Arc<dyn ObjectStore> = Arc::new(CrashingStore {
+        inner: inner.clone(),
+        puts: AtomicUsize::new(0),
+        fail_at: step,
+        crash,
+    });
+    let writer = Table::open(crashing, Path::from("t")).await.unwrap();
+    let outcome = async {
+        let mut files = Vec::new();
+        for values in [[3, 4], [5, 6], [7, 8]] {
+            files.push(data_file(&writer, &values).await?);
+        }
+        writer.commit_append(files).await
+    }
+    .await;
+
+    let reader = Table::open(inner.clone(), Path::from("t")).await.unwrap();
+    let seen = values(&reader.snapshot().await.unwrap()).await;
+    let old = vec![1, 2];
+    let new = vec![1, 2, 3, 4, 5, 6, 7, 8];
+    match &outcome {
+        Ok(version) => {
+            assert_eq!(*version, 2);
+            assert_eq!(
+                seen, new,
+                "step {step} {crash:?}: committed but not visible"
+            );
+        }
+        Err(_) => assert_eq!(seen, old, "step {step} {crash:?}: failed commit is visible"),
+    }
+    // A manifest PUT that failed is retried; one applied-then-failed is recognized as
+    // our own commit.
+    if step == 4 {
+        assert!(outcome.is_ok(), "step 4 {crash:?}: {outcome:?}");
+    }
+    let report = reader.vacuum(Duration::ZERO).await.unwrap();
+    let orphans = match (&outcome, crash, step) {
+        (Ok(_), _, _) => 0,
+        (Err(_), Crash::Before, step) => step as u64 - 1,
+        (Err(_), Crash::After, step) => step as u64,
+    };
+    assert_eq!(report.files, orphans, "step {step} {crash:?}");
+    assert_eq!(values(&reader.snapshot().await.unwrap()).await, seen);
+}
+
+#[tokio::test]
+async fn a_crash_at_any_step_leaves_the_old_or_the_new_version() {
+    // PUTs 1-3 are the data files, PUT 4 is the manifest.
+    for step in 1..=4 {
+        for crash in [Crash::Before, Crash::After] {
+            crash_at(step, crash).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn vacuum_keeps_recent_unreferenced_files() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let table = Table::create(store, Path::from("t"), TableOptions::default())
+        .await
+        .unwrap();
+    // Written but not committed yet: a writer may be about to commit it.
+    data_file(&table, &[1]).await.unwrap();
+    let report = table.vacuum(Duration::from_secs(3600)).await.unwrap();
+    assert_eq!((report.files, report.kept_recent), (0, 1));
+    let report = table.vacuum(Duration::ZERO).await.unwrap();
+    assert_eq!((report.files, report.kept_recent), (1, 0));
+}

@@ -43,10 +43,10 @@ def duck(bluesky_file):
 
 
 class Tessera:
-    """Runs queries through the tessera binary on the same file."""
+    """Runs queries through the tessera binary on the same documents, read by `ddl`."""
 
-    def __init__(self, path: Path):
-        self.ddl = f"CREATE EXTERNAL TABLE bluesky STORED AS NDJSON LOCATION '{path}';"
+    def __init__(self, ddl: str):
+        self.ddl = ddl
 
     def query(self, sql: str) -> list:
         out = subprocess.run(
@@ -60,5 +60,21 @@ class Tessera:
 
 
 @pytest.fixture(scope="session")
-def tessera(bluesky_file) -> Tessera:
-    return Tessera(bluesky_file)
+def ingested_table(bluesky_file, tmp_path_factory) -> Path:
+    """The same file ingested into a Tessera table (JSON tiles), in one commit."""
+    table = tmp_path_factory.mktemp("tables") / "bluesky"
+    subprocess.run(
+        [tessera_binary(), "ingest", str(bluesky_file), "--table", str(table), "--quiet"],
+        check=True,
+        capture_output=True,
+    )
+    return table
+
+
+@pytest.fixture(scope="session", params=["raw", "table"])
+def tessera(request, bluesky_file) -> Tessera:
+    """Tessera over the raw NDJSON in place, and over the ingested table."""
+    if request.param == "raw":
+        return Tessera(f"CREATE EXTERNAL TABLE bluesky STORED AS NDJSON LOCATION '{bluesky_file}';")
+    table = request.getfixturevalue("ingested_table")
+    return Tessera(f"CREATE EXTERNAL TABLE bluesky STORED AS TESSERA LOCATION '{table}';")

@@ -5,6 +5,7 @@
 
 mod demo;
 mod generate;
+mod ingest;
 mod output;
 mod run;
 mod shell;
@@ -78,6 +79,17 @@ enum Command {
     },
     /// Generate a Bluesky data set locally and run showcase queries on it.
     Demo(demo::DemoArgs),
+    /// Load NDJSON into a Tessera table (JSON tiles in Parquet Variant) in one commit.
+    Ingest(ingest::IngestArgs),
+    /// Remove data files no table version references, older than the retention period.
+    Vacuum {
+        /// The table location.
+        table: String,
+        /// Keep unreferenced files younger than this many seconds (a writer may be
+        /// about to commit them).
+        #[arg(long, default_value_t = 3600)]
+        retention_secs: u64,
+    },
 }
 
 fn main() -> ExitCode {
@@ -123,6 +135,19 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             .await
             .map(|()| ExitCode::SUCCESS),
         Command::Demo(args) => demo::run(&session, args).await.map(|()| ExitCode::SUCCESS),
+        Command::Ingest(args) => ingest::run(&session, args)
+            .await
+            .map(|()| ExitCode::SUCCESS),
+        Command::Vacuum {
+            table,
+            retention_secs,
+        } => {
+            let report = session
+                .vacuum(&table, std::time::Duration::from_secs(retention_secs))
+                .await?;
+            eprintln!("{report}");
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

@@ -102,6 +102,9 @@ extensions_options! {
         pub scan_block_size: usize, default = 8 * 1024 * 1024
         /// Ranged reads each scan partition keeps in flight.
         pub scan_prefetch: usize, default = 4
+        /// Where `CREATE TABLE name AS ...` puts Tessera tables (`<warehouse>/<name>`);
+        /// empty (default): such tables are DataFusion in-memory tables.
+        pub warehouse: String, default = String::new()
     }
 }
 

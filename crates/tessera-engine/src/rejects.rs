@@ -4,6 +4,7 @@
 //! reports the count and the first places after every statement.
 
 use std::fmt;
+use std::io::Write;
 use std::sync::Mutex;
 
 /// At most this many rejected records are kept with details; all are counted.
@@ -65,19 +66,71 @@ impl fmt::Display for RejectSummary {
     }
 }
 
+/// Where every rejected record goes in full (an ingest's reject file): one JSON object
+/// per line with `file`, `line`, `offset`, `reason` and the rejected `text`.
+pub type RejectSpill = Box<dyn Write + Send>;
+
 /// A thread-safe, bounded log of rejected records, shared by all scans of a session.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct RejectLog {
     inner: Mutex<RejectSummary>,
+    spill: Mutex<Option<SpillState>>,
+}
+
+struct SpillState {
+    out: RejectSpill,
+    /// The first write error; later records are not written, and `finish_spill` reports
+    /// it, so a broken reject file fails the statement instead of losing lines.
+    error: Option<std::io::Error>,
+}
+
+impl fmt::Debug for RejectLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RejectLog").finish_non_exhaustive()
+    }
 }
 
 impl RejectLog {
-    /// Records one rejected record.
-    pub fn record(&self, reject: Reject) {
+    /// Records one rejected record; `text` is the rejected line, kept only by a spill.
+    pub fn record(&self, reject: Reject, text: &[u8]) {
+        if let Some(spill) = self
+            .spill
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+            .filter(|s| s.error.is_none())
+        {
+            let line = serde_json::json!({
+                "file": reject.file,
+                "line": reject.line,
+                "offset": reject.offset,
+                "reason": reject.reason,
+                "text": String::from_utf8_lossy(text),
+            });
+            if let Err(e) = writeln!(spill.out, "{line}") {
+                spill.error = Some(e);
+            }
+        }
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.count += 1;
         if inner.samples.len() < MAX_SAMPLES {
             inner.samples.push(reject);
+        }
+    }
+
+    /// Sends every record from now on, in full, to `out` as well.
+    pub fn start_spill(&self, out: RejectSpill) {
+        *self.spill.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(SpillState { out, error: None });
+    }
+
+    /// Stops spilling and flushes; the first write error, if any, is returned.
+    pub fn finish_spill(&self) -> std::io::Result<()> {
+        let state = self.spill.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match state {
+            None => Ok(()),
+            Some(SpillState { error: Some(e), .. }) => Err(e),
+            Some(SpillState { mut out, .. }) => out.flush(),
         }
     }
 
@@ -107,7 +160,7 @@ mod tests {
     fn counts_everything_and_keeps_bounded_samples() {
         let log = RejectLog::default();
         for line in (1..=150).rev() {
-            log.record(reject(line));
+            log.record(reject(line), b"{");
         }
         let summary = log.take();
         assert_eq!(summary.count, 150);
@@ -117,10 +170,44 @@ mod tests {
         assert_eq!(log.take().count, 0);
     }
 
+    #[derive(Clone, Default)]
+    struct Shared(std::sync::Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn spill_keeps_every_line_in_full() {
+        let log = RejectLog::default();
+        let out = Shared::default();
+        log.start_spill(Box::new(out.clone()));
+        for line in 1..=150 {
+            log.record(reject(line), format!("{{\"n\":{line}").as_bytes());
+        }
+        log.finish_spill().unwrap();
+        log.record(reject(151), b"not spilled");
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 150);
+        assert_eq!(lines[149]["text"], "{\"n\":150");
+        assert_eq!(lines[0]["line"], 1);
+        assert_eq!(lines[0]["reason"], "expected ':'");
+    }
+
     #[test]
     fn summary_names_file_line_and_offset() {
         let log = RejectLog::default();
-        log.record(reject(3));
+        log.record(reject(3), b"{");
         let text = log.take().to_string();
         assert_eq!(
             text,

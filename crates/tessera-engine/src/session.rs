@@ -4,19 +4,28 @@
 use std::sync::Arc;
 
 use datafusion::catalog::DynamicFileCatalog;
+use datafusion::catalog::default_table_source::DefaultTableSource;
 use datafusion::common::config::Dialect;
-use datafusion::common::{DataFusionError, Result};
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::common::{DataFusionError, Result, TableReference};
 use datafusion::dataframe::DataFrame;
+use datafusion::datasource::provider_as_source;
 use datafusion::execution::FunctionRegistry;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::logical_expr::WriteOp;
+use datafusion::logical_expr::dml::InsertOp;
+use datafusion::logical_expr::utils::split_conjunction;
+use datafusion::logical_expr::{CreateMemoryTable, DdlStatement, LogicalPlan, LogicalPlanBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParser, Statement};
+use datafusion::sql::sqlparser::ast;
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use tessera_blob::{S3Config, StoreFactory};
 
 use crate::json::operators::JsonOperatorPlanner;
 use crate::json::{all_functions, functions};
+use crate::managed::{self, IngestOutcome, ManagedTable, TesseraTableFactory, VacuumReport};
 use crate::ndjson::NdjsonFormatFactory;
 use crate::options::{OnError, TesseraOptions};
 use crate::rejects::{RejectLog, RejectSummary};
@@ -104,6 +113,9 @@ impl TesseraSession {
                 .table_factories_mut()
                 .insert(kind.to_string(), Arc::new(ExternalTableFactory));
         }
+        state
+            .table_factories_mut()
+            .insert("TESSERA".to_string(), Arc::new(TesseraTableFactory));
         let locations = Arc::new(LocationTableFactory::new());
         let catalogs = Arc::new(DynamicFileCatalog::new(
             Arc::clone(state.catalog_list()),
@@ -128,7 +140,13 @@ impl TesseraSession {
 
     /// Plans one SQL statement (DDL and `SET` run at once).
     pub async fn sql(&self, sql: &str) -> Result<DataFrame> {
-        self.ctx.sql(sql).await
+        let mut statements = self.parse(sql)?;
+        match (statements.pop(), statements.is_empty()) {
+            (Some(statement), true) => self.execute(statement).await,
+            _ => Err(DataFusionError::Plan(
+                "expected exactly one SQL statement".to_string(),
+            )),
+        }
     }
 
     /// Splits a script into statements with the session's SQL dialect (semicolons inside
@@ -140,8 +158,131 @@ impl TesseraSession {
     /// Plans one parsed statement; DDL and `SET` take effect at once, queries run when
     /// the returned frame is collected or streamed.
     pub async fn execute(&self, statement: Statement) -> Result<DataFrame> {
+        if let Some(name) = described_table(&statement)
+            && let Some(provider) = self.ctx.table_provider(name).await.ok()
+            && let Some(table) = provider.downcast_ref::<ManagedTable>()
+        {
+            return self.ctx.read_batch(managed::describe(table).await?);
+        }
         let plan = self.ctx.state().statement_to_plan(statement).await?;
+        if let Some(frame) = self.delete_from_managed(&plan).await? {
+            return Ok(frame);
+        }
+        if let LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(create)) = &plan
+            && let Some(frame) = self.create_in_warehouse(create).await?
+        {
+            return Ok(frame);
+        }
         self.ctx.execute_logical_plan(plan).await
+    }
+
+    /// `DELETE FROM` a Tessera table, planned from the statement's own predicates: the
+    /// optimizer would move JSON accesses into projections the table cannot evaluate.
+    async fn delete_from_managed(&self, plan: &LogicalPlan) -> Result<Option<DataFrame>> {
+        let LogicalPlan::Dml(dml) = plan else {
+            return Ok(None);
+        };
+        if dml.op != WriteOp::Delete {
+            return Ok(None);
+        }
+        let Some(source) = dml.target.downcast_ref::<DefaultTableSource>() else {
+            return Ok(None);
+        };
+        let Some(table) = source.table_provider.downcast_ref::<ManagedTable>() else {
+            return Ok(None);
+        };
+        let mut predicates = Vec::new();
+        dml.input.apply(|node| {
+            if let LogicalPlan::Filter(filter) = node {
+                predicates.extend(split_conjunction(&filter.predicate).into_iter().cloned());
+            }
+            Ok(TreeNodeRecursion::Continue)
+        })?;
+        let state = self.ctx.state();
+        let count = managed::delete(&state, table, &dml.table_name, predicates).await?;
+        Ok(Some(self.ctx.read_batch(count)?))
+    }
+
+    /// `CREATE TABLE name AS ...` as a Tessera table under `tessera.warehouse`, if set.
+    async fn create_in_warehouse(&self, create: &CreateMemoryTable) -> Result<Option<DataFrame>> {
+        let warehouse = self.options().warehouse;
+        if warehouse.is_empty() {
+            return Ok(None);
+        }
+        let name = create.name.table();
+        if self.ctx.table_exist(create.name.clone())? {
+            return match create.if_not_exists {
+                true => Ok(Some(self.ctx.read_empty()?)),
+                false => Err(DataFusionError::Plan(format!(
+                    "table '{name}' already exists"
+                ))),
+            };
+        }
+        let fields = create.input.schema().fields();
+        let [field] = fields.as_ref() else {
+            return Err(DataFusionError::Plan(format!(
+                "a Tessera table holds one JSON column, but the query gives {}; build one \
+                 document per row (for example with json_object) or leave tessera.warehouse empty \
+                 for an in-memory table",
+                fields.len()
+            )));
+        };
+        let location = format!("{}/{name}", warehouse.trim_end_matches('/'));
+        let table =
+            Arc::new(managed::open_or_create(&self.ctx.state(), &location, field.name()).await?);
+        self.ctx
+            .register_table(create.name.clone(), Arc::clone(&table) as _)?;
+        if matches!(create.input.as_ref(), LogicalPlan::EmptyRelation(_)) {
+            return Ok(Some(self.ctx.read_empty()?));
+        }
+        let insert = LogicalPlanBuilder::insert_into(
+            create.input.as_ref().clone(),
+            create.name.clone(),
+            provider_as_source(table),
+            InsertOp::Append,
+        )?
+        .build()?;
+        Ok(Some(self.ctx.execute_logical_plan(insert).await?))
+    }
+
+    /// Appends the NDJSON documents of `sources` to the Tessera table at `location`
+    /// (created when missing) in one commit; `table` is that table, opened with
+    /// [`Self::open_table`] so the caller can watch its progress.
+    pub async fn ingest(
+        &self,
+        table: Arc<ManagedTable>,
+        location: &str,
+        sources: &[String],
+    ) -> Result<IngestOutcome> {
+        managed::ingest(&self.ctx, &self.rejects, table, location, sources).await
+    }
+
+    /// The Tessera table at `location`, created with document column `j` when missing.
+    pub async fn open_table(&self, location: &str) -> Result<Arc<ManagedTable>> {
+        Ok(Arc::new(
+            managed::open_or_create(&self.ctx.state(), location, "j").await?,
+        ))
+    }
+
+    /// Removes the data files of the table at `location` that no version references and
+    /// that are older than `retention`.
+    pub async fn vacuum(
+        &self,
+        location: &str,
+        retention: std::time::Duration,
+    ) -> Result<VacuumReport> {
+        managed::vacuum(&self.ctx.state(), location, retention).await
+    }
+
+    /// The current `tessera.*` settings.
+    pub fn options(&self) -> TesseraOptions {
+        self.ctx
+            .state()
+            .config_options()
+            .extensions
+            .get::<TesseraOptions>()
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// What scans skipped since the last call (with `on_error = skip`).
@@ -158,4 +299,22 @@ impl TesseraSession {
     pub fn stores(&self) -> &StoreFactory {
         self.stores.factory()
     }
+}
+
+/// The table a `DESCRIBE name` statement names; a quoted location (`DESCRIBE
+/// 's3://b/t'`) names the table there.
+fn described_table(statement: &Statement) -> Option<TableReference> {
+    let Statement::Statement(inner) = statement else {
+        return None;
+    };
+    let ast::Statement::ExplainTable { table_name, .. } = inner.as_ref() else {
+        return None;
+    };
+    let text = table_name.to_string();
+    Some(
+        match text.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')) {
+            Some(location) => TableReference::bare(location),
+            None => TableReference::from(text),
+        },
+    )
 }

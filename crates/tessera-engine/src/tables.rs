@@ -156,6 +156,13 @@ impl UrlTableFactory for LocationTableFactory {
             .ok_or_else(|| DataFusionError::Internal("the session is gone".to_string()))?
             .read()
             .clone();
+        // A prefix without a file format may hold a Tessera table.
+        if format_for(name).is_none()
+            && !name.contains(['*', '?'])
+            && let Some(table) = crate::managed::open_existing(&state, name).await?
+        {
+            return Ok(Some(Arc::new(table)));
+        }
         table_for_locations(&state, &[name.to_string()], None, None)
             .await
             .map(Some)

@@ -2,6 +2,9 @@
 //!
 //! - [`json`]: parsing — JSON paths, stage-one SIMD bitmaps, a validating scanner that
 //!   extracts only the paths a query needs, and value conversions.
+//! - [`keypaths`]: key-path items of documents and the choice of shredded paths.
+//! - [`variant`]: exact JSON <-> Parquet Variant conversion.
+//! - [`writer`]: one data file of shredded Variant, and reading it back as JSON.
 //! - [`summary`]: what a written file tells the table manifest (shredding schema, path
 //!   statistics, distinct-count sketches, a Bloom filter of unshredded key paths).
 //!
@@ -16,5 +19,36 @@
 //! assert_eq!(span.raw(doc), br#""app.bsky.feed.like""#);
 //! ```
 
+pub mod error;
 pub mod json;
+pub mod keypaths;
 pub mod summary;
+pub mod variant;
+pub mod writer;
+
+pub use error::TilesError;
+pub use writer::{WrittenFile, read_json, write_file};
+
+/// How documents are cut and shredded.
+#[derive(Debug, Clone)]
+pub struct TilesOptions {
+    /// Documents per tile, the unit of mining (seed 000, P3: 1024).
+    pub tile_docs: usize,
+    /// Share of a tile's documents a key path must appear in to be extracted (60%).
+    pub threshold: f64,
+    /// Rows per Parquet row group.
+    pub row_group_docs: usize,
+    /// zstd level of the Parquet pages.
+    pub zstd_level: i32,
+}
+
+impl Default for TilesOptions {
+    fn default() -> Self {
+        Self {
+            tile_docs: 1024,
+            threshold: 0.6,
+            row_group_docs: 262_144,
+            zstd_level: 3,
+        }
+    }
+}

@@ -115,6 +115,24 @@ struct Pending {
     offset: u64,
     index: u64,
     error: LineError,
+    /// The rejected line itself, for the reject file of an ingest.
+    text: Vec<u8>,
+}
+
+impl Pending {
+    /// The reject record of this line; `lines_before` is the number of lines before the
+    /// partition's first, when known (line numbers are 0, "unknown", otherwise).
+    fn reject(&self, file: &str, lines_before: Option<u64>) -> Reject {
+        Reject {
+            file: file.to_string(),
+            line: lines_before.map_or(0, |b| b + self.index + 1),
+            offset: self.offset,
+            reason: format!(
+                "expected {} at byte {} of the line",
+                self.error.expected, self.error.offset
+            ),
+        }
+    }
 }
 
 /// The state of one file scan, advanced by [`FileScan::next`].
@@ -214,15 +232,9 @@ impl FileScan {
         let before = self.lines_before().await?;
         for p in self.pending.drain(..) {
             self.metrics.lines_rejected.add(1);
-            self.settings.rejects.record(Reject {
-                file: self.name.clone(),
-                line: before + p.index + 1,
-                offset: p.offset,
-                reason: format!(
-                    "expected {} at byte {} of the line",
-                    p.error.expected, p.error.offset
-                ),
-            });
+            self.settings
+                .rejects
+                .record(p.reject(&self.name, Some(before)), &p.text);
         }
         Ok(())
     }
@@ -251,6 +263,7 @@ fn decode_line(
         offset: line.offset,
         index: line.index,
         error,
+        text: line.bytes.to_vec(),
     };
     match on_error {
         OnError::Fail => Err(Stop::Malformed(p)),
@@ -267,15 +280,9 @@ impl Drop for FileScan {
     fn drop(&mut self) {
         let before = (self.range.start == 0).then_some(0);
         for p in self.pending.drain(..) {
-            self.settings.rejects.record(Reject {
-                file: self.name.clone(),
-                line: before.map_or(0, |b| b + p.index + 1),
-                offset: p.offset,
-                reason: format!(
-                    "expected {} at byte {} of the line",
-                    p.error.expected, p.error.offset
-                ),
-            });
+            self.settings
+                .rejects
+                .record(p.reject(&self.name, before), &p.text);
         }
     }
 }

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Ingest benchmark: load the same generated Bluesky NDJSON into DuckDB, chDB and Tessera.
+
+All three systems load one file in one run, each into its own storage on local disk:
+- DuckDB: JSONBench's setup, a table with one JSON column filled by `read_ndjson_objects`,
+  in a database file (size after CHECKPOINT);
+- chDB (ClickHouse): JSONBench's DDL (JSON type with typed paths, its ORDER BY), loaded
+  with `JSONAsObject` (size = bytes on disk of the table's active parts);
+- Tessera: `tessera ingest FILE --table DIR` (JSON tiles in Parquet Variant; size = bytes
+  under the table prefix), whose JSON report gives the shredded paths and the share of
+  values served from typed columns.
+Each load runs --tries times into fresh storage; the table reports medians.
+
+Usage: bench/ingest/run.py [--docs 1000000] [--tries 3] [--threads N]
+"""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+from jsonbench.run import default_tessera, ensure_data  # noqa: E402
+
+CLICKHOUSE_DDL = """
+CREATE TABLE bluesky.bluesky
+(
+    `data` JSON(
+        `kind` LowCardinality(String),
+        `commit.operation` LowCardinality(String),
+        `commit.collection` LowCardinality(String),
+        `did` String,
+        `time_us` UInt64) CODEC(ZSTD(1))
+)
+ORDER BY (
+    data.kind,
+    data.commit.operation,
+    data.commit.collection,
+    data.did,
+    fromUnixTimestamp64Micro(data.time_us))
+"""
+
+
+def dir_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def load_duckdb(path: Path, threads: int, work: Path):
+    import duckdb
+
+    db = work / "duck.db"
+    con = duckdb.connect(str(db))
+    con.execute(f"SET threads = {threads}")
+    started = time.perf_counter()
+    con.execute("CREATE TABLE bluesky (j JSON)")
+    con.execute(f"INSERT INTO bluesky SELECT json FROM read_ndjson_objects('{path}')")
+    con.execute("CHECKPOINT")
+    elapsed = time.perf_counter() - started
+    rows = con.execute("SELECT count(*) FROM bluesky").fetchone()[0]
+    con.close()
+    return elapsed, db.stat().st_size, rows
+
+
+def load_chdb(path: Path, threads: int, work: Path):
+    from chdb import session
+
+    sess = session.Session(str(work / "chdb"))
+    sess.query("CREATE DATABASE IF NOT EXISTS bluesky")
+    sess.query(CLICKHOUSE_DDL)
+    started = time.perf_counter()
+    sess.query(
+        f"INSERT INTO bluesky.bluesky SELECT json FROM file('{path}', 'JSONAsObject') "
+        f"SETTINGS max_threads = {threads}, input_format_allow_errors_num = 0"
+    )
+    elapsed = time.perf_counter() - started
+    size = int(
+        sess.query(
+            "SELECT sum(bytes_on_disk) FROM system.parts WHERE database = 'bluesky' AND table = 'bluesky' AND active",
+            "CSV",
+        ).bytes().decode().strip()
+    )
+    rows = int(sess.query("SELECT count() FROM bluesky.bluesky", "CSV").bytes().decode().strip())
+    sess.close()
+    return elapsed, size, rows
+
+
+def load_tessera(tessera: str, path: Path, threads: int, work: Path):
+    table = work / "tessera-table"
+    started = time.perf_counter()
+    proc = subprocess.run(
+        [tessera, "--threads", str(threads), "ingest", str(path), "--table", str(table), "--report", "json", "--quiet"],
+        capture_output=True,
+        text=True,
+    )
+    elapsed = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"tessera ingest failed:\n{proc.stderr}")
+    report = json.loads(proc.stdout)
+    return elapsed, dir_bytes(table), report["documents"], report
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--docs", type=int, default=1_000_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--tries", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--data", type=Path, default=REPO / "bench/data")
+    parser.add_argument("--tessera", default=default_tessera())
+    parser.add_argument("--skip-chdb", action="store_true", help="leave chDB out (its load takes ~30 s per try)")
+    args = parser.parse_args()
+
+    path = ensure_data(args.tessera, args.docs, args.seed, args.data)
+    systems = {"DuckDB": lambda w: load_duckdb(path, args.threads, w)[:3]}
+    if not args.skip_chdb:
+        systems["chDB"] = lambda w: load_chdb(path, args.threads, w)[:3]
+    report = {}
+
+    def tessera(w):
+        elapsed, size, rows, rep = load_tessera(args.tessera, path, args.threads, w)
+        report.update(rep)
+        return elapsed, size, rows
+
+    systems["Tessera"] = tessera
+
+    results = {name: [] for name in systems}
+    for _ in range(args.tries):
+        for name, load in systems.items():
+            work = Path(tempfile.mkdtemp(prefix=f"ingest-{name}-", dir=args.data))
+            try:
+                results[name].append(load(work))
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+
+    version = subprocess.run([args.tessera, "--version"], capture_output=True, text=True).stdout.strip()
+    lines = [
+        f"Ingest of {args.docs:,} Bluesky documents ({path.stat().st_size / 1e6:.0f} MB NDJSON), {args.threads} threads, "
+        f"{args.tries} tries; {platform.machine()}, {os.cpu_count()} cores; {version}",
+        "",
+        "| system | load median (s) | load best (s) | bytes on disk (MB) | rows | load vs DuckDB |",
+        "|---|---|---|---|---|---|",
+    ]
+    duck_median = statistics.median(r[0] for r in results["DuckDB"])
+    all_rows = True
+    for name, runs in results.items():
+        median = statistics.median(r[0] for r in runs)
+        rows = runs[-1][2]
+        all_rows &= rows == args.docs
+        lines.append(
+            f"| {name} | {median:.2f} | {min(r[0] for r in runs):.2f} | {runs[-1][1] / 1e6:.1f} | {rows:,} | {median / duck_median:.2f}x |"
+        )
+    lines += ["", "Tessera's shredded paths (share of documents served from the typed column):", ""]
+    lines += ["| path | type | typed share |", "|---|---|---|"]
+    for p in report.get("paths", []):
+        lines.append(f"| `{p['path']}` | {p['type']} | {100 * p['typed_share']:.1f}% |")
+    print("\n".join(lines))
+    return 0 if all_rows else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,255 @@
+//! The write path of a Tessera table: documents from any query (INSERT, CTAS, ingest)
+//! cut into files, each shredded into JSON tiles on its own core, uploaded, and
+//! committed together as one new table version.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use arrow::array::{Array, AsArray};
+use arrow::datatypes::{DataType, SchemaRef};
+use async_trait::async_trait;
+use datafusion::common::{DataFusionError, Result};
+use datafusion::datasource::sink::DataSink;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType};
+use futures::StreamExt;
+use tessera_table::{NewFile, Table};
+use tessera_tiles::TilesOptions;
+use tokio::task::JoinSet;
+
+/// Documents per data file: large enough for 2-16 MiB column chunks of the frequent paths,
+/// small enough that a few files are shredded in parallel on a 2-core machine.
+pub const DOCS_PER_FILE: usize = 262_144;
+
+/// Raw JSON bytes per data file, whichever limit comes first.
+pub const BYTES_PER_FILE: usize = 192 << 20;
+
+/// Counters an ingest shows while it runs and in its summary.
+#[derive(Debug, Default)]
+pub struct WriteProgress {
+    /// Documents read from the input.
+    pub documents: AtomicU64,
+    /// Bytes of JSON read from the input.
+    pub bytes_in: AtomicU64,
+    /// Bytes of Parquet written.
+    pub bytes_out: AtomicU64,
+    /// Data files written.
+    pub files: AtomicU64,
+}
+
+/// What one commit wrote, for the ingest summary and `DESCRIBE`.
+#[derive(Debug, Clone, Default)]
+pub struct WriteReport {
+    /// The table version the commit created.
+    pub version: u64,
+    /// The data files it added, with their summaries.
+    pub files: Vec<NewFile>,
+}
+
+/// A DataFusion sink that appends its input's single JSON text column to a table.
+pub struct TilesSink {
+    table: Arc<Table>,
+    schema: SchemaRef,
+    options: TilesOptions,
+    progress: Arc<WriteProgress>,
+    report: Arc<parking_lot::Mutex<Option<WriteReport>>>,
+}
+
+impl fmt::Debug for TilesSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TilesSink").finish_non_exhaustive()
+    }
+}
+
+impl DisplayAs for TilesSink {
+    fn fmt_as(&self, _: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TilesSink")
+    }
+}
+
+impl TilesSink {
+    /// A sink appending to `table`, whose document column is the only field of `schema`.
+    pub fn new(
+        table: Arc<Table>,
+        schema: SchemaRef,
+        progress: Arc<WriteProgress>,
+        report: Arc<parking_lot::Mutex<Option<WriteReport>>>,
+    ) -> Self {
+        assert_eq!(
+            schema.fields().len(),
+            1,
+            "a Tessera table holds one JSON column"
+        );
+        Self {
+            table,
+            schema,
+            options: TilesOptions::default(),
+            progress,
+            report,
+        }
+    }
+}
+
+/// Documents gathered for one data file.
+#[derive(Default)]
+struct Chunk {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Chunk {
+    fn push(&mut self, doc: &[u8]) {
+        self.bytes.extend_from_slice(doc);
+        self.ends.push(self.bytes.len());
+    }
+
+    fn is_full(&self) -> bool {
+        self.ends.len() >= DOCS_PER_FILE || self.bytes.len() >= BYTES_PER_FILE
+    }
+
+    fn docs(&self) -> Vec<&[u8]> {
+        let mut start = 0;
+        self.ends
+            .iter()
+            .map(|&end| {
+                let doc = &self.bytes[start..end];
+                start = end;
+                doc
+            })
+            .collect()
+    }
+}
+
+impl TilesSink {
+    /// Shreds and uploads one chunk; at most `max_in_flight` run at once, which bounds
+    /// memory to that many chunks.
+    async fn flush(
+        &self,
+        chunk: Chunk,
+        running: &mut JoinSet<Result<NewFile>>,
+        done: &mut Vec<NewFile>,
+        max_in_flight: usize,
+    ) -> Result<()> {
+        while running.len() >= max_in_flight {
+            done.push(join_next(running).await?);
+        }
+        let table = Arc::clone(&self.table);
+        let options = self.options.clone();
+        let progress = Arc::clone(&self.progress);
+        running.spawn(async move {
+            let written = tokio::task::spawn_blocking(move || {
+                tessera_tiles::write_file(&chunk.docs(), &options)
+            })
+            .await
+            .map_err(|e| DataFusionError::External(Box::new(e)))?
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+            let size = written.parquet.len() as u64;
+            let path = table
+                .write_data_file(written.parquet)
+                .await
+                .map_err(|e| DataFusionError::External(Box::new(e)))?;
+            progress.bytes_out.fetch_add(size, Ordering::Relaxed);
+            progress.files.fetch_add(1, Ordering::Relaxed);
+            Ok(NewFile {
+                path,
+                size,
+                summary: written.summary,
+            })
+        });
+        Ok(())
+    }
+}
+
+async fn join_next(running: &mut JoinSet<Result<NewFile>>) -> Result<NewFile> {
+    match running.join_next().await {
+        Some(joined) => joined.map_err(|e| DataFusionError::External(Box::new(e)))?,
+        None => Err(DataFusionError::Internal("no file is being written".into())),
+    }
+}
+
+#[async_trait]
+impl DataSink for TilesSink {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    async fn write_all(
+        &self,
+        mut data: SendableRecordBatchStream,
+        context: &Arc<TaskContext>,
+    ) -> Result<u64> {
+        let max_in_flight = context.session_config().target_partitions().max(1);
+        let mut running = JoinSet::new();
+        let mut done = Vec::new();
+        let mut chunk = Chunk::default();
+        let mut rows = 0u64;
+        while let Some(batch) = data.next().await {
+            let batch = batch?;
+            let column = batch.column(0);
+            for_each_document(column.as_ref(), rows, |doc| {
+                chunk.push(doc);
+                self.progress
+                    .bytes_in
+                    .fetch_add(doc.len() as u64, Ordering::Relaxed);
+            })?;
+            rows += batch.num_rows() as u64;
+            self.progress
+                .documents
+                .fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
+            if chunk.is_full() {
+                let full = std::mem::take(&mut chunk);
+                self.flush(full, &mut running, &mut done, max_in_flight)
+                    .await?;
+            }
+        }
+        if !chunk.ends.is_empty() {
+            self.flush(chunk, &mut running, &mut done, max_in_flight)
+                .await?;
+        }
+        while !running.is_empty() {
+            done.push(join_next(&mut running).await?);
+        }
+        // Nothing is visible until this commit; files of a failed statement are left for
+        // vacuum, unreferenced.
+        let version = self
+            .table
+            .commit_append(done.clone())
+            .await
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        *self.report.lock() = Some(WriteReport {
+            version,
+            files: done,
+        });
+        Ok(rows)
+    }
+}
+
+/// Calls `f` with each document's text; a NULL document is an error naming its row,
+/// since a table row without a document could not be told apart from JSON `null`.
+fn for_each_document(column: &dyn Array, first_row: u64, mut f: impl FnMut(&[u8])) -> Result<()> {
+    let null_at = |i: usize| {
+        DataFusionError::Execution(format!(
+            "row {} has no document (NULL); a Tessera table stores one JSON document per row",
+            first_row + i as u64 + 1
+        ))
+    };
+    macro_rules! each {
+        ($array:expr) => {{
+            for (i, doc) in $array.iter().enumerate() {
+                f(doc.ok_or_else(|| null_at(i))?.as_bytes());
+            }
+        }};
+    }
+    match column.data_type() {
+        DataType::Utf8 => each!(column.as_string::<i32>()),
+        DataType::LargeUtf8 => each!(column.as_string::<i64>()),
+        DataType::Utf8View => each!(column.as_string_view()),
+        other => {
+            return Err(DataFusionError::Plan(format!(
+                "a Tessera table stores JSON text; got a column of type {other}"
+            )));
+        }
+    }
+    Ok(())
+}

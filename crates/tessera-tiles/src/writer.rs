@@ -1,0 +1,268 @@
+//! Writing one data file: documents -> Variant (exact) -> shredded by the mined paths ->
+//! Parquet (zstd, dictionaries, page statistics and indexes), with the file's summary
+//! for the table manifest.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StructArray};
+use arrow::datatypes::{DataType, Field, Fields, Float64Type, Int64Type, Schema};
+use bytes::Bytes;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet_variant_compute::{VariantArray, VariantArrayBuilder, shred_variant};
+use serde_json::Value;
+
+use crate::keypaths::{Choice, json_path, mine};
+use crate::summary::{
+    DistinctSketch, FileSummary, LeafType, PathBloom, PathStats, STAT_STRING_LIMIT, ShreddedPath,
+    ShreddingSchema, StatValue,
+};
+use crate::variant::append_json;
+use crate::{TilesError, TilesOptions};
+
+/// A written data file and what it says about itself.
+#[derive(Debug, Clone)]
+pub struct WrittenFile {
+    /// The Parquet bytes.
+    pub parquet: Bytes,
+    /// Schema, statistics and key-path filter for the manifest.
+    pub summary: FileSummary,
+}
+
+/// Name of the document column in data files.
+pub const COLUMN: &str = "j";
+
+/// Shreds `docs` (JSON texts, one per row) into one Parquet file.
+pub fn write_file(docs: &[&[u8]], options: &TilesOptions) -> Result<WrittenFile, TilesError> {
+    let values = docs
+        .iter()
+        .enumerate()
+        .map(|(index, doc)| {
+            serde_json::from_slice::<Value>(doc).map_err(|e| TilesError::Json {
+                index,
+                line: e.line(),
+                column: e.column(),
+                reason: e.to_string(),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mined = mine(&values, options.tile_docs, options.threshold);
+    let mut builder = VariantArrayBuilder::new(values.len());
+    for value in &values {
+        append_json(value, &mut builder)?;
+    }
+    drop(values);
+    let variant = builder.build();
+    let variant = match typed_type(&mined.shredded) {
+        Some(as_type) => shred_variant(&variant, &as_type).map_err(TilesError::variant)?,
+        None => variant,
+    };
+    let column: StructArray = variant.inner().clone();
+    let stats = mined
+        .shredded
+        .iter()
+        .map(|choice| path_stats(&column, choice))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut unshredded = PathBloom::with_capacity(mined.unshredded.len());
+    mined.unshredded.iter().for_each(|p| unshredded.insert(p));
+    let summary = FileSummary {
+        rows: column.len() as u64,
+        schema: ShreddingSchema {
+            paths: mined
+                .shredded
+                .iter()
+                .map(|c| ShreddedPath {
+                    path: json_path(&c.path),
+                    ty: c.ty,
+                    frequency: c.frequency,
+                })
+                .collect(),
+        },
+        stats,
+        unshredded_paths: unshredded,
+    };
+    let parquet = encode(column, options)?;
+    Ok(WrittenFile { parquet, summary })
+}
+
+/// The `typed_value` type that shreds `paths`: nested structs down to typed leaves.
+fn typed_type(paths: &[Choice]) -> Option<DataType> {
+    #[derive(Default)]
+    struct Node {
+        leaf: Option<LeafType>,
+        children: BTreeMap<String, Node>,
+    }
+    fn to_type(node: &Node) -> DataType {
+        match node.leaf {
+            Some(LeafType::Bool) => DataType::Boolean,
+            Some(LeafType::Int) => DataType::Int64,
+            Some(LeafType::Float) => DataType::Float64,
+            Some(LeafType::String | LeafType::Timestamp) => DataType::Utf8,
+            None => DataType::Struct(Fields::from(
+                node.children
+                    .iter()
+                    .map(|(k, child)| Field::new(k, to_type(child), true))
+                    .collect::<Vec<_>>(),
+            )),
+        }
+    }
+    if paths.is_empty() {
+        return None;
+    }
+    let mut root = Node::default();
+    for choice in paths {
+        let node = choice.path.iter().fold(&mut root, |node, key| {
+            node.children.entry(key.clone()).or_default()
+        });
+        node.leaf = Some(choice.ty);
+    }
+    Some(to_type(&root))
+}
+
+/// The `(value, typed_value)` pair of `path` inside a shredded Variant column.
+pub(crate) fn shredded_leaf<'a>(
+    column: &'a StructArray,
+    path: &[String],
+) -> Option<(Option<&'a ArrayRef>, &'a ArrayRef)> {
+    let mut typed = column.column_by_name("typed_value")?;
+    let mut value = None;
+    for key in path {
+        let field = typed
+            .as_struct_opt()?
+            .column_by_name(key)?
+            .as_struct_opt()?;
+        value = field.column_by_name("value");
+        typed = field.column_by_name("typed_value")?;
+    }
+    Some((value, typed))
+}
+
+fn path_stats(column: &StructArray, choice: &Choice) -> Result<PathStats, TilesError> {
+    let path = json_path(&choice.path);
+    let (value, typed) = shredded_leaf(column, &choice.path)
+        .ok_or_else(|| TilesError::Internal(format!("shredded column for {path} is missing")))?;
+    let mut distinct = DistinctSketch::default();
+    let (min, max, max_truncated) = match typed.data_type() {
+        DataType::Int64 => {
+            let a = typed.as_primitive::<Int64Type>();
+            a.iter()
+                .flatten()
+                .for_each(|v| distinct.insert(&v.to_le_bytes()));
+            let bound = |v: Option<i64>| v.map(StatValue::Int);
+            (
+                bound(arrow::compute::min(a)),
+                bound(arrow::compute::max(a)),
+                false,
+            )
+        }
+        DataType::Float64 => {
+            let a = typed.as_primitive::<Float64Type>();
+            a.iter()
+                .flatten()
+                .for_each(|v| distinct.insert(&v.to_bits().to_le_bytes()));
+            let bound = |v: Option<f64>| v.map(StatValue::Float);
+            (
+                bound(arrow::compute::min(a)),
+                bound(arrow::compute::max(a)),
+                false,
+            )
+        }
+        DataType::Boolean => {
+            let a = typed.as_boolean();
+            a.iter()
+                .flatten()
+                .for_each(|v| distinct.insert(&[u8::from(v)]));
+            let bound = |v: Option<bool>| v.map(StatValue::Bool);
+            (
+                bound(arrow::compute::min_boolean(a)),
+                bound(arrow::compute::max_boolean(a)),
+                false,
+            )
+        }
+        DataType::Utf8 => {
+            let a = typed.as_string::<i32>();
+            a.iter()
+                .flatten()
+                .for_each(|v| distinct.insert(v.as_bytes()));
+            let max = arrow::compute::max_string(a);
+            (
+                arrow::compute::min_string(a).map(|s| StatValue::String(truncate(s).to_string())),
+                max.map(|s| StatValue::String(truncate(s).to_string())),
+                max.is_some_and(|s| truncate(s).len() < s.len()),
+            )
+        }
+        other => {
+            return Err(TilesError::Internal(format!(
+                "unexpected typed column {other} for {path}"
+            )));
+        }
+    };
+    let typed_count = (typed.len() - typed.null_count()) as u64;
+    Ok(PathStats {
+        path,
+        min,
+        max,
+        max_truncated,
+        null_count: typed.null_count() as u64,
+        typed_count,
+        binary_count: value.map_or(0, |v| (v.len() - v.null_count()) as u64),
+        distinct,
+    })
+}
+
+fn truncate(s: &str) -> &str {
+    if s.len() <= STAT_STRING_LIMIT {
+        return s;
+    }
+    let mut end = STAT_STRING_LIMIT;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+fn encode(column: StructArray, options: &TilesOptions) -> Result<Bytes, TilesError> {
+    let field = Field::new(COLUMN, column.data_type().clone(), true);
+    let schema = Arc::new(Schema::new(vec![field]));
+    let batch = RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(column)])
+        .map_err(TilesError::variant)?;
+    let properties = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(
+            ZstdLevel::try_new(options.zstd_level).map_err(TilesError::Parquet)?,
+        ))
+        .set_dictionary_enabled(true)
+        .set_statistics_enabled(EnabledStatistics::Page)
+        .set_max_row_group_row_count(Some(options.row_group_docs))
+        .build();
+    let mut out = Vec::new();
+    let mut writer =
+        ArrowWriter::try_new(&mut out, schema, Some(properties)).map_err(TilesError::Parquet)?;
+    writer.write(&batch).map_err(TilesError::Parquet)?;
+    writer.close().map_err(TilesError::Parquet)?;
+    Ok(Bytes::from(out))
+}
+
+/// Turns a Variant column read back from a data file into JSON text, one per row.
+pub fn read_json(column: &dyn Array) -> Result<ArrayRef, TilesError> {
+    let variant = VariantArray::try_new(column).map_err(TilesError::variant)?;
+    let variant = match variant.typed_value_column() {
+        Some(_) => {
+            parquet_variant_compute::unshred_variant(&variant).map_err(TilesError::variant)?
+        }
+        None => variant,
+    };
+    let mut builder = arrow::array::StringBuilder::with_capacity(variant.len(), variant.len() * 64);
+    let mut text = String::new();
+    for i in 0..variant.len() {
+        if variant.is_null(i) {
+            builder.append_null();
+            continue;
+        }
+        text.clear();
+        crate::variant::write_json(&variant.value(i), &mut text);
+        builder.append_value(&text);
+    }
+    Ok(Arc::new(builder.finish()))
+}

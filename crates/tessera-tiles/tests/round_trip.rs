@@ -1,0 +1,203 @@
+//! JSON -> JSON tiles file -> JSON gives the same documents (up to key order and
+//! whitespace), numbers keeping value and kind; over random heterogeneous documents,
+//! seed 003's example documents and Bluesky events.
+
+use arrow::array::{Array, AsArray};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use serde_json::{Map, Value, json};
+use tessera_tiles::summary::LeafType;
+use tessera_tiles::{TilesOptions, WrittenFile, read_json, write_file};
+
+/// Writes `docs`, reads the file back and checks every document came back exactly.
+fn assert_round_trip(docs: &[String], options: &TilesOptions) -> WrittenFile {
+    let raw: Vec<&[u8]> = docs.iter().map(|d| d.as_bytes()).collect();
+    let written = write_file(&raw, options).unwrap();
+    let reader = ParquetRecordBatchReaderBuilder::try_new(written.parquet.clone())
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut back = Vec::new();
+    for batch in reader {
+        let text = read_json(batch.unwrap().column(0).as_ref()).unwrap();
+        let text = text.as_string::<i32>();
+        back.extend((0..text.len()).map(|i| text.value(i).to_string()));
+    }
+    assert_eq!(back.len(), docs.len());
+    for (i, (input, output)) in docs.iter().zip(&back).enumerate() {
+        let expected: Value = serde_json::from_str(input).unwrap();
+        let got: Value = serde_json::from_str(output)
+            .unwrap_or_else(|e| panic!("doc {i}: output is not JSON ({e}): {output}"));
+        assert_eq!(got, expected, "doc {i}: {input} came back as {output}");
+        assert_same_number_kinds(&expected, &got, i);
+    }
+    assert_eq!(written.summary.rows, docs.len() as u64);
+    written
+}
+
+/// serde_json compares 1 and 1.0 as different already; this also pins u64 vs i64.
+fn assert_same_number_kinds(a: &Value, b: &Value, doc: usize) {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => assert_eq!(
+            (x.is_i64(), x.is_u64(), x.is_f64()),
+            (y.is_i64(), y.is_u64(), y.is_f64()),
+            "doc {doc}: {x} vs {y}"
+        ),
+        (Value::Array(x), Value::Array(y)) => x
+            .iter()
+            .zip(y)
+            .for_each(|(x, y)| assert_same_number_kinds(x, y, doc)),
+        (Value::Object(x), Value::Object(y)) => x
+            .iter()
+            .for_each(|(k, v)| assert_same_number_kinds(v, &y[k], doc)),
+        _ => {}
+    }
+}
+
+/// A small deterministic generator (SplitMix64), so failures reproduce from the seed.
+struct Random(u64);
+
+impl Random {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn scalar(&mut self) -> Value {
+        match self.below(12) {
+            0 => Value::Null,
+            1 => Value::Bool(self.below(2) == 0),
+            2 => json!(self.next() as i64),
+            3 => json!(self.below(1000) as i64 - 500),
+            4 => json!(self.next()),
+            5 => {
+                [json!(i64::MIN), json!(i64::MAX), json!(u64::MAX)][self.below(3) as usize].clone()
+            }
+            6 => json!(f64::from_bits(self.next() >> 2)),
+            7 => json!([0.1, 1.0, -0.0, 1e308, 5e-324, -1.5e-7][self.below(6) as usize]),
+            8 => json!(
+                [
+                    "",
+                    "a",
+                    "déjà \"vu\"",
+                    "東京 😀",
+                    "tab\tnew\nline\u{1}",
+                    "\\"
+                ][self.below(6) as usize]
+            ),
+            9 => json!(format!("s{}", self.below(50))),
+            10 => json!({}),
+            _ => json!([]),
+        }
+    }
+
+    fn value(&mut self, depth: u32) -> Value {
+        match self.below(if depth == 0 { 1 } else { 4 }) {
+            1 => Value::Array((0..self.below(4)).map(|_| self.value(depth - 1)).collect()),
+            2 | 3 => self.object(depth - 1),
+            _ => self.scalar(),
+        }
+    }
+
+    /// Objects over a small key space, so paths repeat across documents (and get
+    /// shredded) while their types sometimes change.
+    fn object(&mut self, depth: u32) -> Value {
+        let mut fields = Map::new();
+        for _ in 0..self.below(6) {
+            let key = ["a", "b", "c", "kind", "weird key", "a.b", "ü"][self.below(7) as usize];
+            fields.insert(key.to_string(), self.value(depth));
+        }
+        Value::Object(fields)
+    }
+}
+
+#[test]
+fn random_heterogeneous_documents_round_trip() {
+    for seed in 0..20 {
+        let mut random = Random(seed);
+        let docs: Vec<String> = (0..300)
+            .map(|i| match i % 10 {
+                // Some documents share a stable shape so that paths get shredded.
+                0..=6 => json!({"kind": "commit", "n": i, "x": {"y": random.scalar(), "z": format!("z{}", i % 7)}, "r": random.object(2)}).to_string(),
+                7 => random.scalar().to_string(),
+                _ => random.object(3).to_string(),
+            })
+            .collect();
+        let options = TilesOptions {
+            tile_docs: 64,
+            row_group_docs: 128,
+            ..TilesOptions::default()
+        };
+        let written = assert_round_trip(&docs, &options);
+        let paths: Vec<_> = written
+            .summary
+            .schema
+            .paths
+            .iter()
+            .map(|p| p.path.as_str())
+            .collect();
+        // Stable paths are shredded; `$.kind` also appears with other types in the
+        // random documents, so it must stay in the binary.
+        assert!(
+            paths.contains(&"$.n") && paths.contains(&"$.x.z"),
+            "seed {seed}: {paths:?}"
+        );
+        assert!(!paths.contains(&"$.kind"), "seed {seed}: {paths:?}");
+    }
+}
+
+#[test]
+fn seed_003_example_documents_round_trip() {
+    // The running examples of seed 003 (extended Dremel, Fig 5.1 and 5.3): nested
+    // objects, arrays of objects and of arrays, a field whose type changes.
+    let docs: Vec<String> = [
+        r#"{"id": 1, "name": "Ann", "games": [{"title": "NBA", "consoles": ["PS4", "PC"]}, {"title": "FIFA", "consoles": ["XBOX"]}]}"#,
+        r#"{"id": 2, "name": {"first": "John", "last": "Smith"}, "games": [{"title": "NFL"}]}"#,
+        r#"{"id": 3, "games": [], "name": null}"#,
+        r#"{"id": 4, "name": "Kat", "games": [{"title": "Halo", "consoles": []}], "old": [[1, 2], [3]]}"#,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let written = assert_round_trip(&docs, &TilesOptions::default());
+    // $.id is an integer everywhere; $.name mixes string and object, so it stays binary.
+    let schema = &written.summary.schema;
+    assert_eq!(schema.get("$.id").map(|p| p.ty), Some(LeafType::Int));
+    assert!(schema.get("$.name").is_none());
+    assert!(written.summary.unshredded_paths.may_contain("$.games"));
+}
+
+#[test]
+fn bluesky_documents_are_shredded_and_round_trip() {
+    let config = tessera_gen::BlueskyConfig {
+        docs: 3_000,
+        seed: 7,
+    };
+    let mut out = Vec::new();
+    tessera_gen::write_ndjson(&config, 1, &mut out).unwrap();
+    let docs: Vec<String> = String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let written = assert_round_trip(&docs, &TilesOptions::default());
+    let summary = &written.summary;
+    for (path, ty) in [
+        ("$.kind", LeafType::String),
+        ("$.did", LeafType::String),
+        ("$.time_us", LeafType::Int),
+        ("$.commit.collection", LeafType::String),
+        ("$.commit.operation", LeafType::String),
+    ] {
+        assert_eq!(summary.schema.get(path).map(|p| p.ty), Some(ty), "{path}");
+    }
+    let kind = summary.stats.iter().find(|s| s.path == "$.kind").unwrap();
+    assert_eq!(kind.typed_count, docs.len() as u64);
+    assert!(kind.distinct.estimate() <= 4);
+}

@@ -37,16 +37,16 @@ pub enum ItemType {
 pub type KeyPath = Vec<String>;
 
 /// Calls `f` with every `(path, type)` item of `doc` (objects are descended into).
-pub fn for_each_item(doc: &Value, f: &mut impl FnMut(&[String], ItemType)) {
+pub fn for_each_item<'a>(doc: &'a Value, f: &mut impl FnMut(&[&'a str], ItemType)) {
     let mut path = Vec::new();
     walk(doc, &mut path, f);
 }
 
-fn walk(value: &Value, path: &mut Vec<String>, f: &mut impl FnMut(&[String], ItemType)) {
+fn walk<'a>(value: &'a Value, path: &mut Vec<&'a str>, f: &mut impl FnMut(&[&'a str], ItemType)) {
     let ty = match value {
         Value::Object(fields) => {
             for (key, child) in fields {
-                path.push(key.clone());
+                path.push(key.as_str());
                 walk(child, path, f);
                 path.pop();
             }
@@ -85,9 +85,35 @@ pub struct Mined {
     pub unshredded: Vec<String>,
 }
 
-#[derive(Default)]
+/// Item types counted per path: the leaf types, then array, null and other.
+const TYPE_SLOTS: usize = 8;
+
+fn slot(ty: ItemType) -> usize {
+    match ty {
+        ItemType::Leaf(LeafType::Bool) => 0,
+        ItemType::Leaf(LeafType::Int) => 1,
+        ItemType::Leaf(LeafType::Float) => 2,
+        ItemType::Leaf(LeafType::String) => 3,
+        ItemType::Leaf(LeafType::Timestamp) => 4,
+        ItemType::Array => 5,
+        ItemType::Null => 6,
+        ItemType::Other => 7,
+    }
+}
+
+const LEAVES: [LeafType; 5] = [
+    LeafType::Bool,
+    LeafType::Int,
+    LeafType::Float,
+    LeafType::String,
+    LeafType::Timestamp,
+];
+
+/// Counts of one key path over the file.
 struct PathCounts {
-    by_type: HashMap<ItemType, u64>,
+    path: KeyPath,
+    file: [u64; TYPE_SLOTS],
+    tile: [u64; TYPE_SLOTS],
     frequent_in_a_tile: bool,
 }
 
@@ -95,44 +121,70 @@ struct PathCounts {
 pub fn mine(docs: &[Value], tile_docs: usize, threshold: f64) -> Mined {
     assert!(tile_docs > 0, "tiles hold at least one document");
     assert!((0.0..=1.0).contains(&threshold), "threshold is a share");
-    let mut paths: HashMap<KeyPath, PathCounts> = HashMap::new();
-    let mut tile_counts: HashMap<(KeyPath, ItemType), u64> = HashMap::new();
+    // Paths are interned by a length-prefixed encoding of their keys, so counting an
+    // item allocates nothing once its path is known.
+    let mut ids: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut paths: Vec<PathCounts> = Vec::new();
+    let mut touched: Vec<usize> = Vec::new();
+    let mut key = Vec::new();
     for tile in docs.chunks(tile_docs) {
-        tile_counts.clear();
         for doc in tile {
             for_each_item(doc, &mut |path, ty| {
-                *tile_counts.entry((path.to_vec(), ty)).or_default() += 1;
+                key.clear();
+                for part in path {
+                    key.extend_from_slice(&(part.len() as u32).to_le_bytes());
+                    key.extend_from_slice(part.as_bytes());
+                }
+                let id = match ids.get(key.as_slice()) {
+                    Some(&id) => id,
+                    None => {
+                        ids.insert(key.clone(), paths.len());
+                        paths.push(PathCounts {
+                            path: path.iter().map(|p| p.to_string()).collect(),
+                            file: [0; TYPE_SLOTS],
+                            tile: [0; TYPE_SLOTS],
+                            frequent_in_a_tile: false,
+                        });
+                        paths.len() - 1
+                    }
+                };
+                let counts = &mut paths[id];
+                if counts.tile.iter().all(|&n| n == 0) {
+                    touched.push(id);
+                }
+                counts.tile[slot(ty)] += 1;
             });
         }
-        let needed = (threshold * tile.len() as f64).ceil() as u64;
-        for ((path, ty), count) in tile_counts.drain() {
-            let entry = paths.entry(path).or_default();
-            *entry.by_type.entry(ty).or_default() += count;
-            if matches!(ty, ItemType::Leaf(_)) && count >= needed.max(1) {
-                entry.frequent_in_a_tile = true;
+        let needed = ((threshold * tile.len() as f64).ceil() as u64).max(1);
+        for id in touched.drain(..) {
+            let counts = &mut paths[id];
+            for (slot, n) in counts.tile.iter().enumerate() {
+                counts.file[slot] += n;
+                if slot < LEAVES.len() && *n >= needed {
+                    counts.frequent_in_a_tile = true;
+                }
             }
+            counts.tile = [0; TYPE_SLOTS];
         }
     }
     let mut mined = Mined::default();
-    for (path, counts) in paths {
-        let majority = counts
-            .by_type
+    for counts in paths {
+        let (majority, n) = LEAVES
             .iter()
-            .filter_map(|(ty, n)| match ty {
-                ItemType::Leaf(leaf) => Some((*leaf, *n)),
-                _ => None,
-            })
-            .max_by_key(|&(leaf, n)| (n, leaf as u8));
-        let mixed = counts.by_type.keys().any(|ty| {
-            !matches!(ty, ItemType::Null) && Some(*ty) != majority.map(|m| ItemType::Leaf(m.0))
+            .map(|&leaf| (leaf, counts.file[slot(ItemType::Leaf(leaf))]))
+            .max_by_key(|&(_, n)| n)
+            .expect("there are leaf types");
+        let mixed = (0..TYPE_SLOTS).any(|s| {
+            s != slot(ItemType::Null) && s != slot(ItemType::Leaf(majority)) && counts.file[s] > 0
         });
-        match majority {
-            Some((ty, n)) if counts.frequent_in_a_tile && !mixed => mined.shredded.push(Choice {
-                path,
-                ty,
+        if counts.frequent_in_a_tile && n > 0 && !mixed {
+            mined.shredded.push(Choice {
+                path: counts.path,
+                ty: majority,
                 frequency: n as f64 / docs.len().max(1) as f64,
-            }),
-            _ => mined.unshredded.push(json_path(&path)),
+            });
+        } else {
+            mined.unshredded.push(json_path(&counts.path));
         }
     }
     mined.shredded.sort_by(|a, b| a.path.cmp(&b.path));
@@ -191,7 +243,10 @@ mod tests {
         let mut items = Vec::new();
         for_each_item(
             &serde_json::json!({"a": 1, "b": {"c": "x", "d": [1]}, "e": null, "f": 1.5}),
-            &mut |p, t| items.push((json_path(p), t)),
+            &mut |p, t| {
+                let p: Vec<String> = p.iter().map(|k| k.to_string()).collect();
+                items.push((json_path(&p), t))
+            },
         );
         items.sort_by(|a, b| a.0.cmp(&b.0));
         assert_eq!(

@@ -16,8 +16,10 @@ pub mod config;
 pub mod error;
 pub mod local;
 pub mod location;
+pub mod s3;
 pub mod sigv4;
 pub mod store;
+pub mod uring;
 
 pub use config::{Addressing, Credentials, S3Config, S3Overrides};
 pub use error::{BlobError, explain};

@@ -20,6 +20,7 @@ pub mod s3;
 pub mod sigv4;
 pub mod store;
 pub mod uring;
+pub mod uring_store;
 
 pub use config::{Addressing, Credentials, S3Config, S3Overrides};
 pub use error::{BlobError, explain};

@@ -98,18 +98,31 @@ impl S3Client {
 
     /// GET of a whole object or of `range`.
     pub async fn get(&self, key: &str, range: Option<Range<u64>>) -> Result<Bytes, S3Error> {
+        Ok(self.get_response(key, range).await?.body)
+    }
+
+    /// GET of a whole object or of `range`, with the response headers (for metadata).
+    pub async fn get_response(
+        &self,
+        key: &str,
+        range: Option<Range<u64>>,
+    ) -> Result<HttpResponse, S3Error> {
         let header = range.map(|r| format!("bytes={}-{}", r.start, r.end.saturating_sub(1)));
         let mut headers = Vec::new();
         if let Some(h) = &header {
             headers.push(("range", h.as_str()));
         }
-        let response = self.send("GET", key, &headers, Bytes::new(), false).await?;
-        Ok(response.body)
+        self.send("GET", key, &headers, Bytes::new(), false).await
+    }
+
+    /// HEAD with the response headers (size, ETag, Last-Modified).
+    pub async fn head_response(&self, key: &str) -> Result<HttpResponse, S3Error> {
+        self.send("HEAD", key, &[], Bytes::new(), true).await
     }
 
     /// HEAD: the object's size and ETag.
     pub async fn head(&self, key: &str) -> Result<(u64, Option<String>), S3Error> {
-        let response = self.send("HEAD", key, &[], Bytes::new(), true).await?;
+        let response = self.head_response(key).await?;
         let size = response
             .header("content-length")
             .and_then(|v| v.parse().ok())
@@ -118,14 +131,20 @@ impl S3Client {
     }
 
     /// PUT; with `if_none_match` the write fails with HTTP 412 when the key exists.
-    pub async fn put(&self, key: &str, body: Bytes, if_none_match: bool) -> Result<(), S3Error> {
+    /// Returns the new object's ETag.
+    pub async fn put(
+        &self,
+        key: &str,
+        body: Bytes,
+        if_none_match: bool,
+    ) -> Result<Option<String>, S3Error> {
         let headers: &[(&str, &str)] = if if_none_match {
             &[("if-none-match", "*")]
         } else {
             &[]
         };
-        self.send("PUT", key, headers, body, false).await?;
-        Ok(())
+        let response = self.send("PUT", key, headers, body, false).await?;
+        Ok(response.header("etag").map(str::to_string))
     }
 
     /// DELETE of one key.

@@ -31,6 +31,15 @@ const RETRY_TIMEOUT: Duration = Duration::from_secs(15);
 /// tessera-blob's io_uring client.
 pub const CLIENT_ENV: &str = "TESSERA_S3_CLIENT";
 
+/// Which client serves `s3://` stores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum S3ClientKind {
+    /// tessera-blob's io_uring client (the default).
+    Uring,
+    /// The `object_store` crate's `AmazonS3`, kept for comparison.
+    ObjectStore,
+}
+
 /// Opens object stores for store URLs, configured once for the whole session.
 #[derive(Debug, Clone)]
 pub struct StoreFactory {
@@ -54,7 +63,11 @@ impl StoreFactory {
             "file" => Ok(crate::local::local_store()),
             "s3" => {
                 let bucket = store_url.host_str().unwrap_or_default();
-                self.open_s3(bucket)
+                let kind = match std::env::var(CLIENT_ENV) {
+                    Ok(v) if v == "object_store" => S3ClientKind::ObjectStore,
+                    _ => S3ClientKind::Uring,
+                };
+                self.open_s3(bucket, kind)
             }
             other => Err(BlobError::InvalidLocation {
                 location: store_url.to_string(),
@@ -63,7 +76,12 @@ impl StoreFactory {
         }
     }
 
-    fn open_s3(&self, bucket: &str) -> Result<Arc<dyn ObjectStore>, BlobError> {
+    /// Opens `s3://bucket` with the chosen client (benchmarks compare both in one run).
+    pub fn open_s3(
+        &self,
+        bucket: &str,
+        kind: S3ClientKind,
+    ) -> Result<Arc<dyn ObjectStore>, BlobError> {
         let cfg = &self.s3;
         let client = ClientOptions::new()
             .with_allow_http(cfg.is_plain_http())
@@ -102,7 +120,7 @@ impl StoreFactory {
                 url: format!("s3://{bucket}"),
                 source,
             })?);
-        if std::env::var(CLIENT_ENV).is_ok_and(|v| v == "object_store") {
+        if kind == S3ClientKind::ObjectStore {
             return Ok(store);
         }
         let client = S3Client::new(cfg.clone(), bucket).map_err(|e| BlobError::Open {

@@ -16,10 +16,14 @@ pub mod config;
 pub mod error;
 pub mod local;
 pub mod location;
+pub mod retrieval_bench;
+pub mod s3;
 pub mod sigv4;
 pub mod store;
+pub mod uring;
+pub mod uring_store;
 
 pub use config::{Addressing, Credentials, S3Config, S3Overrides};
 pub use error::{BlobError, explain};
 pub use location::Location;
-pub use store::StoreFactory;
+pub use store::{S3ClientKind, StoreFactory};

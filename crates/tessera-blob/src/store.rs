@@ -15,6 +15,8 @@ use url::Url;
 
 use crate::config::{Addressing, S3Config};
 use crate::error::{BlobError, explain};
+use crate::s3::S3Client;
+use crate::uring_store::UringS3Store;
 
 /// Bounds on how long one S3 request may take before it fails with a clear error:
 /// an unreachable endpoint must fail in seconds, not after the client's default of
@@ -23,6 +25,20 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 const MAX_RETRIES: usize = 3;
 const RETRY_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Environment variable selecting the S3 client: `object_store` picks the
+/// `object_store` crate's client (for comparison); anything else, or unset, picks
+/// tessera-blob's io_uring client.
+pub const CLIENT_ENV: &str = "TESSERA_S3_CLIENT";
+
+/// Which client serves `s3://` stores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum S3ClientKind {
+    /// tessera-blob's io_uring client (the default).
+    Uring,
+    /// The `object_store` crate's `AmazonS3`, kept for comparison.
+    ObjectStore,
+}
 
 /// Opens object stores for store URLs, configured once for the whole session.
 #[derive(Debug, Clone)]
@@ -47,7 +63,11 @@ impl StoreFactory {
             "file" => Ok(crate::local::local_store()),
             "s3" => {
                 let bucket = store_url.host_str().unwrap_or_default();
-                self.open_s3(bucket)
+                let kind = match std::env::var(CLIENT_ENV) {
+                    Ok(v) if v == "object_store" => S3ClientKind::ObjectStore,
+                    _ => S3ClientKind::Uring,
+                };
+                self.open_s3(bucket, kind)
             }
             other => Err(BlobError::InvalidLocation {
                 location: store_url.to_string(),
@@ -56,7 +76,12 @@ impl StoreFactory {
         }
     }
 
-    fn open_s3(&self, bucket: &str) -> Result<Arc<dyn ObjectStore>, BlobError> {
+    /// Opens `s3://bucket` with the chosen client (benchmarks compare both in one run).
+    pub fn open_s3(
+        &self,
+        bucket: &str,
+        kind: S3ClientKind,
+    ) -> Result<Arc<dyn ObjectStore>, BlobError> {
         let cfg = &self.s3;
         let client = ClientOptions::new()
             .with_allow_http(cfg.is_plain_http())
@@ -90,11 +115,22 @@ impl StoreFactory {
             // not exist off-cloud; unsigned requests fail fast with AccessDenied instead.
             None => builder.with_skip_signature(true),
         };
-        let store = builder.build().map_err(|source| BlobError::Open {
+        let store: Arc<dyn ObjectStore> =
+            Arc::new(builder.build().map_err(|source| BlobError::Open {
+                url: format!("s3://{bucket}"),
+                source,
+            })?);
+        if kind == S3ClientKind::ObjectStore {
+            return Ok(store);
+        }
+        let client = S3Client::new(cfg.clone(), bucket).map_err(|e| BlobError::Open {
             url: format!("s3://{bucket}"),
-            source,
+            source: object_store::Error::Generic {
+                store: "S3",
+                source: Box::new(e),
+            },
         })?;
-        Ok(Arc::new(store))
+        Ok(Arc::new(UringS3Store::new(client, store, bucket)))
     }
 
     /// One sentence explaining a store failure, naming this factory's endpoint.

@@ -1,0 +1,706 @@
+//! An io_uring HTTP/1.1 event loop: one retriever thread owns one ring and many TCP
+//! connections, so hundreds of outstanding requests cost no thread each.
+//!
+//! Every request is a small state machine (connect, send, receive headers, receive
+//! body). The loop drains new requests from a bounded channel, queues their
+//! operations, submits them in one batch and reaps all completions before sleeping
+//! again. Bodies with a known `Content-Length` are received straight into one
+//! preallocated buffer, so the body is never copied after `recv`.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use io_uring::{IoUring, opcode, types};
+use tokio::sync::oneshot;
+
+/// Submission queue entries per ring: the most operations one batch may queue.
+const RING_ENTRIES: u32 = 256;
+/// Requests one retriever keeps in flight; more wait in the channel.
+const MAX_IN_FLIGHT: usize = 128;
+/// Requests waiting in the channel before senders are refused.
+const CHANNEL_CAPACITY: usize = 1024;
+/// Largest response head accepted; S3 heads are a few hundred bytes.
+const MAX_HEAD: usize = 16 * 1024;
+/// Largest body without a `Content-Length` (error bodies); bounded so a server cannot
+/// make the client allocate without limit.
+const MAX_UNSIZED_BODY: usize = 1024 * 1024;
+/// Idle keep-alive connections kept per endpoint.
+const MAX_IDLE_PER_ENDPOINT: usize = 64;
+/// How often the loop wakes to check deadlines when nothing completes.
+const TICK: Duration = Duration::from_millis(20);
+/// `user_data` of the wake-up read on the event fd.
+const WAKE_TOKEN: u64 = u64::MAX;
+
+/// One HTTP/1.1 request for the event loop.
+#[derive(Debug)]
+pub struct HttpRequest {
+    /// The server to connect to.
+    pub addr: SocketAddr,
+    /// The request line and headers, ending in the blank line.
+    pub head: Vec<u8>,
+    /// The body, sent after the head.
+    pub body: Bytes,
+    /// Whether the response carries no body whatever its headers say (HEAD).
+    pub head_only: bool,
+    /// After this long the request fails with [`HttpError::TimedOut`].
+    pub timeout: Duration,
+}
+
+/// A complete HTTP response.
+#[derive(Debug, Clone)]
+pub struct HttpResponse {
+    /// Status code.
+    pub status: u16,
+    /// Headers with lower-case names.
+    pub headers: Vec<(String, String)>,
+    /// The body, exactly `Content-Length` bytes when the server sent that header.
+    pub body: Bytes,
+}
+
+impl HttpResponse {
+    /// The first header named `name` (lower case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Why a request failed in transport (HTTP statuses are not errors here).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum HttpError {
+    /// The TCP connection could not be established.
+    #[error("connection to {addr} failed: {reason}")]
+    Connect {
+        /// The server address.
+        addr: SocketAddr,
+        /// The operating system's reason (for example "connection refused").
+        reason: String,
+    },
+    /// The connection broke while sending or receiving.
+    #[error("connection reset while {phase}: {reason}")]
+    Io {
+        /// What the request was doing.
+        phase: &'static str,
+        /// The operating system's reason.
+        reason: String,
+    },
+    /// The server closed the connection before the whole body arrived.
+    #[error("truncated response: received {received} of {expected} body bytes")]
+    Truncated {
+        /// Body bytes received.
+        received: usize,
+        /// Body bytes announced by `Content-Length`.
+        expected: usize,
+    },
+    /// The response could not be parsed.
+    #[error("malformed HTTP response: {0}")]
+    Malformed(String),
+    /// The request did not finish within its timeout.
+    #[error("request timed out after {0:?}")]
+    TimedOut(Duration),
+    /// The event loop is not running (it failed to start or shut down).
+    #[error("the io_uring retriever is not running: {0}")]
+    Unavailable(String),
+}
+
+impl HttpError {
+    /// Whether trying again on a fresh connection may succeed.
+    pub fn is_transient(&self) -> bool {
+        !matches!(self, HttpError::Malformed(_) | HttpError::Unavailable(_))
+    }
+}
+
+type Reply = oneshot::Sender<Result<HttpResponse, HttpError>>;
+
+/// A handle to a retriever thread. Cloning shares the thread.
+#[derive(Clone)]
+pub struct Retriever {
+    inner: Arc<Handle>,
+}
+
+struct Handle {
+    sender: SyncSender<(HttpRequest, Reply)>,
+    wake: OwnedFd,
+}
+
+impl std::fmt::Debug for Retriever {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Retriever").finish_non_exhaustive()
+    }
+}
+
+impl Retriever {
+    /// Starts a retriever thread with its own ring.
+    pub fn start() -> std::io::Result<Self> {
+        let ring = IoUring::new(RING_ENTRIES)?;
+        // SAFETY: eventfd returns a new descriptor or -1, checked below.
+        let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+        if raw < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `raw` is a fresh descriptor owned by nobody else.
+        let wake = unsafe { OwnedFd::from_raw_fd(raw) };
+        let loop_wake = wake.try_clone()?;
+        let (sender, receiver) = std::sync::mpsc::sync_channel(CHANNEL_CAPACITY);
+        std::thread::Builder::new()
+            .name("tessera-retriever".into())
+            .spawn(move || EventLoop::new(ring, loop_wake, receiver).run())?;
+        Ok(Self {
+            inner: Arc::new(Handle { sender, wake }),
+        })
+    }
+
+    /// Sends `request` and waits for its response without blocking the async runtime.
+    pub async fn send(&self, request: HttpRequest) -> Result<HttpResponse, HttpError> {
+        let (tx, rx) = oneshot::channel();
+        let mut pending = (request, tx);
+        // The channel is bounded: when it is full the caller waits (asynchronously) for
+        // room instead of queueing without limit.
+        loop {
+            match self.inner.sender.try_send(pending) {
+                Ok(()) => break,
+                Err(TrySendError::Full(back)) => {
+                    pending = back;
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                Err(TrySendError::Disconnected(_)) => {
+                    return Err(HttpError::Unavailable("the thread exited".into()));
+                }
+            }
+        }
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a live u64 to the event fd this handle owns.
+        unsafe {
+            libc::write(
+                self.inner.wake.as_raw_fd(),
+                (&one as *const u64).cast(),
+                std::mem::size_of::<u64>(),
+            );
+        }
+        rx.await
+            .unwrap_or_else(|_| Err(HttpError::Unavailable("the thread exited".into())))
+    }
+}
+
+/// Where a request is in its life.
+enum Phase {
+    Connecting,
+    Sending { sent: usize },
+    Head { filled: usize },
+    Body { filled: usize },
+}
+
+struct Exchange {
+    request: HttpRequest,
+    reply: Option<Reply>,
+    socket: OwnedFd,
+    /// Whether the socket came from the pool: a failure before any response byte
+    /// then means the server closed an idle connection, and one retry is safe.
+    reused: bool,
+    phase: Phase,
+    /// Operations submitted and not yet completed; the slot is freed only at zero so
+    /// the kernel never writes into a freed buffer.
+    outstanding: u32,
+    deadline: Instant,
+    outbound: Vec<u8>,
+    head_buf: Vec<u8>,
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    body_len: Option<usize>,
+    keep_alive: bool,
+    failed: Option<HttpError>,
+    sockaddr: libc::sockaddr_in6,
+}
+
+struct EventLoop {
+    ring: IoUring,
+    wake: OwnedFd,
+    wake_buf: Box<u64>,
+    receiver: Receiver<(HttpRequest, Reply)>,
+    slots: Vec<Option<Box<Exchange>>>,
+    free: Vec<usize>,
+    idle: HashMap<SocketAddr, Vec<OwnedFd>>,
+    disconnected: bool,
+}
+
+impl EventLoop {
+    fn new(ring: IoUring, wake: OwnedFd, receiver: Receiver<(HttpRequest, Reply)>) -> Self {
+        Self {
+            ring,
+            wake,
+            wake_buf: Box::new(0),
+            receiver,
+            slots: (0..MAX_IN_FLIGHT).map(|_| None).collect(),
+            free: (0..MAX_IN_FLIGHT).rev().collect(),
+            idle: HashMap::new(),
+            disconnected: false,
+        }
+    }
+
+    fn run(mut self) {
+        self.post_wake_read();
+        loop {
+            self.admit();
+            if self.disconnected && self.free.len() == MAX_IN_FLIGHT {
+                return;
+            }
+            let ts = types::Timespec::new()
+                .sec(TICK.as_secs())
+                .nsec(TICK.subsec_nanos());
+            let args = types::SubmitArgs::new().timespec(&ts);
+            match self.ring.submitter().submit_with_args(1, &args) {
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ETIME) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+                Err(_) => return,
+            }
+            let completions: Vec<(u64, i32)> = self
+                .ring
+                .completion()
+                .map(|c| (c.user_data(), c.result()))
+                .collect();
+            for (token, result) in completions {
+                if token == WAKE_TOKEN {
+                    self.post_wake_read();
+                } else {
+                    self.complete(token as usize, result);
+                }
+            }
+            self.expire();
+        }
+    }
+
+    fn post_wake_read(&mut self) {
+        let entry = opcode::Read::new(
+            types::Fd(self.wake.as_raw_fd()),
+            (&mut *self.wake_buf as *mut u64).cast(),
+            8,
+        )
+        .build()
+        .user_data(WAKE_TOKEN);
+        self.push(entry);
+    }
+
+    fn push(&mut self, entry: io_uring::squeue::Entry) {
+        // SAFETY: every buffer an entry points at lives in a boxed exchange (or the
+        // boxed wake buffer) that is not freed while the operation is outstanding.
+        while unsafe { self.ring.submission().push(&entry) }.is_err() {
+            // The queue is full: hand the batch to the kernel to make room.
+            if self.ring.submit().is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Takes new requests from the channel while there are free slots.
+    fn admit(&mut self) {
+        while let Some(&slot) = self.free.last() {
+            let (request, reply) = match self.receiver.try_recv() {
+                Ok(item) => item,
+                Err(std::sync::mpsc::TryRecvError::Empty) => return,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                    self.disconnected = true;
+                    return;
+                }
+            };
+            self.free.pop();
+            self.start(slot, request, reply);
+        }
+    }
+
+    fn start(&mut self, slot: usize, request: HttpRequest, reply: Reply) {
+        let pooled = self.idle.get_mut(&request.addr).and_then(|v| v.pop());
+        let reused = pooled.is_some();
+        let socket = match pooled {
+            Some(s) => s,
+            None => match new_socket() {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = reply.send(Err(HttpError::Connect {
+                        addr: request.addr,
+                        reason: e.to_string(),
+                    }));
+                    self.free.push(slot);
+                    return;
+                }
+            },
+        };
+        let mut outbound = Vec::with_capacity(request.head.len() + request.body.len());
+        outbound.extend_from_slice(&request.head);
+        outbound.extend_from_slice(&request.body);
+        let deadline = Instant::now() + request.timeout;
+        let exchange = Box::new(Exchange {
+            sockaddr: to_sockaddr(&request.addr),
+            request,
+            reply: Some(reply),
+            socket,
+            reused,
+            phase: if reused {
+                Phase::Sending { sent: 0 }
+            } else {
+                Phase::Connecting
+            },
+            outstanding: 0,
+            deadline,
+            outbound,
+            head_buf: vec![0; MAX_HEAD],
+            status: 0,
+            headers: Vec::new(),
+            body: Vec::new(),
+            body_len: None,
+            keep_alive: true,
+            failed: None,
+        });
+        self.slots[slot] = Some(exchange);
+        self.issue(slot);
+    }
+
+    /// Queues the operation the exchange's phase needs next.
+    fn issue(&mut self, slot: usize) {
+        let Some(ex) = self.slots[slot].as_mut() else {
+            return;
+        };
+        let fd = types::Fd(ex.socket.as_raw_fd());
+        let entry = match ex.phase {
+            Phase::Connecting => opcode::Connect::new(
+                fd,
+                (&ex.sockaddr as *const libc::sockaddr_in6).cast(),
+                std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+            )
+            .build(),
+            Phase::Sending { sent } => {
+                let rest = &ex.outbound[sent..];
+                opcode::Send::new(fd, rest.as_ptr(), rest.len() as u32)
+                    .flags(libc::MSG_NOSIGNAL)
+                    .build()
+            }
+            Phase::Head { filled } => {
+                let rest = &mut ex.head_buf[filled..];
+                opcode::Recv::new(fd, rest.as_mut_ptr(), rest.len() as u32).build()
+            }
+            Phase::Body { filled } => {
+                let rest = &mut ex.body[filled..];
+                // Bounded to u32 per operation; larger bodies take several receives.
+                let len = rest.len().min(u32::MAX as usize) as u32;
+                opcode::Recv::new(fd, rest.as_mut_ptr(), len).build()
+            }
+        };
+        ex.outstanding += 1;
+        self.push(entry.user_data(slot as u64));
+    }
+
+    fn complete(&mut self, slot: usize, result: i32) {
+        let Some(ex) = self.slots.get_mut(slot).and_then(|s| s.as_mut()) else {
+            return;
+        };
+        ex.outstanding = ex.outstanding.saturating_sub(1);
+        if ex.failed.is_some() {
+            self.finish(slot);
+            return;
+        }
+        let outcome = advance(ex, result);
+        match outcome {
+            Step::Continue => self.issue(slot),
+            Step::Done => self.finish(slot),
+            Step::Fail(error) => {
+                let ex = self.slots[slot].as_mut().expect("slot is live");
+                ex.failed = Some(error);
+                ex.keep_alive = false;
+                self.finish(slot);
+            }
+        }
+    }
+
+    /// Fails requests past their deadline: shutting the socket down makes the pending
+    /// operation complete at once, after which the slot is freed.
+    fn expire(&mut self) {
+        let now = Instant::now();
+        for ex in self.slots.iter_mut().flatten() {
+            if ex.failed.is_none() && now >= ex.deadline {
+                ex.failed = Some(HttpError::TimedOut(ex.request.timeout));
+                ex.keep_alive = false;
+                // SAFETY: shutdown on a descriptor this exchange owns.
+                unsafe { libc::shutdown(ex.socket.as_raw_fd(), libc::SHUT_RDWR) };
+            }
+        }
+    }
+
+    /// Answers the caller and frees the slot once no operation is outstanding.
+    fn finish(&mut self, slot: usize) {
+        let Some(ex) = self.slots[slot].as_mut() else {
+            return;
+        };
+        if ex.outstanding > 0 {
+            return;
+        }
+        let ex = self.slots[slot].take().expect("slot is live");
+        self.free.push(slot);
+        let Exchange {
+            request,
+            reply,
+            socket,
+            reused,
+            failed,
+            status,
+            headers,
+            body,
+            keep_alive,
+            phase,
+            ..
+        } = *ex;
+        match failed {
+            // A pooled connection the server had already closed fails before any byte
+            // of the response: retry once on a fresh connection.
+            Some(HttpError::Io { .. }) | Some(HttpError::Truncated { .. })
+                if reused && matches!(phase, Phase::Sending { .. } | Phase::Head { filled: 0 }) =>
+            {
+                if let Some(reply) = reply {
+                    // Other pooled sockets to this server are likely stale too.
+                    self.idle.remove(&request.addr);
+                    let slot = self.free.pop().expect("the slot was just freed");
+                    self.start(slot, request, reply);
+                }
+            }
+            Some(error) => {
+                if let Some(reply) = reply {
+                    let _ = reply.send(Err(error));
+                }
+            }
+            None => {
+                if keep_alive {
+                    let pool = self.idle.entry(request.addr).or_default();
+                    if pool.len() < MAX_IDLE_PER_ENDPOINT {
+                        pool.push(socket);
+                    }
+                }
+                if let Some(reply) = reply {
+                    let _ = reply.send(Ok(HttpResponse {
+                        status,
+                        headers,
+                        body: Bytes::from(body),
+                    }));
+                }
+            }
+        }
+    }
+}
+
+enum Step {
+    Continue,
+    Done,
+    Fail(HttpError),
+}
+
+/// Moves one exchange forward by the result of its completed operation.
+fn advance(ex: &mut Exchange, result: i32) -> Step {
+    let os_error = |code: i32| std::io::Error::from_raw_os_error(-code).to_string();
+    match ex.phase {
+        Phase::Connecting => {
+            if result < 0 {
+                return Step::Fail(HttpError::Connect {
+                    addr: ex.request.addr,
+                    reason: os_error(result),
+                });
+            }
+            ex.phase = Phase::Sending { sent: 0 };
+            Step::Continue
+        }
+        Phase::Sending { sent } => {
+            if result <= 0 {
+                return Step::Fail(HttpError::Io {
+                    phase: "sending the request",
+                    reason: if result == 0 {
+                        "the connection closed".into()
+                    } else {
+                        os_error(result)
+                    },
+                });
+            }
+            let sent = sent + result as usize;
+            ex.phase = if sent < ex.outbound.len() {
+                Phase::Sending { sent }
+            } else {
+                Phase::Head { filled: 0 }
+            };
+            Step::Continue
+        }
+        Phase::Head { filled } => {
+            if result <= 0 {
+                return Step::Fail(HttpError::Io {
+                    phase: "receiving the response head",
+                    reason: if result == 0 {
+                        "the server closed the connection".into()
+                    } else {
+                        os_error(result)
+                    },
+                });
+            }
+            let filled = filled + result as usize;
+            let Some(end) = find_head_end(&ex.head_buf[..filled]) else {
+                if filled == ex.head_buf.len() {
+                    return Step::Fail(HttpError::Malformed("response head too large".into()));
+                }
+                ex.phase = Phase::Head { filled };
+                return Step::Continue;
+            };
+            if let Err(e) = parse_head(ex, end) {
+                return Step::Fail(e);
+            }
+            let tail = &ex.head_buf[end..filled];
+            let len = if ex.request.head_only || ex.status == 204 || ex.status == 304 {
+                Some(0)
+            } else {
+                ex.body_len
+            };
+            match len {
+                Some(len) => {
+                    // The one allocation of the body; the kernel fills it in place.
+                    ex.body = vec![0; len];
+                    let take = tail.len().min(len);
+                    ex.body[..take].copy_from_slice(&tail[..take]);
+                    ex.body_len = Some(len);
+                    if take == len {
+                        return Step::Done;
+                    }
+                    ex.phase = Phase::Body { filled: take };
+                }
+                None => {
+                    // No length: read until the server closes (error bodies only).
+                    ex.keep_alive = false;
+                    ex.body = vec![0; MAX_UNSIZED_BODY];
+                    let take = tail.len().min(MAX_UNSIZED_BODY);
+                    ex.body[..take].copy_from_slice(&tail[..take]);
+                    ex.phase = Phase::Body { filled: take };
+                }
+            }
+            Step::Continue
+        }
+        Phase::Body { filled } => {
+            if result < 0 {
+                return Step::Fail(HttpError::Io {
+                    phase: "receiving the body",
+                    reason: os_error(result),
+                });
+            }
+            let filled = filled + result as usize;
+            match ex.body_len {
+                Some(expected) if result == 0 => Step::Fail(HttpError::Truncated {
+                    received: filled,
+                    expected,
+                }),
+                Some(expected) if filled >= expected => Step::Done,
+                None if result == 0 || filled == ex.body.len() => {
+                    ex.body.truncate(filled);
+                    Step::Done
+                }
+                _ => {
+                    ex.phase = Phase::Body { filled };
+                    Step::Continue
+                }
+            }
+        }
+    }
+}
+
+fn find_head_end(buf: &[u8]) -> Option<usize> {
+    buf.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)
+}
+
+fn parse_head(ex: &mut Exchange, end: usize) -> Result<(), HttpError> {
+    let text = std::str::from_utf8(&ex.head_buf[..end])
+        .map_err(|_| HttpError::Malformed("response head is not UTF-8".into()))?;
+    let mut lines = text.split("\r\n");
+    let status_line = lines.next().unwrap_or_default();
+    let mut parts = status_line.split(' ');
+    let version = parts.next().unwrap_or_default();
+    if !version.starts_with("HTTP/1.") {
+        return Err(HttpError::Malformed(format!(
+            "unexpected status line '{status_line}'"
+        )));
+    }
+    ex.status = parts
+        .next()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| HttpError::Malformed(format!("bad status line '{status_line}'")))?;
+    for line in lines.filter(|l| !l.is_empty()) {
+        let Some((name, value)) = line.split_once(':') else {
+            return Err(HttpError::Malformed(format!("bad header line '{line}'")));
+        };
+        let name = name.trim().to_ascii_lowercase();
+        let value = value.trim().to_string();
+        match name.as_str() {
+            "content-length" => {
+                ex.body_len =
+                    Some(value.parse().map_err(|_| {
+                        HttpError::Malformed(format!("bad content-length '{value}'"))
+                    })?);
+            }
+            "connection" if value.eq_ignore_ascii_case("close") => ex.keep_alive = false,
+            "transfer-encoding" if !value.eq_ignore_ascii_case("identity") => {
+                return Err(HttpError::Malformed(format!(
+                    "transfer-encoding '{value}' is not supported"
+                )));
+            }
+            _ => {}
+        }
+        ex.headers.push((name, value));
+    }
+    Ok(())
+}
+
+fn new_socket() -> std::io::Result<OwnedFd> {
+    // IPv6 sockets with v4-mapped addresses serve both families with one sockaddr type.
+    // SAFETY: plain socket creation; the result is checked.
+    let raw = unsafe { libc::socket(libc::AF_INET6, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if raw < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let one: libc::c_int = 1;
+    let zero: libc::c_int = 0;
+    // SAFETY: setsockopt with pointers to live ints of the right size.
+    unsafe {
+        libc::setsockopt(
+            raw,
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+        libc::setsockopt(
+            raw,
+            libc::IPPROTO_IPV6,
+            libc::IPV6_V6ONLY,
+            (&zero as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+    Ok(fd)
+}
+
+fn to_sockaddr(addr: &SocketAddr) -> libc::sockaddr_in6 {
+    let v6 = match addr {
+        SocketAddr::V4(v4) => {
+            std::net::SocketAddrV6::new(v4.ip().to_ipv6_mapped(), v4.port(), 0, 0)
+        }
+        SocketAddr::V6(v6) => *v6,
+    };
+    // SAFETY: sockaddr_in6 is plain data; all-zero is a valid value.
+    let mut sa: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
+    sa.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+    sa.sin6_port = v6.port().to_be();
+    sa.sin6_addr.s6_addr = v6.ip().octets();
+    sa.sin6_flowinfo = v6.flowinfo();
+    sa.sin6_scope_id = v6.scope_id();
+    sa
+}

@@ -26,17 +26,17 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 const MAX_RETRIES: usize = 3;
 const RETRY_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// Environment variable selecting the S3 client: `object_store` picks the
-/// `object_store` crate's client (for comparison); anything else, or unset, picks
-/// tessera-blob's io_uring client.
+/// Environment variable selecting the S3 client: `uring` picks tessera-blob's io_uring
+/// client; anything else, or unset, the `object_store` crate's client. The io_uring
+/// client becomes the default once it passes every S3 error and fault test (issue 3).
 pub const CLIENT_ENV: &str = "TESSERA_S3_CLIENT";
 
 /// Which client serves `s3://` stores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum S3ClientKind {
-    /// tessera-blob's io_uring client (the default).
+    /// tessera-blob's io_uring client.
     Uring,
-    /// The `object_store` crate's `AmazonS3`, kept for comparison.
+    /// The `object_store` crate's `AmazonS3` (the default for now).
     ObjectStore,
 }
 
@@ -64,8 +64,8 @@ impl StoreFactory {
             "s3" => {
                 let bucket = store_url.host_str().unwrap_or_default();
                 let kind = match std::env::var(CLIENT_ENV) {
-                    Ok(v) if v == "object_store" => S3ClientKind::ObjectStore,
-                    _ => S3ClientKind::Uring,
+                    Ok(v) if v == "uring" => S3ClientKind::Uring,
+                    _ => S3ClientKind::ObjectStore,
                 };
                 self.open_s3(bucket, kind)
             }

@@ -84,7 +84,7 @@ async fn factory_store_reads_writes_and_reports_errors() {
     let lookup = |name: &str| env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
     let factory = StoreFactory::new(S3Config::resolve(&S3Overrides::default(), &lookup).unwrap());
     let store = factory
-        .open(&url::Url::parse("s3://seam").unwrap())
+        .open_s3("seam", tessera_blob::store::S3ClientKind::Uring)
         .unwrap();
     assert!(store.to_string().starts_with("UringS3Store"), "{store}");
 

@@ -42,16 +42,21 @@ pub struct ExtractionPlan {
     /// Filters decided per document: the path's slot, its text semantics, and the
     /// accepted texts. A document failing one is not a row.
     pub predicates: Vec<(Slot, Output, BTreeSet<Vec<u8>>)>,
+    /// Boolean filters over [`Self::decoded_schema`], evaluated on each decoded batch
+    /// before the projection; a row must pass all of them.
+    pub row_filters: Vec<Arc<dyn PhysicalExpr>>,
 }
 
 impl ExtractionPlan {
-    /// Plans the extraction for `projection` over a table whose file schema is the single
-    /// document column `doc_field`, followed by `partition_fields`.
+    /// Plans the extraction for `projection` and `row_filters` (both over the table
+    /// schema) over a table whose file schema is the single document column
+    /// `doc_field`, followed by `partition_fields`.
     pub fn new(
         doc_field: &Arc<Field>,
         partition_fields: &[Arc<Field>],
         projection: &ProjectionExprs,
         filters: &[DocPredicate],
+        row_filters: &[Arc<dyn PhysicalExpr>],
     ) -> Result<Self> {
         let mut trie = PathTrie::new();
         let predicates = filters
@@ -61,8 +66,8 @@ impl ExtractionPlan {
         let mut outputs: Vec<(Slot, Output)> = Vec::new();
         // Pass 1: find the accesses and whether the raw document is still referenced.
         let mut raw = false;
-        for p in projection.iter() {
-            let rewritten = rewrite(&p.expr, &mut trie, &mut outputs, &|_| 0, &|_| 0)?;
+        for expr in projection.iter().map(|p| &p.expr).chain(row_filters) {
+            let rewritten = rewrite(expr, &mut trie, &mut outputs, &|_| 0, &|_| 0)?;
             raw |= references_column(&rewritten, 0, true);
         }
         // Pass 2: rewrite with the final column positions of the decoded batch.
@@ -83,6 +88,13 @@ impl ExtractionPlan {
             let remapped = remap_partition_columns(rewritten, &partition_index)?;
             exprs.push(ProjectionExpr::new(remapped, p.alias.clone()));
         }
+        let row_filters = row_filters
+            .iter()
+            .map(|f| {
+                let rewritten = rewrite(f, &mut trie, &mut outputs, &doc_index, &extracted_index)?;
+                remap_partition_columns(rewritten, &partition_index)
+            })
+            .collect::<Result<Vec<_>>>()?;
         let mut fields: Vec<Arc<Field>> = Vec::new();
         if raw {
             fields.push(Arc::clone(doc_field));
@@ -103,6 +115,7 @@ impl ExtractionPlan {
             decoded_schema: Arc::new(Schema::new(fields)),
             projection: ProjectionExprs::new(exprs),
             predicates,
+            row_filters,
         })
     }
 }

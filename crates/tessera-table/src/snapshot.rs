@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use arrow::array::RecordBatch;
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{DataType, Schema, SchemaRef};
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
@@ -80,24 +80,35 @@ impl Snapshot {
     /// Opens `file` for selective reads: its Parquet footer is fetched once, so the
     /// caller can choose leaf columns and row groups from it before any data is read.
     pub async fn open_file(&self, file: &DataFile) -> Result<OpenFile, TableError> {
-        let bytes_read = Arc::new(AtomicU64::new(0));
+        let traffic = Arc::new(Traffic::default());
         let mut reader = FileReader {
             store: Arc::clone(&self.store),
             key: crate::table::child_key(&self.prefix, &file.path),
             size: file.size,
-            bytes_read: Arc::clone(&bytes_read),
+            traffic: Arc::clone(&traffic),
         };
         let metadata = reader
             .get_metadata(None)
             .await
             .map_err(parquet_error(&file.path))?;
-        let reader_metadata = ArrowReaderMetadata::try_new(metadata, ArrowReaderOptions::new())
+        let stored = ArrowReaderMetadata::try_new(Arc::clone(&metadata), ArrowReaderOptions::new())
             .map_err(parquet_error(&file.path))?;
+        let views = Arc::new(Schema::new(
+            stored
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.as_ref().clone().with_data_type(as_views(f.data_type())))
+                .collect::<Vec<_>>(),
+        ));
+        let reader_metadata =
+            ArrowReaderMetadata::try_new(metadata, ArrowReaderOptions::new().with_schema(views))
+                .map_err(parquet_error(&file.path))?;
         Ok(OpenFile {
             file: file.clone(),
             reader,
             metadata: reader_metadata,
-            bytes_read,
+            traffic,
         })
     }
 }
@@ -120,7 +131,16 @@ pub struct OpenFile {
     file: DataFile,
     reader: FileReader,
     metadata: ArrowReaderMetadata,
-    bytes_read: Arc<AtomicU64>,
+    traffic: Arc<Traffic>,
+}
+
+/// What reading one file has cost so far: requests to the store and bytes received.
+#[derive(Debug, Default)]
+pub struct Traffic {
+    /// Ranged GET requests issued (one per range, as the store API takes them).
+    pub requests: AtomicU64,
+    /// Bytes received.
+    pub bytes: AtomicU64,
 }
 
 impl std::fmt::Debug for OpenFile {
@@ -142,9 +162,10 @@ impl OpenFile {
         self.metadata.schema()
     }
 
-    /// Bytes fetched from the store for this file so far (footer included).
-    pub fn bytes_read(&self) -> &Arc<AtomicU64> {
-        &self.bytes_read
+    /// Requests and bytes fetched from the store for this file so far (footer
+    /// included); shared, so it keeps counting while returned streams are read.
+    pub fn traffic(&self) -> &Arc<Traffic> {
+        &self.traffic
     }
 
     /// Decodes the chosen leaves and row groups of the file.
@@ -210,6 +231,22 @@ impl OpenFile {
     }
 }
 
+/// `data_type` with strings and binaries as views: the decoder then references the page
+/// buffers instead of copying every value, and the engine works on views anyway.
+fn as_views(data_type: &DataType) -> DataType {
+    match data_type {
+        DataType::Utf8 | DataType::LargeUtf8 => DataType::Utf8View,
+        DataType::Binary | DataType::LargeBinary => DataType::BinaryView,
+        DataType::Struct(fields) => DataType::Struct(
+            fields
+                .iter()
+                .map(|f| f.as_ref().clone().with_data_type(as_views(f.data_type())))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 fn parquet_error(path: &str) -> impl FnOnce(ParquetError) -> TableError + use<> {
     let path = path.to_string();
     move |source| TableError::Parquet { path, source }
@@ -221,12 +258,15 @@ struct FileReader {
     store: Arc<dyn ObjectStore>,
     key: Path,
     size: u64,
-    bytes_read: Arc<AtomicU64>,
+    traffic: Arc<Traffic>,
 }
 
 impl FileReader {
-    fn count(&self, bytes: u64) {
-        self.bytes_read.fetch_add(bytes, Ordering::Relaxed);
+    fn count(&self, requests: usize, bytes: u64) {
+        self.traffic
+            .requests
+            .fetch_add(requests as u64, Ordering::Relaxed);
+        self.traffic.bytes.fetch_add(bytes, Ordering::Relaxed);
     }
 }
 
@@ -242,7 +282,7 @@ impl AsyncFileReader for FileReader {
                 .get_range(&self.key, range)
                 .await
                 .map_err(|e| ParquetError::External(Box::new(e)))?;
-            self.count(bytes.len() as u64);
+            self.count(1, bytes.len() as u64);
             Ok(bytes)
         }
         .boxed()
@@ -258,7 +298,7 @@ impl AsyncFileReader for FileReader {
                 .get_ranges(&self.key, &ranges)
                 .await
                 .map_err(|e| ParquetError::External(Box::new(e)))?;
-            self.count(parts.iter().map(|b| b.len() as u64).sum());
+            self.count(parts.len(), parts.iter().map(|b| b.len() as u64).sum());
             Ok(parts)
         }
         .boxed()

@@ -32,7 +32,7 @@ use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricB
 use datafusion::physical_plan::{DisplayFormatType, apply_expression_roots};
 use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStore;
-use tessera_table::{DataFile, FileRead, OpenFile, Snapshot};
+use tessera_table::{DataFile, FileRead, OpenFile, Snapshot, Traffic};
 
 use super::leaves::{LeafKind, ShreddedLeaf, read_leaf};
 use super::provider::external;
@@ -109,6 +109,9 @@ struct TilesMetrics {
     row_groups_scanned: Count,
     row_groups_pruned: Count,
     bytes_scanned: Count,
+    requests: Count,
+    /// What the requests cost at S3 Standard's GET price, in billionths of a dollar.
+    request_cost_nanodollars: Count,
     values_typed: Count,
     values_binary: Count,
     values_reconstructed: Count,
@@ -123,12 +126,30 @@ impl TilesMetrics {
             row_groups_scanned: counter("row_groups_scanned"),
             row_groups_pruned: counter("row_groups_pruned"),
             bytes_scanned: counter("bytes_scanned"),
+            requests: counter("requests"),
+            request_cost_nanodollars: counter("request_cost_nanodollars"),
             values_typed: counter("values_typed"),
             values_binary: counter("values_binary"),
             values_reconstructed: counter("values_reconstructed"),
         }
     }
 }
+
+impl TilesMetrics {
+    /// Adds what reading one file cost.
+    fn count_traffic(&self, traffic: &Traffic) {
+        let requests = traffic.requests.load(Ordering::Relaxed) as usize;
+        self.requests.add(requests);
+        self.request_cost_nanodollars
+            .add(requests * GET_NANODOLLARS);
+        self.bytes_scanned
+            .add(traffic.bytes.load(Ordering::Relaxed) as usize);
+    }
+}
+
+/// Price of one GET request on S3 Standard ($0.0004 per 1,000; seed 002, Table 1), in
+/// billionths of a dollar.
+const GET_NANODOLLARS: usize = 400;
 
 impl FileSource for TilesSource {
     fn create_file_opener(
@@ -330,12 +351,12 @@ impl FileOpener for TilesOpener {
                 })
                 .map_err(external)?;
             let mut decoder = FileDecoder::new(Arc::clone(&plan), leaves, metrics.clone())?;
-            let bytes_read = Arc::clone(open.bytes_read());
-            let counted = metrics.bytes_scanned.clone();
+            let traffic = Arc::clone(open.traffic());
+            let counted = metrics.clone();
             let batches = stream
                 .map(move |batch| decoder.decode(&batch.map_err(external)?))
                 .chain(futures::stream::once(async move {
-                    counted.add(bytes_read.load(Ordering::Relaxed) as usize);
+                    counted.count_traffic(&traffic);
                     Ok(None)
                 }))
                 .try_filter_map(|batch| futures::future::ready(Ok(batch)));

@@ -4,8 +4,10 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use arrow::array::BooleanArray;
 use arrow::array::RecordBatch;
 use arrow::datatypes::{DataType, Schema, SchemaRef};
+use arrow::error::ArrowError;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
@@ -13,7 +15,7 @@ use futures::{FutureExt, StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, RowSelection, RowSelector,
+    ArrowPredicateFn, ArrowReaderMetadata, ArrowReaderOptions, RowFilter, RowSelection, RowSelector,
 };
 use parquet::arrow::async_reader::AsyncFileReader;
 use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
@@ -71,7 +73,7 @@ impl Snapshot {
         file: &DataFile,
         skip_deleted: bool,
     ) -> Result<BoxStream<'static, Result<RecordBatch, TableError>>, TableError> {
-        self.open_file(file).await?.read(&FileRead {
+        self.open_file(file).await?.read(FileRead {
             skip_deleted,
             ..FileRead::default()
         })
@@ -114,7 +116,7 @@ impl Snapshot {
 }
 
 /// What to read of an opened file.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct FileRead {
     /// Parquet leaf column indices to decode; all columns when `None`.
     pub leaves: Option<Vec<usize>>,
@@ -124,6 +126,25 @@ pub struct FileRead {
     pub skip_deleted: bool,
     /// Rows per batch; [`BATCH_ROWS`] when `None`.
     pub batch_rows: Option<usize>,
+    /// Late materialization: the rows to decode are chosen from a few columns first.
+    pub predicate: Option<FilePredicate>,
+}
+
+/// Chooses the rows of a file to decode from some of its columns, so the other columns
+/// are decoded (and, with page indexes, fetched) only for the rows it keeps.
+pub struct FilePredicate {
+    /// Parquet leaf column indices the predicate looks at.
+    pub leaves: Vec<usize>,
+    /// Given those leaves of a run of rows, which of the rows to keep.
+    pub keep: Box<dyn FnMut(RecordBatch) -> Result<BooleanArray, ArrowError> + Send>,
+}
+
+impl std::fmt::Debug for FilePredicate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FilePredicate")
+            .field("leaves", &self.leaves)
+            .finish_non_exhaustive()
+    }
 }
 
 /// One data file whose footer has been read.
@@ -171,7 +192,7 @@ impl OpenFile {
     /// Decodes the chosen leaves and row groups of the file.
     pub fn read(
         &self,
-        read: &FileRead,
+        read: FileRead,
     ) -> Result<BoxStream<'static, Result<RecordBatch, TableError>>, TableError> {
         let path = self.file.path.clone();
         let row_groups: Vec<usize> = match &read.row_groups {
@@ -195,6 +216,12 @@ impl OpenFile {
         }
         if read.skip_deleted && !self.file.deleted.is_empty() {
             builder = builder.with_row_selection(self.live_selection(&row_groups));
+        }
+        if let Some(predicate) = read.predicate {
+            let schema = self.metadata().file_metadata().schema_descr();
+            let mask = ProjectionMask::leaves(schema, predicate.leaves.iter().copied());
+            let filter = ArrowPredicateFn::new(mask, predicate.keep);
+            builder = builder.with_row_filter(RowFilter::new(vec![Box::new(filter)]));
         }
         let stream = builder.build().map_err(parquet_error(&path))?;
         Ok(stream

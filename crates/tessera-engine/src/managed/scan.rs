@@ -13,9 +13,13 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, RecordBatchOptions};
+use arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, RecordBatch, RecordBatchOptions, StringViewArray,
+    new_null_array,
+};
 use arrow::compute::{and, filter_record_batch};
 use arrow::datatypes::{DataType, Field};
+use arrow::error::ArrowError;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Result};
@@ -32,7 +36,8 @@ use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricB
 use datafusion::physical_plan::{DisplayFormatType, apply_expression_roots};
 use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStore;
-use tessera_table::{DataFile, FileRead, OpenFile, Snapshot, Traffic};
+use parquet::schema::types::SchemaDescriptor;
+use tessera_table::{DataFile, FilePredicate, FileRead, OpenFile, Snapshot, Traffic};
 
 use super::leaves::{LeafKind, ShreddedLeaf, read_leaf};
 use super::provider::external;
@@ -326,31 +331,33 @@ impl FileOpener for TilesOpener {
                 })
                 .collect();
             let whole = plan.raw || leaves.iter().any(Option::is_none);
+            let schema = open.metadata().file_metadata().schema_descr();
             let parquet_leaves = (!whole).then(|| {
-                let schema = open.metadata().file_metadata().schema_descr();
-                let mut indices: Vec<usize> = leaves
-                    .iter()
-                    .flatten()
-                    .flat_map(|leaf| leaf.parquet_leaves(column.name(), schema))
-                    .collect();
-                indices.sort_unstable();
-                indices.dedup();
-                indices
+                let all: Vec<usize> = (0..leaves.len()).collect();
+                leaf_columns(&leaves, &all, column.name(), schema)
             });
+            let predicate = late_predicate(&plan, &leaves, column.name(), schema)?;
+            let filters_applied = predicate.is_some();
             let row_groups = surviving_row_groups(&open, &column, &constraints);
             metrics.row_groups_scanned.add(row_groups.len());
             metrics
                 .row_groups_pruned
                 .add(open.metadata().num_row_groups() - row_groups.len());
             let stream = open
-                .read(&FileRead {
+                .read(FileRead {
                     leaves: parquet_leaves,
                     row_groups: Some(row_groups),
                     skip_deleted: true,
                     batch_rows: Some(batch_size),
+                    predicate,
                 })
                 .map_err(external)?;
-            let mut decoder = FileDecoder::new(Arc::clone(&plan), leaves, metrics.clone())?;
+            let mut decoder = FileDecoder::new(
+                Arc::clone(&plan),
+                leaves,
+                Some(metrics.clone()),
+                filters_applied,
+            )?;
             let traffic = Arc::clone(open.traffic());
             let counted = metrics.clone();
             let batches = stream
@@ -363,6 +370,53 @@ impl FileOpener for TilesOpener {
             Ok(batches.boxed())
         }))
     }
+}
+
+/// The Parquet leaf columns that hold `outputs` (indices into `leaves`), ascending.
+fn leaf_columns(
+    leaves: &[Option<ShreddedLeaf>],
+    outputs: &[usize],
+    column: &str,
+    schema: &SchemaDescriptor,
+) -> Vec<usize> {
+    let mut indices: Vec<usize> = outputs
+        .iter()
+        .filter_map(|&k| leaves[k].as_ref())
+        .flat_map(|leaf| leaf.parquet_leaves(column, schema))
+        .collect();
+    indices.sort_unstable();
+    indices.dedup();
+    indices
+}
+
+/// Late materialization: when every filter reads only shredded paths of this file, the
+/// Parquet reader evaluates the filters on those columns first and decodes the others
+/// only for the rows that pass.
+fn late_predicate(
+    plan: &Arc<ExtractionPlan>,
+    leaves: &[Option<ShreddedLeaf>],
+    column: &str,
+    schema: &SchemaDescriptor,
+) -> Result<Option<FilePredicate>> {
+    let Some(outputs) = plan.filter_outputs() else {
+        return Ok(None);
+    };
+    if outputs.is_empty() || outputs.iter().any(|&k| leaves[k].is_none()) {
+        return Ok(None);
+    }
+    let columns = leaf_columns(leaves, &outputs, column, schema);
+    let mut decoder = FileDecoder::new(Arc::clone(plan), leaves.to_vec(), None, false)?;
+    let keep = move |batch: RecordBatch| -> std::result::Result<BooleanArray, ArrowError> {
+        let rows = batch.num_rows();
+        let decoded = decoder.decoded(&batch, Some(&outputs))?;
+        Ok(decoder
+            .mask(&decoded)?
+            .unwrap_or_else(|| BooleanArray::from(vec![true; rows])))
+    };
+    Ok(Some(FilePredicate {
+        leaves: columns,
+        keep: Box::new(keep),
+    }))
 }
 
 /// The row groups of `open` whose Parquet statistics admit every constraint.
@@ -395,14 +449,19 @@ struct FileDecoder {
     leaves: Vec<Option<ShreddedLeaf>>,
     scanner: Option<Scanner>,
     projector: Projector,
-    metrics: TilesMetrics,
+    /// Where values are counted (`None` for the predicate pass of late
+    /// materialization, whose values are decoded again for the output).
+    metrics: Option<TilesMetrics>,
+    /// The file's reader already applied the filters (late materialization).
+    filters_applied: bool,
 }
 
 impl FileDecoder {
     fn new(
         plan: Arc<ExtractionPlan>,
         leaves: Vec<Option<ShreddedLeaf>>,
-        metrics: TilesMetrics,
+        metrics: Option<TilesMetrics>,
+        filters_applied: bool,
     ) -> Result<Self> {
         assert_eq!(
             leaves.len(),
@@ -420,38 +479,70 @@ impl FileDecoder {
             scanner,
             projector,
             metrics,
+            filters_applied,
         })
     }
 
     /// The output rows of one stored batch (`None` when the filters removed them all).
     fn decode(&mut self, stored: &RecordBatch) -> Result<Option<RecordBatch>> {
+        let decoded = self.decoded(stored, None)?;
+        let filtered = match self.filters_applied {
+            true => decoded,
+            false => match self.mask(&decoded)? {
+                Some(mask) => filter_record_batch(&decoded, &mask)?,
+                None => decoded,
+            },
+        };
+        if filtered.num_rows() == 0 {
+            return Ok(None);
+        }
+        Ok(Some(self.projector.project_batch(&filtered)?))
+    }
+
+    /// `stored` as a batch of the decoded schema. With `only`, just those outputs are
+    /// computed (the rest are placeholders no filter reads).
+    fn decoded(&mut self, stored: &RecordBatch, only: Option<&[usize]>) -> Result<RecordBatch> {
         let rows = stored.num_rows();
         let column = (stored.num_columns() > 0).then(|| stored.column(0).as_struct());
+        let wanted = |k: usize| only.is_none_or(|o| o.contains(&k));
+        let needs_documents = self.plan.raw && only.is_none()
+            || self
+                .leaves
+                .iter()
+                .enumerate()
+                .any(|(k, l)| l.is_none() && wanted(k));
         let documents = match column {
-            Some(column) if self.scanner.is_some() || self.plan.raw => {
+            Some(column) if needs_documents => {
                 Some(tessera_tiles::read_json(column).map_err(external)?)
             }
             _ => None,
         };
         let mut arrays: Vec<ArrayRef> = Vec::with_capacity(self.plan.decoded_schema.fields().len());
         if self.plan.raw {
-            let documents = documents
-                .as_ref()
-                .expect("documents are rebuilt for raw output");
-            arrays.push(arrow::compute::cast(documents, &DataType::Utf8View)?);
+            arrays.push(match &documents {
+                Some(documents) if only.is_none() => {
+                    arrow::compute::cast(documents, &DataType::Utf8View)?
+                }
+                _ => Arc::new(StringViewArray::from_iter_values(std::iter::repeat_n(
+                    "", rows,
+                ))),
+            });
         }
         let mut fallback: Vec<(usize, OutputBuilder)> = Vec::new();
         for (k, (leaf, &(_, output))) in self.leaves.iter().zip(&self.plan.outputs).enumerate() {
             match (leaf, column) {
+                _ if !wanted(k) => arrays.push(new_null_array(&output.data_type(), rows)),
                 (Some(leaf), Some(column)) => {
                     let (array, served) = read_leaf(column, leaf, output)?;
-                    self.metrics.values_typed.add(served.typed);
-                    self.metrics.values_binary.add(served.binary);
+                    if let Some(metrics) = &self.metrics {
+                        metrics.values_typed.add(served.typed);
+                        metrics.values_binary.add(served.binary);
+                    }
                     arrays.push(array);
                 }
                 _ => {
                     fallback.push((k, OutputBuilder::new(output, rows)));
-                    arrays.push(arrow::array::new_null_array(&output.data_type(), 0));
+                    arrays.push(new_null_array(&output.data_type(), 0));
                 }
             }
         }
@@ -463,16 +554,11 @@ impl FileDecoder {
             }
         }
         let options = RecordBatchOptions::new().with_row_count(Some(rows));
-        let decoded = RecordBatch::try_new_with_options(
+        Ok(RecordBatch::try_new_with_options(
             Arc::clone(&self.plan.decoded_schema),
             arrays,
             &options,
-        )?;
-        let filtered = self.filter(decoded)?;
-        if filtered.num_rows() == 0 {
-            return Ok(None);
-        }
-        Ok(Some(self.projector.project_batch(&filtered)?))
+        )?)
     }
 
     /// Fills the builders of outputs a file does not shred from its documents.
@@ -507,24 +593,23 @@ impl FileDecoder {
                 builder.append(doc, scanner.get(slot));
             }
         }
-        self.metrics.values_reconstructed.add(rows * builders.len());
+        if let Some(metrics) = &self.metrics {
+            metrics.values_reconstructed.add(rows * builders.len());
+        }
         Ok(())
     }
 
-    /// The rows of `batch` that pass every pushed filter.
-    fn filter(&self, batch: RecordBatch) -> Result<RecordBatch> {
-        let mut mask = None;
+    /// Which rows of a decoded batch pass every pushed filter (`None`: no filters).
+    fn mask(&self, batch: &RecordBatch) -> Result<Option<BooleanArray>> {
+        let mut mask: Option<BooleanArray> = None;
         for filter in &self.plan.row_filters {
-            let passed = filter.evaluate(&batch)?.into_array(batch.num_rows())?;
+            let passed = filter.evaluate(batch)?.into_array(batch.num_rows())?;
             let passed = passed.as_boolean().clone();
             mask = Some(match mask {
                 None => passed,
                 Some(m) => and(&m, &passed)?,
             });
         }
-        Ok(match mask {
-            Some(mask) => filter_record_batch(&batch, &mask)?,
-            None => batch,
-        })
+        Ok(mask)
     }
 }

@@ -120,6 +120,31 @@ impl ExtractionPlan {
     }
 }
 
+impl ExtractionPlan {
+    /// The extracted outputs (indices into [`Self::outputs`]) the row filters read, or
+    /// `None` when a filter reads anything else (the raw document, partition values).
+    pub fn filter_outputs(&self) -> Option<Vec<usize>> {
+        let mut outputs = BTreeSet::new();
+        let mut other = false;
+        for filter in &self.row_filters {
+            filter
+                .apply(|e| {
+                    if let Some(c) = e.downcast_ref::<Column>() {
+                        match c.name().strip_prefix(EXTRACTED_PREFIX).map(str::parse) {
+                            Some(Ok(k)) => {
+                                outputs.insert(k);
+                            }
+                            _ => other = true,
+                        }
+                    }
+                    Ok(TreeNodeRecursion::Continue)
+                })
+                .ok()?;
+        }
+        (!other).then(|| outputs.into_iter().collect())
+    }
+}
+
 /// Replaces each JSON access on the document column (table column 0) by a column of the
 /// decoded batch; other references to the document become `doc_index`.
 fn rewrite(

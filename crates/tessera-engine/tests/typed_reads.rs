@@ -165,6 +165,14 @@ const QUERIES: &[&str] = &[
     "SELECT j->>'id', j->>'s' FROM T WHERE j->>'s' IS NOT NULL",
     "SELECT json_get_int(j, 'id'), json_length(j) FROM T WHERE json_get_int(j, 'id') IN (7, 100007, 200007)",
     "SELECT (j->>'id')::BIGINT % 7, max(j->>'kind') FROM T WHERE (j->>'id')::BIGINT > 200100 GROUP BY 1",
+    "SELECT (j->>'f')::DOUBLE AS fd, j->>'f' AS ft FROM T WHERE (j->>'f')::DOUBLE > 38",
+    "SELECT sum((j->'nested'->>'x')::BIGINT), avg((j->'nested'->>'x')::DOUBLE) FROM T",
+];
+
+/// Casts that fail on some value fail the same way everywhere.
+const FAILING: &[&str] = &[
+    "SELECT sum((j->>'n')::BIGINT) FROM T",
+    "SELECT count(*) FROM T WHERE (j->>'nested')::DOUBLE > 1",
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -218,6 +226,24 @@ async fn typed_reads_answer_like_documents() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    for query in FAILING {
+        for (table, typed) in [("raw", true), ("t", true), ("t", false)] {
+            session
+                .sql(&format!("SET tessera.typed_reads = {typed}"))
+                .await
+                .unwrap();
+            let result = match session
+                .sql(&query.replace("FROM T", &format!("FROM {table}")))
+                .await
+            {
+                Ok(frame) => frame.collect().await.map(|_| ()),
+                Err(e) => Err(e),
+            };
+            let error = result.expect_err(query).to_string();
+            assert!(error.contains("Cannot cast"), "{query} on {table}: {error}");
+        }
+    }
+    session.sql("SET tessera.typed_reads = true").await.unwrap();
 
     // The typed run reads typed columns and skips the files without `only_here`.
     let plan = analyze(

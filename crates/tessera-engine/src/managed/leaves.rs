@@ -216,6 +216,32 @@ pub(super) fn read_leaf(
     ))
 }
 
+/// `CAST(<text of the path> AS target)` straight from the typed leaf, when that is exact
+/// for every row of `column`: the leaf holds integers (for BIGINT or DOUBLE) or doubles
+/// (for DOUBLE) and no row of the batch sits in the binary. `None` otherwise.
+pub(super) fn typed_cast(
+    column: &StructArray,
+    leaf: &ShreddedLeaf,
+    target: &DataType,
+) -> Result<Option<(ArrayRef, Served)>> {
+    let exact = matches!(
+        (leaf.kind, target),
+        (LeafKind::Int, DataType::Int64) | (LeafKind::Int | LeafKind::Float, DataType::Float64)
+    );
+    if !exact {
+        return Ok(None);
+    }
+    let (typed, value) = leaf.arrays(column)?;
+    if value.is_some_and(|v| v.null_count() < v.len()) {
+        return Ok(None);
+    }
+    let served = Served {
+        typed: typed.len() - typed.null_count(),
+        binary: 0,
+    };
+    Ok(Some((cast(typed, target)?, served)))
+}
+
 /// The span of a whole JSON value rendered by [`write_json`].
 pub(super) fn rendered_span(text: &str) -> Span {
     let bytes = text.as_bytes();

@@ -17,10 +17,11 @@ use arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, RecordBatch, RecordBatchOptions, StringViewArray,
     new_null_array,
 };
-use arrow::compute::{and, filter_record_batch};
+use arrow::compute::{and, cast_with_options, filter_record_batch};
 use arrow::datatypes::{DataType, Field};
 use arrow::error::ArrowError;
 use datafusion::common::config::ConfigOptions;
+use datafusion::common::format::DEFAULT_CAST_OPTIONS;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Result};
 use datafusion::datasource::listing::PartitionedFile;
@@ -39,7 +40,7 @@ use object_store::ObjectStore;
 use parquet::schema::types::SchemaDescriptor;
 use tessera_table::{DataFile, FilePredicate, FileRead, OpenFile, Snapshot, Traffic};
 
-use super::leaves::{LeafKind, ShreddedLeaf, read_leaf};
+use super::leaves::{LeafKind, Served, ShreddedLeaf, read_leaf, typed_cast};
 use super::provider::external;
 use super::prune::{Constraint, constraints, row_group_bounds};
 use crate::json::Scanner;
@@ -84,7 +85,8 @@ impl TilesSource {
             &self.projection,
             &[],
             &self.filters,
-        )
+        )?
+        .with_typed_casts()
     }
 
     /// Whether the scan still outputs the table's columns as they are, so that filters
@@ -449,6 +451,8 @@ struct FileDecoder {
     leaves: Vec<Option<ShreddedLeaf>>,
     scanner: Option<Scanner>,
     projector: Projector,
+    /// Per extracted output, whether the projection or the filters read it directly.
+    referenced: Vec<bool>,
     /// Where values are counted (`None` for the predicate pass of late
     /// materialization, whose values are decoded again for the output).
     metrics: Option<TilesMetrics>,
@@ -474,6 +478,9 @@ impl FileDecoder {
             .any(Option::is_none)
             .then(|| Scanner::new(Arc::clone(&plan.trie)));
         Ok(Self {
+            referenced: (0..plan.outputs.len())
+                .map(|k| plan.is_referenced(k))
+                .collect(),
             plan,
             leaves,
             scanner,
@@ -505,12 +512,36 @@ impl FileDecoder {
         let rows = stored.num_rows();
         let column = (stored.num_columns() > 0).then(|| stored.column(0).as_struct());
         let wanted = |k: usize| only.is_none_or(|o| o.contains(&k));
+        let mut typed_casts: Vec<Option<ArrayRef>> = Vec::with_capacity(self.plan.casts.len());
+        for (k, target) in &self.plan.casts {
+            typed_casts.push(match (&self.leaves[*k], column) {
+                (Some(leaf), Some(column)) if wanted(*k) => {
+                    typed_cast(column, leaf, target)?.map(|(array, served)| {
+                        self.count(served);
+                        array
+                    })
+                }
+                _ => None,
+            });
+        }
+        // An output's own column is built when something reads it, or a cast of it
+        // that the typed leaf could not answer.
+        let needed = |k: usize| {
+            wanted(k)
+                && (self.referenced[k]
+                    || self
+                        .plan
+                        .casts
+                        .iter()
+                        .zip(&typed_casts)
+                        .any(|((source, _), typed)| *source == k && typed.is_none()))
+        };
         let needs_documents = self.plan.raw && only.is_none()
             || self
                 .leaves
                 .iter()
                 .enumerate()
-                .any(|(k, l)| l.is_none() && wanted(k));
+                .any(|(k, l)| l.is_none() && needed(k));
         let documents = match column {
             Some(column) if needs_documents => {
                 Some(tessera_tiles::read_json(column).map_err(external)?)
@@ -528,16 +559,14 @@ impl FileDecoder {
                 ))),
             });
         }
+        let base = arrays.len();
         let mut fallback: Vec<(usize, OutputBuilder)> = Vec::new();
         for (k, (leaf, &(_, output))) in self.leaves.iter().zip(&self.plan.outputs).enumerate() {
             match (leaf, column) {
-                _ if !wanted(k) => arrays.push(new_null_array(&output.data_type(), rows)),
+                _ if !needed(k) => arrays.push(new_null_array(&output.data_type(), rows)),
                 (Some(leaf), Some(column)) => {
                     let (array, served) = read_leaf(column, leaf, output)?;
-                    if let Some(metrics) = &self.metrics {
-                        metrics.values_typed.add(served.typed);
-                        metrics.values_binary.add(served.binary);
-                    }
+                    self.count(served);
                     arrays.push(array);
                 }
                 _ => {
@@ -548,10 +577,17 @@ impl FileDecoder {
         }
         if !fallback.is_empty() {
             self.extract_from_documents(documents.as_deref(), rows, &mut fallback)?;
-            let base = usize::from(self.plan.raw);
             for (k, mut builder) in fallback {
                 arrays[base + k] = builder.finish();
             }
+        }
+        for ((k, target), typed) in self.plan.casts.iter().zip(typed_casts) {
+            arrays.push(match typed {
+                Some(array) => array,
+                None if !wanted(*k) => new_null_array(target, rows),
+                // As SQL's CAST would: an unparsable text is an error, not NULL.
+                None => cast_with_options(&arrays[base + k], target, &DEFAULT_CAST_OPTIONS)?,
+            });
         }
         let options = RecordBatchOptions::new().with_row_count(Some(rows));
         Ok(RecordBatch::try_new_with_options(
@@ -559,6 +595,13 @@ impl FileDecoder {
             arrays,
             &options,
         )?)
+    }
+
+    fn count(&self, served: Served) {
+        if let Some(metrics) = &self.metrics {
+            metrics.values_typed.add(served.typed);
+            metrics.values_binary.add(served.binary);
+        }
     }
 
     /// Fills the builders of outputs a file does not shred from its documents.

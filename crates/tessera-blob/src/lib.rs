@@ -13,12 +13,17 @@
 //! ```
 
 pub mod config;
+pub mod endpoints;
 pub mod error;
 pub mod local;
 pub mod location;
+pub mod model;
+pub mod options;
 pub mod retrieval_bench;
 pub mod s3;
 pub mod sigv4;
+pub mod sizing;
+pub mod stats;
 pub mod store;
 pub mod uring;
 pub mod uring_store;
@@ -26,4 +31,6 @@ pub mod uring_store;
 pub use config::{Addressing, Credentials, S3Config, S3Overrides};
 pub use error::{BlobError, explain};
 pub use location::Location;
+pub use options::{Hedging, RetrievalOptions, Sizing};
+pub use stats::{Provider, RequestStats, StatsSnapshot};
 pub use store::{S3ClientKind, StoreFactory};

@@ -2,9 +2,10 @@
 //!
 //! Everything above this crate asks a [`StoreFactory`] for an
 //! `Arc<dyn object_store::ObjectStore>` per store URL (`s3://bucket`, `file:///`) and
-//! never names a concrete client, so the S3 client behind it can be swapped (the
-//! `object_store` crate's today, Tessera's io_uring client later) without touching the
-//! engine.
+//! never names a concrete client, so the S3 client behind it can be swapped without
+//! touching the engine: tessera-blob's io_uring client by default, the `object_store`
+//! crate's client when selected (for comparison) or when the endpoint is HTTPS, which
+//! the io_uring client does not speak.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +16,8 @@ use url::Url;
 
 use crate::config::{Addressing, S3Config};
 use crate::error::{BlobError, explain};
+use crate::options::RetrievalOptions;
+use crate::stats::RequestStats;
 use crate::s3::S3Client;
 use crate::uring_store::UringS3Store;
 
@@ -26,17 +29,17 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 const MAX_RETRIES: usize = 3;
 const RETRY_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// Environment variable selecting the S3 client: `uring` picks tessera-blob's io_uring
-/// client; anything else, or unset, the `object_store` crate's client. The io_uring
-/// client becomes the default once it passes every S3 error and fault test (issue 3).
+/// Environment variable selecting the S3 client: `object_store` picks the
+/// `object_store` crate's client; anything else, or unset, tessera-blob's io_uring
+/// client.
 pub const CLIENT_ENV: &str = "TESSERA_S3_CLIENT";
 
 /// Which client serves `s3://` stores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum S3ClientKind {
-    /// tessera-blob's io_uring client.
+    /// tessera-blob's io_uring client (the default).
     Uring,
-    /// The `object_store` crate's `AmazonS3` (the default for now).
+    /// The `object_store` crate's `AmazonS3`.
     ObjectStore,
 }
 
@@ -44,12 +47,35 @@ pub enum S3ClientKind {
 #[derive(Debug, Clone)]
 pub struct StoreFactory {
     s3: S3Config,
+    options: RetrievalOptions,
+    stats: Arc<RequestStats>,
 }
 
 impl StoreFactory {
-    /// A factory whose S3 stores use `s3`.
+    /// A factory whose S3 stores use `s3` and the default retrieval options.
     pub fn new(s3: S3Config) -> Self {
-        Self { s3 }
+        Self::with_options(s3, RetrievalOptions::default())
+    }
+
+    /// A factory whose io_uring S3 stores run with `options`.
+    pub fn with_options(s3: S3Config, options: RetrievalOptions) -> Self {
+        Self {
+            s3,
+            options,
+            stats: Arc::default(),
+        }
+    }
+
+    /// The request counters of every io_uring store this factory opened, so a caller
+    /// can show requests, bytes, retries, hedges and dollars (take a snapshot before
+    /// and after a query).
+    pub fn stats(&self) -> &Arc<RequestStats> {
+        &self.stats
+    }
+
+    /// The retrieval options of the io_uring stores.
+    pub fn options(&self) -> &RetrievalOptions {
+        &self.options
     }
 
     /// The S3 settings stores are opened with.
@@ -64,8 +90,9 @@ impl StoreFactory {
             "s3" => {
                 let bucket = store_url.host_str().unwrap_or_default();
                 let kind = match std::env::var(CLIENT_ENV) {
-                    Ok(v) if v == "uring" => S3ClientKind::Uring,
-                    _ => S3ClientKind::ObjectStore,
+                    Ok(v) if v == "object_store" => S3ClientKind::ObjectStore,
+                    _ if !self.s3.is_plain_http() => S3ClientKind::ObjectStore,
+                    _ => S3ClientKind::Uring,
                 };
                 self.open_s3(bucket, kind)
             }
@@ -123,7 +150,13 @@ impl StoreFactory {
         if kind == S3ClientKind::ObjectStore {
             return Ok(store);
         }
-        let client = S3Client::new(cfg.clone(), bucket).map_err(|e| BlobError::Open {
+        let client = S3Client::with_options(
+            cfg.clone(),
+            bucket,
+            self.options.clone(),
+            self.stats.clone(),
+        )
+        .map_err(|e| BlobError::Open {
             url: format!("s3://{bucket}"),
             source: object_store::Error::Generic {
                 store: "S3",

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::time::{Duration, Instant};
 
@@ -49,6 +50,16 @@ pub struct HttpRequest {
     pub head_only: bool,
     /// After this long the request fails with [`HttpError::TimedOut`].
     pub timeout: Duration,
+    /// After this long without any byte sent or received the request fails with
+    /// [`HttpError::Stalled`]: a stalled connection is detected long before `timeout`,
+    /// which must allow for slow but steady large transfers.
+    pub stall_timeout: Duration,
+    /// Whether to open a new connection instead of reusing an idle one: a retry after
+    /// a transport failure must not land on another connection of a failing path.
+    pub fresh_connection: bool,
+    /// Set when the first response byte arrives, so a hedging caller can tell a request
+    /// that has not started answering from one that is still streaming.
+    pub first_byte_seen: Option<Arc<AtomicBool>>,
 }
 
 /// A complete HTTP response.
@@ -60,6 +71,10 @@ pub struct HttpResponse {
     pub headers: Vec<(String, String)>,
     /// The body, exactly `Content-Length` bytes when the server sent that header.
     pub body: Bytes,
+    /// Time from admission to the first response byte.
+    pub first_byte: Duration,
+    /// Time from admission to the last response byte.
+    pub elapsed: Duration,
 }
 
 impl HttpResponse {
@@ -105,6 +120,12 @@ pub enum HttpError {
     /// The request did not finish within its timeout.
     #[error("request timed out after {0:?}")]
     TimedOut(Duration),
+    /// No byte moved for the stall timeout.
+    #[error("request timed out: no data moved for {0:?}")]
+    Stalled(Duration),
+    /// The caller stopped waiting (a hedged duplicate finished first).
+    #[error("request cancelled by the caller")]
+    Cancelled,
     /// The event loop is not running (it failed to start or shut down).
     #[error("the io_uring retriever is not running: {0}")]
     Unavailable(String),
@@ -113,7 +134,10 @@ pub enum HttpError {
 impl HttpError {
     /// Whether trying again on a fresh connection may succeed.
     pub fn is_transient(&self) -> bool {
-        !matches!(self, HttpError::Malformed(_) | HttpError::Unavailable(_))
+        !matches!(
+            self,
+            HttpError::Malformed(_) | HttpError::Unavailable(_) | HttpError::Cancelled
+        )
     }
 }
 
@@ -208,7 +232,10 @@ struct Exchange {
     /// Operations submitted and not yet completed; the slot is freed only at zero so
     /// the kernel never writes into a freed buffer.
     outstanding: u32,
+    started: Instant,
     deadline: Instant,
+    last_progress: Instant,
+    first_byte: Option<Instant>,
     outbound: Vec<u8>,
     head_buf: Vec<u8>,
     status: u16,
@@ -287,18 +314,22 @@ impl EventLoop {
         )
         .build()
         .user_data(WAKE_TOKEN);
-        self.push(entry);
+        // Without the wake-up read the loop still polls every TICK, so a refused push
+        // only delays new requests.
+        let _ = self.push(entry);
     }
 
-    fn push(&mut self, entry: io_uring::squeue::Entry) {
+    /// Queues `entry`; false when the kernel refuses the batch that would make room.
+    fn push(&mut self, entry: io_uring::squeue::Entry) -> bool {
         // SAFETY: every buffer an entry points at lives in a boxed exchange (or the
         // boxed wake buffer) that is not freed while the operation is outstanding.
         while unsafe { self.ring.submission().push(&entry) }.is_err() {
             // The queue is full: hand the batch to the kernel to make room.
             if self.ring.submit().is_err() {
-                return;
+                return false;
             }
         }
+        true
     }
 
     /// Takes new requests from the channel while there are free slots.
@@ -318,7 +349,11 @@ impl EventLoop {
     }
 
     fn start(&mut self, slot: usize, request: HttpRequest, reply: Reply) {
-        let pooled = self.idle.get_mut(&request.addr).and_then(|v| v.pop());
+        let pooled = if request.fresh_connection {
+            None
+        } else {
+            self.idle.get_mut(&request.addr).and_then(|v| v.pop())
+        };
         let reused = pooled.is_some();
         let socket = match pooled {
             Some(s) => s,
@@ -337,7 +372,8 @@ impl EventLoop {
         let mut outbound = Vec::with_capacity(request.head.len() + request.body.len());
         outbound.extend_from_slice(&request.head);
         outbound.extend_from_slice(&request.body);
-        let deadline = Instant::now() + request.timeout;
+        let now = Instant::now();
+        let deadline = now + request.timeout;
         let exchange = Box::new(Exchange {
             sockaddr: to_sockaddr(&request.addr),
             request,
@@ -350,7 +386,10 @@ impl EventLoop {
                 Phase::Connecting
             },
             outstanding: 0,
+            started: now,
             deadline,
+            last_progress: now,
+            first_byte: None,
             outbound,
             head_buf: vec![0; MAX_HEAD],
             status: 0,
@@ -395,17 +434,34 @@ impl EventLoop {
             }
         };
         ex.outstanding += 1;
-        self.push(entry.user_data(slot as u64));
+        if !self.push(entry.user_data(slot as u64)) {
+            let ex = self.slots[slot].as_mut().expect("slot is live");
+            ex.outstanding -= 1;
+            ex.failed = Some(HttpError::Unavailable("the ring refused a submission".into()));
+            ex.keep_alive = false;
+            self.finish(slot);
+        }
     }
 
     fn complete(&mut self, slot: usize, result: i32) {
         let Some(ex) = self.slots.get_mut(slot).and_then(|s| s.as_mut()) else {
             return;
         };
-        ex.outstanding = ex.outstanding.saturating_sub(1);
+        assert!(ex.outstanding > 0, "a completion without an operation");
+        ex.outstanding -= 1;
         if ex.failed.is_some() {
             self.finish(slot);
             return;
+        }
+        let now = Instant::now();
+        if result > 0 {
+            ex.last_progress = now;
+            if ex.first_byte.is_none() && matches!(ex.phase, Phase::Head { .. }) {
+                ex.first_byte = Some(now);
+                if let Some(seen) = &ex.request.first_byte_seen {
+                    seen.store(true, Ordering::Relaxed);
+                }
+            }
         }
         let outcome = advance(ex, result);
         match outcome {
@@ -420,17 +476,28 @@ impl EventLoop {
         }
     }
 
-    /// Fails requests past their deadline: shutting the socket down makes the pending
-    /// operation complete at once, after which the slot is freed.
+    /// Fails requests past their deadline, stalled, or no longer awaited: shutting the
+    /// socket down makes the pending operation complete at once, after which the slot
+    /// is freed.
     fn expire(&mut self) {
         let now = Instant::now();
         for ex in self.slots.iter_mut().flatten() {
-            if ex.failed.is_none() && now >= ex.deadline {
-                ex.failed = Some(HttpError::TimedOut(ex.request.timeout));
-                ex.keep_alive = false;
-                // SAFETY: shutdown on a descriptor this exchange owns.
-                unsafe { libc::shutdown(ex.socket.as_raw_fd(), libc::SHUT_RDWR) };
+            if ex.failed.is_some() {
+                continue;
             }
+            let failure = if now >= ex.deadline {
+                HttpError::TimedOut(ex.request.timeout)
+            } else if now >= ex.last_progress + ex.request.stall_timeout {
+                HttpError::Stalled(ex.request.stall_timeout)
+            } else if ex.reply.as_ref().is_none_or(|r| r.is_closed()) {
+                HttpError::Cancelled
+            } else {
+                continue;
+            };
+            ex.failed = Some(failure);
+            ex.keep_alive = false;
+            // SAFETY: shutdown on a descriptor this exchange owns.
+            unsafe { libc::shutdown(ex.socket.as_raw_fd(), libc::SHUT_RDWR) };
         }
     }
 
@@ -455,6 +522,8 @@ impl EventLoop {
             body,
             keep_alive,
             phase,
+            started,
+            first_byte,
             ..
         } = *ex;
         match failed {
@@ -487,6 +556,8 @@ impl EventLoop {
                         status,
                         headers,
                         body: Bytes::from(body),
+                        first_byte: first_byte.unwrap_or(started).duration_since(started),
+                        elapsed: started.elapsed(),
                     }));
                 }
             }
@@ -703,4 +774,45 @@ fn to_sockaddr(addr: &SocketAddr) -> libc::sockaddr_in6 {
     sa.sin6_flowinfo = v6.flowinfo();
     sa.sin6_scope_id = v6.scope_id();
     sa
+}
+
+/// Most retriever threads one client starts: seed 002 never runs more download threads
+/// than hardware threads, and a few rings already saturate tens of Gbit/s.
+pub const MAX_RETRIEVERS: usize = 16;
+
+/// Several retriever threads, each with its own ring, sharing requests round-robin.
+#[derive(Clone, Debug)]
+pub struct Retrievers {
+    threads: Arc<[Retriever]>,
+    next: Arc<AtomicUsize>,
+}
+
+impl Retrievers {
+    /// Starts `count` retriever threads (1 to [`MAX_RETRIEVERS`]).
+    pub fn start(count: usize) -> std::io::Result<Self> {
+        let count = count.clamp(1, MAX_RETRIEVERS);
+        let threads = (0..count)
+            .map(|_| Retriever::start())
+            .collect::<std::io::Result<Vec<_>>>()?;
+        Ok(Self {
+            threads: threads.into(),
+            next: Arc::default(),
+        })
+    }
+
+    /// How many threads serve requests.
+    pub fn count(&self) -> usize {
+        self.threads.len()
+    }
+
+    /// Requests the retrievers keep in flight together before callers wait.
+    pub fn capacity(&self) -> usize {
+        self.threads.len() * MAX_IN_FLIGHT
+    }
+
+    /// Sends `request` on the next thread in turn.
+    pub async fn send(&self, request: HttpRequest) -> Result<HttpResponse, HttpError> {
+        let turn = self.next.fetch_add(1, Ordering::Relaxed);
+        self.threads[turn % self.threads.len()].send(request).await
+    }
 }

@@ -1,19 +1,20 @@
 //! `object_store::ObjectStore` over the io_uring [`S3Client`], so DataFusion's readers
 //! fetch `s3://` bytes through tessera-blob.
 //!
-//! Reads (GET, ranged GET, HEAD) and single-shot PUTs (including create-only PUTs for
-//! atomic commits) go through the io_uring client. Listing, multipart uploads, copies
-//! and batch deletes, which are rare and not on the scan path, are delegated to the
-//! `object_store` crate's client for the same bucket.
+//! Reads (GET, ranged GET with request sizing, HEAD), PUTs (including create-only PUTs
+//! for atomic commits), multipart uploads, ListObjectsV2 listings and deletes go
+//! through the io_uring client. Copies, conditional reads and tagged writes, which
+//! Tessera does not issue on its paths, are delegated to the `object_store` crate's
+//! client for the same bucket.
 
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use futures::StreamExt;
 use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{
     Attributes, CopyOptions, GetOptions, GetRange, GetResult, GetResultPayload, ListResult,
@@ -21,11 +22,19 @@ use object_store::{
     PutResult,
 };
 
-use crate::s3::{S3Client, S3Error};
+use crate::s3::{ListedObject, S3Client, S3Error};
+use crate::sizing;
 use crate::uring::HttpResponse;
 
 /// The name object_store errors carry for this store.
 const STORE: &str = "S3";
+/// Deletes in flight at once for a stream of deletes.
+const DELETE_CONCURRENCY: usize = 16;
+/// Parts S3 allows in one multipart upload.
+const MAX_PARTS: usize = 10_000;
+/// Listing pages followed before a listing stops with an error: 10 million keys, so a
+/// server that keeps returning continuation tokens cannot make a listing endless.
+const MAX_LIST_PAGES: usize = 10_000;
 
 /// An S3 bucket read through io_uring, with the `object_store` client as the fallback
 /// for operations the io_uring client does not implement.
@@ -44,6 +53,11 @@ impl UringS3Store {
             fallback,
             bucket: bucket.to_string(),
         }
+    }
+
+    /// The client, for its counters and latency model.
+    pub fn client(&self) -> &S3Client {
+        &self.client
     }
 
     /// Whether the io_uring client can serve these options; conditional and versioned
@@ -80,6 +94,16 @@ fn to_store_error(error: S3Error, path: &Path, create: bool) -> object_store::Er
             source: Box::new(error),
         },
         S3Error::Status { status: 412, .. } => object_store::Error::Precondition {
+            path,
+            source: Box::new(error),
+        },
+        // A HEAD answer has no body to name the cause; the status alone must say
+        // "refused", as object_store's client does.
+        S3Error::Status { status: 403, .. } => object_store::Error::PermissionDenied {
+            path,
+            source: Box::new(error),
+        },
+        S3Error::Status { status: 401, .. } => object_store::Error::Unauthenticated {
             path,
             source: Box::new(error),
         },
@@ -149,7 +173,51 @@ impl ObjectStore for UringS3Store {
         location: &Path,
         opts: PutMultipartOptions,
     ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.fallback.put_multipart_opts(location, opts).await
+        if !opts.tags.encoded().is_empty() || !opts.attributes.is_empty() {
+            return self.fallback.put_multipart_opts(location, opts).await;
+        }
+        let upload_id = self
+            .client
+            .create_multipart(location.as_ref())
+            .await
+            .map_err(|e| to_store_error(e, location, false))?;
+        Ok(Box::new(Upload {
+            client: self.client.clone(),
+            location: location.clone(),
+            upload_id,
+            etags: Arc::default(),
+            parts: 0,
+        }))
+    }
+
+    async fn get_ranges(
+        &self,
+        location: &Path,
+        ranges: &[Range<u64>],
+    ) -> object_store::Result<Vec<Bytes>> {
+        if let Some(r) = ranges.iter().find(|r| r.start > r.end) {
+            return Err(invalid_range(location, r));
+        }
+        let requests = sizing::plan(ranges, &self.client.options().sizing);
+        let largest = requests.iter().map(|r| r.end - r.start).max().unwrap_or(1);
+        let concurrency = self.client.concurrency_for(largest);
+        let key = location.as_ref();
+        let fetched: Vec<(Range<u64>, Bytes)> = futures::stream::iter(requests)
+            .map(|range| async move {
+                let body = self
+                    .client
+                    .get(key, Some(range.clone()))
+                    .await
+                    .map_err(|e| to_store_error(e, location, false))?;
+                if body.len() as u64 != range.end - range.start {
+                    return Err(invalid_range(location, &range));
+                }
+                Ok((range, body))
+            })
+            .buffered(concurrency)
+            .try_collect()
+            .await?;
+        Ok(sizing::assemble(ranges, &fetched))
     }
 
     async fn get_opts(
@@ -181,10 +249,7 @@ impl ObjectStore for UringS3Store {
         if let Some(r) = &range
             && r.start >= r.end
         {
-            return Err(object_store::Error::Generic {
-                store: STORE,
-                source: format!("invalid range {}..{} for {location}", r.start, r.end).into(),
-            });
+            return Err(invalid_range(location, r));
         }
         let response = self
             .client
@@ -207,15 +272,85 @@ impl ObjectStore for UringS3Store {
         &self,
         locations: BoxStream<'static, object_store::Result<Path>>,
     ) -> BoxStream<'static, object_store::Result<Path>> {
-        self.fallback.delete_stream(locations)
+        let client = self.client.clone();
+        locations
+            .map(move |location| {
+                let client = client.clone();
+                async move {
+                    let location = location?;
+                    client
+                        .delete(location.as_ref())
+                        .await
+                        .map_err(|e| to_store_error(e, &location, false))?;
+                    Ok(location)
+                }
+            })
+            .buffered(DELETE_CONCURRENCY)
+            .boxed()
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.fallback.list(prefix)
+        let client = self.client.clone();
+        let prefix = list_prefix(prefix);
+        futures::stream::try_unfold(
+            (Some(None::<String>), 0usize),
+            move |(token, pages)| {
+                let client = client.clone();
+                let prefix = prefix.clone();
+                async move {
+                    let Some(token) = token else {
+                        return Ok(None);
+                    };
+                    if pages == MAX_LIST_PAGES {
+                        return Err(too_many_pages(&prefix));
+                    }
+                    let page = client
+                        .list_page(&prefix, None, token.as_deref())
+                        .await
+                        .map_err(|e| to_store_error(e, &Path::from(prefix.as_str()), false))?;
+                    let objects = page
+                        .objects
+                        .into_iter()
+                        .map(object_meta)
+                        .collect::<Vec<_>>();
+                    let next = page.next.map(Some);
+                    Ok(Some((
+                        futures::stream::iter(objects),
+                        (next, pages + 1),
+                    )))
+                }
+            },
+        )
+        .try_flatten()
+        .boxed()
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
-        self.fallback.list_with_delimiter(prefix).await
+        let prefix = list_prefix(prefix);
+        let mut result = ListResult {
+            common_prefixes: Vec::new(),
+            objects: Vec::new(),
+        };
+        let mut token: Option<String> = None;
+        for _ in 0..MAX_LIST_PAGES {
+            let page = self
+                .client
+                .list_page(&prefix, Some(DELIMITER), token.as_deref())
+                .await
+                .map_err(|e| to_store_error(e, &Path::from(prefix.as_str()), false))?;
+            for common in page.prefixes {
+                let trimmed = common.strip_suffix(DELIMITER).unwrap_or(&common);
+                result.common_prefixes.push(Path::parse(trimmed)?);
+            }
+            for object in page.objects {
+                result.objects.push(object_meta(object)?);
+            }
+            match page.next {
+                Some(next) => token = Some(next),
+                None => return Ok(result),
+            }
+        }
+        Err(too_many_pages(&prefix))
     }
 
     async fn copy_opts(
@@ -225,6 +360,136 @@ impl ObjectStore for UringS3Store {
         options: CopyOptions,
     ) -> object_store::Result<()> {
         self.fallback.copy_opts(from, to, options).await
+    }
+}
+
+/// object_store's path delimiter, which is also the S3 listing delimiter.
+const DELIMITER: &str = "/";
+
+/// The S3 key prefix that lists the objects under `prefix` as object_store means it:
+/// whole path segments, so `a` lists `a/x` but not `ab`.
+fn list_prefix(prefix: Option<&Path>) -> String {
+    match prefix {
+        Some(p) if !p.as_ref().is_empty() => format!("{p}{DELIMITER}"),
+        _ => String::new(),
+    }
+}
+
+fn object_meta(object: ListedObject) -> object_store::Result<ObjectMeta> {
+    let last_modified = DateTime::parse_from_rfc3339(&object.last_modified)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| object_store::Error::Generic {
+            store: STORE,
+            source: format!(
+                "bad LastModified '{}' of {}: {e}",
+                object.last_modified, object.key
+            )
+            .into(),
+        })?;
+    Ok(ObjectMeta {
+        location: Path::parse(&object.key)?,
+        last_modified,
+        size: object.size,
+        e_tag: object.e_tag,
+        version: None,
+    })
+}
+
+fn too_many_pages(prefix: &str) -> object_store::Error {
+    object_store::Error::Generic {
+        store: STORE,
+        source: format!("listing '{prefix}' returned more than {MAX_LIST_PAGES} pages").into(),
+    }
+}
+
+fn invalid_range(location: &Path, range: &Range<u64>) -> object_store::Error {
+    object_store::Error::Generic {
+        store: STORE,
+        source: format!(
+            "invalid range {}..{} for {location}: empty, reversed or past the end",
+            range.start, range.end
+        )
+        .into(),
+    }
+}
+
+/// A multipart upload through the io_uring client. Parts may be uploaded
+/// concurrently; each records its ETag at its part number.
+#[derive(Debug)]
+struct Upload {
+    client: S3Client,
+    location: Path,
+    upload_id: String,
+    etags: Arc<Mutex<Vec<Option<String>>>>,
+    parts: usize,
+}
+
+#[async_trait]
+impl MultipartUpload for Upload {
+    fn put_part(&mut self, data: PutPayload) -> object_store::UploadPart {
+        self.parts += 1;
+        let number = self.parts;
+        let client = self.client.clone();
+        let location = self.location.clone();
+        let upload_id = self.upload_id.clone();
+        let etags = self.etags.clone();
+        Box::pin(async move {
+            if number > MAX_PARTS {
+                return Err(object_store::Error::Generic {
+                    store: STORE,
+                    source: format!("{location}: more than {MAX_PARTS} parts").into(),
+                });
+            }
+            let etag = client
+                .upload_part(location.as_ref(), &upload_id, number as u32, Bytes::from(data))
+                .await
+                .map_err(|e| to_store_error(e, &location, false))?;
+            let mut etags = etags.lock().unwrap_or_else(|p| p.into_inner());
+            if etags.len() < number {
+                etags.resize(number, None);
+            }
+            etags[number - 1] = Some(etag);
+            Ok(())
+        })
+    }
+
+    async fn complete(&mut self) -> object_store::Result<PutResult> {
+        if self.parts == 0 {
+            // S3 rejects a completion without parts; an empty object is one empty part.
+            self.put_part(PutPayload::default()).await?;
+        }
+        let etags: Option<Vec<String>> = {
+            let etags = self.etags.lock().unwrap_or_else(|p| p.into_inner());
+            (etags.len() == self.parts)
+                .then(|| etags.iter().cloned().collect::<Option<Vec<_>>>())
+                .flatten()
+        };
+        let Some(etags) = etags else {
+            return Err(object_store::Error::Generic {
+                store: STORE,
+                source: format!(
+                    "{}: complete before all {} parts were uploaded",
+                    self.location, self.parts
+                )
+                .into(),
+            });
+        };
+        let e_tag = self
+            .client
+            .complete_multipart(self.location.as_ref(), &self.upload_id, &etags)
+            .await
+            .map_err(|e| to_store_error(e, &self.location, false))?;
+        Ok(PutResult {
+            e_tag,
+            version: None,
+        })
+    }
+
+    async fn abort(&mut self) -> object_store::Result<()> {
+        self.client
+            .abort_multipart(self.location.as_ref(), &self.upload_id)
+            .await
+            .map_err(|e| to_store_error(e, &self.location, false))
     }
 }
 

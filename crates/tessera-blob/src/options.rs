@@ -1,0 +1,113 @@
+//! Tunables of the io_uring S3 client, with seed 002's defaults.
+
+use std::time::Duration;
+
+use crate::stats::Provider;
+
+const MIB: u64 = 1024 * 1024;
+
+/// How the client sizes, retries, hedges and spreads requests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetrievalOptions {
+    /// Attempts per request before the last error is returned (at least 1).
+    pub max_attempts: u32,
+    /// First retry delay; doubled on every further attempt.
+    pub base_backoff: Duration,
+    /// Time limit of one attempt, however steadily bytes arrive.
+    pub attempt_timeout: Duration,
+    /// Time without any byte moving after which an attempt fails as stalled.
+    pub stall_timeout: Duration,
+    /// How ranges are split and coalesced.
+    pub sizing: Sizing,
+    /// When slow requests get a duplicate.
+    pub hedging: Hedging,
+    /// The network bandwidth to saturate, in Mbit/s; sizes the retriever threads and
+    /// the concurrency model.
+    pub bandwidth_mbit: u64,
+    /// Retriever threads; `None` derives them from `bandwidth_mbit`.
+    pub retrievers: Option<usize>,
+    /// Whose request prices the cost accounting uses.
+    pub provider: Provider,
+}
+
+/// Request sizing (seed 002: 8-16 MiB requests are cost- and throughput-optimal).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sizing {
+    /// Ranges longer than this are split into parts of at most this many bytes, all
+    /// longer than half of it.
+    pub max_request: u64,
+    /// Neighbouring ranges closer than this are fetched by one request (while the
+    /// merged request stays within `max_request`).
+    pub coalesce_gap: u64,
+}
+
+/// Hedging: a duplicate of a request that is later than most recent requests of its
+/// size, keeping whichever finishes first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hedging {
+    /// Whether hedging is on.
+    pub enabled: bool,
+    /// The percentile of recent first-byte and completion times past which a request
+    /// is hedged (0.5 to 1).
+    pub percentile: f64,
+    /// Recent requests of a size class needed before the percentile is trusted.
+    pub min_samples: usize,
+    /// Hedges are never sent earlier than this, so that fast, jittery links do not
+    /// double their request count.
+    pub min_delay: Duration,
+}
+
+/// Mbit/s one retriever thread serves (AnyBlob's `config.hpp`: 8000 Mbit/s each).
+pub const MBIT_PER_RETRIEVER: u64 = 8_000;
+
+impl Default for RetrievalOptions {
+    fn default() -> Self {
+        Self {
+            max_attempts: 4,
+            base_backoff: Duration::from_millis(50),
+            attempt_timeout: Duration::from_secs(120),
+            stall_timeout: Duration::from_secs(10),
+            sizing: Sizing::default(),
+            hedging: Hedging::default(),
+            bandwidth_mbit: 10_000,
+            retrievers: None,
+            provider: Provider::Aws,
+        }
+    }
+}
+
+impl Default for Sizing {
+    fn default() -> Self {
+        Self {
+            max_request: 16 * MIB,
+            coalesce_gap: MIB,
+        }
+    }
+}
+
+impl Default for Hedging {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            percentile: 0.95,
+            min_samples: 32,
+            min_delay: Duration::from_millis(50),
+        }
+    }
+}
+
+impl RetrievalOptions {
+    /// Retriever threads: as configured, else one per [`MBIT_PER_RETRIEVER`] of
+    /// bandwidth, never more than the machine's hardware threads.
+    pub fn retriever_threads(&self) -> usize {
+        let hardware = std::thread::available_parallelism().map_or(1, |n| n.get());
+        self.retrievers
+            .unwrap_or_else(|| self.bandwidth_mbit.div_ceil(MBIT_PER_RETRIEVER) as usize)
+            .clamp(1, hardware.min(crate::uring::MAX_RETRIEVERS))
+    }
+
+    /// Bytes per second the client aims for.
+    pub fn bandwidth_bytes_per_second(&self) -> f64 {
+        self.bandwidth_mbit as f64 * 1e6 / 8.0
+    }
+}

@@ -28,6 +28,8 @@ pub struct RetrievalOptions {
     pub retrievers: Option<usize>,
     /// Whose request prices the cost accounting uses.
     pub provider: Provider,
+    /// Keys per ListObjectsV2 page (1 to 1000, S3's maximum).
+    pub list_page_size: u32,
 }
 
 /// Request sizing (seed 002: 8-16 MiB requests are cost- and throughput-optimal).
@@ -72,6 +74,7 @@ impl Default for RetrievalOptions {
             bandwidth_mbit: 10_000,
             retrievers: None,
             provider: Provider::Aws,
+            list_page_size: 1000,
         }
     }
 }

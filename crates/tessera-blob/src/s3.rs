@@ -19,8 +19,8 @@ use crate::sigv4;
 use crate::stats::{RequestClass, RequestStats};
 use crate::uring::{HttpError, HttpRequest, HttpResponse, Retrievers};
 
-/// Keys per ListObjectsV2 page (S3's maximum).
-const LIST_PAGE: &str = "1000";
+/// S3's maximum keys per ListObjectsV2 page.
+const MAX_LIST_PAGE: u32 = 1000;
 /// Most backoff doublings, so the delay stays bounded however many attempts are set.
 const MAX_BACKOFF_DOUBLINGS: u32 = 6;
 
@@ -147,7 +147,31 @@ impl S3Client {
         options: RetrievalOptions,
         stats: Arc<RequestStats>,
     ) -> Result<Self, S3Error> {
-        assert!(options.max_attempts >= 1, "max_attempts must be at least 1");
+        Self::build_client(config, bucket, options, stats, None)
+    }
+
+    /// Like [`S3Client::with_options`], but the endpoint's addresses come from
+    /// `endpoints` instead of the system resolver (several addresses behind one name).
+    pub fn with_endpoints(
+        config: S3Config,
+        bucket: &str,
+        options: RetrievalOptions,
+        stats: Arc<RequestStats>,
+        endpoints: Endpoints,
+    ) -> Result<Self, S3Error> {
+        Self::build_client(config, bucket, options, stats, Some(endpoints))
+    }
+
+    fn build_client(
+        config: S3Config,
+        bucket: &str,
+        options: RetrievalOptions,
+        stats: Arc<RequestStats>,
+        endpoints: Option<Endpoints>,
+    ) -> Result<Self, S3Error> {
+        if options.max_attempts == 0 {
+            return Err(S3Error::Endpoint("max_attempts must be at least 1".into()));
+        }
         let endpoint = config
             .endpoint
             .clone()
@@ -166,8 +190,11 @@ impl S3Client {
             Addressing::Path => base_host.to_string(),
             Addressing::VirtualHosted => format!("{bucket}.{base_host}"),
         };
-        let endpoints = Endpoints::system(&host_name, port)
-            .map_err(|e| S3Error::Endpoint(format!("{endpoint}: {e}")))?;
+        let endpoints = match endpoints {
+            Some(given) => given,
+            None => Endpoints::system(&host_name, port)
+                .map_err(|e| S3Error::Endpoint(format!("{endpoint}: {e}")))?,
+        };
         let host = match url.port() {
             Some(p) => format!("{host_name}:{p}"),
             None => host_name,
@@ -341,7 +368,8 @@ impl S3Client {
         delimiter: Option<&str>,
         token: Option<&str>,
     ) -> Result<ListPage, S3Error> {
-        let mut query = vec![("list-type", "2"), ("max-keys", LIST_PAGE)];
+        let max_keys = self.options.list_page_size.clamp(1, MAX_LIST_PAGE).to_string();
+        let mut query = vec![("list-type", "2"), ("max-keys", max_keys.as_str())];
         if !prefix.is_empty() {
             query.push(("prefix", prefix));
         }

@@ -2,11 +2,12 @@
 //! faults of real object storage (latency, a per-connection bandwidth cap, resets,
 //! stalls, truncation), driven through toxiproxy's HTTP API.
 
+use std::net::{Ipv4Addr, SocketAddr};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crate::http;
-use crate::process::{find_tool, free_port, wait_for_port};
+use crate::process::{find_tool, free_port, wait_for_listener, wait_for_port};
 
 const INSTALL_HINT: &str = "run scripts/test.sh, which does `go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.5.0` (the binary is named `server`)";
 /// How long toxiproxy may take to start.
@@ -106,6 +107,7 @@ impl Toxic {
 pub struct Proxy {
     api_port: u16,
     name: String,
+    ip: Ipv4Addr,
     port: u16,
 }
 
@@ -136,22 +138,30 @@ impl Toxiproxy {
     /// Creates the proxy `name` on a free loopback port in front of
     /// `127.0.0.1:upstream_port`.
     pub fn proxy(&self, name: &str, upstream_port: u16) -> Proxy {
-        let port = free_port();
+        self.proxy_at(name, Ipv4Addr::LOCALHOST, free_port(), upstream_port)
+    }
+
+    /// Creates the proxy `name` listening on `ip:port` (any 127.x.y.z address is
+    /// loopback on Linux, so several proxies can share one port, as several addresses
+    /// of one endpoint do).
+    pub fn proxy_at(&self, name: &str, ip: Ipv4Addr, port: u16, upstream_port: u16) -> Proxy {
+        assert!(ip.is_loopback(), "proxies listen on loopback addresses only");
         let (status, body) = self.call(
             "POST",
             "/proxies",
             &format!(
-                r#"{{"name":"{name}","listen":"127.0.0.1:{port}","upstream":"127.0.0.1:{upstream_port}","enabled":true}}"#
+                r#"{{"name":"{name}","listen":"{ip}:{port}","upstream":"127.0.0.1:{upstream_port}","enabled":true}}"#
             ),
         );
         assert_eq!(status, 201, "create proxy {name}: {body}");
         assert!(
-            wait_for_port(port, START_LIMIT),
-            "proxy {name} did not listen on port {port}"
+            wait_for_listener(SocketAddr::from((ip, port)), START_LIMIT),
+            "proxy {name} did not listen on {ip}:{port}"
         );
         Proxy {
             api_port: self.api_port,
             name: name.to_string(),
+            ip,
             port,
         }
     }
@@ -175,9 +185,14 @@ impl Proxy {
         self.port
     }
 
-    /// `http://127.0.0.1:<port>`.
+    /// The address clients connect to.
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from((self.ip, self.port))
+    }
+
+    /// `http://<ip>:<port>`.
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("http://{}:{}", self.ip, self.port)
     }
 
     /// Adds the toxic `name` to every connection, current and future, in `direction`.

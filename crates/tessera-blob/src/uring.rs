@@ -32,6 +32,17 @@ const MAX_HEAD: usize = 16 * 1024;
 const MAX_UNSIZED_BODY: usize = 1024 * 1024;
 /// Idle keep-alive connections kept per endpoint.
 const MAX_IDLE_PER_ENDPOINT: usize = 64;
+/// Bytes one receive of a sized body waits for (`MSG_WAITALL`): few completions per
+/// body, while a steady transfer still completes one at least every chunk, so the stall
+/// timeout sees progress on links down to `RECV_CHUNK / stall_timeout`.
+const RECV_CHUNK: usize = 2 * 1024 * 1024;
+/// Bodies at least this large are received into pooled buffers; smaller ones are cheap
+/// to allocate.
+const POOLED_MIN: usize = 256 * 1024;
+/// Most bytes of idle buffers a retriever keeps for reuse.
+const POOL_BYTES: usize = 256 * 1024 * 1024;
+/// Most idle buffers a retriever keeps for reuse.
+const POOL_BUFFERS: usize = 64;
 /// How often the loop wakes to check deadlines when nothing completes.
 const TICK: Duration = Duration::from_millis(20);
 /// `user_data` of the wake-up read on the event fd.
@@ -256,6 +267,7 @@ struct EventLoop {
     free: Vec<usize>,
     idle: HashMap<SocketAddr, Vec<OwnedFd>>,
     disconnected: bool,
+    pool: Arc<BufferPool>,
 }
 
 impl EventLoop {
@@ -269,6 +281,7 @@ impl EventLoop {
             free: (0..MAX_IN_FLIGHT).rev().collect(),
             idle: HashMap::new(),
             disconnected: false,
+            pool: Arc::default(),
         }
     }
 
@@ -427,10 +440,22 @@ impl EventLoop {
                 opcode::Recv::new(fd, rest.as_mut_ptr(), rest.len() as u32).build()
             }
             Phase::Body { filled } => {
-                let rest = &mut ex.body[filled..];
-                // Bounded to u32 per operation; larger bodies take several receives.
-                let len = rest.len().min(u32::MAX as usize) as u32;
-                opcode::Recv::new(fd, rest.as_mut_ptr(), len).build()
+                assert_eq!(filled, ex.body.len(), "the body length tracks what was received");
+                // The kernel writes into the spare capacity; `advance` extends the
+                // length by what it reports as received.
+                let rest = ex.body.spare_capacity_mut();
+                let ptr = rest.as_mut_ptr().cast::<u8>();
+                if ex.body_len.is_some() {
+                    // The kernel completes the receive only when the chunk is full or
+                    // the connection ends: one completion per chunk, not per packet.
+                    let len = rest.len().min(RECV_CHUNK) as u32;
+                    opcode::Recv::new(fd, ptr, len)
+                        .flags(libc::MSG_WAITALL)
+                        .build()
+                } else {
+                    let len = rest.len().min(u32::MAX as usize) as u32;
+                    opcode::Recv::new(fd, ptr, len).build()
+                }
             }
         };
         ex.outstanding += 1;
@@ -463,7 +488,7 @@ impl EventLoop {
                 }
             }
         }
-        let outcome = advance(ex, result);
+        let outcome = advance(ex, result, &self.pool);
         match outcome {
             Step::Continue => self.issue(slot),
             Step::Done => self.finish(slot),
@@ -555,7 +580,7 @@ impl EventLoop {
                     let _ = reply.send(Ok(HttpResponse {
                         status,
                         headers,
-                        body: Bytes::from(body),
+                        body: BufferPool::into_bytes(&self.pool, body),
                         first_byte: first_byte.unwrap_or(started).duration_since(started),
                         elapsed: started.elapsed(),
                     }));
@@ -572,7 +597,7 @@ enum Step {
 }
 
 /// Moves one exchange forward by the result of its completed operation.
-fn advance(ex: &mut Exchange, result: i32) -> Step {
+fn advance(ex: &mut Exchange, result: i32, pool: &BufferPool) -> Step {
     let os_error = |code: i32| std::io::Error::from_raw_os_error(-code).to_string();
     match ex.phase {
         Phase::Connecting => {
@@ -634,10 +659,10 @@ fn advance(ex: &mut Exchange, result: i32) -> Step {
             };
             match len {
                 Some(len) => {
-                    // The one allocation of the body; the kernel fills it in place.
-                    ex.body = vec![0; len];
+                    // The one buffer of the body; the kernel fills it in place.
+                    ex.body = pool.take(len);
                     let take = tail.len().min(len);
-                    ex.body[..take].copy_from_slice(&tail[..take]);
+                    ex.body.extend_from_slice(&tail[..take]);
                     ex.body_len = Some(len);
                     if take == len {
                         return Step::Done;
@@ -647,9 +672,9 @@ fn advance(ex: &mut Exchange, result: i32) -> Step {
                 None => {
                     // No length: read until the server closes (error bodies only).
                     ex.keep_alive = false;
-                    ex.body = vec![0; MAX_UNSIZED_BODY];
+                    ex.body = Vec::with_capacity(MAX_UNSIZED_BODY);
                     let take = tail.len().min(MAX_UNSIZED_BODY);
-                    ex.body[..take].copy_from_slice(&tail[..take]);
+                    ex.body.extend_from_slice(&tail[..take]);
                     ex.phase = Phase::Body { filled: take };
                 }
             }
@@ -663,16 +688,16 @@ fn advance(ex: &mut Exchange, result: i32) -> Step {
                 });
             }
             let filled = filled + result as usize;
+            assert!(filled <= ex.body.capacity(), "the kernel wrote past the buffer");
+            // SAFETY: the kernel initialized the `result` bytes after the old length.
+            unsafe { ex.body.set_len(filled) };
             match ex.body_len {
                 Some(expected) if result == 0 => Step::Fail(HttpError::Truncated {
                     received: filled,
                     expected,
                 }),
                 Some(expected) if filled >= expected => Step::Done,
-                None if result == 0 || filled == ex.body.len() => {
-                    ex.body.truncate(filled);
-                    Step::Done
-                }
+                None if result == 0 || filled == ex.body.capacity() => Step::Done,
                 _ => {
                     ex.phase = Phase::Body { filled };
                     Step::Continue
@@ -814,5 +839,73 @@ impl Retrievers {
     pub async fn send(&self, request: HttpRequest) -> Result<HttpResponse, HttpError> {
         let turn = self.next.fetch_add(1, Ordering::Relaxed);
         self.threads[turn % self.threads.len()].send(request).await
+    }
+}
+
+/// Receive buffers that come back when the caller drops a body, so the next body lands
+/// in memory that is already mapped: no page faults and no zeroing per request, as
+/// seed 002's preallocated receive buffers. Bounded by [`POOL_BUFFERS`] and
+/// [`POOL_BYTES`]; beyond that buffers are freed.
+#[derive(Debug, Default)]
+struct BufferPool {
+    idle: std::sync::Mutex<Vec<Vec<u8>>>,
+}
+
+/// A body buffer that returns to its pool when the last `Bytes` view of it drops.
+struct Pooled {
+    buffer: Vec<u8>,
+    pool: Arc<BufferPool>,
+}
+
+impl AsRef<[u8]> for Pooled {
+    fn as_ref(&self) -> &[u8] {
+        &self.buffer
+    }
+}
+
+impl Drop for Pooled {
+    fn drop(&mut self) {
+        self.pool.give(std::mem::take(&mut self.buffer));
+    }
+}
+
+impl BufferPool {
+    /// An empty buffer with capacity for `len` bytes, reused when one fits (at most
+    /// twice the size, so small bodies do not pin large buffers).
+    fn take(&self, len: usize) -> Vec<u8> {
+        if len >= POOLED_MIN {
+            let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(i) = idle
+                .iter()
+                .position(|b| b.capacity() >= len && b.capacity() <= len.saturating_mul(2))
+            {
+                let mut buffer = idle.swap_remove(i);
+                buffer.clear();
+                return buffer;
+            }
+        }
+        Vec::with_capacity(len)
+    }
+
+    fn give(&self, buffer: Vec<u8>) {
+        if buffer.capacity() < POOLED_MIN {
+            return;
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let held: usize = idle.iter().map(Vec::capacity).sum();
+        if idle.len() < POOL_BUFFERS && held + buffer.capacity() <= POOL_BYTES {
+            idle.push(buffer);
+        }
+    }
+
+    /// The body as `Bytes`; a large one returns to `pool` when its last view drops.
+    fn into_bytes(pool: &Arc<BufferPool>, buffer: Vec<u8>) -> Bytes {
+        if buffer.capacity() < POOLED_MIN {
+            return Bytes::from(buffer);
+        }
+        Bytes::from_owner(Pooled {
+            buffer,
+            pool: pool.clone(),
+        })
     }
 }

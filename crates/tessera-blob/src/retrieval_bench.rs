@@ -119,7 +119,8 @@ pub async fn upload(config: &S3Config, bucket: &str, spec: &BenchSpec) -> Result
 }
 
 /// Downloads the object set (uploaded by [`upload`]) with both clients through
-/// `config`'s endpoint, alternating runs, and returns one row per client.
+/// `config`'s endpoint, after one unmeasured pass each, alternating which goes first,
+/// and returns one row per client.
 pub async fn measure(
     config: &S3Config,
     bucket: &str,
@@ -141,11 +142,19 @@ pub async fn measure(
         ("object_store (reqwest)", open(S3ClientKind::ObjectStore)?),
     ];
     let paths = paths(spec);
+    // One unmeasured pass each opens connections and warms buffers and server caches.
+    for (name, store) in &clients {
+        download(name, store.as_ref(), &paths, spec, &factory).await?;
+    }
     let mut samples = [(Vec::new(), Vec::new()), (Vec::new(), Vec::new())];
     let before = factory.stats().snapshot();
     let mut bytes = 0;
-    for _ in 0..tries {
-        for ((name, store), (rates, cpus)) in clients.iter().zip(samples.iter_mut()) {
+    for attempt in 0..tries {
+        // Alternate which client goes first, so neither always runs after the other.
+        let order = if attempt % 2 == 0 { [0, 1] } else { [1, 0] };
+        for i in order {
+            let (name, store) = &clients[i];
+            let (rates, cpus) = &mut samples[i];
             let run = download(name, store.as_ref(), &paths, spec, &factory).await?;
             bytes = run.0;
             rates.push(run.0 as f64 / MIB as f64 / run.1);

@@ -32,10 +32,11 @@ const MAX_HEAD: usize = 16 * 1024;
 const MAX_UNSIZED_BODY: usize = 1024 * 1024;
 /// Idle keep-alive connections kept per endpoint.
 const MAX_IDLE_PER_ENDPOINT: usize = 64;
-/// Bytes one receive of a sized body waits for (`MSG_WAITALL`): few completions per
-/// body, while a steady transfer still completes one at least every chunk, so the stall
-/// timeout sees progress on links down to `RECV_CHUNK / stall_timeout`.
-const RECV_CHUNK: usize = 2 * 1024 * 1024;
+/// Bytes a body receive waits for in the socket before the kernel wakes the ring
+/// (`SO_RCVLOWAT`): one completion per this much data instead of per TCP segment,
+/// while a steady transfer still completes one at least this often, so the stall
+/// timeout sees progress on links down to `LOW_WATER / stall_timeout`.
+const LOW_WATER: usize = 512 * 1024;
 /// Bodies at least this large are received into pooled buffers; smaller ones are cheap
 /// to allocate.
 const POOLED_MIN: usize = 256 * 1024;
@@ -254,6 +255,8 @@ struct Exchange {
     body: Vec<u8>,
     body_len: Option<usize>,
     keep_alive: bool,
+    /// The socket's `SO_RCVLOWAT`; 1 (the default) outside sized bodies.
+    low_water: usize,
     failed: Option<HttpError>,
     sockaddr: libc::sockaddr_in6,
 }
@@ -410,6 +413,7 @@ impl EventLoop {
             body: Vec::new(),
             body_len: None,
             keep_alive: true,
+            low_water: 1,
             failed: None,
         });
         self.slots[slot] = Some(exchange);
@@ -446,16 +450,13 @@ impl EventLoop {
                 let rest = ex.body.spare_capacity_mut();
                 let ptr = rest.as_mut_ptr().cast::<u8>();
                 if ex.body_len.is_some() {
-                    // The kernel completes the receive only when the chunk is full or
-                    // the connection ends: one completion per chunk, not per packet.
-                    let len = rest.len().min(RECV_CHUNK) as u32;
-                    opcode::Recv::new(fd, ptr, len)
-                        .flags(libc::MSG_WAITALL)
-                        .build()
-                } else {
-                    let len = rest.len().min(u32::MAX as usize) as u32;
-                    opcode::Recv::new(fd, ptr, len).build()
+                    // The kernel wakes the ring only when a good part of the body has
+                    // arrived, not per TCP segment; never for more than is still to
+                    // come, or the last bytes would not wake it at all.
+                    set_low_water(&ex.socket, &mut ex.low_water, rest.len().min(LOW_WATER));
                 }
+                let len = rest.len().min(u32::MAX as usize) as u32;
+                opcode::Recv::new(fd, ptr, len).build()
             }
         };
         ex.outstanding += 1;
@@ -549,6 +550,7 @@ impl EventLoop {
             phase,
             started,
             first_byte,
+            low_water: ex_low_water,
             ..
         } = *ex;
         match failed {
@@ -571,6 +573,9 @@ impl EventLoop {
             }
             None => {
                 if keep_alive {
+                    // The next response head must wake the ring at its first byte.
+                    let mut low_water = ex_low_water;
+                    set_low_water(&socket, &mut low_water, 1);
                     let pool = self.idle.entry(request.addr).or_default();
                     if pool.len() < MAX_IDLE_PER_ENDPOINT {
                         pool.push(socket);
@@ -751,6 +756,29 @@ fn parse_head(ex: &mut Exchange, end: usize) -> Result<(), HttpError> {
         ex.headers.push((name, value));
     }
     Ok(())
+}
+
+/// Sets the socket's `SO_RCVLOWAT` to `bytes` unless it is already that. A failure
+/// only costs wake-ups, never correctness, so it is not an error.
+fn set_low_water(socket: &OwnedFd, current: &mut usize, bytes: usize) {
+    let bytes = bytes.max(1);
+    if *current == bytes {
+        return;
+    }
+    let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: setsockopt with a pointer to a live int of the right size.
+    let done = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if done == 0 {
+        *current = bytes;
+    }
 }
 
 fn new_socket() -> std::io::Result<OwnedFd> {

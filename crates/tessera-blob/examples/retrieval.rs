@@ -75,7 +75,10 @@ async fn main() {
                 "{} objects x {} MiB, {} MiB ranged GETs, {} in flight, {} runs per client\n",
                 spec.objects, spec.object_mib, spec.request_mib, spec.concurrency, spec.tries
             );
-            println!("(a) straight from MinIO\n\n{}", retrieval_bench::markdown(&a));
+            println!(
+                "(a) straight from MinIO\n\n{}",
+                retrieval_bench::markdown(&a)
+            );
             let request = spec.request_mib as f64;
             let predicted = spec.concurrency as f64 * request
                 / (latency_ms as f64 / 1000.0 + request / bandwidth_mib as f64);

@@ -120,7 +120,10 @@ impl LatencyModel {
     /// of at least 1 MiB were measured.
     pub fn data_latency_per_mib(&self) -> Duration {
         let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        inner.per_mib.quantile(0.5, MIN_MEASURED).unwrap_or(PRIOR_PER_MIB)
+        inner
+            .per_mib
+            .quantile(0.5, MIN_MEASURED)
+            .unwrap_or(PRIOR_PER_MIB)
     }
 
     /// Requests of `size` bytes to keep in flight to reach `bytes_per_second`:
@@ -145,7 +148,9 @@ impl LatencyModel {
         let first = class
             .first_byte
             .quantile(hedging.percentile, hedging.min_samples)?;
-        let total = class.total.quantile(hedging.percentile, hedging.min_samples)?;
+        let total = class
+            .total
+            .quantile(hedging.percentile, hedging.min_samples)?;
         Some(HedgeDeadlines {
             first_byte: first.max(hedging.min_delay),
             completion: total.max(hedging.min_delay),

@@ -126,9 +126,10 @@ pub async fn measure(
     bucket: &str,
     spec: &BenchSpec,
 ) -> Result<Vec<BenchRow>, BenchError> {
-    if spec.objects == 0 || spec.object_mib == 0 || spec.request_mib == 0 || spec.concurrency == 0
-    {
-        return Err(BenchError("objects, sizes and concurrency must be positive".into()));
+    if spec.objects == 0 || spec.object_mib == 0 || spec.request_mib == 0 || spec.concurrency == 0 {
+        return Err(BenchError(
+            "objects, sizes and concurrency must be positive".into(),
+        ));
     }
     let tries = spec.tries.clamp(1, MAX_TRIES);
     let factory = StoreFactory::new(config.clone());
@@ -213,11 +214,7 @@ async fn download(
         }
         bytes += got;
     }
-    Ok((
-        bytes,
-        started.elapsed().as_secs_f64(),
-        cpu_seconds() - cpu,
-    ))
+    Ok((bytes, started.elapsed().as_secs_f64(), cpu_seconds() - cpu))
 }
 
 /// A Markdown table of `rows` with the CPU and throughput ratios against the last
@@ -227,16 +224,15 @@ pub fn markdown(rows: &[BenchRow]) -> String {
         "| client | MiB/s (median) | CPU s/GiB (median) | concurrency | runs | GETs | retries | hedges |\n|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
-        let (gets, retries, hedges) = r.accounting.map_or(
-            ("-".to_string(), "-".to_string(), "-".to_string()),
-            |a| {
-                (
-                    a.get_requests.to_string(),
-                    a.retries.to_string(),
-                    a.hedges.to_string(),
-                )
-            },
-        );
+        let (gets, retries, hedges) =
+            r.accounting
+                .map_or(("-".to_string(), "-".to_string(), "-".to_string()), |a| {
+                    (
+                        a.get_requests.to_string(),
+                        a.retries.to_string(),
+                        a.hedges.to_string(),
+                    )
+                });
         out.push_str(&format!(
             "| {} | {:.0} | {:.3} | {} | {} | {gets} | {retries} | {hedges} |\n",
             r.client, r.mib_per_second, r.cpu_per_gib, r.concurrency, r.tries

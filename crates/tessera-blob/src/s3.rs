@@ -131,12 +131,7 @@ pub struct S3Client {
 impl S3Client {
     /// A client for `bucket` with default options and its own counters.
     pub fn new(config: S3Config, bucket: &str) -> Result<Self, S3Error> {
-        Self::with_options(
-            config,
-            bucket,
-            RetrievalOptions::default(),
-            Arc::default(),
-        )
+        Self::with_options(config, bucket, RetrievalOptions::default(), Arc::default())
     }
 
     /// A client for `bucket`: resolves the endpoint once (keeping several addresses),
@@ -272,12 +267,15 @@ impl S3Client {
             body: Bytes::new(),
             class: RequestClass::Get,
         };
-        let deadlines = range
-            .as_ref()
-            .and_then(|r| self.model.hedge_deadlines(r.end - r.start, &self.options.hedging));
+        let deadlines = range.as_ref().and_then(|r| {
+            self.model
+                .hedge_deadlines(r.end - r.start, &self.options.hedging)
+        });
         let Some(deadlines) = deadlines else {
             return self.send(call(), None).await;
         };
+        let size = range.as_ref().map_or(0, |r| r.end - r.start);
+        let started = std::time::Instant::now();
         let seen = Arc::new(AtomicBool::new(false));
         let primary = self.send(call(), Some(seen.clone()));
         tokio::pin!(primary);
@@ -292,30 +290,41 @@ impl S3Client {
                 () = tokio::time::sleep(rest) => {}
             }
         }
-        let hedge = self.send(call(), None);
+        // Counted when first polled: a hedge dropped unpolled was never sent.
+        let hedge = async {
+            self.stats.record_hedge();
+            self.send(call(), None).await
+        };
         tokio::pin!(hedge);
-        // The loser is dropped, which cancels its request in the event loop.
+        // The loser is dropped, which cancels its request in the event loop; when the
+        // first to finish failed, the other one decides.
         tokio::select! {
             done = &mut primary => match done {
-                Ok(response) => {
-                    self.stats.record_hedge(false);
-                    Ok(response)
-                }
+                Ok(response) => Ok(response),
                 Err(_) => {
                     let done = hedge.await;
-                    self.stats.record_hedge(done.is_ok());
+                    if done.is_ok() {
+                        self.stats.record_hedge_won();
+                    }
                     done
                 }
             },
             done = &mut hedge => match done {
                 Ok(response) => {
-                    self.stats.record_hedge(true);
+                    self.stats.record_hedge_won();
+                    // The cancelled primary took at least this long; leaving it out
+                    // would bias the percentiles towards the fast hedges and make
+                    // hedging feed itself.
+                    let elapsed = started.elapsed();
+                    let first_byte = if seen.load(Ordering::Relaxed) {
+                        deadlines.first_byte
+                    } else {
+                        elapsed
+                    };
+                    self.model.record(size, first_byte, elapsed);
                     Ok(response)
                 }
-                Err(_) => {
-                    self.stats.record_hedge(false);
-                    primary.await
-                }
+                Err(_) => primary.await,
             },
         }
     }
@@ -349,7 +358,9 @@ impl S3Client {
         } else {
             &[]
         };
-        let response = self.send(self.simple("PUT", key, headers, body), None).await?;
+        let response = self
+            .send(self.simple("PUT", key, headers, body), None)
+            .await?;
         Ok(response.header("etag").map(str::to_string))
     }
 
@@ -368,7 +379,11 @@ impl S3Client {
         delimiter: Option<&str>,
         token: Option<&str>,
     ) -> Result<ListPage, S3Error> {
-        let max_keys = self.options.list_page_size.clamp(1, MAX_LIST_PAGE).to_string();
+        let max_keys = self
+            .options
+            .list_page_size
+            .clamp(1, MAX_LIST_PAGE)
+            .to_string();
         let mut query = vec![("list-type", "2"), ("max-keys", max_keys.as_str())];
         if !prefix.is_empty() {
             query.push(("prefix", prefix));
@@ -555,8 +570,7 @@ impl S3Client {
                     self.stats.record_received(size);
                     if call.method == "GET" {
                         self.model.record(size, r.first_byte, r.elapsed);
-                        self.endpoints
-                            .record(addr, size, r.elapsed.as_secs_f64());
+                        self.endpoints.record(addr, size, r.elapsed.as_secs_f64());
                     }
                     return Ok(r);
                 }

@@ -115,12 +115,14 @@ impl RequestStats {
         self.retries.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Counts a hedge, and whether it won.
-    pub fn record_hedge(&self, won: bool) {
+    /// Counts a hedge as it is sent.
+    pub fn record_hedge(&self) {
         self.hedges.fetch_add(1, Ordering::Relaxed);
-        if won {
-            self.hedges_won.fetch_add(1, Ordering::Relaxed);
-        }
+    }
+
+    /// Counts a hedge that finished before the request it duplicated.
+    pub fn record_hedge_won(&self) {
+        self.hedges_won.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts a request that failed for good.
@@ -193,7 +195,8 @@ mod tests {
         stats.record_request(RequestClass::Get, 0);
         stats.record_received(100);
         stats.record_retry();
-        stats.record_hedge(true);
+        stats.record_hedge();
+        stats.record_hedge_won();
         let delta = stats.snapshot().since(&before);
         assert_eq!(
             delta,

@@ -17,8 +17,8 @@ use url::Url;
 use crate::config::{Addressing, S3Config};
 use crate::error::{BlobError, explain};
 use crate::options::RetrievalOptions;
-use crate::stats::RequestStats;
 use crate::s3::S3Client;
+use crate::stats::RequestStats;
 use crate::uring_store::UringS3Store;
 
 /// Bounds on how long one S3 request may take before it fails with a clear error:

@@ -444,7 +444,11 @@ impl EventLoop {
                 opcode::Recv::new(fd, rest.as_mut_ptr(), rest.len() as u32).build()
             }
             Phase::Body { filled } => {
-                assert_eq!(filled, ex.body.len(), "the body length tracks what was received");
+                assert_eq!(
+                    filled,
+                    ex.body.len(),
+                    "the body length tracks what was received"
+                );
                 // The kernel writes into the spare capacity; `advance` extends the
                 // length by what it reports as received.
                 let rest = ex.body.spare_capacity_mut();
@@ -463,7 +467,9 @@ impl EventLoop {
         if !self.push(entry.user_data(slot as u64)) {
             let ex = self.slots[slot].as_mut().expect("slot is live");
             ex.outstanding -= 1;
-            ex.failed = Some(HttpError::Unavailable("the ring refused a submission".into()));
+            ex.failed = Some(HttpError::Unavailable(
+                "the ring refused a submission".into(),
+            ));
             ex.keep_alive = false;
             self.finish(slot);
         }
@@ -693,7 +699,10 @@ fn advance(ex: &mut Exchange, result: i32, pool: &BufferPool) -> Step {
                 });
             }
             let filled = filled + result as usize;
-            assert!(filled <= ex.body.capacity(), "the kernel wrote past the buffer");
+            assert!(
+                filled <= ex.body.capacity(),
+                "the kernel wrote past the buffer"
+            );
             // SAFETY: the kernel initialized the `result` bytes after the old length.
             unsafe { ex.body.set_len(filled) };
             match ex.body_len {

@@ -292,35 +292,29 @@ impl ObjectStore for UringS3Store {
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
         let client = self.client.clone();
         let prefix = list_prefix(prefix);
-        futures::stream::try_unfold(
-            (Some(None::<String>), 0usize),
-            move |(token, pages)| {
-                let client = client.clone();
-                let prefix = prefix.clone();
-                async move {
-                    let Some(token) = token else {
-                        return Ok(None);
-                    };
-                    if pages == MAX_LIST_PAGES {
-                        return Err(too_many_pages(&prefix));
-                    }
-                    let page = client
-                        .list_page(&prefix, None, token.as_deref())
-                        .await
-                        .map_err(|e| to_store_error(e, &Path::from(prefix.as_str()), false))?;
-                    let objects = page
-                        .objects
-                        .into_iter()
-                        .map(object_meta)
-                        .collect::<Vec<_>>();
-                    let next = page.next.map(Some);
-                    Ok(Some((
-                        futures::stream::iter(objects),
-                        (next, pages + 1),
-                    )))
+        futures::stream::try_unfold((Some(None::<String>), 0usize), move |(token, pages)| {
+            let client = client.clone();
+            let prefix = prefix.clone();
+            async move {
+                let Some(token) = token else {
+                    return Ok(None);
+                };
+                if pages == MAX_LIST_PAGES {
+                    return Err(too_many_pages(&prefix));
                 }
-            },
-        )
+                let page = client
+                    .list_page(&prefix, None, token.as_deref())
+                    .await
+                    .map_err(|e| to_store_error(e, &Path::from(prefix.as_str()), false))?;
+                let objects = page
+                    .objects
+                    .into_iter()
+                    .map(object_meta)
+                    .collect::<Vec<_>>();
+                let next = page.next.map(Some);
+                Ok(Some((futures::stream::iter(objects), (next, pages + 1))))
+            }
+        })
         .try_flatten()
         .boxed()
     }
@@ -441,7 +435,12 @@ impl MultipartUpload for Upload {
                 });
             }
             let etag = client
-                .upload_part(location.as_ref(), &upload_id, number as u32, Bytes::from(data))
+                .upload_part(
+                    location.as_ref(),
+                    &upload_id,
+                    number as u32,
+                    Bytes::from(data),
+                )
                 .await
                 .map_err(|e| to_store_error(e, &location, false))?;
             let mut etags = etags.lock().unwrap_or_else(|p| p.into_inner());

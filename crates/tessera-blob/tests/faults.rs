@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use object_store::{ObjectStore, ObjectStoreExt};
 use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt};
 use tessera_blob::endpoints::Endpoints;
 use tessera_blob::s3::S3Client;
 use tessera_blob::uring_store::UringS3Store;
@@ -163,7 +163,10 @@ async fn truncated_connections_are_retried_on_fresh_connections() {
         let got = bounded("GET", client.get(KEY, Some(range.clone())))
             .await
             .unwrap_or_else(|e| panic!("GET {range:?}: {e}"));
-        assert!(got[..] == *rig.expected(&range), "wrong bytes for {range:?}");
+        assert!(
+            got[..] == *rig.expected(&range),
+            "wrong bytes for {range:?}"
+        );
     }
     let stats = client.stats().snapshot();
     assert!(stats.retries > 0, "no connection was cut: {stats:?}");
@@ -190,7 +193,10 @@ async fn a_response_always_cut_short_is_a_clear_error() {
     let stats = client.stats().snapshot();
     assert_eq!(stats.get_requests, attempts, "{stats:?}");
     assert_eq!(stats.failures, 1);
-    assert!(stats.bytes_received == 0, "short bytes were delivered: {stats:?}");
+    assert!(
+        stats.bytes_received == 0,
+        "short bytes were delivered: {stats:?}"
+    );
 
     // Small responses fit under the limit and stay exact.
     rig.proxy.remove("limit");
@@ -269,9 +275,12 @@ async fn faults_through_the_store_end_in_one_sentence() {
         factory.explain(&err)
     );
     rig.proxy.set_enabled(true);
-    let got = bounded("get_ranges", store.get_ranges(&path, &[0..10, 30_000..40_000]))
-        .await
-        .unwrap();
+    let got = bounded(
+        "get_ranges",
+        store.get_ranges(&path, &[0..10, 30_000..40_000]),
+    )
+    .await
+    .unwrap();
     assert!(got[1][..] == rig.data[30_000..40_000]);
 }
 
@@ -364,7 +373,10 @@ async fn the_store_accounts_for_requests_and_bytes() {
         .await
         .unwrap();
     for (range, bytes) in ranges.iter().zip(&got) {
-        assert!(bytes[..] == *rig.expected(range), "wrong bytes for {range:?}");
+        assert!(
+            bytes[..] == *rig.expected(range),
+            "wrong bytes for {range:?}"
+        );
     }
     let delta = stats.snapshot().since(&before);
     assert_eq!(delta.get_requests, 4, "{delta:?}");

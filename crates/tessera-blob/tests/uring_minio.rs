@@ -156,7 +156,11 @@ async fn factory_store_reads_writes_and_reports_errors() {
 
 /// A store over the io_uring client only (its fallback is pointed at a closed port, so
 /// an operation that silently delegated would fail).
-fn native_store(minio: &MinioServer, bucket: &str, page: u32) -> tessera_blob::uring_store::UringS3Store {
+fn native_store(
+    minio: &MinioServer,
+    bucket: &str,
+    page: u32,
+) -> tessera_blob::uring_store::UringS3Store {
     use tessera_blob::{RetrievalOptions, S3ClientKind, StoreFactory};
     let options = RetrievalOptions {
         list_page_size: page,

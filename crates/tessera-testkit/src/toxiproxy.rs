@@ -145,7 +145,10 @@ impl Toxiproxy {
     /// loopback on Linux, so several proxies can share one port, as several addresses
     /// of one endpoint do).
     pub fn proxy_at(&self, name: &str, ip: Ipv4Addr, port: u16, upstream_port: u16) -> Proxy {
-        assert!(ip.is_loopback(), "proxies listen on loopback addresses only");
+        assert!(
+            ip.is_loopback(),
+            "proxies listen on loopback addresses only"
+        );
         let (status, body) = self.call(
             "POST",
             "/proxies",

@@ -57,6 +57,11 @@ impl Rig {
         common::client(&self.minio, &self.proxy.endpoint(), BUCKET, options)
     }
 
+    /// Adds a toxic to the responses of every connection through the proxy.
+    fn toxic(&self, name: &str, toxic: Toxic) {
+        self.proxy.add(name, Direction::Downstream, toxic);
+    }
+
     fn expected(&self, range: &Range<u64>) -> &[u8] {
         &self.data[range.start as usize..range.end as usize]
     }
@@ -76,6 +81,11 @@ fn fault_options() -> RetrievalOptions {
         },
         ..RetrievalOptions::default()
     }
+}
+
+/// Closes each connection after `kib` KiB of responses.
+fn limit_kib(kib: u64) -> Toxic {
+    Toxic::LimitData { bytes: kib * 1024 }
 }
 
 /// `count` ranges of `len` bytes spread over an object of `size` bytes.
@@ -99,9 +109,8 @@ async fn assert_exact(rig: &Rig, client: &S3Client, ranges: &[Range<u64>]) {
 #[tokio::test]
 async fn added_latency_delays_but_keeps_the_bytes() {
     let rig = Rig::start(4 * MIB, 1).await;
-    rig.proxy.add(
+    rig.toxic(
         "latency",
-        Direction::Downstream,
         Toxic::Latency {
             latency_ms: 40,
             jitter_ms: 10,
@@ -116,9 +125,8 @@ async fn added_latency_delays_but_keeps_the_bytes() {
 #[tokio::test]
 async fn a_per_connection_bandwidth_cap_keeps_the_bytes() {
     let rig = Rig::start(4 * MIB, 2).await;
-    rig.proxy.add(
+    rig.toxic(
         "bandwidth",
-        Direction::Downstream,
         Toxic::Bandwidth {
             kib_per_second: 4096,
         },
@@ -131,9 +139,8 @@ async fn a_per_connection_bandwidth_cap_keeps_the_bytes() {
 async fn responses_sliced_into_tiny_segments_keep_the_bytes() {
     let rig = Rig::start(MIB, 3).await;
     // Heads and bodies arrive a few bytes per receive, split at arbitrary places.
-    rig.proxy.add(
+    rig.toxic(
         "slicer",
-        Direction::Downstream,
         Toxic::Slicer {
             average_size: 64,
             size_variation: 60,
@@ -151,13 +158,7 @@ async fn truncated_connections_are_retried_on_fresh_connections() {
     let rig = Rig::start(4 * MIB, 4).await;
     // Each connection carries 600 KiB, so a kept-alive connection is cut in the middle
     // of its third 256 KiB response; a fresh connection always carries a whole one.
-    rig.proxy.add(
-        "limit",
-        Direction::Downstream,
-        Toxic::LimitData {
-            bytes: 600 * KIB as u64,
-        },
-    );
+    rig.toxic("limit", limit_kib(600));
     let client = rig.client(fault_options());
     for range in ranges(4 * MIB, 12, 256 * KIB) {
         let got = bounded("GET", client.get(KEY, Some(range.clone())))
@@ -176,13 +177,7 @@ async fn truncated_connections_are_retried_on_fresh_connections() {
 #[tokio::test]
 async fn a_response_always_cut_short_is_a_clear_error() {
     let rig = Rig::start(2 * MIB, 5).await;
-    rig.proxy.add(
-        "limit",
-        Direction::Downstream,
-        Toxic::LimitData {
-            bytes: 100 * KIB as u64,
-        },
-    );
+    rig.toxic("limit", limit_kib(100));
     let options = fault_options();
     let attempts = u64::from(options.max_attempts);
     let client = rig.client(options);
@@ -209,11 +204,7 @@ async fn reset_connections_fail_clearly_and_the_client_recovers() {
     let client = rig.client(fault_options());
     // Kept-alive connections exist before the fault.
     assert_exact(&rig, &client, &ranges(MIB, 4, 10 * KIB)).await;
-    rig.proxy.add(
-        "reset",
-        Direction::Downstream,
-        Toxic::ResetPeer { after_ms: 0 },
-    );
+    rig.toxic("reset", Toxic::ResetPeer { after_ms: 0 });
     let err = bounded("GET", client.get(KEY, Some(0..1000)))
         .await
         .expect_err("every connection is reset");
@@ -231,11 +222,7 @@ async fn a_stalled_connection_times_out_and_the_client_recovers() {
     let rig = Rig::start(MIB, 7).await;
     let client = rig.client(fault_options());
     // No data moves and the connection stays open: only the stall limit ends it.
-    rig.proxy.add(
-        "stall",
-        Direction::Downstream,
-        Toxic::Timeout { close_after_ms: 0 },
-    );
+    rig.toxic("stall", Toxic::Timeout { close_after_ms: 0 });
     let err = bounded("GET", client.get(KEY, Some(0..1000)))
         .await
         .expect_err("a stalled connection delivers nothing");
@@ -253,11 +240,7 @@ async fn faults_through_the_store_end_in_one_sentence() {
     );
     let store = factory.open_s3(BUCKET, S3ClientKind::Uring).unwrap();
     let path = Path::from(KEY);
-    rig.proxy.add(
-        "stall",
-        Direction::Downstream,
-        Toxic::Timeout { close_after_ms: 0 },
-    );
+    rig.toxic("stall", Toxic::Timeout { close_after_ms: 0 });
     let err = bounded("get_range", store.get_range(&path, 0..10))
         .await
         .unwrap_err();

@@ -221,7 +221,7 @@ async fn download(
 /// row (the object_store client).
 pub fn markdown(rows: &[BenchRow]) -> String {
     let mut out = String::from(
-        "| client | MiB/s (median) | CPU s/GiB (median) | concurrency | runs | GETs | retries | hedges |\n|---|---|---|---|---|---|---|---|\n",
+        "| client | MiB/s (median) | CPU s/GiB (median) | concurrency | runs | GETs | retries | hedges (won) |\n|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         let (gets, retries, hedges) =
@@ -230,7 +230,7 @@ pub fn markdown(rows: &[BenchRow]) -> String {
                     (
                         a.get_requests.to_string(),
                         a.retries.to_string(),
-                        a.hedges.to_string(),
+                        format!("{} ({})", a.hedges, a.hedges_won),
                     )
                 });
         out.push_str(&format!(

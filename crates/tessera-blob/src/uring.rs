@@ -453,13 +453,21 @@ impl EventLoop {
                 // length by what it reports as received.
                 let rest = ex.body.spare_capacity_mut();
                 let ptr = rest.as_mut_ptr().cast::<u8>();
-                if ex.body_len.is_some() {
-                    // The kernel wakes the ring only when a good part of the body has
-                    // arrived, not per TCP segment; never for more than is still to
-                    // come, or the last bytes would not wake it at all.
-                    set_low_water(&ex.socket, &mut ex.low_water, rest.len().min(LOW_WATER));
-                }
-                let len = rest.len().min(u32::MAX as usize) as u32;
+                // A pooled buffer may be larger than the body: never receive past the
+                // announced length, which would take bytes that are not this body's.
+                let want = match ex.body_len {
+                    Some(expected) => {
+                        let want = expected - filled;
+                        // The kernel wakes the ring only when a good part of the body
+                        // has arrived, not per TCP segment; never for more than is
+                        // still to come, or the last bytes would not wake it at all.
+                        set_low_water(&ex.socket, &mut ex.low_water, want.min(LOW_WATER));
+                        want
+                    }
+                    None => rest.len(),
+                };
+                assert!(want <= rest.len(), "the body buffer holds the whole body");
+                let len = want.min(u32::MAX as usize) as u32;
                 opcode::Recv::new(fd, ptr, len).build()
             }
         };
@@ -578,10 +586,10 @@ impl EventLoop {
                 }
             }
             None => {
-                if keep_alive {
-                    // The next response head must wake the ring at its first byte.
-                    let mut low_water = ex_low_water;
-                    set_low_water(&socket, &mut low_water, 1);
+                let mut low_water = ex_low_water;
+                // The next response head must wake the ring at its first byte; a socket
+                // that cannot be reset to that is not reused.
+                if keep_alive && set_low_water(&socket, &mut low_water, 1) {
                     let pool = self.idle.entry(request.addr).or_default();
                     if pool.len() < MAX_IDLE_PER_ENDPOINT {
                         pool.push(socket);
@@ -767,12 +775,13 @@ fn parse_head(ex: &mut Exchange, end: usize) -> Result<(), HttpError> {
     Ok(())
 }
 
-/// Sets the socket's `SO_RCVLOWAT` to `bytes` unless it is already that. A failure
-/// only costs wake-ups, never correctness, so it is not an error.
-fn set_low_water(socket: &OwnedFd, current: &mut usize, bytes: usize) {
+/// Sets the socket's `SO_RCVLOWAT` to `bytes` unless it is already that; returns
+/// whether the socket now has that setting. A failure leaves the old setting, which
+/// at worst delays a wake-up until the stall timeout ends the attempt.
+fn set_low_water(socket: &OwnedFd, current: &mut usize, bytes: usize) -> bool {
     let bytes = bytes.max(1);
     if *current == bytes {
-        return;
+        return true;
     }
     let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
     // SAFETY: setsockopt with a pointer to a live int of the right size.
@@ -788,6 +797,7 @@ fn set_low_water(socket: &OwnedFd, current: &mut usize, bytes: usize) {
     if done == 0 {
         *current = bytes;
     }
+    done == 0
 }
 
 fn new_socket() -> std::io::Result<OwnedFd> {

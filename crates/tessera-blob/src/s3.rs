@@ -329,6 +329,14 @@ impl S3Client {
         }
     }
 
+    /// GET with an open-ended `Range` header value (`bytes=N-` or `bytes=-N`), whose
+    /// size is unknown before the answer, so it is not hedged.
+    pub async fn get_open_range(&self, key: &str, range: &str) -> Result<HttpResponse, S3Error> {
+        let headers = [("range", range)];
+        self.send(self.simple("GET", key, &headers, Bytes::new()), None)
+            .await
+    }
+
     /// HEAD with the response headers (size, ETag, Last-Modified).
     pub async fn head_response(&self, key: &str) -> Result<HttpResponse, S3Error> {
         self.send(self.simple("HEAD", key, &[], Bytes::new()), None)

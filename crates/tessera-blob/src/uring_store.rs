@@ -61,14 +61,13 @@ impl UringS3Store {
     }
 
     /// Whether the io_uring client can serve these options; conditional and versioned
-    /// reads, and open-ended ranges, go to the fallback.
+    /// reads, which Tessera does not issue, go to the fallback.
     fn serves(options: &GetOptions) -> bool {
         options.if_match.is_none()
             && options.if_none_match.is_none()
             && options.if_modified_since.is_none()
             && options.if_unmodified_since.is_none()
             && options.version.is_none()
-            && matches!(options.range, None | Some(GetRange::Bounded(_)))
     }
 }
 
@@ -130,14 +129,14 @@ fn meta_of(location: &Path, response: &HttpResponse, size: u64) -> ObjectMeta {
     }
 }
 
-/// The total size from `Content-Range: bytes a-b/total`.
-fn total_from_content_range(response: &HttpResponse) -> Option<u64> {
-    response
+/// The first byte and the object's total size from `Content-Range: bytes a-b/total`.
+fn content_range(response: &HttpResponse) -> Option<(u64, u64)> {
+    let (span, total) = response
         .header("content-range")?
-        .rsplit_once('/')?
-        .1
-        .parse()
-        .ok()
+        .strip_prefix("bytes ")?
+        .split_once('/')?;
+    let (start, _) = span.split_once('-')?;
+    Some((start.parse().ok()?, total.parse().ok()?))
 }
 
 #[async_trait]
@@ -242,26 +241,27 @@ impl ObjectStore for UringS3Store {
                 Bytes::new(),
             ));
         }
-        let range = match &options.range {
-            Some(GetRange::Bounded(r)) => Some(r.clone()),
-            _ => None,
-        };
-        if let Some(r) = &range
-            && r.start >= r.end
-        {
-            return Err(invalid_range(location, r));
+        let response = match &options.range {
+            None => self.client.get_response(key, None).await,
+            Some(GetRange::Bounded(r)) if r.start >= r.end => {
+                return Err(invalid_range(location, r));
+            }
+            Some(GetRange::Bounded(r)) => self.client.get_response(key, Some(r.clone())).await,
+            Some(GetRange::Offset(from)) => {
+                self.client
+                    .get_open_range(key, &format!("bytes={from}-"))
+                    .await
+            }
+            Some(GetRange::Suffix(last)) => {
+                self.client
+                    .get_open_range(key, &format!("bytes=-{last}"))
+                    .await
+            }
         }
-        let response = self
-            .client
-            .get_response(key, range.clone())
-            .await
-            .map_err(err)?;
+        .map_err(err)?;
         let len = response.body.len() as u64;
-        let (size, served) = match (&range, response.status) {
-            (Some(r), 206) => (
-                total_from_content_range(&response).unwrap_or(r.start + len),
-                r.start..r.start + len,
-            ),
+        let (size, served) = match (content_range(&response), response.status) {
+            (Some((start, total)), 206) => (total, start..start + len),
             _ => (len, 0..len),
         };
         let body = response.body.clone();

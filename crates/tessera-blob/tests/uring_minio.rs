@@ -244,7 +244,7 @@ async fn listing_pages_delimiters_and_deletes_are_native() {
 #[tokio::test]
 async fn multipart_uploads_assemble_large_objects() {
     use object_store::path::Path;
-    use object_store::{ObjectStoreExt, WriteMultipart};
+    use object_store::{ObjectStore, ObjectStoreExt, WriteMultipart};
 
     let minio = MinioServer::start();
     minio.create_bucket("multipart");
@@ -260,6 +260,29 @@ async fn multipart_uploads_assemble_large_objects() {
     writer.finish().await.unwrap();
     let got = store.get(&path).await.unwrap().bytes().await.unwrap();
     assert!(got == data, "multipart object differs");
+
+    // Open-ended ranges are native too: from an offset, and the last bytes.
+    let size = data.len() as u64;
+    for (range, expected) in [
+        (
+            object_store::GetRange::Offset(size - 5000),
+            size - 5000..size,
+        ),
+        (object_store::GetRange::Suffix(777), size - 777..size),
+    ] {
+        let options = object_store::GetOptions {
+            range: Some(range),
+            ..Default::default()
+        };
+        let result = store.get_opts(&path, options).await.unwrap();
+        assert_eq!(result.range, expected);
+        assert_eq!(result.meta.size, size);
+        let got = result.bytes().await.unwrap();
+        assert!(
+            got[..] == data[expected.start as usize..],
+            "open range differs"
+        );
+    }
 
     let empty = Path::from("big/empty.bin");
     let mut upload = store.put_multipart(&empty).await.unwrap();

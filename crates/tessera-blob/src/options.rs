@@ -109,8 +109,68 @@ impl RetrievalOptions {
             .clamp(1, hardware.min(crate::uring::MAX_RETRIEVERS))
     }
 
+    /// Checks the settings a client cannot run with; returns what is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.max_attempts == 0 {
+            return Err("max_attempts must be at least 1".into());
+        }
+        if self.sizing.max_request == 0 {
+            return Err("sizing.max_request must be positive".into());
+        }
+        if !(0.5..=1.0).contains(&self.hedging.percentile) {
+            return Err(format!(
+                "hedging.percentile must be within 0.5..=1, not {}",
+                self.hedging.percentile
+            ));
+        }
+        if self.stall_timeout.is_zero() || self.attempt_timeout.is_zero() {
+            return Err("timeouts must be positive".into());
+        }
+        if self.bandwidth_mbit == 0 {
+            return Err("bandwidth_mbit must be positive".into());
+        }
+        Ok(())
+    }
+
     /// Bytes per second the client aims for.
     pub fn bandwidth_bytes_per_second(&self) -> f64 {
         self.bandwidth_mbit as f64 * 1e6 / 8.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_bad_settings_are_named() {
+        assert_eq!(RetrievalOptions::default().validate(), Ok(()));
+        let bad = [
+            RetrievalOptions {
+                max_attempts: 0,
+                ..RetrievalOptions::default()
+            },
+            RetrievalOptions {
+                sizing: Sizing {
+                    max_request: 0,
+                    coalesce_gap: 0,
+                },
+                ..RetrievalOptions::default()
+            },
+            RetrievalOptions {
+                hedging: Hedging {
+                    percentile: 1.5,
+                    ..Hedging::default()
+                },
+                ..RetrievalOptions::default()
+            },
+            RetrievalOptions {
+                stall_timeout: Duration::ZERO,
+                ..RetrievalOptions::default()
+            },
+        ];
+        for options in bad {
+            assert!(options.validate().is_err(), "{options:?}");
+        }
     }
 }

@@ -41,6 +41,12 @@ pub enum S3Error {
     /// The endpoint URL is unusable.
     #[error("invalid S3 endpoint: {0}")]
     Endpoint(String),
+    /// A requested byte range is empty or reversed.
+    #[error("invalid byte range {}..{}: empty or reversed", .0.start, .0.end)]
+    Range(Range<u64>),
+    /// The client options are unusable.
+    #[error("invalid retrieval options: {0}")]
+    Options(String),
     /// A response body did not parse as the documented XML.
     #[error("unexpected S3 response: {0}")]
     Response(String),
@@ -164,9 +170,7 @@ impl S3Client {
         stats: Arc<RequestStats>,
         endpoints: Option<Endpoints>,
     ) -> Result<Self, S3Error> {
-        if options.max_attempts == 0 {
-            return Err(S3Error::Endpoint("max_attempts must be at least 1".into()));
-        }
+        options.validate().map_err(S3Error::Options)?;
         let endpoint = config
             .endpoint
             .clone()
@@ -255,9 +259,12 @@ impl S3Client {
         key: &str,
         range: Option<Range<u64>>,
     ) -> Result<HttpResponse, S3Error> {
+        if let Some(r) = range.as_ref().filter(|r| r.start >= r.end) {
+            return Err(S3Error::Range(r.clone()));
+        }
         let header = range
             .as_ref()
-            .map(|r| format!("bytes={}-{}", r.start, r.end.saturating_sub(1)));
+            .map(|r| format!("bytes={}-{}", r.start, r.end - 1));
         let headers: Vec<(&str, &str)> = header.iter().map(|h| ("range", h.as_str())).collect();
         let call = || Call {
             method: "GET",

@@ -13,6 +13,7 @@
 //! ```
 
 pub mod config;
+pub mod crypt;
 pub mod endpoints;
 pub mod error;
 pub mod local;

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::crypt::EncryptionKey;
 use crate::stats::Provider;
 
 const MIB: u64 = 1024 * 1024;
@@ -30,6 +31,9 @@ pub struct RetrievalOptions {
     pub provider: Provider,
     /// Keys per ListObjectsV2 page (1 to 1000, S3's maximum).
     pub list_page_size: u32,
+    /// Client-side AES-256-GCM encryption of every object written and read (layout in
+    /// [`crate::crypt`]); off by default.
+    pub encryption: Option<EncryptionKey>,
 }
 
 /// Request sizing (seed 002: 8-16 MiB requests are cost- and throughput-optimal).
@@ -75,6 +79,7 @@ impl Default for RetrievalOptions {
             retrievers: None,
             provider: Provider::Aws,
             list_page_size: 1000,
+            encryption: None,
         }
     }
 }

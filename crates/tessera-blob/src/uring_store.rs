@@ -22,6 +22,7 @@ use object_store::{
     PutResult,
 };
 
+use crate::crypt::{self, CryptError, EncryptionKey};
 use crate::s3::{ListedObject, S3Client, S3Error};
 use crate::sizing;
 use crate::uring::HttpResponse;
@@ -52,6 +53,71 @@ impl UringS3Store {
             client,
             fallback,
             bucket: bucket.to_string(),
+        }
+    }
+
+    /// Reads an encrypted object: whole, or the blocks holding `range` after a
+    /// 12-byte read of its header (which also gives the stored size); returns the
+    /// plaintext metadata, bytes and range.
+    async fn get_encrypted(
+        &self,
+        key: &EncryptionKey,
+        location: &Path,
+        range: Option<GetRange>,
+    ) -> object_store::Result<(ObjectMeta, Bytes, Range<u64>)> {
+        let name = location.as_ref();
+        let err = |e| to_store_error(e, location, false);
+        let Some(range) = range else {
+            let response = self.client.get_response(name, None).await.map_err(err)?;
+            let plain = Bytes::from(crypt::decrypt(key, &response.body).map_err(crypt_error)?);
+            let size = plain.len() as u64;
+            return Ok((meta_of(location, &response, size), plain, 0..size));
+        };
+        let head = self
+            .client
+            .get_response(name, Some(0..crypt::HEADER))
+            .await
+            .map_err(err)?;
+        let stored = content_range(&head)
+            .map(|(_, total)| total)
+            .ok_or(CryptError::NotEncrypted)
+            .map_err(crypt_error)?;
+        let size = crypt::plaintext_len(stored).map_err(crypt_error)?;
+        let meta = meta_of(location, &head, size);
+        let wanted = range
+            .as_range(size)
+            .map_err(|e| object_store::Error::Generic {
+                store: STORE,
+                source: Box::new(e),
+            })?;
+        if wanted.is_empty() {
+            return Ok((meta, Bytes::new(), wanted));
+        }
+        let span = crypt::span(&wanted, size);
+        let response = self
+            .client
+            .get_response(name, Some(span.stored.clone()))
+            .await
+            .map_err(err)?;
+        if response.body.len() as u64 != span.stored.end - span.stored.start {
+            return Err(crypt_error(CryptError::BadSize(response.body.len() as u64)));
+        }
+        let plain = crypt::decrypt_blocks(key, &head.body, span.first_block, &response.body, size)
+            .map_err(crypt_error)?;
+        let from = span.skip as usize;
+        let bytes = Bytes::from(plain).slice(from..from + (wanted.end - wanted.start) as usize);
+        Ok((meta, bytes, wanted))
+    }
+
+    /// Refuses `what` on `location` when encryption is on: those operations go to the
+    /// `object_store` client, which would store or return ciphertext as plaintext.
+    fn unencrypted(&self, location: &Path, what: &str) -> object_store::Result<()> {
+        match self.client.options().encryption {
+            Some(_) => Err(object_store::Error::NotSupported {
+                source: format!("{location}: {what} are not supported with client-side encryption")
+                    .into(),
+            }),
+            None => Ok(()),
         }
     }
 
@@ -147,15 +213,21 @@ impl ObjectStore for UringS3Store {
         payload: PutPayload,
         opts: PutOptions,
     ) -> object_store::Result<PutResult> {
-        let create = match opts.mode {
-            PutMode::Overwrite => false,
-            PutMode::Create => true,
-            PutMode::Update(_) => return self.fallback.put_opts(location, payload, opts).await,
-        };
-        if !opts.tags.encoded().is_empty() || !opts.attributes.is_empty() {
+        let delegated = matches!(opts.mode, PutMode::Update(_))
+            || !opts.tags.encoded().is_empty()
+            || !opts.attributes.is_empty();
+        if delegated {
+            self.unencrypted(location, "conditional updates, tags and attributes")?;
             return self.fallback.put_opts(location, payload, opts).await;
         }
-        let body = Bytes::from(payload);
+        let create = matches!(opts.mode, PutMode::Create);
+        let body = match &self.client.options().encryption {
+            Some(key) => {
+                let plain = Bytes::from(payload);
+                Bytes::from(crypt::encrypt(key, &plain).map_err(crypt_error)?)
+            }
+            None => Bytes::from(payload),
+        };
         let e_tag = self
             .client
             .put(location.as_ref(), body, create)
@@ -172,6 +244,7 @@ impl ObjectStore for UringS3Store {
         location: &Path,
         opts: PutMultipartOptions,
     ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        self.unencrypted(location, "multipart uploads")?;
         if !opts.tags.encoded().is_empty() || !opts.attributes.is_empty() {
             return self.fallback.put_multipart_opts(location, opts).await;
         }
@@ -196,6 +269,16 @@ impl ObjectStore for UringS3Store {
     ) -> object_store::Result<Vec<Bytes>> {
         if let Some(r) = ranges.iter().find(|r| r.start > r.end) {
             return Err(invalid_range(location, r));
+        }
+        if let Some(key) = &self.client.options().encryption {
+            let mut out = Vec::with_capacity(ranges.len());
+            for range in ranges {
+                let got = self
+                    .get_encrypted(key, location, Some(GetRange::Bounded(range.clone())))
+                    .await?;
+                out.push(got.1);
+            }
+            return Ok(out);
         }
         let requests = sizing::plan(ranges, &self.client.options().sizing);
         let largest = requests.iter().map(|r| r.end - r.start).max().unwrap_or(1);
@@ -225,16 +308,29 @@ impl ObjectStore for UringS3Store {
         options: GetOptions,
     ) -> object_store::Result<GetResult> {
         if !Self::serves(&options) {
+            self.unencrypted(location, "conditional and versioned reads")?;
             return self.fallback.get_opts(location, options).await;
+        }
+        if let Some(encryption) = &self.client.options().encryption
+            && !options.head
+        {
+            let (meta, body, range) = self
+                .get_encrypted(encryption, location, options.range.clone())
+                .await?;
+            return Ok(result(meta, range, body));
         }
         let key = location.as_ref();
         let err = |e| to_store_error(e, location, false);
         if options.head {
             let response = self.client.head_response(key).await.map_err(err)?;
-            let size = response
+            let stored = response
                 .header("content-length")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0);
+            let size = match &self.client.options().encryption {
+                Some(_) => crypt::plaintext_len(stored).map_err(crypt_error)?,
+                None => stored,
+            };
             return Ok(result(
                 meta_of(location, &response, size),
                 0..0,
@@ -306,10 +402,11 @@ impl ObjectStore for UringS3Store {
                     .list_page(&prefix, None, token.as_deref())
                     .await
                     .map_err(|e| to_store_error(e, &Path::from(prefix.as_str()), false))?;
+                let encrypted = client.options().encryption.is_some();
                 let objects = page
                     .objects
                     .into_iter()
-                    .map(object_meta)
+                    .map(|o| object_meta(o, encrypted))
                     .collect::<Vec<_>>();
                 let next = page.next.map(Some);
                 Ok(Some((futures::stream::iter(objects), (next, pages + 1))))
@@ -336,8 +433,9 @@ impl ObjectStore for UringS3Store {
                 let trimmed = common.strip_suffix(DELIMITER).unwrap_or(&common);
                 result.common_prefixes.push(Path::parse(trimmed)?);
             }
+            let encrypted = self.client.options().encryption.is_some();
             for object in page.objects {
-                result.objects.push(object_meta(object)?);
+                result.objects.push(object_meta(object, encrypted)?);
             }
             match page.next {
                 Some(next) => token = Some(next),
@@ -369,7 +467,21 @@ fn list_prefix(prefix: Option<&Path>) -> String {
     }
 }
 
-fn object_meta(object: ListedObject) -> object_store::Result<ObjectMeta> {
+/// A decryption failure as the object_store error the rest of Tessera expects.
+fn crypt_error(error: CryptError) -> object_store::Error {
+    object_store::Error::Generic {
+        store: STORE,
+        source: Box::new(error),
+    }
+}
+
+/// Metadata of a listed object; with `encrypted`, its size is the plaintext size.
+fn object_meta(object: ListedObject, encrypted: bool) -> object_store::Result<ObjectMeta> {
+    let size = if encrypted {
+        crypt::plaintext_len(object.size).map_err(crypt_error)?
+    } else {
+        object.size
+    };
     let last_modified = DateTime::parse_from_rfc3339(&object.last_modified)
         .map(|t| t.with_timezone(&Utc))
         .map_err(|e| object_store::Error::Generic {
@@ -383,7 +495,7 @@ fn object_meta(object: ListedObject) -> object_store::Result<ObjectMeta> {
     Ok(ObjectMeta {
         location: Path::parse(&object.key)?,
         last_modified,
-        size: object.size,
+        size,
         e_tag: object.e_tag,
         version: None,
     })

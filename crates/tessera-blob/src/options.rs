@@ -114,6 +114,54 @@ impl RetrievalOptions {
             .clamp(1, hardware.min(crate::uring::MAX_RETRIEVERS))
     }
 
+    /// The defaults, overridden by `TESSERA_S3_*` variables read through `lookup`:
+    /// `TESSERA_S3_HEDGING` (`on`/`off`), `TESSERA_S3_BANDWIDTH_MBIT`,
+    /// `TESSERA_S3_RETRIEVERS`, `TESSERA_S3_PROVIDER` (`aws`, `gcp`, `ibm`, `azure`,
+    /// `oci`) and `TESSERA_S3_ENCRYPTION_KEY` (64 hex digits). Returns which variable
+    /// is wrong, never its value (the key is secret).
+    pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let mut options = Self::default();
+        let number = |name: &str| -> Result<Option<u64>, String> {
+            lookup(name)
+                .map(|v| {
+                    v.trim()
+                        .parse::<u64>()
+                        .map_err(|_| format!("{name} must be a whole number"))
+                })
+                .transpose()
+        };
+        if let Some(v) = lookup("TESSERA_S3_HEDGING") {
+            options.hedging.enabled = match v.trim() {
+                "on" | "true" | "1" => true,
+                "off" | "false" | "0" => false,
+                _ => return Err("TESSERA_S3_HEDGING must be on or off".into()),
+            };
+        }
+        if let Some(mbit) = number("TESSERA_S3_BANDWIDTH_MBIT")? {
+            options.bandwidth_mbit = mbit;
+        }
+        if let Some(threads) = number("TESSERA_S3_RETRIEVERS")? {
+            options.retrievers = Some(threads as usize);
+        }
+        if let Some(v) = lookup("TESSERA_S3_PROVIDER") {
+            options.provider = match v.trim().to_ascii_lowercase().as_str() {
+                "aws" => Provider::Aws,
+                "gcp" => Provider::Gcp,
+                "ibm" => Provider::Ibm,
+                "azure" => Provider::Azure,
+                "oci" => Provider::Oci,
+                _ => return Err("TESSERA_S3_PROVIDER must be aws, gcp, ibm, azure or oci".into()),
+            };
+        }
+        if let Some(v) = lookup("TESSERA_S3_ENCRYPTION_KEY") {
+            let key = EncryptionKey::from_hex(&v)
+                .map_err(|e| format!("TESSERA_S3_ENCRYPTION_KEY: {e}"))?;
+            options.encryption = Some(key);
+        }
+        options.validate()?;
+        Ok(options)
+    }
+
     /// Checks the settings a client cannot run with; returns what is wrong.
     pub fn validate(&self) -> Result<(), String> {
         if self.max_attempts == 0 {
@@ -177,5 +225,40 @@ mod tests {
         for options in bad {
             assert!(options.validate().is_err(), "{options:?}");
         }
+    }
+
+    #[test]
+    fn variables_override_the_defaults_and_errors_hide_the_key() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let set = env(&[
+            ("TESSERA_S3_HEDGING", "off"),
+            ("TESSERA_S3_BANDWIDTH_MBIT", "25000"),
+            ("TESSERA_S3_PROVIDER", "OCI"),
+            (
+                "TESSERA_S3_ENCRYPTION_KEY",
+                "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+            ),
+        ]);
+        let options = RetrievalOptions::from_lookup(&set).unwrap();
+        assert!(!options.hedging.enabled);
+        assert_eq!(options.bandwidth_mbit, 25_000);
+        assert_eq!(options.provider, Provider::Oci);
+        assert!(options.encryption.is_some());
+        assert_eq!(
+            RetrievalOptions::from_lookup(&env(&[])).unwrap(),
+            RetrievalOptions::default()
+        );
+        let bad_key = env(&[("TESSERA_S3_ENCRYPTION_KEY", "s3cr3t")]);
+        let err = RetrievalOptions::from_lookup(&bad_key).unwrap_err();
+        assert!(err.starts_with("TESSERA_S3_ENCRYPTION_KEY") && !err.contains("s3cr3t"));
+        let bad_number = env(&[("TESSERA_S3_RETRIEVERS", "many")]);
+        assert!(RetrievalOptions::from_lookup(&bad_number).is_err());
     }
 }

@@ -47,21 +47,28 @@ pub enum S3ClientKind {
 #[derive(Debug, Clone)]
 pub struct StoreFactory {
     s3: S3Config,
-    options: RetrievalOptions,
+    /// The retrieval options, or why the `TESSERA_S3_*` variables were unusable (an
+    /// error reported when an S3 store is opened, so local files keep working).
+    options: Result<RetrievalOptions, String>,
     stats: Arc<RequestStats>,
 }
 
 impl StoreFactory {
-    /// A factory whose S3 stores use `s3` and the default retrieval options.
+    /// A factory whose S3 stores use `s3` and the retrieval options from the
+    /// `TESSERA_S3_*` environment variables ([`RetrievalOptions::from_lookup`]).
     pub fn new(s3: S3Config) -> Self {
-        Self::with_options(s3, RetrievalOptions::default())
+        Self {
+            s3,
+            options: RetrievalOptions::from_lookup(&|name| std::env::var(name).ok()),
+            stats: Arc::default(),
+        }
     }
 
     /// A factory whose io_uring S3 stores run with `options`.
     pub fn with_options(s3: S3Config, options: RetrievalOptions) -> Self {
         Self {
             s3,
-            options,
+            options: Ok(options),
             stats: Arc::default(),
         }
     }
@@ -73,9 +80,11 @@ impl StoreFactory {
         &self.stats
     }
 
-    /// The retrieval options of the io_uring stores.
-    pub fn options(&self) -> &RetrievalOptions {
-        &self.options
+    /// The retrieval options of the io_uring stores, or why they are unusable.
+    pub fn options(&self) -> Result<&RetrievalOptions, BlobError> {
+        self.options
+            .as_ref()
+            .map_err(|e| BlobError::Config(e.clone()))
     }
 
     /// The S3 settings stores are opened with.
@@ -148,21 +157,23 @@ impl StoreFactory {
                 source,
             })?);
         if kind == S3ClientKind::ObjectStore {
+            // That client would write plaintext and return ciphertext.
+            if self.options()?.encryption.is_some() {
+                return Err(BlobError::Config(format!(
+                    "client-side encryption (TESSERA_S3_ENCRYPTION_KEY) needs tessera-blob's io_uring client, which serves http:// endpoints; s3://{bucket} would use the object_store client"
+                )));
+            }
             return Ok(store);
         }
-        let client = S3Client::with_options(
-            cfg.clone(),
-            bucket,
-            self.options.clone(),
-            self.stats.clone(),
-        )
-        .map_err(|e| BlobError::Open {
-            url: format!("s3://{bucket}"),
-            source: object_store::Error::Generic {
-                store: "S3",
-                source: Box::new(e),
-            },
-        })?;
+        let options = self.options()?.clone();
+        let client = S3Client::with_options(cfg.clone(), bucket, options, self.stats.clone())
+            .map_err(|e| BlobError::Open {
+                url: format!("s3://{bucket}"),
+                source: object_store::Error::Generic {
+                    store: "S3",
+                    source: Box::new(e),
+                },
+            })?;
         Ok(Arc::new(UringS3Store::new(client, store, bucket)))
     }
 
@@ -215,6 +226,20 @@ mod tests {
             "{sentence}"
         );
         assert!(started.elapsed() < RETRY_TIMEOUT + CONNECT_TIMEOUT * 2);
+    }
+
+    #[test]
+    fn encryption_is_refused_for_the_object_store_client() {
+        let options = RetrievalOptions {
+            encryption: Some(crate::crypt::EncryptionKey::new([9; 32])),
+            ..RetrievalOptions::default()
+        };
+        let factory = StoreFactory::with_options(factory("http://127.0.0.1:1").s3, options);
+        let err = factory
+            .open_s3("bucket", S3ClientKind::ObjectStore)
+            .unwrap_err();
+        assert!(err.to_string().contains("encryption"), "{err}");
+        assert!(factory.open_s3("bucket", S3ClientKind::Uring).is_ok());
     }
 
     #[test]

@@ -565,6 +565,10 @@ impl S3Client {
         first_byte_seen: Option<Arc<AtomicBool>>,
     ) -> Result<HttpResponse, S3Error> {
         let path = self.path(call.key);
+        let conditional = call
+            .headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("if-none-match"));
         let mut last = None;
         let mut fresh = false;
         for attempt in 0..self.options.max_attempts {
@@ -602,7 +606,11 @@ impl S3Client {
                     }
                     last = Some(error);
                 }
-                Err(e) if e.is_transient() => {
+                // A conditional write whose answer was lost may have landed: sent
+                // again it would fail its own condition and report someone else's
+                // write. Only a connection that never opened is safe to retry; the
+                // caller decides about the rest (it can check whether it landed).
+                Err(e) if e.is_transient() && (!conditional || e.never_sent()) => {
                     fresh = true;
                     last = Some(e.into());
                 }

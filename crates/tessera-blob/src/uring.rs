@@ -144,6 +144,12 @@ pub enum HttpError {
 }
 
 impl HttpError {
+    /// Whether the request certainly did not reach the server (the connection never
+    /// opened), so that sending it again cannot apply it twice.
+    pub fn never_sent(&self) -> bool {
+        matches!(self, HttpError::Connect { .. })
+    }
+
     /// Whether trying again on a fresh connection may succeed.
     pub fn is_transient(&self) -> bool {
         !matches!(

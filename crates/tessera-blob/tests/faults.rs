@@ -367,3 +367,31 @@ async fn the_store_accounts_for_requests_and_bytes() {
     let dollars = delta.dollars(tessera_blob::Provider::Aws);
     assert!((dollars - 4.0 * 0.4e-6).abs() < 1e-12, "{dollars}");
 }
+
+/// A create-only PUT whose answer is lost (the request reached MinIO, the response was
+/// cut) is not sent again: a second attempt would fail its own condition and report
+/// the write as someone else's. The caller gets a transport error and the object holds
+/// what it wrote.
+#[tokio::test]
+async fn a_create_only_put_whose_answer_is_lost_is_not_retried_into_a_false_conflict() {
+    let rig = Rig::start(KIB, 13).await;
+    let client = rig.client(fault_options());
+    rig.toxic("limit", limit_kib(0));
+    let body = random_bytes(10 * KIB, 14);
+    let err = bounded(
+        "create-only PUT",
+        client.put("commit/0001", body.clone(), true),
+    )
+    .await
+    .expect_err("the answer never arrives");
+    assert!(
+        matches!(err, tessera_blob::s3::S3Error::Transport(_)),
+        "not a transport error: {err}"
+    );
+    rig.proxy.remove("limit");
+    let stored = bounded("GET", client.get("commit/0001", None))
+        .await
+        .unwrap();
+    assert!(stored == body, "the object does not hold the write");
+    assert_eq!(client.stats().snapshot().retries, 0);
+}

@@ -110,6 +110,18 @@ struct InitiateMultipartUploadResult {
     upload_id: String,
 }
 
+/// What a client is built from besides its settings: parts several clients may
+/// share (counters, retriever threads) and the endpoint's addresses.
+#[derive(Debug, Default)]
+pub struct ClientParts {
+    /// The counters the client adds to.
+    pub stats: Arc<RequestStats>,
+    /// Retriever threads to send through; started for the client when `None`.
+    pub retrievers: Option<Retrievers>,
+    /// The endpoint's addresses; resolved by the system resolver when `None`.
+    pub endpoints: Option<Endpoints>,
+}
+
 /// One request before signing.
 struct Call<'a> {
     method: &'static str,
@@ -148,7 +160,11 @@ impl S3Client {
         options: RetrievalOptions,
         stats: Arc<RequestStats>,
     ) -> Result<Self, S3Error> {
-        Self::build_client(config, bucket, options, stats, None)
+        let parts = ClientParts {
+            stats,
+            ..ClientParts::default()
+        };
+        Self::with_parts(config, bucket, options, parts)
     }
 
     /// Like [`S3Client::with_options`], but the endpoint's addresses come from
@@ -160,16 +176,26 @@ impl S3Client {
         stats: Arc<RequestStats>,
         endpoints: Endpoints,
     ) -> Result<Self, S3Error> {
-        Self::build_client(config, bucket, options, stats, Some(endpoints))
+        let parts = ClientParts {
+            stats,
+            endpoints: Some(endpoints),
+            ..ClientParts::default()
+        };
+        Self::with_parts(config, bucket, options, parts)
     }
 
-    fn build_client(
+    /// A client for `bucket` built from `parts`, which other clients may share.
+    pub fn with_parts(
         config: S3Config,
         bucket: &str,
         options: RetrievalOptions,
-        stats: Arc<RequestStats>,
-        endpoints: Option<Endpoints>,
+        parts: ClientParts,
     ) -> Result<Self, S3Error> {
+        let ClientParts {
+            stats,
+            retrievers,
+            endpoints,
+        } = parts;
         options.validate().map_err(S3Error::Options)?;
         let endpoint = config
             .endpoint
@@ -198,8 +224,11 @@ impl S3Client {
             Some(p) => format!("{host_name}:{p}"),
             None => host_name,
         };
-        let retrievers = Retrievers::start(options.retriever_threads())
-            .map_err(|e| S3Error::Transport(HttpError::Unavailable(e.to_string())))?;
+        let retrievers = match retrievers {
+            Some(shared) => shared,
+            None => Retrievers::start(options.retriever_threads())
+                .map_err(|e| S3Error::Transport(HttpError::Unavailable(e.to_string())))?,
+        };
         Ok(Self {
             config,
             bucket: bucket.to_string(),

@@ -7,7 +7,7 @@
 //! crate's client when selected (for comparison) or when the endpoint is HTTPS, which
 //! the io_uring client does not speak.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use object_store::aws::AmazonS3Builder;
@@ -17,8 +17,9 @@ use url::Url;
 use crate::config::{Addressing, S3Config};
 use crate::error::{BlobError, explain};
 use crate::options::RetrievalOptions;
-use crate::s3::S3Client;
+use crate::s3::{ClientParts, S3Client};
 use crate::stats::RequestStats;
+use crate::uring::Retrievers;
 use crate::uring_store::UringS3Store;
 
 /// Bounds on how long one S3 request may take before it fails with a clear error:
@@ -51,6 +52,9 @@ pub struct StoreFactory {
     /// error reported when an S3 store is opened, so local files keep working).
     options: Result<RetrievalOptions, String>,
     stats: Arc<RequestStats>,
+    /// The retriever threads every io_uring store of this factory sends through,
+    /// started by the first one: a few threads for all buckets, as in seed 002.
+    retrievers: Arc<Mutex<Option<Retrievers>>>,
 }
 
 impl StoreFactory {
@@ -61,6 +65,7 @@ impl StoreFactory {
             s3,
             options: RetrievalOptions::from_lookup(&|name| std::env::var(name).ok()),
             stats: Arc::default(),
+            retrievers: Arc::default(),
         }
     }
 
@@ -70,6 +75,7 @@ impl StoreFactory {
             s3,
             options: Ok(options),
             stats: Arc::default(),
+            retrievers: Arc::default(),
         }
     }
 
@@ -166,15 +172,39 @@ impl StoreFactory {
             return Ok(store);
         }
         let options = self.options()?.clone();
-        let client = S3Client::with_options(cfg.clone(), bucket, options, self.stats.clone())
-            .map_err(|e| BlobError::Open {
+        let retrievers = self.retrievers(&options).map_err(|e| BlobError::Open {
+            url: format!("s3://{bucket}"),
+            source: object_store::Error::Generic {
+                store: "S3",
+                source: Box::new(e),
+            },
+        })?;
+        let parts = ClientParts {
+            stats: self.stats.clone(),
+            retrievers: Some(retrievers),
+            endpoints: None,
+        };
+        let client = S3Client::with_parts(cfg.clone(), bucket, options, parts).map_err(|e| {
+            BlobError::Open {
                 url: format!("s3://{bucket}"),
                 source: object_store::Error::Generic {
                     store: "S3",
                     source: Box::new(e),
                 },
-            })?;
+            }
+        })?;
         Ok(Arc::new(UringS3Store::new(client, store, bucket)))
+    }
+
+    /// The shared retriever threads, started on first use.
+    fn retrievers(&self, options: &RetrievalOptions) -> std::io::Result<Retrievers> {
+        let mut shared = self.retrievers.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(running) = shared.as_ref() {
+            return Ok(running.clone());
+        }
+        let started = Retrievers::start(options.retriever_threads())?;
+        *shared = Some(started.clone());
+        Ok(started)
     }
 
     /// One sentence explaining a store failure, naming this factory's endpoint.

@@ -167,23 +167,6 @@ impl S3Client {
         Self::with_parts(config, bucket, options, parts)
     }
 
-    /// Like [`S3Client::with_options`], but the endpoint's addresses come from
-    /// `endpoints` instead of the system resolver (several addresses behind one name).
-    pub fn with_endpoints(
-        config: S3Config,
-        bucket: &str,
-        options: RetrievalOptions,
-        stats: Arc<RequestStats>,
-        endpoints: Endpoints,
-    ) -> Result<Self, S3Error> {
-        let parts = ClientParts {
-            stats,
-            endpoints: Some(endpoints),
-            ..ClientParts::default()
-        };
-        Self::with_parts(config, bucket, options, parts)
-    }
-
     /// A client for `bucket` built from `parts`, which other clients may share.
     pub fn with_parts(
         config: S3Config,

@@ -4,14 +4,13 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::ops::Range;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use tessera_blob::endpoints::Endpoints;
-use tessera_blob::s3::S3Client;
+use tessera_blob::s3::{ClientParts, S3Client};
 use tessera_blob::uring_store::UringS3Store;
 use tessera_blob::{Hedging, RetrievalOptions, S3ClientKind, StoreFactory};
 use tessera_testkit::{Direction, MinioServer, Proxy, Toxic, Toxiproxy};
@@ -300,12 +299,15 @@ async fn hedges_rescue_requests_on_a_stalled_address() {
         },
         ..fault_options()
     };
-    let client = S3Client::with_endpoints(
+    let parts = ClientParts {
+        endpoints: Some(endpoints),
+        ..ClientParts::default()
+    };
+    let client = S3Client::with_parts(
         common::config(&minio, &first.endpoint()),
         BUCKET,
         options,
-        Arc::default(),
-        endpoints,
+        parts,
     )
     .unwrap();
     let range = 0..256 * KIB as u64;

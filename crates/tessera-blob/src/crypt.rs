@@ -148,36 +148,104 @@ fn aad(header: &[u8], block: u64, last: bool) -> [u8; 21] {
     bytes
 }
 
-/// Encrypts a whole object under a fresh random object id.
-pub fn encrypt(key: &EncryptionKey, plaintext: &[u8]) -> Result<Vec<u8>, CryptError> {
-    let plain = plaintext.len() as u64;
-    if blocks(plain) > MAX_BLOCKS {
-        return Err(CryptError::TooLarge(plain));
+/// Encrypts an object as its bytes arrive: full blocks are sealed as soon as more
+/// bytes follow them, and the last block when the object is finished, so a writer
+/// needs only one block of plaintext in memory.
+pub struct Sealer {
+    cipher: LessSafeKey,
+    header: [u8; HEADER as usize],
+    next_block: u64,
+    pending: Vec<u8>,
+    out: Vec<u8>,
+}
+
+impl std::fmt::Debug for Sealer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sealer")
+            .field("next_block", &self.next_block)
+            .finish_non_exhaustive()
     }
-    let mut header = [0u8; HEADER as usize];
-    header[..4].copy_from_slice(MAGIC);
-    SystemRandom::new()
-        .fill(&mut header[4..])
-        .map_err(|_| CryptError::Random)?;
-    let cipher = key.cipher();
-    let count = blocks(plain);
-    let mut out = Vec::with_capacity(ciphertext_len(plain) as usize);
-    out.extend_from_slice(&header);
-    for block in 0..count {
-        let start = (block * BLOCK) as usize;
-        let end = ((block + 1) * BLOCK).min(plain) as usize;
-        let at = out.len();
-        out.extend_from_slice(&plaintext[start..end]);
-        let tag = cipher
+}
+
+impl Sealer {
+    /// Starts an object under a fresh random object id; the header is the first
+    /// output.
+    pub fn new(key: &EncryptionKey) -> Result<Self, CryptError> {
+        let mut header = [0u8; HEADER as usize];
+        header[..4].copy_from_slice(MAGIC);
+        SystemRandom::new()
+            .fill(&mut header[4..])
+            .map_err(|_| CryptError::Random)?;
+        Ok(Self {
+            cipher: key.cipher(),
+            header,
+            next_block: 0,
+            pending: Vec::with_capacity(BLOCK as usize),
+            out: header.to_vec(),
+        })
+    }
+
+    /// Adds plaintext.
+    pub fn push(&mut self, mut data: &[u8]) -> Result<(), CryptError> {
+        while !data.is_empty() {
+            if self.pending.len() as u64 == BLOCK {
+                // More bytes follow, so the held block is not the last.
+                self.seal(false)?;
+            }
+            let take = (BLOCK as usize - self.pending.len()).min(data.len());
+            self.pending.extend_from_slice(&data[..take]);
+            data = &data[take..];
+        }
+        Ok(())
+    }
+
+    /// Bytes sealed and not yet taken.
+    pub fn output_len(&self) -> usize {
+        self.out.len()
+    }
+
+    /// Takes the bytes sealed so far.
+    pub fn take_output(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.out)
+    }
+
+    /// Seals the held bytes as the last block; returns the output not yet taken.
+    pub fn finish(mut self) -> Result<Vec<u8>, CryptError> {
+        self.seal(true)?;
+        Ok(self.out)
+    }
+
+    fn seal(&mut self, last: bool) -> Result<(), CryptError> {
+        let block = self.next_block;
+        if block >= MAX_BLOCKS {
+            return Err(CryptError::TooLarge(block.saturating_mul(BLOCK)));
+        }
+        let at = self.out.len();
+        self.out.extend_from_slice(&self.pending);
+        self.pending.clear();
+        let tag = self
+            .cipher
             .seal_in_place_separate_tag(
-                nonce(&header[4..], block),
-                Aad::from(aad(&header, block, block + 1 == count)),
-                &mut out[at..],
+                nonce(&self.header[4..], block),
+                Aad::from(aad(&self.header, block, last)),
+                &mut self.out[at..],
             )
             .expect("sealing fits in memory");
-        out.extend_from_slice(tag.as_ref());
+        self.out.extend_from_slice(tag.as_ref());
+        self.next_block += 1;
+        Ok(())
     }
-    debug_assert_eq!(out.len() as u64, ciphertext_len(plain));
+}
+
+/// Encrypts a whole object under a fresh random object id.
+pub fn encrypt(key: &EncryptionKey, plaintext: &[u8]) -> Result<Vec<u8>, CryptError> {
+    let mut sealer = Sealer::new(key)?;
+    sealer
+        .out
+        .reserve(ciphertext_len(plaintext.len() as u64) as usize);
+    sealer.push(plaintext)?;
+    let out = sealer.finish()?;
+    debug_assert_eq!(out.len() as u64, ciphertext_len(plaintext.len() as u64));
     Ok(out)
 }
 
@@ -337,6 +405,23 @@ mod tests {
         assert!(decrypt(&key(1), &plain_text).is_err());
         // Two writes of the same bytes differ (fresh object ids).
         assert_ne!(encrypt(&key(1), &original).unwrap(), stored);
+    }
+
+    #[test]
+    fn sealing_in_pieces_equals_sealing_at_once() {
+        let k = key(5);
+        for plain in [0, 1, BLOCK, BLOCK + 1, 3 * BLOCK - 7] {
+            let original = data(plain);
+            let mut sealer = Sealer::new(&k).unwrap();
+            let mut stored = Vec::new();
+            for piece in original.chunks(300_001) {
+                sealer.push(piece).unwrap();
+                stored.extend(sealer.take_output());
+            }
+            stored.extend(sealer.finish().unwrap());
+            assert_eq!(stored.len() as u64, ciphertext_len(plain));
+            assert_eq!(decrypt(&k, &stored).unwrap(), original, "{plain}");
+        }
     }
 
     #[test]

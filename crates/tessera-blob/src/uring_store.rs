@@ -244,8 +244,8 @@ impl ObjectStore for UringS3Store {
         location: &Path,
         opts: PutMultipartOptions,
     ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.unencrypted(location, "multipart uploads")?;
         if !opts.tags.encoded().is_empty() || !opts.attributes.is_empty() {
+            self.unencrypted(location, "tags and attributes")?;
             return self.fallback.put_multipart_opts(location, opts).await;
         }
         let upload_id = self
@@ -253,13 +253,20 @@ impl ObjectStore for UringS3Store {
             .create_multipart(location.as_ref())
             .await
             .map_err(|e| to_store_error(e, location, false))?;
-        Ok(Box::new(Upload {
+        let upload = Upload {
             client: self.client.clone(),
             location: location.clone(),
             upload_id,
             etags: Arc::default(),
             parts: 0,
-        }))
+        };
+        match &self.client.options().encryption {
+            Some(key) => Ok(Box::new(SealedUpload {
+                upload,
+                sealer: Some(crypt::Sealer::new(key).map_err(crypt_error)?),
+            })),
+            None => Ok(Box::new(upload)),
+        }
     }
 
     async fn get_ranges(
@@ -601,6 +608,59 @@ impl MultipartUpload for Upload {
             .abort_multipart(self.location.as_ref(), &self.upload_id)
             .await
             .map_err(|e| to_store_error(e, &self.location, false))
+    }
+}
+
+/// Ciphertext bytes gathered before they go out as one part: above S3's 5 MiB minimum
+/// for all parts but the last.
+const SEALED_PART: usize = 8 * 1024 * 1024;
+
+/// A multipart upload that encrypts as parts arrive ([`crypt::Sealer`]): ciphertext is
+/// uploaded in parts of [`SEALED_PART`] bytes whatever the sizes of the plaintext parts,
+/// and the last block is sealed at completion.
+#[derive(Debug)]
+struct SealedUpload {
+    upload: Upload,
+    /// `None` once completed.
+    sealer: Option<crypt::Sealer>,
+}
+
+#[async_trait]
+impl MultipartUpload for SealedUpload {
+    fn put_part(&mut self, data: PutPayload) -> object_store::UploadPart {
+        let Some(sealer) = self.sealer.as_mut() else {
+            return Box::pin(futures::future::ready(Err(object_store::Error::Generic {
+                store: STORE,
+                source: "a part after the upload was completed".into(),
+            })));
+        };
+        for chunk in data.iter() {
+            if let Err(e) = sealer.push(chunk) {
+                return Box::pin(futures::future::ready(Err(crypt_error(e))));
+            }
+        }
+        if sealer.output_len() < SEALED_PART {
+            return Box::pin(futures::future::ready(Ok(())));
+        }
+        let part = sealer.take_output();
+        self.upload.put_part(PutPayload::from(part))
+    }
+
+    async fn complete(&mut self) -> object_store::Result<PutResult> {
+        let Some(sealer) = self.sealer.take() else {
+            return Err(object_store::Error::Generic {
+                store: STORE,
+                source: "the upload was already completed".into(),
+            });
+        };
+        let last = sealer.finish().map_err(crypt_error)?;
+        self.upload.put_part(PutPayload::from(last)).await?;
+        self.upload.complete().await
+    }
+
+    async fn abort(&mut self) -> object_store::Result<()> {
+        self.sealer = None;
+        self.upload.abort().await
     }
 }
 

@@ -27,10 +27,12 @@
 
 pub mod error;
 pub mod manifest;
+pub mod readahead;
 pub mod snapshot;
 pub mod table;
 
 pub use error::TableError;
 pub use manifest::{DataFile, DeletionVector, Manifest};
+pub use readahead::Pacer;
 pub use snapshot::{FilePredicate, FileRead, OpenFile, Snapshot, Traffic};
 pub use table::{FileDeletes, MAX_COMMIT_ATTEMPTS, NewFile, Table, TableOptions, VacuumReport};

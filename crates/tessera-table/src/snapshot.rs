@@ -24,6 +24,7 @@ use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 
 use crate::error::TableError;
 use crate::manifest::{DataFile, Manifest};
+use crate::readahead::{Pacer, Readahead};
 
 /// Rows per decoded batch.
 const BATCH_ROWS: usize = 8192;
@@ -88,6 +89,7 @@ impl Snapshot {
             key: crate::table::child_key(&self.prefix, &file.path),
             size: file.size,
             traffic: Arc::clone(&traffic),
+            readahead: None,
         };
         let metadata = reader
             .get_metadata(None)
@@ -128,6 +130,8 @@ pub struct FileRead {
     pub batch_rows: Option<usize>,
     /// Late materialization: the rows to decode are chosen from a few columns first.
     pub predicate: Option<FilePredicate>,
+    /// Fetch column chunks ahead of the decoder, as far as the pacer allows.
+    pub pacer: Option<Arc<dyn Pacer>>,
 }
 
 /// Chooses the rows of a file to decode from some of its columns, so the other columns
@@ -203,12 +207,44 @@ impl OpenFile {
             row_groups.windows(2).all(|w| w[0] < w[1]),
             "row groups are read in ascending order"
         );
-        let mut builder = ParquetRecordBatchStreamBuilder::new_with_metadata(
-            self.reader.clone(),
-            self.metadata.clone(),
-        )
-        .with_batch_size(read.batch_rows.unwrap_or(BATCH_ROWS))
-        .with_row_groups(row_groups.clone());
+        let mut reader = self.reader.clone();
+        if let Some(pacer) = read.pacer {
+            let columns: Vec<usize> = match (&read.leaves, &read.predicate) {
+                (Some(leaves), Some(p)) => {
+                    let mut all: Vec<usize> = leaves.iter().chain(&p.leaves).copied().collect();
+                    all.sort_unstable();
+                    all.dedup();
+                    all
+                }
+                (Some(leaves), None) => leaves.clone(),
+                (None, _) => {
+                    (0..self.metadata().file_metadata().schema_descr().num_columns()).collect()
+                }
+            };
+            let chunks = row_groups
+                .iter()
+                .flat_map(|&g| {
+                    let group = self.metadata().row_group(g);
+                    columns.iter().map(move |&c| {
+                        let (start, len) = group.column(c).byte_range();
+                        (g, start..start + len)
+                    })
+                })
+                .collect();
+            let readahead = Readahead::new(
+                Arc::clone(&reader.store),
+                reader.key.clone(),
+                pacer,
+                Arc::clone(&self.traffic),
+                chunks,
+            );
+            readahead.start();
+            reader.readahead = Some(Arc::new(readahead));
+        }
+        let mut builder =
+            ParquetRecordBatchStreamBuilder::new_with_metadata(reader, self.metadata.clone())
+                .with_batch_size(read.batch_rows.unwrap_or(BATCH_ROWS))
+                .with_row_groups(row_groups.clone());
         if let Some(leaves) = &read.leaves {
             let schema = self.metadata().file_metadata().schema_descr();
             builder =
@@ -286,14 +322,13 @@ struct FileReader {
     key: Path,
     size: u64,
     traffic: Arc<Traffic>,
+    readahead: Option<Arc<Readahead>>,
 }
 
-impl FileReader {
-    fn count(&self, requests: usize, bytes: u64) {
-        self.traffic
-            .requests
-            .fetch_add(requests as u64, Ordering::Relaxed);
-        self.traffic.bytes.fetch_add(bytes, Ordering::Relaxed);
+impl Traffic {
+    pub(crate) fn count(&self, requests: usize, bytes: u64) {
+        self.requests.fetch_add(requests as u64, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
     }
 }
 
@@ -309,7 +344,7 @@ impl AsyncFileReader for FileReader {
                 .get_range(&self.key, range)
                 .await
                 .map_err(|e| ParquetError::External(Box::new(e)))?;
-            self.count(1, bytes.len() as u64);
+            self.traffic.count(1, bytes.len() as u64);
             Ok(bytes)
         }
         .boxed()
@@ -320,12 +355,46 @@ impl AsyncFileReader for FileReader {
         ranges: Vec<Range<u64>>,
     ) -> BoxFuture<'_, parquet::errors::Result<Vec<Bytes>>> {
         async move {
-            let parts = self
+            let external = |e: object_store::Error| ParquetError::External(Box::new(e));
+            let Some(readahead) = self.readahead.clone() else {
+                let parts = self
+                    .store
+                    .get_ranges(&self.key, &ranges)
+                    .await
+                    .map_err(external)?;
+                self.traffic
+                    .count(parts.len(), parts.iter().map(|b| b.len() as u64).sum());
+                return Ok(parts);
+            };
+            let mut parts: Vec<Option<Bytes>> = Vec::with_capacity(ranges.len());
+            for hit in readahead.take(&ranges).await {
+                parts.push(match hit {
+                    Some(Ok(bytes)) => Some(bytes),
+                    Some(Err(e)) => return Err(ParquetError::External(Box::new(e))),
+                    None => None,
+                });
+            }
+            let missing: Vec<Range<u64>> = ranges
+                .iter()
+                .zip(&parts)
+                .filter(|(_, part)| part.is_none())
+                .map(|(range, _)| range.clone())
+                .collect();
+            let mut fetched = self
                 .store
-                .get_ranges(&self.key, &ranges)
+                .get_ranges(&self.key, &missing)
                 .await
-                .map_err(|e| ParquetError::External(Box::new(e)))?;
-            self.count(parts.len(), parts.iter().map(|b| b.len() as u64).sum());
+                .map_err(external)?
+                .into_iter();
+            self.traffic.count(
+                missing.len(),
+                fetched.as_slice().iter().map(|b| b.len() as u64).sum(),
+            );
+            let parts: Vec<Bytes> = parts
+                .into_iter()
+                .map(|part| part.or_else(|| fetched.next()).expect("one part per range"))
+                .collect();
+            readahead.delivered(parts.iter().map(|b| b.len() as u64).sum());
             Ok(parts)
         }
         .boxed()

@@ -18,12 +18,21 @@ use object_store::{
     PutMultipartOptions, PutOptions, PutPayload, PutResult,
 };
 use parquet::arrow::ArrowWriter;
-use tessera_table::{NewFile, Snapshot, Table, TableError, TableOptions};
+use tessera_table::{FileRead, NewFile, Pacer, Snapshot, Table, TableError, TableOptions};
 use tessera_testkit::MinioServer;
 use tessera_tiles::summary::{FileSummary, PathBloom, ShreddingSchema};
 
 /// A Parquet file of `values` in one Int64 column, as a data file to commit.
 async fn data_file(table: &Table, values: &[i64]) -> Result<NewFile, TableError> {
+    data_file_in_groups(table, values, None).await
+}
+
+/// Like [`data_file`], with row groups of at most `group_rows` rows.
+async fn data_file_in_groups(
+    table: &Table,
+    values: &[i64],
+    group_rows: Option<usize>,
+) -> Result<NewFile, TableError> {
     let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, false)]));
     let batch = RecordBatch::try_new(
         schema.clone(),
@@ -31,7 +40,10 @@ async fn data_file(table: &Table, values: &[i64]) -> Result<NewFile, TableError>
     )
     .unwrap();
     let mut bytes = Vec::new();
-    let mut writer = ArrowWriter::try_new(&mut bytes, schema, None).unwrap();
+    let properties = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(group_rows)
+        .build();
+    let mut writer = ArrowWriter::try_new(&mut bytes, schema, Some(properties)).unwrap();
     writer.write(&batch).unwrap();
     writer.close().unwrap();
     let size = bytes.len() as u64;
@@ -375,4 +387,80 @@ async fn vacuum_keeps_recent_unreferenced_files() {
     assert_eq!((report.files, report.kept_recent), (0, 1));
     let report = table.vacuum(Duration::ZERO).await.unwrap();
     assert_eq!((report.files, report.kept_recent), (1, 0));
+}
+
+/// A pacer with a fixed budget that counts the fetches made ahead.
+#[derive(Debug)]
+struct FixedPace(u64, AtomicUsize);
+
+impl Pacer for FixedPace {
+    fn budget(&self) -> u64 {
+        self.0
+    }
+    fn fetched(&self, _bytes: u64, _nanos: u64) {
+        self.1.fetch_add(1, Ordering::Relaxed);
+    }
+    fn processed(&self, _bytes: u64, _nanos: u64) {}
+}
+
+/// Reading ahead changes how column chunks are fetched, never what is read: any budget,
+/// with or without deleted rows and chosen row groups, gives the plain read's rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readahead_reads_what_a_plain_read_reads_on_minio() {
+    let server = MinioServer::start();
+    let store = minio_store(&server, "ahead");
+    let table = Table::create(store, Path::from("t"), TableOptions::default())
+        .await
+        .unwrap();
+    let values: Vec<i64> = (0..20_000).map(|v| v * 7 % 1_000).collect();
+    let file = data_file_in_groups(&table, &values, Some(1_000))
+        .await
+        .unwrap();
+    table.commit_append(vec![file]).await.unwrap();
+    let file = table.snapshot().await.unwrap().files()[0].path.clone();
+    table
+        .commit_delete(vec![(file, (0..20_000).step_by(3).collect())])
+        .await
+        .unwrap();
+    let snapshot = table.snapshot().await.unwrap();
+    let file = &snapshot.files()[0];
+    let open = snapshot.open_file(file).await.unwrap();
+    assert_eq!(open.metadata().num_row_groups(), 20);
+    let read =
+        |pacer: Option<Arc<FixedPace>>, skip_deleted: bool, row_groups: Option<Vec<usize>>| {
+            let stream = open
+                .read(FileRead {
+                    skip_deleted,
+                    row_groups,
+                    pacer: pacer.map(|p| p as Arc<dyn Pacer>),
+                    ..FileRead::default()
+                })
+                .unwrap();
+            async move {
+                let batches: Vec<RecordBatch> = stream.try_collect().await.unwrap();
+                batches
+                    .iter()
+                    .flat_map(|b| {
+                        let c = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+                        c.values().to_vec()
+                    })
+                    .collect::<Vec<i64>>()
+            }
+        };
+    for (skip_deleted, groups) in [(false, None), (true, None), (true, Some(vec![0, 3, 4, 19]))] {
+        let plain = read(None, skip_deleted, groups.clone()).await;
+        assert!(!plain.is_empty());
+        for budget in [0, 1, 16 << 10, 1 << 30] {
+            let pace = Arc::new(FixedPace(budget, AtomicUsize::new(0)));
+            let ahead = read(Some(Arc::clone(&pace)), skip_deleted, groups.clone()).await;
+            assert_eq!(
+                ahead, plain,
+                "budget {budget}, skip_deleted {skip_deleted}, {groups:?}"
+            );
+            assert!(
+                pace.1.load(Ordering::Relaxed) > 0,
+                "nothing was fetched ahead"
+            );
+        }
+    }
 }

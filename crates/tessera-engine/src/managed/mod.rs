@@ -14,6 +14,7 @@ mod open;
 mod provider;
 mod prune;
 mod scan;
+mod schedule;
 mod sink;
 
 use std::sync::Arc;

@@ -38,11 +38,12 @@ use datafusion::physical_plan::{DisplayFormatType, apply_expression_roots};
 use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStore;
 use parquet::schema::types::SchemaDescriptor;
-use tessera_table::{DataFile, FilePredicate, FileRead, OpenFile, Snapshot, Traffic};
+use tessera_table::{DataFile, FilePredicate, FileRead, OpenFile, Pacer, Snapshot, Traffic};
 
 use super::leaves::{LeafKind, Served, ShreddedLeaf, read_leaf, typed_cast};
 use super::provider::external;
 use super::prune::{Constraint, constraints, row_group_bounds};
+use super::schedule::ScanPace;
 use crate::json::Scanner;
 use crate::json::output::OutputBuilder;
 use crate::json::path::{PathElem, display_path};
@@ -59,6 +60,8 @@ pub struct TilesSource {
     metrics: ExecutionPlanMetricsSet,
     /// Read shredded paths from typed columns and skip files by statistics.
     typed_reads: bool,
+    /// How far this scan's files fetch ahead (shared by its partitions).
+    pace: Arc<ScanPace>,
 }
 
 impl TilesSource {
@@ -74,6 +77,7 @@ impl TilesSource {
             batch_size: None,
             metrics: ExecutionPlanMetricsSet::new(),
             typed_reads,
+            pace: Arc::default(),
         }
     }
 
@@ -173,6 +177,7 @@ impl FileSource for TilesSource {
             plan: Arc::new(self.extraction()?),
             constraints: Arc::new(constraints),
             typed_reads: self.typed_reads,
+            pace: Arc::clone(&self.pace),
             batch_size: self.batch_size.unwrap_or(8192),
             metrics: TilesMetrics::new(&self.metrics, partition),
         }))
@@ -293,6 +298,7 @@ struct TilesOpener {
     plan: Arc<ExtractionPlan>,
     constraints: Arc<Vec<Constraint>>,
     typed_reads: bool,
+    pace: Arc<ScanPace>,
     batch_size: usize,
     metrics: TilesMetrics,
 }
@@ -310,6 +316,7 @@ impl FileOpener for TilesOpener {
         let metrics = self.metrics.clone();
         let batch_size = self.batch_size;
         let typed_reads = self.typed_reads;
+        let pace: Arc<dyn Pacer> = Arc::clone(&self.pace) as Arc<dyn Pacer>;
         Ok(Box::pin(async move {
             let summary = &entry.file.summary;
             if !constraints.iter().all(|c| c.may_match_file(summary)) {
@@ -352,6 +359,7 @@ impl FileOpener for TilesOpener {
                     skip_deleted: true,
                     batch_rows: Some(batch_size),
                     predicate,
+                    pacer: Some(pace),
                 })
                 .map_err(external)?;
             let mut decoder = FileDecoder::new(

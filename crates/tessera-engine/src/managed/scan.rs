@@ -46,7 +46,7 @@ use super::prune::{Constraint, constraints, row_group_bounds};
 use super::schedule::ScanPace;
 use crate::json::Scanner;
 use crate::json::output::OutputBuilder;
-use crate::json::path::{PathElem, display_path};
+use crate::json::path::PathElem;
 use crate::ndjson::extract::ExtractionPlan;
 
 /// Scans the data files of one Tessera table snapshot.
@@ -210,18 +210,7 @@ impl FileSource for TilesSource {
         let Ok(plan) = self.extraction() else {
             return Ok(());
         };
-        let paths: Vec<String> = plan
-            .outputs
-            .iter()
-            .map(|&(slot, output)| format!("{}:{output:?}", display_path(plan.trie.path(slot))))
-            .collect();
-        write!(
-            f,
-            ", json_paths=[{}], raw_document={}, typed_reads={}",
-            paths.join(", "),
-            plan.raw,
-            self.typed_reads
-        )?;
+        write!(f, ", {plan}, typed_reads={}", self.typed_reads)?;
         let pruning: Vec<String> = constraints(&self.filters)
             .iter()
             .map(Constraint::to_string)

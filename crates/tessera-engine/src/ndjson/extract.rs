@@ -6,6 +6,7 @@
 //! the projection is evaluated on top of those columns. The raw document is only
 //! materialized when something still needs it (`SELECT j`, a per-row path, ...).
 
+use std::fmt;
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
@@ -18,7 +19,7 @@ use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
 use std::collections::BTreeSet;
 
 use super::filter::DocPredicate;
-use crate::json::path::{PathElem, PathTrie, Slot, parse_json_path};
+use crate::json::path::{PathElem, PathTrie, Slot, display_path, parse_json_path};
 use crate::json::{Output, access_output};
 
 /// Name prefix of the columns holding extracted paths inside a scan.
@@ -209,6 +210,23 @@ impl ExtractionPlan {
                 e.exists(|n| Ok(n.downcast_ref::<Column>().is_some_and(|c| c.name() == name)))
                     .unwrap_or(true)
             })
+    }
+}
+
+impl fmt::Display for ExtractionPlan {
+    /// `json_paths=[$.a:Text, ...], raw_document=false`: what EXPLAIN shows of a scan.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let paths: Vec<String> = self
+            .outputs
+            .iter()
+            .map(|&(slot, output)| format!("{}:{output:?}", display_path(self.trie.path(slot))))
+            .collect();
+        write!(
+            f,
+            "json_paths=[{}], raw_document={}",
+            paths.join(", "),
+            self.raw
+        )
     }
 }
 

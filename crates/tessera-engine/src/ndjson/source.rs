@@ -23,7 +23,6 @@ use super::extract::ExtractionPlan;
 use super::filter::{DocPredicate, doc_predicates};
 use super::open::{NdjsonOpener, ScanMetrics, ScanSettings};
 use super::read::Codec;
-use crate::json::path::display_path;
 
 /// Scans NDJSON files whose schema is one document column (plus partition values).
 #[derive(Clone)]
@@ -135,17 +134,7 @@ impl FileSource for NdjsonSource {
         let Ok(plan) = self.extraction() else {
             return Ok(());
         };
-        let paths: Vec<String> = plan
-            .outputs
-            .iter()
-            .map(|&(slot, output)| format!("{}:{output:?}", display_path(plan.trie.path(slot))))
-            .collect();
-        write!(
-            f,
-            ", json_paths=[{}], raw_document={}",
-            paths.join(", "),
-            plan.raw
-        )?;
+        write!(f, ", {plan}")?;
         if !self.filters.is_empty() {
             let filters: Vec<String> = self.filters.iter().map(|p| p.to_string()).collect();
             write!(f, ", document_filters=[{}]", filters.join(" AND "))?;

@@ -2,8 +2,10 @@
 //!
 //! - [`json`]: parsing — JSON paths, stage-one SIMD bitmaps, a validating scanner that
 //!   extracts only the paths a query needs, and value conversions.
+//! - [`tape`]: one validating parse per document into a flat tape of nodes.
 //! - [`keypaths`]: key-path items of documents and the choice of shredded paths.
 //! - [`variant`]: exact JSON <-> Parquet Variant conversion.
+//! - [`shred`]: documents shredded into the Variant column's Arrow arrays.
 //! - [`writer`]: one data file of shredded Variant, and reading it back as JSON.
 //! - [`summary`]: what a written file tells the table manifest (shredding schema, path
 //!   statistics, distinct-count sketches, a Bloom filter of unshredded key paths).
@@ -22,7 +24,9 @@
 pub mod error;
 pub mod json;
 pub mod keypaths;
+pub mod shred;
 pub mod summary;
+pub mod tape;
 pub mod variant;
 pub mod writer;
 

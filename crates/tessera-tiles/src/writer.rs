@@ -1,25 +1,25 @@
-//! Writing one data file: documents -> Variant (exact) -> shredded by the mined paths ->
-//! Parquet (zstd, dictionaries, page statistics and indexes), with the file's summary
-//! for the table manifest.
+//! Writing one data file: documents parsed once onto a tape -> key-path items mined per
+//! tile -> shredded by the chosen paths straight into Arrow arrays (majority type typed,
+//! outliers as Variant) -> Parquet (zstd, dictionaries, page statistics and indexes),
+//! with the file's summary for the table manifest.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StructArray};
-use arrow::datatypes::{DataType, Field, Fields, Float64Type, Int64Type, Schema};
+use arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Schema};
 use bytes::Bytes;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
-use parquet_variant_compute::{VariantArray, VariantArrayBuilder, shred_variant};
-use serde_json::Value;
+use parquet_variant_compute::VariantArray;
 
-use crate::keypaths::{Choice, json_path, mine};
+use crate::keypaths::{Choice, Items, json_path, mine};
+use crate::shred::Shredder;
 use crate::summary::{
-    DistinctSketch, FileSummary, LeafType, PathBloom, PathStats, STAT_STRING_LIMIT, ShreddedPath,
+    DistinctSketch, FileSummary, PathBloom, PathStats, STAT_STRING_LIMIT, ShreddedPath,
     ShreddingSchema, StatValue,
 };
-use crate::variant::append_json;
+use crate::tape::Tape;
 use crate::{TilesError, TilesOptions};
 
 /// A written data file and what it says about itself.
@@ -34,32 +34,40 @@ pub struct WrittenFile {
 /// Name of the document column in data files.
 pub const COLUMN: &str = "j";
 
+/// Most JSON text one file takes: typed string columns use 32-bit offsets.
+pub const MAX_FILE_BYTES: usize = 1 << 30;
+
 /// Shreds `docs` (JSON texts, one per row) into one Parquet file.
 pub fn write_file(docs: &[&[u8]], options: &TilesOptions) -> Result<WrittenFile, TilesError> {
-    let values = docs
-        .iter()
-        .enumerate()
-        .map(|(index, doc)| {
-            serde_json::from_slice::<Value>(doc).map_err(|e| TilesError::Json {
-                index,
-                line: e.line(),
-                column: e.column(),
-                reason: e.to_string(),
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let mined = mine(&values, options.tile_docs, options.threshold);
-    let mut builder = VariantArrayBuilder::new(values.len());
-    for value in &values {
-        append_json(value, &mut builder)?;
+    let bytes: usize = docs.iter().map(|d| d.len()).sum();
+    if bytes > MAX_FILE_BYTES {
+        return Err(TilesError::TooLarge {
+            bytes,
+            limit: MAX_FILE_BYTES,
+        });
     }
-    drop(values);
-    let variant = builder.build();
-    let variant = match typed_type(&mined.shredded) {
-        Some(as_type) => shred_variant(&variant, &as_type).map_err(TilesError::variant)?,
-        None => variant,
-    };
-    let column: StructArray = variant.inner().clone();
+    let mut tape = Tape::with_capacity(docs.len(), bytes);
+    for (index, doc) in docs.iter().enumerate() {
+        tape.push(doc).map_err(|e| {
+            let (line, column) = e.line_column(doc);
+            TilesError::Json {
+                index,
+                line,
+                column,
+                reason: e.reason.to_string(),
+            }
+        })?;
+    }
+    let items = Items::collect(&tape, docs);
+    let mined = mine(&items, options.tile_docs, options.threshold);
+    drop(items);
+    let mut shredder = Shredder::new(&mined.shredded, docs.len());
+    for (i, text) in docs.iter().enumerate() {
+        let doc = tape.doc(i, text);
+        shredder.append(doc.root(), doc.keys());
+    }
+    let column = shredder.finish();
+    drop(tape);
     let stats = mined
         .shredded
         .iter()
@@ -85,40 +93,6 @@ pub fn write_file(docs: &[&[u8]], options: &TilesOptions) -> Result<WrittenFile,
     };
     let parquet = encode(column, options)?;
     Ok(WrittenFile { parquet, summary })
-}
-
-/// The `typed_value` type that shreds `paths`: nested structs down to typed leaves.
-fn typed_type(paths: &[Choice]) -> Option<DataType> {
-    #[derive(Default)]
-    struct Node {
-        leaf: Option<LeafType>,
-        children: BTreeMap<String, Node>,
-    }
-    fn to_type(node: &Node) -> DataType {
-        match node.leaf {
-            Some(LeafType::Bool) => DataType::Boolean,
-            Some(LeafType::Int) => DataType::Int64,
-            Some(LeafType::Float) => DataType::Float64,
-            Some(LeafType::String | LeafType::Timestamp) => DataType::Utf8,
-            None => DataType::Struct(Fields::from(
-                node.children
-                    .iter()
-                    .map(|(k, child)| Field::new(k, to_type(child), true))
-                    .collect::<Vec<_>>(),
-            )),
-        }
-    }
-    if paths.is_empty() {
-        return None;
-    }
-    let mut root = Node::default();
-    for choice in paths {
-        let node = choice.path.iter().fold(&mut root, |node, key| {
-            node.children.entry(key.clone()).or_default()
-        });
-        node.leaf = Some(choice.ty);
-    }
-    Some(to_type(&root))
 }
 
 /// The `(value, typed_value)` pair of `path` inside a shredded Variant column.

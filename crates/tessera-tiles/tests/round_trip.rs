@@ -123,9 +123,14 @@ fn random_heterogeneous_documents_round_trip() {
         let mut random = Random(seed);
         let docs: Vec<String> = (0..300)
             .map(|i| match i % 10 {
-                // Some documents share a stable shape so that paths get shredded.
-                0..=6 => json!({"kind": "commit", "n": i, "x": {"y": random.scalar(), "z": format!("z{}", i % 7)}, "r": random.object(2)}).to_string(),
-                7 => random.scalar().to_string(),
+                // Most documents share a shape so that paths get shredded; `$.m` is an
+                // integer in most of them and anything else (null, float, string,
+                // object, array, u64) in the rest, so it is shredded with outliers.
+                0..=7 => {
+                    let m = if i % 8 == 3 { random.value(2) } else { json!(i) };
+                    json!({"kind": "commit", "n": i, "m": m, "x": {"y": random.scalar(), "z": format!("z{}", i % 7)}, "r": random.object(2)}).to_string()
+                }
+                8 => random.scalar().to_string(),
                 _ => random.object(3).to_string(),
             })
             .collect();
@@ -135,21 +140,68 @@ fn random_heterogeneous_documents_round_trip() {
             ..TilesOptions::default()
         };
         let written = assert_round_trip(&docs, &options);
-        let paths: Vec<_> = written
-            .summary
-            .schema
-            .paths
+        let summary = &written.summary;
+        for (path, ty) in [
+            ("$.n", LeafType::Int),
+            ("$.m", LeafType::Int),
+            ("$.x.z", LeafType::String),
+            ("$.kind", LeafType::String),
+        ] {
+            assert_eq!(
+                summary.schema.get(path).map(|p| p.ty),
+                Some(ty),
+                "seed {seed}: {path} in {:?}",
+                summary.schema
+            );
+        }
+        let stats = |path: &str| summary.stats.iter().find(|s| s.path == path).unwrap();
+        assert_eq!(stats("$.n").binary_count, 0, "seed {seed}");
+        // Every document with a non-integer `m` holds it as an outlier.
+        let outliers = docs
             .iter()
-            .map(|p| p.path.as_str())
-            .collect();
-        // Stable paths are shredded; `$.kind` also appears with other types in the
-        // random documents, so it must stay in the binary.
-        assert!(
-            paths.contains(&"$.n") && paths.contains(&"$.x.z"),
-            "seed {seed}: {paths:?}"
-        );
-        assert!(!paths.contains(&"$.kind"), "seed {seed}: {paths:?}");
+            .filter_map(|d| serde_json::from_str::<Value>(d).ok()?.get("m").cloned())
+            .filter(|m| !m.is_i64())
+            .count() as u64;
+        assert!(outliers > 0, "seed {seed}");
+        assert_eq!(stats("$.m").binary_count, outliers, "seed {seed}");
     }
+}
+
+#[test]
+fn outliers_of_every_kind_round_trip_at_nested_paths() {
+    // `$.a.b` is a string in most documents; the others hold every other JSON type
+    // there, an object or a scalar in place of `$.a`, or nothing at all.
+    let mut docs: Vec<String> = (0..20)
+        .map(|i| format!(r#"{{"a":{{"b":"s{i}","c":{i}}},"d":true}}"#))
+        .collect();
+    docs.extend(
+        [
+            r#"{"a":{"b":null,"c":1}}"#,
+            r#"{"a":{"b":1.5,"c":"one"},"d":false}"#,
+            r#"{"a":{"b":18446744073709551615,"e":[1,{"f":2}]}}"#,
+            r#"{"a":{"b":{"deep":[]},"c":-0.0}}"#,
+            r#"{"a":{"b":["x"],"b":"last wins"}}"#,
+            r#"{"a":"not an object","d":null}"#,
+            r#"{"a":null}"#,
+            r#"{"a":{}}"#,
+            r#"{}"#,
+            r#"[{"a":{"b":"x"}}]"#,
+            r#""top-level string""#,
+            r#"{"a":{"c":true,"b":"y","z":{"b":1}}}"#,
+        ]
+        .map(str::to_string),
+    );
+    let written = assert_round_trip(&docs, &TilesOptions::default());
+    let schema = &written.summary.schema;
+    assert_eq!(schema.get("$.a.b").map(|p| p.ty), Some(LeafType::String));
+    assert_eq!(schema.get("$.a.c").map(|p| p.ty), Some(LeafType::Int));
+    let b = written
+        .summary
+        .stats
+        .iter()
+        .find(|s| s.path == "$.a.b")
+        .unwrap();
+    assert_eq!((b.typed_count, b.binary_count), (22, 4));
 }
 
 #[test]

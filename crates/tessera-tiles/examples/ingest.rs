@@ -109,6 +109,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             entry.2 += stats.binary_count;
         }
     }
+    // Where the bytes go: compressed size per Parquet column, largest first.
+    let mut columns: BTreeMap<String, i64> = BTreeMap::new();
+    for (_, file) in &files {
+        let reader = parquet::file::serialized_reader::SerializedFileReader::new(file.parquet.clone())?;
+        for row_group in parquet::file::reader::FileReader::metadata(&reader).row_groups() {
+            for column in row_group.columns() {
+                *columns.entry(column.column_path().string()).or_default() += column.compressed_size();
+            }
+        }
+    }
+    let mut columns: Vec<_> = columns.into_iter().collect();
+    columns.sort_by_key(|(_, size)| -size);
+    println!("| column | compressed MB |");
+    println!("|---|---|");
+    for (column, size) in columns.iter().take(12) {
+        println!("| `{column}` | {:.2} |", *size as f64 / 1e6);
+    }
     println!("| path | type | typed share | outliers |");
     println!("|---|---|---|---|");
     for (path, (ty, typed, binary)) in shares {

@@ -2,17 +2,17 @@
 //!
 //! Each document becomes a set of items `(key path, JSON type)`, one per scalar it holds
 //! below nested objects; arrays are items of their own and kept whole (their elements
-//! stay in the Variant binary). Documents are cut into tiles of `tile_docs`; an item is
-//! frequent in a tile when at least `threshold` of the tile's documents hold it. The
-//! union of the items of a tile's frequent itemsets is exactly its set of frequent
-//! single items (every subset of a frequent itemset is frequent), so that set is what a
-//! tile extracts; the file shreds the union over its tiles, each path with its majority
-//! type across the file. Values of another type at a shredded path (JSON null
+//! stay in the Variant binary). Documents are cut into tiles of `tile_docs` (after
+//! [`crate::reorder`]); a tile extracts the items of its maximal frequent itemsets
+//! (those held by at least `threshold` of its documents, mined by
+//! [`crate::fpgrowth`]); the file shreds the union over its tiles, each path with its
+//! majority type across the file. Values of another type at a shredded path (JSON null
 //! included) are outliers: they stay in that field's Variant `value`, row by row.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use crate::fpgrowth::maximal_itemsets;
 use crate::summary::LeafType;
 use crate::tape::{Kind, Tape, Value};
 
@@ -204,38 +204,27 @@ pub struct Mined {
     pub unshredded: Vec<String>,
 }
 
-/// Mines the documents' items tile by tile and picks the file's shredded paths: every
-/// path with a leaf item frequent in some tile, typed by its majority leaf type over
-/// the file. Values of other types at a shredded path become per-row outliers.
-pub fn mine(items: &Items, tile_docs: usize, threshold: f64) -> Mined {
+/// Mines the documents' items tile by tile, the documents taken in `order`: each
+/// tile's maximal frequent itemsets (FP-growth at `threshold`, within `budget`) name
+/// the paths it extracts; the file shreds the union over its tiles, each path typed by
+/// its majority leaf type over the file. Values of other types at a shredded path
+/// become per-row outliers.
+pub fn mine(items: &Items, order: &[usize], tile_docs: usize, threshold: f64, budget: usize) -> Mined {
     assert!(tile_docs > 0, "tiles hold at least one document");
     assert!((0.0..=1.0).contains(&threshold), "threshold is a share");
+    assert_eq!(order.len(), items.ends.len(), "the order covers every document");
     let docs = items.ends.len();
-    let slots = items.paths.len() * TYPE_SLOTS;
-    let mut file = vec![0u64; slots];
-    let mut tile = vec![0u64; slots];
+    let mut file = vec![0u64; items.paths.len() * TYPE_SLOTS];
+    items.items.iter().for_each(|&item| file[item as usize] += 1);
     let mut frequent = vec![false; items.paths.len()];
-    for tile_start in (0..docs).step_by(tile_docs) {
-        let tile_end = (tile_start + tile_docs).min(docs);
-        let needed = ((threshold * (tile_end - tile_start) as f64).ceil() as u64).max(1);
-        for doc in tile_start..tile_end {
-            for &item in items.of(doc) {
-                tile[item as usize] += 1;
-            }
-        }
-        let start = if tile_start == 0 {
-            0
-        } else {
-            items.ends[tile_start - 1]
-        };
-        for &item in &items.items[start..items.ends[tile_end - 1]] {
-            let n = std::mem::take(&mut tile[item as usize]);
-            if n == 0 {
-                continue;
-            }
-            file[item as usize] += n;
-            if (item as usize % TYPE_SLOTS) < LEAVES.len() && n >= needed {
-                frequent[item as usize / TYPE_SLOTS] = true;
+    for tile in order.chunks(tile_docs) {
+        let transactions: Vec<&[u32]> = tile.iter().map(|&doc| items.of(doc)).collect();
+        let min = crate::reorder::needed(threshold, tile.len());
+        for set in maximal_itemsets(&transactions, min, budget) {
+            for item in set.items {
+                if (item as usize % TYPE_SLOTS) < LEAVES.len() {
+                    frequent[item as usize / TYPE_SLOTS] = true;
+                }
             }
         }
     }
@@ -299,6 +288,7 @@ pub fn json_path(path: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fpgrowth::DEFAULT_BUDGET;
 
     /// The items of `texts`, mined into `Items`.
     pub(crate) fn items_of(texts: &[&str]) -> Items {
@@ -359,7 +349,7 @@ mod tests {
             r#"{"b":"r","c":"s"}"#,
             r#"{"b":"t"}"#,
         ]);
-        let mined = mine(&d, 4, 0.6);
+        let mined = mine(&d, &(0..8).collect::<Vec<_>>(), 4, 0.6, DEFAULT_BUDGET);
         let shredded: Vec<_> = mined
             .shredded
             .iter()
@@ -385,7 +375,7 @@ mod tests {
             r#"{"a":null}"#,
             r#"{"a":{"b":true}}"#,
         ]);
-        let mined = mine(&d, 8, 0.3);
+        let mined = mine(&d, &(0..5).collect::<Vec<_>>(), 8, 0.3, DEFAULT_BUDGET);
         let shredded: Vec<_> = mined
             .shredded
             .iter()

@@ -14,6 +14,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet_variant_compute::VariantArray;
 
 use crate::keypaths::{Choice, Items, json_path, mine};
+use crate::reorder::{Partitioning, reorder};
 use crate::shred::Shredder;
 use crate::summary::{
     DistinctSketch, FileSummary, PathBloom, PathStats, STAT_STRING_LIMIT, ShreddedPath,
@@ -37,7 +38,9 @@ pub const COLUMN: &str = "j";
 /// Most JSON text one file takes: typed string columns use 32-bit offsets.
 pub const MAX_FILE_BYTES: usize = 1 << 30;
 
-/// Shreds `docs` (JSON texts, one per row) into one Parquet file.
+/// Shreds `docs` (JSON texts, one per row) into one Parquet file. Rows keep their
+/// documents' input order only within a tile: documents move between the tiles of a
+/// partition so that tiles share structure.
 pub fn write_file(docs: &[&[u8]], options: &TilesOptions) -> Result<WrittenFile, TilesError> {
     let bytes: usize = docs.iter().map(|d| d.len()).sum();
     if bytes > MAX_FILE_BYTES {
@@ -59,11 +62,28 @@ pub fn write_file(docs: &[&[u8]], options: &TilesOptions) -> Result<WrittenFile,
         })?;
     }
     let items = Items::collect(&tape, docs);
-    let mined = mine(&items, options.tile_docs, options.threshold);
+    let transactions: Vec<&[u32]> = (0..docs.len()).map(|i| items.of(i)).collect();
+    let order = reorder(
+        &transactions,
+        &Partitioning {
+            tile_docs: options.tile_docs,
+            partition_tiles: options.partition_tiles,
+            threshold: options.threshold,
+            budget: options.itemset_budget,
+        },
+    );
+    let mined = mine(
+        &items,
+        &order,
+        options.tile_docs,
+        options.threshold,
+        options.itemset_budget,
+    );
+    drop(transactions);
     drop(items);
     let mut shredder = Shredder::new(&mined.shredded, docs.len());
-    for (i, text) in docs.iter().enumerate() {
-        let doc = tape.doc(i, text);
+    for &i in &order {
+        let doc = tape.doc(i, docs[i]);
         shredder.append(doc.root(), doc.keys());
     }
     let column = shredder.finish();

@@ -112,10 +112,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Where the bytes go: compressed size per Parquet column, largest first.
     let mut columns: BTreeMap<String, i64> = BTreeMap::new();
     for (_, file) in &files {
-        let reader = parquet::file::serialized_reader::SerializedFileReader::new(file.parquet.clone())?;
+        let reader =
+            parquet::file::serialized_reader::SerializedFileReader::new(file.parquet.clone())?;
         for row_group in parquet::file::reader::FileReader::metadata(&reader).row_groups() {
             for column in row_group.columns() {
-                *columns.entry(column.column_path().string()).or_default() += column.compressed_size();
+                *columns.entry(column.column_path().string()).or_default() +=
+                    column.compressed_size();
             }
         }
     }

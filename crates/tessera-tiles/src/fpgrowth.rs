@@ -43,10 +43,16 @@ pub fn depth_for_budget(n: usize, budget: usize) -> usize {
 /// The maximal frequent itemsets of `transactions` (each a set of item ids, sorted and
 /// unique) with at least `min_support` transactions, mined within `budget`.
 pub fn maximal_itemsets(transactions: &[&[u32]], min_support: u32, budget: usize) -> Vec<Itemset> {
-    assert!(min_support > 0, "an itemset is frequent in at least one transaction");
+    assert!(
+        min_support > 0,
+        "an itemset is frequent in at least one transaction"
+    );
     let mut counts: Vec<(u32, u32)> = Vec::new();
     {
-        let mut all: Vec<u32> = transactions.iter().flat_map(|t| t.iter().copied()).collect();
+        let mut all: Vec<u32> = transactions
+            .iter()
+            .flat_map(|t| t.iter().copied())
+            .collect();
         all.sort_unstable();
         for item in all {
             match counts.last_mut() {
@@ -62,7 +68,11 @@ pub fn maximal_itemsets(transactions: &[&[u32]], min_support: u32, budget: usize
     if items.is_empty() {
         return Vec::new();
     }
-    let mut by_item: Vec<(u32, u32)> = items.iter().enumerate().map(|(r, &i)| (i, r as u32)).collect();
+    let mut by_item: Vec<(u32, u32)> = items
+        .iter()
+        .enumerate()
+        .map(|(r, &i)| (i, r as u32))
+        .collect();
     by_item.sort_unstable();
     let rank_of = |item: u32| {
         by_item
@@ -96,7 +106,12 @@ pub fn maximal_itemsets(transactions: &[&[u32]], min_support: u32, budget: usize
             Itemset { items, support }
         })
         .collect();
-    out.sort_by(|a, b| b.items.len().cmp(&a.items.len()).then(a.items.cmp(&b.items)));
+    out.sort_by(|a, b| {
+        b.items
+            .len()
+            .cmp(&a.items.len())
+            .then(a.items.cmp(&b.items))
+    });
     out
 }
 
@@ -245,7 +260,8 @@ fn maximal(mut found: Vec<(Vec<u32>, u32)>, ranks: usize) -> Vec<(Vec<u32>, u32)
     let words = ranks.div_ceil(64);
     let bits = |set: &[u32]| {
         let mut w = vec![0u64; words];
-        set.iter().for_each(|&r| w[r as usize / 64] |= 1 << (r % 64));
+        set.iter()
+            .for_each(|&r| w[r as usize / 64] |= 1 << (r % 64));
         w
     };
     let mut kept: Vec<Vec<u64>> = Vec::new();
@@ -289,11 +305,11 @@ mod tests {
     fn han_example_by_hand() {
         // Items: a=1 b=2 c=3 f=6 m=13 p=16 (letters by alphabet position), and others.
         let t: Vec<Vec<u32>> = vec![
-            vec![1, 3, 4, 6, 7, 9, 13, 16],         // f a c d g i m p
-            vec![1, 2, 3, 6, 12, 13, 15],           // a b c f l m o
-            vec![2, 6, 8, 10, 15],                  // b f h j o
-            vec![2, 3, 11, 16, 19],                 // b c k s p
-            vec![1, 3, 5, 6, 12, 13, 14, 16],       // a f c e l p m n
+            vec![1, 3, 4, 6, 7, 9, 13, 16],   // f a c d g i m p
+            vec![1, 2, 3, 6, 12, 13, 15],     // a b c f l m o
+            vec![2, 6, 8, 10, 15],            // b f h j o
+            vec![2, 3, 11, 16, 19],           // b c k s p
+            vec![1, 3, 5, 6, 12, 13, 14, 16], // a f c e l p m n
         ];
         let refs: Vec<&[u32]> = t.iter().map(|v| v.as_slice()).collect();
         // Support >= 3: f:4 c:4 a:3 b:3 m:3 p:3 (o: 2, l: 2).
@@ -303,9 +319,18 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                Itemset { items: vec![1, 3, 6, 13], support: 3 },
-                Itemset { items: vec![3, 16], support: 3 },
-                Itemset { items: vec![2], support: 3 },
+                Itemset {
+                    items: vec![1, 3, 6, 13],
+                    support: 3
+                },
+                Itemset {
+                    items: vec![3, 16],
+                    support: 3
+                },
+                Itemset {
+                    items: vec![2],
+                    support: 3
+                },
             ]
         );
     }
@@ -321,8 +346,14 @@ mod tests {
         assert_eq!(
             maximal_itemsets(&refs, 2, DEFAULT_BUDGET),
             vec![
-                Itemset { items: vec![1, 2, 3], support: 2 },
-                Itemset { items: vec![1, 2, 4], support: 2 },
+                Itemset {
+                    items: vec![1, 2, 3],
+                    support: 2
+                },
+                Itemset {
+                    items: vec![1, 2, 4],
+                    support: 2
+                },
             ]
         );
         let capped = maximal_itemsets(&refs, 2, 4);
@@ -337,7 +368,10 @@ mod tests {
         let refs: Vec<&[u32]> = t.iter().map(|v| v.as_slice()).collect();
         assert_eq!(
             maximal_itemsets(&refs, 6, 1),
-            vec![Itemset { items: (1..=8).collect(), support: 10 }]
+            vec![Itemset {
+                items: (1..=8).collect(),
+                support: 10
+            }]
         );
     }
 

@@ -209,13 +209,26 @@ pub struct Mined {
 /// the paths it extracts; the file shreds the union over its tiles, each path typed by
 /// its majority leaf type over the file. Values of other types at a shredded path
 /// become per-row outliers.
-pub fn mine(items: &Items, order: &[usize], tile_docs: usize, threshold: f64, budget: usize) -> Mined {
+pub fn mine(
+    items: &Items,
+    order: &[usize],
+    tile_docs: usize,
+    threshold: f64,
+    budget: usize,
+) -> Mined {
     assert!(tile_docs > 0, "tiles hold at least one document");
     assert!((0.0..=1.0).contains(&threshold), "threshold is a share");
-    assert_eq!(order.len(), items.ends.len(), "the order covers every document");
+    assert_eq!(
+        order.len(),
+        items.ends.len(),
+        "the order covers every document"
+    );
     let docs = items.ends.len();
     let mut file = vec![0u64; items.paths.len() * TYPE_SLOTS];
-    items.items.iter().for_each(|&item| file[item as usize] += 1);
+    items
+        .items
+        .iter()
+        .for_each(|&item| file[item as usize] += 1);
     let mut frequent = vec![false; items.paths.len()];
     for tile in order.chunks(tile_docs) {
         let transactions: Vec<&[u32]> = tile.iter().map(|&doc| items.of(doc)).collect();

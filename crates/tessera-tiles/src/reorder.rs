@@ -42,7 +42,10 @@ pub fn needed(threshold: f64, len: usize) -> u32 {
 /// `i` of the result holds the index of the document that goes there. Documents move
 /// only within their partition, and only between tiles.
 pub fn reorder(docs: &[&[u32]], p: &Partitioning) -> Vec<usize> {
-    assert!(p.tile_docs > 0 && p.partition_tiles > 0, "tiles and partitions hold something");
+    assert!(
+        p.tile_docs > 0 && p.partition_tiles > 0,
+        "tiles and partitions hold something"
+    );
     let mut order: Vec<usize> = (0..docs.len()).collect();
     let partition_docs = p.tile_docs * p.partition_tiles;
     for (n, slots) in order.chunks_mut(partition_docs).enumerate() {
@@ -126,9 +129,13 @@ fn reorder_partition(docs: &[&[u32]], p: &Partitioning) -> Vec<usize> {
             let give_cluster = plan[u]
                 .filter(|&want| !spare[t][want].is_empty())
                 .or_else(|| (0..=k).find(|&c2| c2 != c && !spare[t][c2].is_empty()));
-            let Some(give_cluster) = give_cluster else { break };
+            let Some(give_cluster) = give_cluster else {
+                break;
+            };
             let from = spare[u][c].pop().expect("donor has a spare document");
-            let to = spare[t][give_cluster].pop().expect("tile has a spare document");
+            let to = spare[t][give_cluster]
+                .pop()
+                .expect("tile has a spare document");
             order.swap(from, to);
             if plan[u] != Some(give_cluster) {
                 spare[u][give_cluster].push(from);
@@ -245,10 +252,15 @@ mod tests {
         // Tile 0: A B C A B; tile 1: C A B C A; tile 2: B C A B C. Each structure has
         // 2 of 5 in every tile (below 3), and 5 in the partition.
         let docs: Vec<&[u32]> = vec![a, b, c, a, b, c, a, b, c, a, b, c, a, b, c];
-        let before: Vec<u32> = (0..3).map(|t| best_share(&docs, &(0..15).collect::<Vec<_>>(), t)).collect();
+        let before: Vec<u32> = (0..3)
+            .map(|t| best_share(&docs, &(0..15).collect::<Vec<_>>(), t))
+            .collect();
         assert_eq!(before, vec![2, 2, 2]);
         let order = reorder(&docs, &options(5, 3));
-        assert_eq!(order, vec![0, 1, 9, 3, 12, 5, 6, 7, 8, 2, 10, 11, 4, 13, 14]);
+        assert_eq!(
+            order,
+            vec![0, 1, 9, 3, 12, 5, 6, 7, 8, 2, 10, 11, 4, 13, 14]
+        );
         let after: Vec<u32> = (0..3).map(|t| best_share(&docs, &order, t)).collect();
         assert_eq!(after, vec![4, 3, 3]);
         let mut sorted = order.clone();

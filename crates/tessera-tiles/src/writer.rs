@@ -9,15 +9,16 @@ use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StructArray};
 use arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Schema};
 use bytes::Bytes;
 use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, ZstdLevel};
+use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::schema::types::ColumnPath;
 use parquet_variant_compute::VariantArray;
 
 use crate::keypaths::{Choice, Items, json_path, mine};
 use crate::reorder::{Partitioning, reorder};
 use crate::shred::Shredder;
 use crate::summary::{
-    DistinctSketch, FileSummary, PathBloom, PathStats, STAT_STRING_LIMIT, ShreddedPath,
+    DistinctSketch, FileSummary, LeafType, PathBloom, PathStats, STAT_STRING_LIMIT, ShreddedPath,
     ShreddingSchema, StatValue,
 };
 use crate::tape::Tape;
@@ -111,7 +112,7 @@ pub fn write_file(docs: &[&[u8]], options: &TilesOptions) -> Result<WrittenFile,
         stats,
         unshredded_paths: unshredded,
     };
-    let parquet = encode(column, options)?;
+    let parquet = encode(column, &mined.shredded, options)?;
     Ok(WrittenFile { parquet, summary })
 }
 
@@ -217,19 +218,42 @@ fn truncate(s: &str) -> &str {
     &s[..end]
 }
 
-fn encode(column: StructArray, options: &TilesOptions) -> Result<Bytes, TilesError> {
+/// The Parquet column path of a shredded leaf's typed column.
+fn typed_column_path(path: &[String]) -> ColumnPath {
+    let mut parts = vec![COLUMN.to_string()];
+    for key in path {
+        parts.push("typed_value".into());
+        parts.push(key.clone());
+    }
+    parts.push("typed_value".into());
+    ColumnPath::new(parts)
+}
+
+fn encode(
+    column: StructArray,
+    shredded: &[Choice],
+    options: &TilesOptions,
+) -> Result<Bytes, TilesError> {
     let field = Field::new(COLUMN, column.data_type().clone(), true);
     let schema = Arc::new(Schema::new(vec![field]));
     let batch = RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(column)])
         .map_err(TilesError::variant)?;
-    let properties = WriterProperties::builder()
+    let mut properties = WriterProperties::builder()
         .set_compression(Compression::ZSTD(
             ZstdLevel::try_new(options.zstd_level).map_err(TilesError::Parquet)?,
         ))
         .set_dictionary_enabled(true)
         .set_statistics_enabled(EnabledStatistics::Page)
-        .set_max_row_group_row_count(Some(options.row_group_docs))
-        .build();
+        .set_max_row_group_row_count(Some(options.row_group_docs));
+    // Integers (ids, timestamps, counters) are mostly distinct and close to their
+    // neighbours: deltas compress them far better than a dictionary that overflows.
+    for choice in shredded.iter().filter(|c| c.ty == LeafType::Int) {
+        let path = typed_column_path(&choice.path);
+        properties = properties
+            .set_column_dictionary_enabled(path.clone(), false)
+            .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
+    }
+    let properties = properties.build();
     let mut out = Vec::new();
     let mut writer =
         ArrowWriter::try_new(&mut out, schema, Some(properties)).map_err(TilesError::Parquet)?;

@@ -65,11 +65,6 @@ impl Node {
         self.kind
     }
 
-    /// Members of an object or elements of an array.
-    pub fn len(&self) -> usize {
-        self.len as usize
-    }
-
     /// The integer of an `Int` node.
     pub fn int(&self) -> i64 {
         self.payload as i64

@@ -204,6 +204,10 @@ pub struct Mined {
     pub unshredded: Vec<String>,
 }
 
+/// Most paths one file shreds (the most frequent win): bounds the file's column count
+/// when documents carry many distinct frequent keys.
+pub const MAX_SHREDDED_PATHS: usize = 1024;
+
 /// Mines the documents' items tile by tile, the documents taken in `order`: each
 /// tile's maximal frequent itemsets (FP-growth at `threshold`, within `budget`) name
 /// the paths it extracts; the file shreds the union over its tiles, each path typed by
@@ -258,6 +262,15 @@ pub fn mine(
         } else {
             mined.unshredded.push(json_path(path));
         }
+    }
+    if mined.shredded.len() > MAX_SHREDDED_PATHS {
+        mined
+            .shredded
+            .sort_by(|a, b| b.frequency.total_cmp(&a.frequency).then(a.path.cmp(&b.path)));
+        let dropped = mined.shredded.split_off(MAX_SHREDDED_PATHS);
+        mined
+            .unshredded
+            .extend(dropped.iter().map(|c| json_path(&c.path)));
     }
     mined.shredded.sort_by(|a, b| a.path.cmp(&b.path));
     // A path cannot be both a leaf and an object prefix of another shredded path in one

@@ -264,9 +264,11 @@ pub fn mine(
         }
     }
     if mined.shredded.len() > MAX_SHREDDED_PATHS {
-        mined
-            .shredded
-            .sort_by(|a, b| b.frequency.total_cmp(&a.frequency).then(a.path.cmp(&b.path)));
+        mined.shredded.sort_by(|a, b| {
+            b.frequency
+                .total_cmp(&a.frequency)
+                .then(a.path.cmp(&b.path))
+        });
         let dropped = mined.shredded.split_off(MAX_SHREDDED_PATHS);
         mined
             .unshredded
@@ -340,6 +342,38 @@ mod tests {
         (path, all[item as usize % TYPE_SLOTS])
     }
 
+    /// Mines `items` in input order; also returns (path, type, frequency) per choice.
+    fn mine_in_order(
+        items: &Items,
+        tile_docs: usize,
+        threshold: f64,
+    ) -> (Mined, Vec<(String, LeafType, f64)>) {
+        let order: Vec<usize> = (0..items.ends.len()).collect();
+        let mined = mine(items, &order, tile_docs, threshold, DEFAULT_BUDGET);
+        let shredded = mined
+            .shredded
+            .iter()
+            .map(|c| (json_path(&c.path), c.ty, c.frequency))
+            .collect();
+        (mined, shredded)
+    }
+
+    #[test]
+    fn shredded_paths_are_capped_at_the_most_frequent() {
+        // 1100 keys in every document, k0000 .. k1099, plus a rarer key that still
+        // reaches the threshold: the rare one and the last 76 by name are dropped.
+        let keys: Vec<String> = (0..1_100).map(|i| format!(r#""k{i:04}":1"#)).collect();
+        let full = format!("{{{}}}", keys.join(","));
+        let rare = format!(r#"{{{},"a":1}}"#, keys.join(","));
+        let d = items_of(&[&rare, &rare, &full]);
+        let (mined, shredded) = mine_in_order(&d, 4, 0.6);
+        assert_eq!(shredded.len(), MAX_SHREDDED_PATHS);
+        assert_eq!(shredded.first().map(|s| s.0.as_str()), Some("$.k0000"));
+        assert_eq!(shredded.last().map(|s| s.0.as_str()), Some("$.k1023"));
+        assert!(mined.unshredded.contains(&"$.a".to_string()));
+        assert!(mined.unshredded.contains(&"$.k1099".to_string()));
+    }
+
     #[test]
     fn items_of_a_document() {
         let collected =
@@ -375,12 +409,7 @@ mod tests {
             r#"{"b":"r","c":"s"}"#,
             r#"{"b":"t"}"#,
         ]);
-        let mined = mine(&d, &(0..8).collect::<Vec<_>>(), 4, 0.6, DEFAULT_BUDGET);
-        let shredded: Vec<_> = mined
-            .shredded
-            .iter()
-            .map(|c| (json_path(&c.path), c.ty, c.frequency))
-            .collect();
+        let (mined, shredded) = mine_in_order(&d, 4, 0.6);
         assert_eq!(
             shredded,
             vec![
@@ -401,12 +430,7 @@ mod tests {
             r#"{"a":null}"#,
             r#"{"a":{"b":true}}"#,
         ]);
-        let mined = mine(&d, &(0..5).collect::<Vec<_>>(), 8, 0.3, DEFAULT_BUDGET);
-        let shredded: Vec<_> = mined
-            .shredded
-            .iter()
-            .map(|c| (json_path(&c.path), c.ty, c.frequency))
-            .collect();
+        let (mined, shredded) = mine_in_order(&d, 8, 0.3);
         assert_eq!(shredded, vec![("$.a".to_string(), LeafType::Int, 0.4)]);
         assert_eq!(mined.unshredded, vec!["$.a.b".to_string()]);
     }

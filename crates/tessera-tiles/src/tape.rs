@@ -271,17 +271,17 @@ impl<'a> Value<'a> {
     /// The members of an object as (key, value) pairs, in document order.
     pub fn members(&self) -> Members<'a> {
         debug_assert_eq!(self.node().kind, Kind::Object);
-        Members {
-            doc: self.doc,
-            next: self.index + 1,
-            left: self.node().len,
-        }
+        Members(self.children())
     }
 
     /// The elements of an array, in order.
     pub fn elements(&self) -> Elements<'a> {
         debug_assert_eq!(self.node().kind, Kind::Array);
-        Elements {
+        Elements(self.children())
+    }
+
+    fn children(&self) -> Cursor<'a> {
+        Cursor {
             doc: self.doc,
             next: self.index + 1,
             left: self.node().len,
@@ -289,55 +289,50 @@ impl<'a> Value<'a> {
     }
 }
 
-/// Iterator over an object's members.
-pub struct Members<'a> {
+/// The children of a container still to visit: where the next one starts, how many.
+struct Cursor<'a> {
     doc: Doc<'a>,
     next: usize,
     left: u32,
 }
+
+impl<'a> Cursor<'a> {
+    /// The next child; with `keyed`, the key node before it too.
+    fn step(&mut self, keyed: bool) -> Option<(usize, Value<'a>)> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let at = self.next;
+        let value = Value {
+            doc: self.doc,
+            index: at + usize::from(keyed),
+        };
+        self.next = value.end();
+        Some((at, value))
+    }
+}
+
+/// Iterator over an object's members.
+pub struct Members<'a>(Cursor<'a>);
 
 impl<'a> Iterator for Members<'a> {
     type Item = (Value<'a>, Value<'a>);
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.left == 0 {
-            return None;
-        }
-        self.left -= 1;
-        let key = Value {
-            doc: self.doc,
-            index: self.next,
-        };
-        let value = Value {
-            doc: self.doc,
-            index: self.next + 1,
-        };
-        self.next = value.end();
-        Some((key, value))
+        let (key, value) = self.0.step(true)?;
+        Some((value.at(key), value))
     }
 }
 
 /// Iterator over an array's elements.
-pub struct Elements<'a> {
-    doc: Doc<'a>,
-    next: usize,
-    left: u32,
-}
+pub struct Elements<'a>(Cursor<'a>);
 
 impl<'a> Iterator for Elements<'a> {
     type Item = Value<'a>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.left == 0 {
-            return None;
-        }
-        self.left -= 1;
-        let value = Value {
-            doc: self.doc,
-            index: self.next,
-        };
-        self.next = value.end();
-        Some(value)
+        self.0.step(false).map(|(_, value)| value)
     }
 }
 
@@ -722,39 +717,25 @@ mod tests {
         tape.push(text.as_bytes()).map(|()| tape)
     }
 
-    /// Renders a parsed document back as JSON text, to compare with serde_json.
-    fn render(value: Value<'_>, out: &mut String) {
+    /// A parsed value as a serde_json value, to compare with serde_json's parse.
+    fn to_json(value: Value<'_>) -> serde_json::Value {
+        use serde_json::Value as J;
         let node = value.node();
         match node.kind() {
-            Kind::Null => out.push_str("null"),
-            Kind::True => out.push_str("true"),
-            Kind::False => out.push_str("false"),
-            Kind::Int => out.push_str(&node.int().to_string()),
-            Kind::UInt => out.push_str(&node.uint().to_string()),
-            Kind::Float => out.push_str(&format!("{:?}", node.float())),
-            Kind::String | Kind::Key => out.push_str(&serde_json::to_string(value.str()).unwrap()),
-            Kind::Object => {
-                out.push('{');
-                for (i, (k, v)) in value.members().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    render(k, out);
-                    out.push(':');
-                    render(v, out);
-                }
-                out.push('}');
-            }
-            Kind::Array => {
-                out.push('[');
-                for (i, v) in value.elements().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    render(v, out);
-                }
-                out.push(']');
-            }
+            Kind::Null => J::Null,
+            Kind::True => J::Bool(true),
+            Kind::False => J::Bool(false),
+            Kind::Int => J::from(node.int()),
+            Kind::UInt => J::from(node.uint()),
+            Kind::Float => J::from(node.float()),
+            Kind::String | Kind::Key => J::from(value.str()),
+            Kind::Object => J::Object(
+                value
+                    .members()
+                    .map(|(k, v)| (k.str().to_string(), to_json(v)))
+                    .collect(),
+            ),
+            Kind::Array => J::Array(value.elements().map(to_json).collect()),
         }
     }
 
@@ -771,11 +752,9 @@ mod tests {
             "0",
         ] {
             let tape = parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
-            let mut out = String::new();
-            render(tape.doc(0, text.as_bytes()).root(), &mut out);
+            let got = to_json(tape.doc(0, text.as_bytes()).root());
             let expected: serde_json::Value = serde_json::from_str(text).unwrap();
-            let got: serde_json::Value = serde_json::from_str(&out).unwrap();
-            assert_eq!(got, expected, "{text} -> {out}");
+            assert_eq!(got, expected, "{text}");
         }
     }
 

@@ -5,7 +5,7 @@
 use arrow::array::{Array, AsArray};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde_json::{Map, Value, json};
-use tessera_tiles::summary::LeafType;
+use tessera_tiles::summary::{FileSummary, LeafType};
 use tessera_tiles::{TilesOptions, WrittenFile, read_json, write_file};
 
 /// Writes `docs`, reads the file back and checks every document came back exactly.
@@ -40,6 +40,29 @@ fn assert_round_trip(docs: &[String], options: &TilesOptions) -> WrittenFile {
     }
     assert_eq!(written.summary.rows, docs.len() as u64);
     written
+}
+
+/// Checks that each path is shredded with its type.
+fn assert_shredded(summary: &FileSummary, expected: &[(&str, LeafType)]) {
+    for &(path, ty) in expected {
+        assert_eq!(
+            summary.schema.get(path).map(|p| p.ty),
+            Some(ty),
+            "{path} in {:?}",
+            summary.schema
+        );
+    }
+}
+
+/// `docs` generated Bluesky events, one JSON text each.
+fn bluesky(docs: u64, seed: u64) -> Vec<String> {
+    let mut out = Vec::new();
+    tessera_gen::write_ndjson(&tessera_gen::BlueskyConfig { docs, seed }, 1, &mut out).unwrap();
+    String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 /// A small deterministic generator (SplitMix64), so failures reproduce from the seed.
@@ -130,19 +153,15 @@ fn random_heterogeneous_documents_round_trip() {
         };
         let written = assert_round_trip(&docs, &options);
         let summary = &written.summary;
-        for (path, ty) in [
-            ("$.n", LeafType::Int),
-            ("$.m", LeafType::Int),
-            ("$.x.z", LeafType::String),
-            ("$.kind", LeafType::String),
-        ] {
-            assert_eq!(
-                summary.schema.get(path).map(|p| p.ty),
-                Some(ty),
-                "seed {seed}: {path} in {:?}",
-                summary.schema
-            );
-        }
+        assert_shredded(
+            summary,
+            &[
+                ("$.n", LeafType::Int),
+                ("$.m", LeafType::Int),
+                ("$.x.z", LeafType::String),
+                ("$.kind", LeafType::String),
+            ],
+        );
         let stats = |path: &str| summary.stats.iter().find(|s| s.path == path).unwrap();
         assert_eq!(stats("$.n").binary_count, 0, "seed {seed}");
         // Every document with a non-integer `m` holds it as an outlier.
@@ -216,28 +235,19 @@ fn seed_003_example_documents_round_trip() {
 
 #[test]
 fn bluesky_documents_are_shredded_and_round_trip() {
-    let config = tessera_gen::BlueskyConfig {
-        docs: 3_000,
-        seed: 7,
-    };
-    let mut out = Vec::new();
-    tessera_gen::write_ndjson(&config, 1, &mut out).unwrap();
-    let docs: Vec<String> = String::from_utf8(out)
-        .unwrap()
-        .lines()
-        .map(str::to_string)
-        .collect();
+    let docs = bluesky(3_000, 7);
     let written = assert_round_trip(&docs, &TilesOptions::default());
     let summary = &written.summary;
-    for (path, ty) in [
-        ("$.kind", LeafType::String),
-        ("$.did", LeafType::String),
-        ("$.time_us", LeafType::Int),
-        ("$.commit.collection", LeafType::String),
-        ("$.commit.operation", LeafType::String),
-    ] {
-        assert_eq!(summary.schema.get(path).map(|p| p.ty), Some(ty), "{path}");
-    }
+    assert_shredded(
+        summary,
+        &[
+            ("$.kind", LeafType::String),
+            ("$.did", LeafType::String),
+            ("$.time_us", LeafType::Int),
+            ("$.commit.collection", LeafType::String),
+            ("$.commit.operation", LeafType::String),
+        ],
+    );
     let kind = summary.stats.iter().find(|s| s.path == "$.kind").unwrap();
     assert_eq!(kind.typed_count, docs.len() as u64);
     assert!(kind.distinct.estimate() <= 4);
@@ -248,17 +258,7 @@ fn reordering_clusters_bluesky_shapes_into_tiles() {
     // Likes (subject.cid/uri), follows (subject as a string) and posts interleave, so
     // in input order no shape reaches 60% of a tile; reordering a partition groups
     // them and their paths get typed columns.
-    let config = tessera_gen::BlueskyConfig {
-        docs: 8_192,
-        seed: 3,
-    };
-    let mut out = Vec::new();
-    tessera_gen::write_ndjson(&config, 1, &mut out).unwrap();
-    let docs: Vec<String> = String::from_utf8(out)
-        .unwrap()
-        .lines()
-        .map(str::to_string)
-        .collect();
+    let docs = bluesky(8_192, 3);
     let in_order = TilesOptions {
         partition_tiles: 1,
         ..TilesOptions::default()
@@ -266,7 +266,11 @@ fn reordering_clusters_bluesky_shapes_into_tiles() {
     let plain = assert_round_trip(&docs, &in_order);
     let reordered = assert_round_trip(&docs, &TilesOptions::default());
     let uri = "$.commit.record.subject.uri";
-    assert!(plain.summary.schema.get(uri).is_none(), "{:?}", plain.summary.schema);
+    assert!(
+        plain.summary.schema.get(uri).is_none(),
+        "{:?}",
+        plain.summary.schema
+    );
     assert_eq!(
         reordered.summary.schema.get(uri).map(|p| p.ty),
         Some(LeafType::String),

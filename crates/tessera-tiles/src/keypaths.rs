@@ -10,11 +10,11 @@
 //! included) are outliers: they stay in that field's Variant `value`, row by row.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 
 use crate::fpgrowth::maximal_itemsets;
 use crate::summary::LeafType;
-use crate::tape::{Kind, Tape, Value};
+use crate::tape::{FxHasher, Kind, Tape, Value};
 
 /// The JSON type of a key-path item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -48,42 +48,6 @@ impl ItemType {
 
 /// A key path: the object keys from the document root.
 pub type KeyPath = Vec<String>;
-
-/// A multiply-rotate hasher (the Fx hash of rustc) for the path interner: keys are
-/// short and hashed once per key of every document, where SipHash would cost a large
-/// share of mining.
-#[derive(Default)]
-struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            self.add(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
-        }
-        for &b in chunks.remainder() {
-            self.add(u64::from(b));
-        }
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.add(u64::from(n));
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-impl FxHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
 
 /// Item types counted per path: the leaf types, then array, null and other.
 pub const TYPE_SLOTS: usize = 8;
@@ -124,7 +88,7 @@ pub struct Items {
 impl Items {
     /// Collects the items of the first `docs` documents of `tape` (texts in `texts`).
     pub fn collect(tape: &Tape, texts: &[&[u8]]) -> Items {
-        let mut ids: HashMap<(u32, &[u8]), u32, BuildHasherDefault<FxHasher>> = HashMap::default();
+        let mut ids: HashMap<u64, u32, BuildHasherDefault<FxHasher>> = HashMap::default();
         let mut out = Items::default();
         for (i, text) in texts.iter().enumerate() {
             let root = tape.doc(i, text).root();
@@ -163,17 +127,17 @@ fn dedup_sorted(items: &mut [u32]) -> usize {
 fn collect_object<'a>(
     object: Value<'a>,
     parent: u32,
-    ids: &mut HashMap<(u32, &'a [u8]), u32, BuildHasherDefault<FxHasher>>,
+    ids: &mut HashMap<u64, u32, BuildHasherDefault<FxHasher>>,
     out: &mut Items,
 ) {
     for (key, value) in object.members() {
-        let key = key.str_bytes();
-        let id = *ids.entry((parent, key)).or_insert_with(|| {
+        let child = (u64::from(parent) << 32) | u64::from(key.key_id());
+        let id = *ids.entry(child).or_insert_with(|| {
             let mut path = match parent {
                 u32::MAX => Vec::new(),
                 p => out.paths[p as usize].clone(),
             };
-            path.push(String::from_utf8_lossy(key).into_owned());
+            path.push(key.str().to_string());
             out.paths.push(path);
             (out.paths.len() - 1) as u32
         });

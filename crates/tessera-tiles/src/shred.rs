@@ -19,7 +19,7 @@ use arrow::datatypes::{DataType, Field, Fields};
 
 use crate::keypaths::Choice;
 use crate::summary::LeafType;
-use crate::tape::{Kind, Value};
+use crate::tape::{Kind, Tape, Value};
 use crate::variant::RowEncoder;
 
 /// The typed column of a shredded leaf.
@@ -85,6 +85,8 @@ enum Shape {
 /// A shredded object: its shredded members (sorted by key) and its validity.
 struct Object {
     fields: Vec<(String, Shredded)>,
+    /// (key id, index in `fields`) sorted by key id, for the keys the tape has.
+    by_key: Vec<(u32, usize)>,
     valid: NullBufferBuilder,
     /// Per field, the tape index of the current row's value (a key given twice keeps
     /// its last value); reused across rows.
@@ -108,19 +110,20 @@ pub struct Shredder<'a> {
 }
 
 impl<'a> Shredder<'a> {
-    /// A shredder for the shredded paths `choices` (sorted, no path a prefix of another).
-    pub fn new(choices: &[Choice], capacity: usize) -> Self {
+    /// A shredder of documents of `tape` by the shredded paths `choices` (sorted, no
+    /// path a prefix of another).
+    pub fn new(tape: &'a Tape, choices: &[Choice], capacity: usize) -> Self {
         Self {
             metadata: BinaryViewBuilder::with_capacity(capacity),
-            root: build(choices, 0, None, capacity),
-            encoder: RowEncoder::default(),
+            root: build(tape, choices, 0, None, capacity),
+            encoder: RowEncoder::new(tape),
             residual: Vec::new(),
             buffer: Vec::new(),
         }
     }
 
     /// Appends one document, given its root and its keys.
-    pub fn append(&mut self, root: Value<'a>, keys: impl Iterator<Item = &'a [u8]>) {
+    pub fn append(&mut self, root: Value<'a>, keys: impl Iterator<Item = u32>) {
         self.buffer.clear();
         self.encoder.start_row(keys, &mut self.buffer);
         self.metadata.append_value(&self.buffer);
@@ -153,7 +156,13 @@ impl<'a> Shredder<'a> {
 }
 
 /// The shredding tree of `choices[..]` below the common prefix of length `depth`.
-fn build(choices: &[Choice], depth: usize, leaf: Option<LeafType>, capacity: usize) -> Shredded {
+fn build(
+    tape: &Tape,
+    choices: &[Choice],
+    depth: usize,
+    leaf: Option<LeafType>,
+    capacity: usize,
+) -> Shredded {
     let shape = match leaf {
         Some(ty) => Shape::Leaf(Typed::new(ty, capacity)),
         None => {
@@ -169,11 +178,18 @@ fn build(choices: &[Choice], depth: usize, leaf: Option<LeafType>, capacity: usi
                     leaf.is_some() || group.iter().all(|c| c.path.len() > depth + 1),
                     "a shredded path is not a prefix of another"
                 );
-                fields.push((key.clone(), build(group, depth + 1, leaf, capacity)));
+                fields.push((key.clone(), build(tape, group, depth + 1, leaf, capacity)));
                 rest = tail;
             }
+            let mut by_key: Vec<(u32, usize)> = fields
+                .iter()
+                .enumerate()
+                .filter_map(|(i, (name, _))| Some((tape.key_id(name.as_bytes())?, i)))
+                .collect();
+            by_key.sort_unstable();
             Shape::Object(Object {
                 slots: vec![None; fields.len()],
+                by_key,
                 fields,
                 valid: NullBufferBuilder::new(capacity),
             })
@@ -213,12 +229,9 @@ fn append<'a>(
         {
             let start = residual.len();
             for (key, member) in value.members() {
-                let key_bytes = key.str_bytes();
-                match object
-                    .fields
-                    .binary_search_by(|(name, _)| name.as_bytes().cmp(key_bytes))
-                {
-                    Ok(i) => object.slots[i] = Some(member.index()),
+                let id = key.key_id();
+                match object.by_key.binary_search_by_key(&id, |&(k, _)| k) {
+                    Ok(at) => object.slots[object.by_key[at].1] = Some(member.index()),
                     Err(_) => residual.push((key, member)),
                 }
             }

@@ -12,7 +12,9 @@
 //! integers that fit `i64` are `Int`, larger ones up to `u64::MAX` are `UInt`, every
 //! other number (fraction, exponent, or beyond `u64`) is a `Float`.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// Deepest nesting of arrays and objects accepted (the limit `serde_json` applies too),
 /// which bounds the parser's stack and every recursive walk over a tape.
@@ -20,6 +22,42 @@ pub const MAX_DEPTH: usize = 128;
 
 /// Largest document accepted: offsets inside a document are 32-bit.
 pub const MAX_DOC_BYTES: usize = u32::MAX as usize;
+
+/// A multiply-rotate hasher (the Fx hash of rustc) for interning keys and paths: keys
+/// are short and hashed once per key of every document, where SipHash would cost a
+/// large share of ingest.
+#[derive(Default)]
+pub struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            self.add(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
+        }
+        for &b in chunks.remainder() {
+            self.add(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl FxHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
 
 /// The kind of a tape node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +77,8 @@ pub enum Kind {
     Float,
     /// A string value.
     String,
-    /// An object key (always followed by its value).
+    /// An object key (always followed by its value); it also carries the key's id in
+    /// the tape's key dictionary.
     Key,
     /// An object; `len` members follow.
     Object,
@@ -55,7 +94,8 @@ pub struct Node {
     escaped: bool,
     /// String length in bytes, or the member/element count of a container.
     len: u32,
-    /// String offset, number bits, or for a container the index of the node after it.
+    /// String offset (for a key: offset in the low 32 bits, key id in the high 32),
+    /// number bits, or for a container the index of the node after it.
     payload: u64,
 }
 
@@ -117,6 +157,9 @@ pub struct Tape {
     unescaped: Vec<u8>,
     /// Open containers while parsing: their node index.
     stack: Vec<usize>,
+    /// Every distinct object key, by id, and the ids by key.
+    key_names: Vec<Box<[u8]>>,
+    key_ids: HashMap<Box<[u8]>, u32, BuildHasherDefault<FxHasher>>,
 }
 
 /// One document of a tape, with the text its strings point into.
@@ -136,7 +179,35 @@ impl Tape {
             starts: Vec::with_capacity(docs + 1),
             unescaped: Vec::new(),
             stack: Vec::with_capacity(MAX_DEPTH),
+            key_names: Vec::new(),
+            key_ids: HashMap::default(),
         }
+    }
+
+    /// The bytes of key `id`.
+    pub fn key_name(&self, id: u32) -> &[u8] {
+        &self.key_names[id as usize]
+    }
+
+    /// Number of distinct keys seen (ids are `0..key_count()`).
+    pub fn key_count(&self) -> usize {
+        self.key_names.len()
+    }
+
+    /// The id of `key`, if any document had it.
+    pub fn key_id(&self, key: &[u8]) -> Option<u32> {
+        self.key_ids.get(key).copied()
+    }
+
+    /// The id of `key`, interned on first sight.
+    fn intern(&mut self, key: &[u8]) -> u32 {
+        if let Some(&id) = self.key_ids.get(key) {
+            return id;
+        }
+        let id = self.key_names.len() as u32;
+        self.key_names.push(key.into());
+        self.key_ids.insert(key.into(), id);
+        id
     }
 
     /// Number of documents parsed.
@@ -203,12 +274,14 @@ impl<'a> Doc<'a> {
         }
     }
 
-    /// Every object key of the document (with repeats), in document order.
-    pub fn keys(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
-        let doc = *self;
-        (doc.root..doc.end)
-            .filter(move |&i| doc.tape.nodes[i].kind == Kind::Key)
-            .map(move |index| Value { doc, index }.str_bytes())
+    /// The key id of every object key of the document (with repeats), in document
+    /// order.
+    pub fn keys(&self) -> impl Iterator<Item = u32> + 'a {
+        let nodes = &self.tape.nodes[self.root..self.end];
+        nodes
+            .iter()
+            .filter(|n| n.kind == Kind::Key)
+            .map(|n| (n.payload >> 32) as u32)
     }
 }
 
@@ -242,12 +315,22 @@ impl<'a> Value<'a> {
     /// The bytes of a `String` or `Key` node.
     pub fn str_bytes(&self) -> &'a [u8] {
         let node = self.node();
-        let (start, len) = (node.payload as usize, node.len as usize);
+        let start = match node.kind {
+            Kind::Key => (node.payload & u64::from(u32::MAX)) as usize,
+            _ => node.payload as usize,
+        };
+        let len = node.len as usize;
         if node.escaped {
             &self.doc.tape.unescaped[start..start + len]
         } else {
             &self.doc.text[start..start + len]
         }
+    }
+
+    /// The id of a `Key` node's key in the tape's key dictionary.
+    pub fn key_id(&self) -> u32 {
+        debug_assert_eq!(self.node().kind, Kind::Key);
+        (self.node().payload >> 32) as u32
     }
 
     /// The text of a `String` or `Key` node (validated UTF-8).
@@ -568,11 +651,18 @@ impl Parser<'_, '_> {
         match self.text.get(pos) {
             Some(b'"') => {
                 self.pos += 1;
+                let payload = match kind {
+                    Kind::Key => {
+                        let id = self.tape.intern(&self.text[start..pos]);
+                        (u64::from(id) << 32) | start as u64
+                    }
+                    _ => start as u64,
+                };
                 self.tape.nodes.push(Node {
                     kind,
                     escaped: false,
                     len: (pos - start) as u32,
-                    payload: start as u64,
+                    payload,
                 });
                 Ok(())
             }
@@ -618,11 +708,23 @@ impl Parser<'_, '_> {
             }
         }
         let len = self.tape.unescaped.len() - out_start;
+        let payload = match kind {
+            Kind::Key => {
+                // A key's offset shares its node with the key id: 32 bits.
+                if self.tape.unescaped.len() > MAX_DOC_BYTES {
+                    return self.error("more than 4 GiB of escaped text in one tape");
+                }
+                let key = self.tape.unescaped[out_start..].to_vec();
+                let id = self.tape.intern(&key);
+                (u64::from(id) << 32) | out_start as u64
+            }
+            _ => out_start as u64,
+        };
         self.tape.nodes.push(Node {
             kind,
             escaped: true,
             len: len as u32,
-            payload: out_start as u64,
+            payload,
         });
         Ok(())
     }

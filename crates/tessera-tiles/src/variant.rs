@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use parquet_variant::Variant;
 
-use crate::tape::{Kind, Value};
+use crate::tape::{Kind, Tape, Value};
 
 /// Variant primitive type ids (spec "Value encoding"), shifted into a header byte.
 const NULL: u8 = 0;
@@ -48,11 +48,15 @@ fn push_uint(out: &mut Vec<u8>, value: usize, size: usize) {
 /// Encodes documents of a tape as Variant values, one row at a time: each row's
 /// metadata holds exactly the keys of its document, sorted, so equal key sets give
 /// equal metadata bytes (which Parquet's dictionary encoding then stores once), and a
-/// field id is the key's rank.
-#[derive(Default)]
+/// field id is the key's position among them.
 pub struct RowEncoder<'a> {
-    /// The current row's keys, sorted and unique.
-    keys: Vec<&'a [u8]>,
+    tape: &'a Tape,
+    /// Per key id, the key's rank among all the tape's keys in byte order.
+    rank: Vec<u32>,
+    /// Per rank, the key id.
+    by_rank: Vec<u32>,
+    /// The current row's keys as ranks, sorted and unique: field id = position.
+    row: Vec<u32>,
     /// Object members and array elements being encoded, innermost container last:
     /// (field id, tape index of the value, then its offset once written).
     scratch: Vec<(u32, usize)>,
@@ -60,36 +64,56 @@ pub struct RowEncoder<'a> {
 }
 
 impl<'a> RowEncoder<'a> {
-    /// Starts a row: its dictionary is the keys of `doc`, written to `metadata`.
-    pub fn start_row(&mut self, keys: impl Iterator<Item = &'a [u8]>, metadata: &mut Vec<u8>) {
-        self.keys.clear();
-        self.keys.extend(keys);
-        self.keys.sort_unstable();
-        self.keys.dedup();
-        let bytes: usize = self.keys.iter().map(|k| k.len()).sum();
-        let offset_size = int_size(bytes.max(self.keys.len()));
-        // An empty dictionary is marked unsorted, as arrow-rs writes it.
-        let sorted = u8::from(!self.keys.is_empty());
-        metadata.push(0x01 | (sorted << 4) | (((offset_size - 1) as u8) << 6));
-        push_uint(metadata, self.keys.len(), offset_size);
-        let mut offset = 0;
-        push_uint(metadata, 0, offset_size);
-        for key in &self.keys {
-            offset += key.len();
-            push_uint(metadata, offset, offset_size);
+    /// An encoder for the documents of `tape`.
+    pub fn new(tape: &'a Tape) -> Self {
+        let mut by_rank: Vec<u32> = (0..tape.key_count() as u32).collect();
+        by_rank.sort_unstable_by_key(|&id| tape.key_name(id));
+        let mut rank = vec![0; by_rank.len()];
+        for (r, &id) in by_rank.iter().enumerate() {
+            rank[id as usize] = r as u32;
         }
-        for key in &self.keys {
-            metadata.extend_from_slice(key);
+        Self {
+            tape,
+            rank,
+            by_rank,
+            row: Vec::new(),
+            scratch: Vec::new(),
+            header: Vec::new(),
         }
     }
 
-    /// The field id of `key` in the current row's dictionary.
-    fn field_id(&self, key: &[u8]) -> u32 {
-        let id = self
-            .keys
-            .binary_search(&key)
+    /// Starts a row: its dictionary is the keys (ids) of its document, written to
+    /// `metadata`.
+    pub fn start_row(&mut self, keys: impl Iterator<Item = u32>, metadata: &mut Vec<u8>) {
+        self.row.clear();
+        self.row.extend(keys.map(|id| self.rank[id as usize]));
+        self.row.sort_unstable();
+        self.row.dedup();
+        let name = |rank: u32| self.tape.key_name(self.by_rank[rank as usize]);
+        let bytes: usize = self.row.iter().map(|&r| name(r).len()).sum();
+        let offset_size = int_size(bytes.max(self.row.len()));
+        // An empty dictionary is marked unsorted, as arrow-rs writes it.
+        let sorted = u8::from(!self.row.is_empty());
+        metadata.push(0x01 | (sorted << 4) | (((offset_size - 1) as u8) << 6));
+        push_uint(metadata, self.row.len(), offset_size);
+        let mut offset = 0;
+        push_uint(metadata, 0, offset_size);
+        for &r in &self.row {
+            offset += name(r).len();
+            push_uint(metadata, offset, offset_size);
+        }
+        for &r in &self.row {
+            metadata.extend_from_slice(name(r));
+        }
+    }
+
+    /// The field id of key `id` in the current row's dictionary.
+    fn field_id(&self, id: u32) -> u32 {
+        let position = self
+            .row
+            .binary_search(&self.rank[id as usize])
             .expect("every key of a row is in its dictionary");
-        id as u32
+        position as u32
     }
 
     /// Appends the Variant encoding of `value` to `out`.
@@ -132,7 +156,7 @@ impl<'a> RowEncoder<'a> {
     ) {
         let start = self.scratch.len();
         for (key, value) in members {
-            let id = self.field_id(key.str_bytes());
+            let id = self.field_id(key.key_id());
             self.scratch.push((id, value.index()));
         }
         // Stable sort by id (= by key, the dictionary is sorted), then keep the last
@@ -313,14 +337,13 @@ fn push_string(out: &mut String, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tape::Tape;
     use serde_json::Value as Json;
 
     fn round_trip(text: &str) -> String {
         let mut tape = Tape::default();
         tape.push(text.as_bytes()).unwrap();
         let doc = tape.doc(0, text.as_bytes());
-        let mut encoder = RowEncoder::default();
+        let mut encoder = RowEncoder::new(&tape);
         let (mut metadata, mut bytes) = (Vec::new(), Vec::new());
         encoder.start_row(doc.keys(), &mut metadata);
         encoder.encode(doc.root(), &mut bytes);

@@ -82,7 +82,7 @@ pub fn write_file(docs: &[&[u8]], options: &TilesOptions) -> Result<WrittenFile,
     );
     drop(transactions);
     drop(items);
-    let mut shredder = Shredder::new(&mined.shredded, docs.len());
+    let mut shredder = Shredder::new(&tape, &mined.shredded, docs.len());
     for &i in &order {
         let doc = tape.doc(i, docs[i]);
         shredder.append(doc.root(), doc.keys());

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release -p tessera-tiles --example ingest -- [--docs N] [--file PATH.ndjson]
-//!     [--file-docs N] [--threads N]
+//!     [--file-docs N] [--threads N] [--zstd LEVEL] [--partition-tiles N]
 //! ```
 //! Without `--file`, `--docs` Bluesky documents (seed 1) are generated first (not timed).
 
@@ -19,6 +19,7 @@ struct Args {
     file: Option<String>,
     file_docs: usize,
     threads: usize,
+    options: TilesOptions,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -27,6 +28,7 @@ fn parse_args() -> Result<Args, String> {
         file: None,
         file_docs: 262_144,
         threads: 2,
+        options: TilesOptions::default(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -37,6 +39,8 @@ fn parse_args() -> Result<Args, String> {
             "--file" => args.file = Some(value()?),
             "--file-docs" => args.file_docs = number(value()?)?.max(1) as usize,
             "--threads" => args.threads = number(value()?)?.max(1) as usize,
+            "--zstd" => args.options.zstd_level = number(value()?)? as i32,
+            "--partition-tiles" => args.options.partition_tiles = number(value()?)?.max(1) as usize,
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -62,7 +66,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .filter(|line| !line.is_empty())
         .collect();
     let chunks: Vec<&[&[u8]]> = docs.chunks(args.file_docs).collect();
-    let options = TilesOptions::default();
+    let options = args.options.clone();
     let start = Instant::now();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results = std::sync::Mutex::new(Vec::new());

@@ -23,6 +23,9 @@ pub enum TilesError {
         /// The limit.
         limit: usize,
     },
+    /// Options no writer can follow.
+    #[error("invalid tiles options: {0}")]
+    Options(&'static str),
     /// Building or reading a Variant failed.
     #[error("variant: {0}")]
     Variant(String),

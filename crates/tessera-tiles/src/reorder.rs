@@ -50,8 +50,7 @@ pub fn reorder(docs: &[&[u32]], p: &Partitioning) -> Vec<usize> {
     let partition_docs = p.tile_docs * p.partition_tiles;
     for (n, slots) in order.chunks_mut(partition_docs).enumerate() {
         let start = n * partition_docs;
-        let items: Vec<&[u32]> = docs[start..start + slots.len()].to_vec();
-        let moved = reorder_partition(&items, p);
+        let moved = reorder_partition(&docs[start..start + slots.len()], p);
         for (slot, doc) in slots.iter_mut().zip(moved) {
             *slot = start + doc;
         }

@@ -43,6 +43,14 @@ pub const MAX_FILE_BYTES: usize = 1 << 30;
 /// documents' input order only within a tile: documents move between the tiles of a
 /// partition so that tiles share structure.
 pub fn write_file(docs: &[&[u8]], options: &TilesOptions) -> Result<WrittenFile, TilesError> {
+    if options.tile_docs == 0 || options.partition_tiles == 0 || options.itemset_budget == 0 {
+        return Err(TilesError::Options(
+            "tiles, partitions and the itemset budget must not be empty",
+        ));
+    }
+    if !(0.0..=1.0).contains(&options.threshold) || options.threshold == 0.0 {
+        return Err(TilesError::Options("the threshold is a share in (0, 1]"));
+    }
     let bytes: usize = docs.iter().map(|d| d.len()).sum();
     if bytes > MAX_FILE_BYTES {
         return Err(TilesError::TooLarge {

@@ -282,3 +282,22 @@ fn reordering_clusters_bluesky_shapes_into_tiles() {
     let typed = |w: &WrittenFile| w.summary.stats.iter().map(|s| s.typed_count).sum::<u64>();
     assert!(typed(&reordered) > typed(&plain));
 }
+
+#[test]
+fn malformed_documents_and_options_are_clear_errors() {
+    let docs: Vec<&[u8]> = vec![br#"{"a":1}"#, b"{\"a\":\n  [1,}"];
+    let error = write_file(&docs, &TilesOptions::default()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "document 1 is not valid JSON (line 2, column 6): expected a value"
+    );
+    let options = TilesOptions {
+        threshold: 1.5,
+        ..TilesOptions::default()
+    };
+    let error = write_file(&docs[..1], &options).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "invalid tiles options: the threshold is a share in (0, 1]"
+    );
+}

@@ -1,7 +1,9 @@
-//! Writing one data file: documents parsed once onto a tape -> key-path items mined per
-//! tile -> shredded by the chosen paths straight into Arrow arrays (majority type typed,
-//! outliers as Variant) -> Parquet (zstd, dictionaries, page statistics and indexes),
-//! with the file's summary for the table manifest.
+//! Writing one data file: documents parsed once onto a tape -> key-path items ->
+//! documents reordered within partitions of tiles -> each tile mined (FP-growth) for
+//! the paths to extract -> shredded by the union of those paths straight into Arrow
+//! arrays (majority type typed, outliers as Variant) -> Parquet (zstd, dictionaries,
+//! delta-encoded integers, page statistics and indexes), with the file's summary for
+//! the table manifest.
 
 use std::sync::Arc;
 

@@ -15,9 +15,17 @@ pub enum TilesError {
         /// What the parser expected.
         reason: String,
     },
-    /// A number no Variant type holds.
-    #[error("number {0} cannot be stored exactly")]
-    Number(String),
+    /// More JSON text than one file takes.
+    #[error("{bytes} bytes of JSON for one file; at most {limit} go into one file")]
+    TooLarge {
+        /// Bytes given.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// Options no writer can follow.
+    #[error("invalid tiles options: {0}")]
+    Options(&'static str),
     /// Building or reading a Variant failed.
     #[error("variant: {0}")]
     Variant(String),

@@ -2,8 +2,12 @@
 //!
 //! - [`json`]: parsing — JSON paths, stage-one SIMD bitmaps, a validating scanner that
 //!   extracts only the paths a query needs, and value conversions.
+//! - [`tape`]: one validating parse per document into a flat tape of nodes.
+//! - [`fpgrowth`]: frequent-itemset mining with the seed's budget.
+//! - [`reorder`]: documents reordered within partitions so tiles share structure.
 //! - [`keypaths`]: key-path items of documents and the choice of shredded paths.
 //! - [`variant`]: exact JSON <-> Parquet Variant conversion.
+//! - [`shred`]: documents shredded into the Variant column's Arrow arrays.
 //! - [`writer`]: one data file of shredded Variant, and reading it back as JSON.
 //! - [`summary`]: what a written file tells the table manifest (shredding schema, path
 //!   statistics, distinct-count sketches, a Bloom filter of unshredded key paths).
@@ -20,9 +24,13 @@
 //! ```
 
 pub mod error;
+pub mod fpgrowth;
 pub mod json;
 pub mod keypaths;
+pub mod reorder;
+pub mod shred;
 pub mod summary;
+pub mod tape;
 pub mod variant;
 pub mod writer;
 
@@ -36,6 +44,11 @@ pub struct TilesOptions {
     pub tile_docs: usize,
     /// Share of a tile's documents a key path must appear in to be extracted (60%).
     pub threshold: f64,
+    /// Tiles per partition, the unit of reordering (seed 000, P3: 8); 1 keeps the
+    /// documents in their input order.
+    pub partition_tiles: usize,
+    /// Most itemsets mined per tile (the budget `u` of seed 000, P3 §3.3).
+    pub itemset_budget: usize,
     /// Rows per Parquet row group.
     pub row_group_docs: usize,
     /// zstd level of the Parquet pages.
@@ -47,6 +60,8 @@ impl Default for TilesOptions {
         Self {
             tile_docs: 1024,
             threshold: 0.6,
+            partition_tiles: 8,
+            itemset_budget: fpgrowth::DEFAULT_BUDGET,
             row_group_docs: 262_144,
             zstd_level: 3,
         }

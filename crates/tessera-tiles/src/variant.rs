@@ -9,55 +9,249 @@
 
 use std::fmt::Write as _;
 
-use parquet_variant::{ObjectFieldBuilder, Variant, VariantBuilderExt, VariantDecimal16};
-use serde_json::{Number, Value};
+use parquet_variant::Variant;
 
-use crate::TilesError;
+use crate::tape::{Kind, Tape, Value};
 
-/// Appends `json` to `builder` as a Variant value.
-pub fn append_json(json: &Value, builder: &mut impl VariantBuilderExt) -> Result<(), TilesError> {
-    match json {
-        Value::Null => builder.append_value(Variant::Null),
-        Value::Bool(b) => builder.append_value(*b),
-        Value::Number(n) => builder.append_value(number(n)?),
-        Value::String(s) => builder.append_value(s.as_str()),
-        Value::Array(items) => {
-            let mut list = builder.try_new_list().map_err(TilesError::variant)?;
-            for item in items {
-                append_json(item, &mut list)?;
-            }
-            list.finish();
-        }
-        Value::Object(fields) => {
-            let mut object = builder.try_new_object().map_err(TilesError::variant)?;
-            for (key, value) in fields {
-                append_json(value, &mut ObjectFieldBuilder::new(key, &mut object))?;
-            }
-            object.finish();
-        }
+/// Variant primitive type ids (spec "Value encoding"), shifted into a header byte.
+const NULL: u8 = 0;
+const TRUE: u8 = 1 << 2;
+const FALSE: u8 = 2 << 2;
+const INT8: u8 = 3 << 2;
+const INT16: u8 = 4 << 2;
+const INT32: u8 = 5 << 2;
+const INT64: u8 = 6 << 2;
+const DOUBLE: u8 = 7 << 2;
+const DECIMAL16: u8 = 10 << 2;
+const LONG_STRING: u8 = 16 << 2;
+/// Basic types in the low two bits of a header byte.
+const SHORT_STRING: u8 = 1;
+const OBJECT: u8 = 2;
+const ARRAY: u8 = 3;
+/// Longest string stored with the one-byte short-string header.
+const SHORT_STRING_MAX: usize = 63;
+
+/// Bytes needed to store `n` as an unsigned little-endian integer (1 to 4).
+fn int_size(n: usize) -> usize {
+    match n {
+        0..=0xff => 1,
+        0x100..=0xffff => 2,
+        0x1_0000..=0xff_ffff => 3,
+        _ => 4,
     }
-    Ok(())
 }
 
-fn number(n: &Number) -> Result<Variant<'static, 'static>, TilesError> {
-    if let Some(i) = n.as_i64() {
-        return Ok(if let Ok(v) = i8::try_from(i) {
-            v.into()
-        } else if let Ok(v) = i16::try_from(i) {
-            v.into()
-        } else if let Ok(v) = i32::try_from(i) {
-            v.into()
-        } else {
-            i.into()
-        });
+fn push_uint(out: &mut Vec<u8>, value: usize, size: usize) {
+    out.extend_from_slice(&(value as u32).to_le_bytes()[..size]);
+}
+
+/// Encodes documents of a tape as Variant values, one row at a time: each row's
+/// metadata holds exactly the keys of its document, sorted, so equal key sets give
+/// equal metadata bytes (which Parquet's dictionary encoding then stores once), and a
+/// field id is the key's position among them.
+pub struct RowEncoder<'a> {
+    tape: &'a Tape,
+    /// Per key id, the key's rank among all the tape's keys in byte order.
+    rank: Vec<u32>,
+    /// Per rank, the key id.
+    by_rank: Vec<u32>,
+    /// The current row's keys as ranks, sorted and unique: field id = position.
+    row: Vec<u32>,
+    /// Object members and array elements being encoded, innermost container last:
+    /// (field id, tape index of the value, then its offset once written).
+    scratch: Vec<(u32, usize)>,
+    header: Vec<u8>,
+}
+
+impl<'a> RowEncoder<'a> {
+    /// An encoder for the documents of `tape`.
+    pub fn new(tape: &'a Tape) -> Self {
+        let mut by_rank: Vec<u32> = (0..tape.key_count() as u32).collect();
+        by_rank.sort_unstable_by_key(|&id| tape.key_name(id));
+        let mut rank = vec![0; by_rank.len()];
+        for (r, &id) in by_rank.iter().enumerate() {
+            rank[id as usize] = r as u32;
+        }
+        Self {
+            tape,
+            rank,
+            by_rank,
+            row: Vec::new(),
+            scratch: Vec::new(),
+            header: Vec::new(),
+        }
     }
-    if let Some(u) = n.as_u64() {
-        let decimal = VariantDecimal16::try_new(i128::from(u), 0).map_err(TilesError::variant)?;
-        return Ok(decimal.into());
+
+    /// Starts a row: its dictionary is the keys (ids) of its document, written to
+    /// `metadata`.
+    pub fn start_row(&mut self, keys: impl Iterator<Item = u32>, metadata: &mut Vec<u8>) {
+        self.row.clear();
+        self.row.extend(keys.map(|id| self.rank[id as usize]));
+        self.row.sort_unstable();
+        self.row.dedup();
+        let name = |rank: u32| self.tape.key_name(self.by_rank[rank as usize]);
+        let bytes: usize = self.row.iter().map(|&r| name(r).len()).sum();
+        let offset_size = int_size(bytes.max(self.row.len()));
+        // An empty dictionary is marked unsorted, as arrow-rs writes it.
+        let sorted = u8::from(!self.row.is_empty());
+        metadata.push(0x01 | (sorted << 4) | (((offset_size - 1) as u8) << 6));
+        push_uint(metadata, self.row.len(), offset_size);
+        let mut offset = 0;
+        push_uint(metadata, 0, offset_size);
+        for &r in &self.row {
+            offset += name(r).len();
+            push_uint(metadata, offset, offset_size);
+        }
+        for &r in &self.row {
+            metadata.extend_from_slice(name(r));
+        }
     }
-    n.as_f64()
-        .map(Variant::from)
-        .ok_or_else(|| TilesError::Number(n.to_string()))
+
+    /// The field id of key `id` in the current row's dictionary.
+    fn field_id(&self, id: u32) -> u32 {
+        let position = self
+            .row
+            .binary_search(&self.rank[id as usize])
+            .expect("every key of a row is in its dictionary");
+        position as u32
+    }
+
+    /// Appends the Variant encoding of `value` to `out`.
+    pub fn encode(&mut self, value: Value<'a>, out: &mut Vec<u8>) {
+        let node = value.node();
+        match node.kind() {
+            Kind::Null => out.push(NULL),
+            Kind::True => out.push(TRUE),
+            Kind::False => out.push(FALSE),
+            Kind::Int => encode_int(node.int(), out),
+            Kind::UInt => {
+                // Above i64::MAX: a scale-0 decimal, which prints as an integer.
+                out.push(DECIMAL16);
+                out.push(0);
+                out.extend_from_slice(&i128::from(node.uint()).to_le_bytes());
+            }
+            Kind::Float => {
+                out.push(DOUBLE);
+                out.extend_from_slice(&node.float().to_le_bytes());
+            }
+            Kind::String | Kind::Key => encode_str(value.str_bytes(), out),
+            Kind::Array => {
+                let start = self.scratch.len();
+                self.scratch
+                    .extend(value.elements().map(|e| (0, e.index())));
+                self.encode_container(value, start, None, out);
+            }
+            Kind::Object => self.encode_object(value.members(), value, out),
+        }
+    }
+
+    /// Appends an object made of `members` (a subset of `object`'s members, in
+    /// document order) to `out`. A key given twice keeps its last value, as JSON
+    /// parsers do.
+    pub fn encode_object(
+        &mut self,
+        members: impl Iterator<Item = (Value<'a>, Value<'a>)>,
+        object: Value<'a>,
+        out: &mut Vec<u8>,
+    ) {
+        let start = self.scratch.len();
+        for (key, value) in members {
+            let id = self.field_id(key.key_id());
+            self.scratch.push((id, value.index()));
+        }
+        // Stable sort by id (= by key, the dictionary is sorted), then keep the last
+        // of each run of equal keys.
+        self.scratch[start..].sort_by_key(|&(id, _)| id);
+        let mut write = start;
+        for read in start..self.scratch.len() {
+            let entry = self.scratch[read];
+            if write > start && self.scratch[write - 1].0 == entry.0 {
+                self.scratch[write - 1] = entry;
+            } else {
+                self.scratch[write] = entry;
+                write += 1;
+            }
+        }
+        self.scratch.truncate(write);
+        let max_id = self.scratch[start..].iter().map(|&(id, _)| id).max();
+        self.encode_container(object, start, Some(max_id.unwrap_or(0)), out);
+    }
+
+    /// Writes the values listed in `scratch[start..]` (tape indexes of `container`'s
+    /// document), then splices the container header in front of them. `field_ids`
+    /// is the largest field id for an object, `None` for an array.
+    fn encode_container(
+        &mut self,
+        container: Value<'a>,
+        start: usize,
+        max_field_id: Option<u32>,
+        out: &mut Vec<u8>,
+    ) {
+        let data_start = out.len();
+        for i in start..self.scratch.len() {
+            let index = self.scratch[i].1;
+            self.scratch[i].1 = out.len() - data_start;
+            self.encode(container.at(index), out);
+        }
+        let count = self.scratch.len() - start;
+        let data_size = out.len() - data_start;
+        let offset_size = int_size(data_size);
+        let large = count > 0xff;
+        self.header.clear();
+        match max_field_id {
+            Some(max_id) => {
+                let id_size = int_size(max_id as usize);
+                self.header.push(
+                    OBJECT
+                        | ((offset_size as u8 - 1) << 2)
+                        | ((id_size as u8 - 1) << 4)
+                        | (u8::from(large) << 6),
+                );
+                push_uint(&mut self.header, count, if large { 4 } else { 1 });
+                for &(id, _) in &self.scratch[start..] {
+                    push_uint(&mut self.header, id as usize, id_size);
+                }
+            }
+            None => {
+                self.header
+                    .push(ARRAY | ((offset_size as u8 - 1) << 2) | (u8::from(large) << 4));
+                push_uint(&mut self.header, count, if large { 4 } else { 1 });
+            }
+        }
+        for &(_, offset) in &self.scratch[start..] {
+            push_uint(&mut self.header, offset, offset_size);
+        }
+        push_uint(&mut self.header, data_size, offset_size);
+        self.scratch.truncate(start);
+        out.splice(data_start..data_start, self.header.iter().copied());
+    }
+}
+
+/// An integer in the narrowest Variant integer type that holds it.
+fn encode_int(v: i64, out: &mut Vec<u8>) {
+    if let Ok(v) = i8::try_from(v) {
+        out.push(INT8);
+        out.extend_from_slice(&v.to_le_bytes());
+    } else if let Ok(v) = i16::try_from(v) {
+        out.push(INT16);
+        out.extend_from_slice(&v.to_le_bytes());
+    } else if let Ok(v) = i32::try_from(v) {
+        out.push(INT32);
+        out.extend_from_slice(&v.to_le_bytes());
+    } else {
+        out.push(INT64);
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+}
+
+fn encode_str(s: &[u8], out: &mut Vec<u8>) {
+    if s.len() <= SHORT_STRING_MAX {
+        out.push(SHORT_STRING | ((s.len() as u8) << 2));
+    } else {
+        out.push(LONG_STRING);
+        out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    }
+    out.extend_from_slice(s);
 }
 
 /// Writes `variant` as JSON text to `out`.
@@ -143,13 +337,17 @@ fn push_string(out: &mut String, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use parquet_variant::VariantBuilder;
+    use serde_json::Value as Json;
 
     fn round_trip(text: &str) -> String {
-        let value: Value = serde_json::from_str(text).unwrap();
-        let mut builder = VariantBuilder::new();
-        append_json(&value, &mut builder).unwrap();
-        let (metadata, bytes) = builder.finish();
+        let mut tape = Tape::default();
+        tape.push(text.as_bytes()).unwrap();
+        let doc = tape.doc(0, text.as_bytes());
+        let mut encoder = RowEncoder::new(&tape);
+        let (mut metadata, mut bytes) = (Vec::new(), Vec::new());
+        encoder.start_row(doc.keys(), &mut metadata);
+        encoder.encode(doc.root(), &mut bytes);
+        // `try_new` validates the whole encoding, dictionary and object order included.
         let variant = Variant::try_new(&metadata, &bytes).unwrap();
         let mut out = String::new();
         write_json(&variant, &mut out);
@@ -180,7 +378,19 @@ mod tests {
     fn strings_and_structure_round_trip() {
         let text =
             r#"{"a":"d\u00e9j\u00e0 \"vu\"\n\u0001","b":[],"c":{},"d":[null,true,{"e":"東京😀"}]}"#;
-        let back: Value = serde_json::from_str(&round_trip(text)).unwrap();
-        assert_eq!(back, serde_json::from_str::<Value>(text).unwrap());
+        let back: Json = serde_json::from_str(&round_trip(text)).unwrap();
+        assert_eq!(back, serde_json::from_str::<Json>(text).unwrap());
+    }
+
+    #[test]
+    fn duplicate_keys_keep_the_last_value_and_large_containers_encode() {
+        assert_eq!(round_trip(r#"{"b":1,"a":2,"b":3}"#), r#"{"a":2,"b":3}"#);
+        let many: Vec<String> = (0..300).map(|i| format!(r#""k{i:03}":{i}"#)).collect();
+        let text = format!("{{{}}}", many.join(","));
+        let back: Json = serde_json::from_str(&round_trip(&text)).unwrap();
+        assert_eq!(back, serde_json::from_str::<Json>(&text).unwrap());
+        let long = format!(r#"["{}",{}]"#, "x".repeat(70_000), vec!["1"; 300].join(","));
+        let back: Json = serde_json::from_str(&round_trip(&long)).unwrap();
+        assert_eq!(back, serde_json::from_str::<Json>(&long).unwrap());
     }
 }

@@ -1,25 +1,29 @@
-//! Writing one data file: documents -> Variant (exact) -> shredded by the mined paths ->
-//! Parquet (zstd, dictionaries, page statistics and indexes), with the file's summary
-//! for the table manifest.
+//! Writing one data file: documents parsed once onto a tape -> key-path items ->
+//! documents reordered within partitions of tiles -> each tile mined (FP-growth) for
+//! the paths to extract -> shredded by the union of those paths straight into Arrow
+//! arrays (majority type typed, outliers as Variant) -> Parquet (zstd, dictionaries,
+//! delta-encoded integers, page statistics and indexes), with the file's summary for
+//! the table manifest.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StructArray};
-use arrow::datatypes::{DataType, Field, Fields, Float64Type, Int64Type, Schema};
+use arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Schema};
 use bytes::Bytes;
 use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, ZstdLevel};
+use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
-use parquet_variant_compute::{VariantArray, VariantArrayBuilder, shred_variant};
-use serde_json::Value;
+use parquet::schema::types::ColumnPath;
+use parquet_variant_compute::VariantArray;
 
-use crate::keypaths::{Choice, json_path, mine};
+use crate::keypaths::{Choice, Items, json_path, mine};
+use crate::reorder::{Partitioning, reorder};
+use crate::shred::Shredder;
 use crate::summary::{
     DistinctSketch, FileSummary, LeafType, PathBloom, PathStats, STAT_STRING_LIMIT, ShreddedPath,
     ShreddingSchema, StatValue,
 };
-use crate::variant::append_json;
+use crate::tape::Tape;
 use crate::{TilesError, TilesOptions};
 
 /// A written data file and what it says about itself.
@@ -34,32 +38,67 @@ pub struct WrittenFile {
 /// Name of the document column in data files.
 pub const COLUMN: &str = "j";
 
-/// Shreds `docs` (JSON texts, one per row) into one Parquet file.
+/// Most JSON text one file takes: typed string columns use 32-bit offsets.
+pub const MAX_FILE_BYTES: usize = 1 << 30;
+
+/// Shreds `docs` (JSON texts, one per row) into one Parquet file. Rows keep their
+/// documents' input order only within a tile: documents move between the tiles of a
+/// partition so that tiles share structure.
 pub fn write_file(docs: &[&[u8]], options: &TilesOptions) -> Result<WrittenFile, TilesError> {
-    let values = docs
-        .iter()
-        .enumerate()
-        .map(|(index, doc)| {
-            serde_json::from_slice::<Value>(doc).map_err(|e| TilesError::Json {
-                index,
-                line: e.line(),
-                column: e.column(),
-                reason: e.to_string(),
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let mined = mine(&values, options.tile_docs, options.threshold);
-    let mut builder = VariantArrayBuilder::new(values.len());
-    for value in &values {
-        append_json(value, &mut builder)?;
+    if options.tile_docs == 0 || options.partition_tiles == 0 || options.itemset_budget == 0 {
+        return Err(TilesError::Options(
+            "tiles, partitions and the itemset budget must not be empty",
+        ));
     }
-    drop(values);
-    let variant = builder.build();
-    let variant = match typed_type(&mined.shredded) {
-        Some(as_type) => shred_variant(&variant, &as_type).map_err(TilesError::variant)?,
-        None => variant,
-    };
-    let column: StructArray = variant.inner().clone();
+    if !(0.0..=1.0).contains(&options.threshold) || options.threshold == 0.0 {
+        return Err(TilesError::Options("the threshold is a share in (0, 1]"));
+    }
+    let bytes: usize = docs.iter().map(|d| d.len()).sum();
+    if bytes > MAX_FILE_BYTES {
+        return Err(TilesError::TooLarge {
+            bytes,
+            limit: MAX_FILE_BYTES,
+        });
+    }
+    let mut tape = Tape::with_capacity(docs.len(), bytes);
+    for (index, doc) in docs.iter().enumerate() {
+        tape.push(doc).map_err(|e| {
+            let (line, column) = e.line_column(doc);
+            TilesError::Json {
+                index,
+                line,
+                column,
+                reason: e.reason.to_string(),
+            }
+        })?;
+    }
+    let items = Items::collect(&tape, docs);
+    let transactions: Vec<&[u32]> = (0..docs.len()).map(|i| items.of(i)).collect();
+    let order = reorder(
+        &transactions,
+        &Partitioning {
+            tile_docs: options.tile_docs,
+            partition_tiles: options.partition_tiles,
+            threshold: options.threshold,
+            budget: options.itemset_budget,
+        },
+    );
+    let mined = mine(
+        &items,
+        &order,
+        options.tile_docs,
+        options.threshold,
+        options.itemset_budget,
+    );
+    drop(transactions);
+    drop(items);
+    let mut shredder = Shredder::new(&tape, &mined.shredded, docs.len());
+    for &i in &order {
+        let doc = tape.doc(i, docs[i]);
+        shredder.append(doc.root(), doc.keys());
+    }
+    let column = shredder.finish();
+    drop(tape);
     let stats = mined
         .shredded
         .iter()
@@ -83,42 +122,8 @@ pub fn write_file(docs: &[&[u8]], options: &TilesOptions) -> Result<WrittenFile,
         stats,
         unshredded_paths: unshredded,
     };
-    let parquet = encode(column, options)?;
+    let parquet = encode(column, &mined.shredded, options)?;
     Ok(WrittenFile { parquet, summary })
-}
-
-/// The `typed_value` type that shreds `paths`: nested structs down to typed leaves.
-fn typed_type(paths: &[Choice]) -> Option<DataType> {
-    #[derive(Default)]
-    struct Node {
-        leaf: Option<LeafType>,
-        children: BTreeMap<String, Node>,
-    }
-    fn to_type(node: &Node) -> DataType {
-        match node.leaf {
-            Some(LeafType::Bool) => DataType::Boolean,
-            Some(LeafType::Int) => DataType::Int64,
-            Some(LeafType::Float) => DataType::Float64,
-            Some(LeafType::String | LeafType::Timestamp) => DataType::Utf8,
-            None => DataType::Struct(Fields::from(
-                node.children
-                    .iter()
-                    .map(|(k, child)| Field::new(k, to_type(child), true))
-                    .collect::<Vec<_>>(),
-            )),
-        }
-    }
-    if paths.is_empty() {
-        return None;
-    }
-    let mut root = Node::default();
-    for choice in paths {
-        let node = choice.path.iter().fold(&mut root, |node, key| {
-            node.children.entry(key.clone()).or_default()
-        });
-        node.leaf = Some(choice.ty);
-    }
-    Some(to_type(&root))
 }
 
 /// The `(value, typed_value)` pair of `path` inside a shredded Variant column.
@@ -223,19 +228,42 @@ fn truncate(s: &str) -> &str {
     &s[..end]
 }
 
-fn encode(column: StructArray, options: &TilesOptions) -> Result<Bytes, TilesError> {
+/// The Parquet column path of a shredded leaf's typed column.
+fn typed_column_path(path: &[String]) -> ColumnPath {
+    let mut parts = vec![COLUMN.to_string()];
+    for key in path {
+        parts.push("typed_value".into());
+        parts.push(key.clone());
+    }
+    parts.push("typed_value".into());
+    ColumnPath::new(parts)
+}
+
+fn encode(
+    column: StructArray,
+    shredded: &[Choice],
+    options: &TilesOptions,
+) -> Result<Bytes, TilesError> {
     let field = Field::new(COLUMN, column.data_type().clone(), true);
     let schema = Arc::new(Schema::new(vec![field]));
     let batch = RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(column)])
         .map_err(TilesError::variant)?;
-    let properties = WriterProperties::builder()
+    let mut properties = WriterProperties::builder()
         .set_compression(Compression::ZSTD(
             ZstdLevel::try_new(options.zstd_level).map_err(TilesError::Parquet)?,
         ))
         .set_dictionary_enabled(true)
         .set_statistics_enabled(EnabledStatistics::Page)
-        .set_max_row_group_row_count(Some(options.row_group_docs))
-        .build();
+        .set_max_row_group_row_count(Some(options.row_group_docs));
+    // Integers (ids, timestamps, counters) are mostly distinct and close to their
+    // neighbours: deltas compress them far better than a dictionary that overflows.
+    for choice in shredded.iter().filter(|c| c.ty == LeafType::Int) {
+        let path = typed_column_path(&choice.path);
+        properties = properties
+            .set_column_dictionary_enabled(path.clone(), false)
+            .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
+    }
+    let properties = properties.build();
     let mut out = Vec::new();
     let mut writer =
         ArrowWriter::try_new(&mut out, schema, Some(properties)).map_err(TilesError::Parquet)?;

@@ -25,6 +25,10 @@ pub const DOCS_PER_FILE: usize = 262_144;
 /// Raw JSON bytes per data file, whichever limit comes first.
 pub const BYTES_PER_FILE: usize = 192 << 20;
 
+/// Smallest file the last chunk of a write is split into: below it, the per-file
+/// overhead and weaker compression outweigh shredding the parts on more cores.
+pub const MIN_SPLIT_DOCS: usize = 65_536;
+
 /// Counters an ingest shows while it runs and in its summary.
 #[derive(Debug, Default)]
 pub struct WriteProgress {
@@ -106,6 +110,29 @@ impl Chunk {
 
     fn is_full(&self) -> bool {
         self.ends.len() >= DOCS_PER_FILE || self.bytes.len() >= BYTES_PER_FILE
+    }
+
+    /// This chunk as at most `parts` chunks of at least [`MIN_SPLIT_DOCS`] documents
+    /// each, in order.
+    fn split(self, parts: usize) -> Vec<Chunk> {
+        let parts = parts.min(self.ends.len() / MIN_SPLIT_DOCS).max(1);
+        if parts == 1 {
+            return vec![self];
+        }
+        let per_part = self.ends.len().div_ceil(parts);
+        let mut start = 0;
+        self.ends
+            .chunks(per_part)
+            .map(|ends| {
+                let end = *ends.last().expect("chunks are not empty");
+                let part = Chunk {
+                    bytes: self.bytes[start..end].to_vec(),
+                    ends: ends.iter().map(|e| e - start).collect(),
+                };
+                start = end;
+                part
+            })
+            .collect()
     }
 
     fn docs(&self) -> Vec<&[u8]> {
@@ -203,9 +230,13 @@ impl DataSink for TilesSink {
                     .await?;
             }
         }
+        // No input arrives while the last chunk is shredded: split it so that the free
+        // cores share it instead of one core shredding it alone.
         if !chunk.ends.is_empty() {
-            self.flush(chunk, &mut running, &mut done, max_in_flight)
-                .await?;
+            for part in chunk.split(max_in_flight) {
+                self.flush(part, &mut running, &mut done, max_in_flight)
+                    .await?;
+            }
         }
         while !running.is_empty() {
             done.push(join_next(&mut running).await?);
@@ -252,4 +283,33 @@ fn for_each_document(column: &dyn Array, first_row: u64, mut f: impl FnMut(&[u8]
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(docs: usize) -> Chunk {
+        let mut chunk = Chunk::default();
+        (0..docs).for_each(|i| chunk.push(format!("{{\"i\":{i}}}").as_bytes()));
+        chunk
+    }
+
+    #[test]
+    fn the_last_chunk_splits_into_parts_of_at_least_the_minimum() {
+        let whole = chunk(MIN_SPLIT_DOCS * 2 + 3);
+        let texts: Vec<Vec<u8>> = whole.docs().iter().map(|d| d.to_vec()).collect();
+        let parts = whole.split(4);
+        assert_eq!(
+            parts.iter().map(|p| p.ends.len()).collect::<Vec<_>>(),
+            vec![MIN_SPLIT_DOCS + 2, MIN_SPLIT_DOCS + 1]
+        );
+        let rejoined: Vec<Vec<u8>> = parts
+            .iter()
+            .flat_map(|p| p.docs().into_iter().map(|d| d.to_vec()))
+            .collect();
+        assert_eq!(rejoined, texts);
+        assert_eq!(chunk(MIN_SPLIT_DOCS * 2 - 1).split(4).len(), 1);
+        assert_eq!(chunk(10).split(1).len(), 1);
+    }
 }

@@ -1,0 +1,310 @@
+//! Shredding parsed documents into a Variant column in one walk per document, following
+//! the Parquet Variant shredding spec: `j = {metadata, value, typed_value}` where
+//! `typed_value` holds one `{value, typed_value}` struct per shredded key, nested down
+//! to typed leaves.
+//!
+//! Per row and shredded field: `typed_value` set = a value of the column's type;
+//! `value` set = any other value (JSON null included) as Variant, an outlier; both null =
+//! the key is missing. For an object field, `value` holds the members that are not
+//! shredded (a partially shredded object), or the whole value when it is not an object.
+
+use std::sync::Arc;
+
+use arrow::array::NullBufferBuilder;
+use arrow::array::{
+    Array, ArrayRef, BinaryViewBuilder, BooleanBuilder, Float64Builder, Int64Builder,
+    StringBuilder, StructArray,
+};
+use arrow::datatypes::{DataType, Field, Fields};
+
+use crate::keypaths::Choice;
+use crate::summary::LeafType;
+use crate::tape::{Kind, Tape, Value};
+use crate::variant::RowEncoder;
+
+/// The typed column of a shredded leaf.
+enum Typed {
+    Bool(BooleanBuilder),
+    Int(Int64Builder),
+    Float(Float64Builder),
+    String(StringBuilder),
+}
+
+impl Typed {
+    fn new(ty: LeafType, capacity: usize) -> Self {
+        match ty {
+            LeafType::Bool => Typed::Bool(BooleanBuilder::with_capacity(capacity)),
+            LeafType::Int => Typed::Int(Int64Builder::with_capacity(capacity)),
+            LeafType::Float => Typed::Float(Float64Builder::with_capacity(capacity)),
+            LeafType::String | LeafType::Timestamp => {
+                Typed::String(StringBuilder::with_capacity(capacity, capacity * 16))
+            }
+        }
+    }
+
+    /// Appends `value` when it has the column's type; false (and nothing appended)
+    /// otherwise.
+    fn try_append(&mut self, value: Value<'_>) -> bool {
+        let node = value.node();
+        match (self, node.kind()) {
+            (Typed::Bool(b), Kind::True) => b.append_value(true),
+            (Typed::Bool(b), Kind::False) => b.append_value(false),
+            (Typed::Int(b), Kind::Int) => b.append_value(node.int()),
+            (Typed::Float(b), Kind::Float) => b.append_value(node.float()),
+            (Typed::String(b), Kind::String) => b.append_value(value.str()),
+            _ => return false,
+        }
+        true
+    }
+
+    fn append_null(&mut self) {
+        match self {
+            Typed::Bool(b) => b.append_null(),
+            Typed::Int(b) => b.append_null(),
+            Typed::Float(b) => b.append_null(),
+            Typed::String(b) => b.append_null(),
+        }
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        match self {
+            Typed::Bool(b) => Arc::new(b.finish()),
+            Typed::Int(b) => Arc::new(b.finish()),
+            Typed::Float(b) => Arc::new(b.finish()),
+            Typed::String(b) => Arc::new(b.finish()),
+        }
+    }
+}
+
+/// What a shredded field holds below its `value`.
+enum Shape {
+    Leaf(Typed),
+    Object(Object),
+}
+
+/// A shredded object: its shredded members (sorted by key) and its validity.
+struct Object {
+    fields: Vec<(String, Shredded)>,
+    /// (key id, index in `fields`) sorted by key id, for the keys the tape has.
+    by_key: Vec<(u32, usize)>,
+    valid: NullBufferBuilder,
+    /// Per field, the tape index of the current row's value (a key given twice keeps
+    /// its last value); reused across rows.
+    slots: Vec<Option<usize>>,
+}
+
+/// One `{value, typed_value}` pair.
+struct Shredded {
+    value: BinaryViewBuilder,
+    shape: Shape,
+}
+
+/// Builds the Variant column of a file from its documents, row by row.
+pub struct Shredder<'a> {
+    metadata: BinaryViewBuilder,
+    root: Shredded,
+    encoder: RowEncoder<'a>,
+    /// Members of the object being shredded that go to its `value`, innermost last.
+    residual: Vec<(Value<'a>, Value<'a>)>,
+    buffer: Vec<u8>,
+}
+
+impl<'a> Shredder<'a> {
+    /// A shredder of documents of `tape` by the shredded paths `choices` (sorted, no
+    /// path a prefix of another).
+    pub fn new(tape: &'a Tape, choices: &[Choice], capacity: usize) -> Self {
+        Self {
+            metadata: BinaryViewBuilder::with_capacity(capacity),
+            root: build(tape, choices, 0, None, capacity),
+            encoder: RowEncoder::new(tape),
+            residual: Vec::new(),
+            buffer: Vec::new(),
+        }
+    }
+
+    /// Appends one document, given its root and its keys.
+    pub fn append(&mut self, root: Value<'a>, keys: impl Iterator<Item = u32>) {
+        self.buffer.clear();
+        self.encoder.start_row(keys, &mut self.buffer);
+        self.metadata.append_value(&self.buffer);
+        let Self {
+            root: shredded,
+            encoder,
+            residual,
+            buffer,
+            ..
+        } = self;
+        append(shredded, Some(root), encoder, residual, buffer);
+    }
+
+    /// The finished column: `{metadata, value, typed_value}`, or `{metadata, value}`
+    /// when nothing is shredded.
+    pub fn finish(mut self) -> StructArray {
+        let metadata = Arc::new(self.metadata.finish()) as ArrayRef;
+        let (value, typed) = finish(&mut self.root);
+        let mut fields = vec![
+            Field::new("metadata", DataType::BinaryView, false),
+            Field::new("value", DataType::BinaryView, true),
+        ];
+        let mut columns = vec![metadata, value];
+        if let Some(typed) = typed {
+            fields.push(Field::new("typed_value", typed.data_type().clone(), true));
+            columns.push(typed);
+        }
+        StructArray::new(Fields::from(fields), columns, None)
+    }
+}
+
+/// The shredding tree of `choices[..]` below the common prefix of length `depth`.
+fn build(
+    tape: &Tape,
+    choices: &[Choice],
+    depth: usize,
+    leaf: Option<LeafType>,
+    capacity: usize,
+) -> Shredded {
+    let shape = match leaf {
+        Some(ty) => Shape::Leaf(Typed::new(ty, capacity)),
+        None => {
+            let mut fields = Vec::new();
+            let mut rest = choices;
+            while let Some(first) = rest.first() {
+                let key = &first.path[depth];
+                let n = rest.iter().take_while(|c| &c.path[depth] == key).count();
+                let (group, tail) = rest.split_at(n);
+                let leaf =
+                    (group.len() == 1 && group[0].path.len() == depth + 1).then_some(group[0].ty);
+                assert!(
+                    leaf.is_some() || group.iter().all(|c| c.path.len() > depth + 1),
+                    "a shredded path is not a prefix of another"
+                );
+                fields.push((key.clone(), build(tape, group, depth + 1, leaf, capacity)));
+                rest = tail;
+            }
+            let mut by_key: Vec<(u32, usize)> = fields
+                .iter()
+                .enumerate()
+                .filter_map(|(i, (name, _))| Some((tape.key_id(name.as_bytes())?, i)))
+                .collect();
+            by_key.sort_unstable();
+            Shape::Object(Object {
+                slots: vec![None; fields.len()],
+                by_key,
+                fields,
+                valid: NullBufferBuilder::new(capacity),
+            })
+        }
+    };
+    Shredded {
+        value: BinaryViewBuilder::with_capacity(capacity),
+        shape,
+    }
+}
+
+/// Appends one row's `value` (None: the key is missing) to a shredded pair.
+fn append<'a>(
+    shredded: &mut Shredded,
+    value: Option<Value<'a>>,
+    encoder: &mut RowEncoder<'a>,
+    residual: &mut Vec<(Value<'a>, Value<'a>)>,
+    buffer: &mut Vec<u8>,
+) {
+    match (&mut shredded.shape, value) {
+        (shape, None) => {
+            shredded.value.append_null();
+            append_missing(shape);
+        }
+        (Shape::Leaf(typed), Some(value)) => {
+            if typed.try_append(value) {
+                shredded.value.append_null();
+            } else {
+                typed.append_null();
+                buffer.clear();
+                encoder.encode(value, buffer);
+                shredded.value.append_value(&buffer);
+            }
+        }
+        (Shape::Object(object), Some(value))
+            if value.node().kind() == Kind::Object && !object.fields.is_empty() =>
+        {
+            let start = residual.len();
+            for (key, member) in value.members() {
+                let id = key.key_id();
+                match object.by_key.binary_search_by_key(&id, |&(k, _)| k) {
+                    Ok(at) => object.slots[object.by_key[at].1] = Some(member.index()),
+                    Err(_) => residual.push((key, member)),
+                }
+            }
+            if residual.len() > start {
+                buffer.clear();
+                encoder.encode_object(residual[start..].iter().copied(), value, buffer);
+                residual.truncate(start);
+                shredded.value.append_value(&buffer);
+            } else {
+                shredded.value.append_null();
+            }
+            object.valid.append_non_null();
+            for i in 0..object.fields.len() {
+                let member = object.slots[i].take().map(|index| value.at(index));
+                append(&mut object.fields[i].1, member, encoder, residual, buffer);
+            }
+        }
+        // Not an object, or an object with nothing shredded (the root of a file that
+        // shreds no path): the whole value is the Variant.
+        (Shape::Object(_), Some(other)) => {
+            buffer.clear();
+            encoder.encode(other, buffer);
+            shredded.value.append_value(&buffer);
+            append_missing(&mut shredded.shape);
+        }
+    }
+}
+
+/// Marks the typed side of `shape` (and everything below) null for this row.
+fn append_missing(shape: &mut Shape) {
+    match shape {
+        Shape::Leaf(typed) => typed.append_null(),
+        Shape::Object(object) => {
+            object.valid.append_null();
+            for (_, field) in &mut object.fields {
+                field.value.append_null();
+                append_missing(&mut field.shape);
+            }
+        }
+    }
+}
+
+/// The `value` column and, below a shredded pair, its `typed_value` column.
+fn finish(shredded: &mut Shredded) -> (ArrayRef, Option<ArrayRef>) {
+    let value = Arc::new(shredded.value.finish()) as ArrayRef;
+    let typed = match &mut shredded.shape {
+        Shape::Leaf(typed) => typed.finish(),
+        Shape::Object(object) => {
+            if object.fields.is_empty() {
+                return (value, None);
+            }
+            let mut fields = Vec::with_capacity(object.fields.len());
+            let mut columns = Vec::with_capacity(object.fields.len());
+            for (name, field) in &mut object.fields {
+                let (value, typed) = finish(field);
+                let typed = typed.expect("a shredded field has a typed column");
+                let pair = StructArray::new(
+                    Fields::from(vec![
+                        Field::new("value", DataType::BinaryView, true),
+                        Field::new("typed_value", typed.data_type().clone(), true),
+                    ]),
+                    vec![value, typed],
+                    None,
+                );
+                fields.push(Field::new(name.as_str(), pair.data_type().clone(), false));
+                columns.push(Arc::new(pair) as ArrayRef);
+            }
+            Arc::new(StructArray::new(
+                Fields::from(fields),
+                columns,
+                object.valid.finish(),
+            ))
+        }
+    };
+    (value, Some(typed))
+}

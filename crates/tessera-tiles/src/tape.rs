@@ -1,0 +1,948 @@
+//! One parse per document: JSON text -> a flat tape of nodes that mining, Variant
+//! encoding and shredding all walk, so no document is parsed twice and no value tree is
+//! allocated.
+//!
+//! A document is a contiguous run of nodes in pre-order. An object node is followed by
+//! its members as (key, value) node pairs, an array node by its elements; a container
+//! records where the node after it starts, so whole subtrees are skipped in O(1).
+//! Strings without escapes point into the document text; the others are unescaped once
+//! into the tape's side buffer.
+//!
+//! Numbers are classified the way `serde_json` does, which the round trip relies on:
+//! integers that fit `i64` are `Int`, larger ones up to `u64::MAX` are `UInt`, every
+//! other number (fraction, exponent, or beyond `u64`) is a `Float`.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Deepest nesting of arrays and objects accepted (the limit `serde_json` applies too),
+/// which bounds the parser's stack and every recursive walk over a tape.
+pub const MAX_DEPTH: usize = 128;
+
+/// Largest document accepted: offsets inside a document are 32-bit.
+pub const MAX_DOC_BYTES: usize = u32::MAX as usize;
+
+/// A multiply-rotate hasher (the Fx hash of rustc) for interning keys and paths: keys
+/// are short and hashed once per key of every document, where SipHash would cost a
+/// large share of ingest.
+#[derive(Default)]
+pub struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            self.add(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
+        }
+        for &b in chunks.remainder() {
+            self.add(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl FxHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+/// The kind of a tape node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    /// JSON `null`.
+    Null,
+    /// JSON `true`.
+    True,
+    /// JSON `false`.
+    False,
+    /// An integer that fits `i64`.
+    Int,
+    /// An integer above `i64::MAX` that fits `u64`.
+    UInt,
+    /// Any other number.
+    Float,
+    /// A string value.
+    String,
+    /// An object key (always followed by its value); it also carries the key's id in
+    /// the tape's key dictionary.
+    Key,
+    /// An object; `len` members follow.
+    Object,
+    /// An array; `len` elements follow.
+    Array,
+}
+
+/// One tape node (16 bytes).
+#[derive(Debug, Clone, Copy)]
+pub struct Node {
+    kind: Kind,
+    /// For strings and keys: the bytes sit in the tape's side buffer, not the document.
+    escaped: bool,
+    /// String length in bytes, or the member/element count of a container.
+    len: u32,
+    /// String offset (for a key: offset in the low 32 bits, key id in the high 32),
+    /// number bits, or for a container the index of the node after it.
+    payload: u64,
+}
+
+impl Node {
+    /// What the node is.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// The integer of an `Int` node.
+    pub fn int(&self) -> i64 {
+        self.payload as i64
+    }
+
+    /// The integer of a `UInt` node.
+    pub fn uint(&self) -> u64 {
+        self.payload
+    }
+
+    /// The number of a `Float` node.
+    pub fn float(&self) -> f64 {
+        f64::from_bits(self.payload)
+    }
+}
+
+/// Why a document is not valid JSON: where (byte offset in the document) and what was
+/// expected there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParseError {
+    /// Byte offset of the problem from the document start.
+    pub offset: usize,
+    /// What the parser expected or found.
+    pub reason: &'static str,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at byte {}", self.reason, self.offset)
+    }
+}
+
+impl ParseError {
+    /// 1-based line and column of the error inside `doc`.
+    pub fn line_column(&self, doc: &[u8]) -> (usize, usize) {
+        let before = &doc[..self.offset.min(doc.len())];
+        let line = memchr::memchr_iter(b'\n', before).count() + 1;
+        let line_start = memchr::memrchr(b'\n', before).map_or(0, |i| i + 1);
+        (line, self.offset - line_start + 1)
+    }
+}
+
+/// The parsed documents of one file.
+#[derive(Debug, Default)]
+pub struct Tape {
+    nodes: Vec<Node>,
+    /// Index of each document's root node; one more entry marks the end.
+    starts: Vec<usize>,
+    /// Unescaped strings and keys.
+    unescaped: Vec<u8>,
+    /// Open containers while parsing: their node index.
+    stack: Vec<usize>,
+    /// Every distinct object key, by id, and the ids by key.
+    key_names: Vec<Box<[u8]>>,
+    key_ids: HashMap<Box<[u8]>, u32, BuildHasherDefault<FxHasher>>,
+}
+
+/// One document of a tape, with the text its strings point into.
+#[derive(Clone, Copy)]
+pub struct Doc<'a> {
+    tape: &'a Tape,
+    text: &'a [u8],
+    root: usize,
+    end: usize,
+}
+
+impl Tape {
+    /// An empty tape with room for about `docs` documents of `bytes` text in all.
+    pub fn with_capacity(docs: usize, bytes: usize) -> Self {
+        Self {
+            nodes: Vec::with_capacity(bytes / 12),
+            starts: Vec::with_capacity(docs + 1),
+            unescaped: Vec::new(),
+            stack: Vec::with_capacity(MAX_DEPTH),
+            key_names: Vec::new(),
+            key_ids: HashMap::default(),
+        }
+    }
+
+    /// The bytes of key `id`.
+    pub fn key_name(&self, id: u32) -> &[u8] {
+        &self.key_names[id as usize]
+    }
+
+    /// Number of distinct keys seen (ids are `0..key_count()`).
+    pub fn key_count(&self) -> usize {
+        self.key_names.len()
+    }
+
+    /// The id of `key`, if any document had it.
+    pub fn key_id(&self, key: &[u8]) -> Option<u32> {
+        self.key_ids.get(key).copied()
+    }
+
+    /// The id of `key`, interned on first sight.
+    fn intern(&mut self, key: &[u8]) -> u32 {
+        if let Some(&id) = self.key_ids.get(key) {
+            return id;
+        }
+        let id = self.key_names.len() as u32;
+        self.key_names.push(key.into());
+        self.key_ids.insert(key.into(), id);
+        id
+    }
+
+    /// Number of documents parsed.
+    pub fn docs(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// Document `index`, whose text was `text` when it was parsed.
+    pub fn doc<'a>(&'a self, index: usize, text: &'a [u8]) -> Doc<'a> {
+        Doc {
+            tape: self,
+            text,
+            root: self.starts[index],
+            end: self
+                .starts
+                .get(index + 1)
+                .copied()
+                .unwrap_or(self.nodes.len()),
+        }
+    }
+
+    /// Parses `text` as one JSON document and appends it; on error the tape is unchanged.
+    pub fn push(&mut self, text: &[u8]) -> Result<(), ParseError> {
+        let node_mark = self.nodes.len();
+        let unescaped_mark = self.unescaped.len();
+        if text.len() > MAX_DOC_BYTES {
+            return Err(ParseError {
+                offset: MAX_DOC_BYTES,
+                reason: "document larger than 4 GiB",
+            });
+        }
+        if let Err(e) = simdutf8::compat::from_utf8(text) {
+            return Err(ParseError {
+                offset: e.valid_up_to(),
+                reason: "invalid UTF-8",
+            });
+        }
+        let mut parser = Parser {
+            text,
+            pos: 0,
+            tape: self,
+        };
+        match parser.document() {
+            Ok(()) => {
+                self.starts.push(node_mark);
+                Ok(())
+            }
+            Err(e) => {
+                self.nodes.truncate(node_mark);
+                self.unescaped.truncate(unescaped_mark);
+                self.stack.clear();
+                Err(e)
+            }
+        }
+    }
+}
+
+impl<'a> Doc<'a> {
+    /// The document's root value.
+    pub fn root(&self) -> Value<'a> {
+        Value {
+            doc: *self,
+            index: self.root,
+        }
+    }
+
+    /// The key id of every object key of the document (with repeats), in document
+    /// order.
+    pub fn keys(&self) -> impl Iterator<Item = u32> + 'a {
+        let nodes = &self.tape.nodes[self.root..self.end];
+        nodes
+            .iter()
+            .filter(|n| n.kind == Kind::Key)
+            .map(|n| (n.payload >> 32) as u32)
+    }
+}
+
+/// A value on the tape.
+#[derive(Clone, Copy)]
+pub struct Value<'a> {
+    doc: Doc<'a>,
+    index: usize,
+}
+
+impl<'a> Value<'a> {
+    /// The value's node.
+    pub fn node(&self) -> Node {
+        self.doc.tape.nodes[self.index]
+    }
+
+    /// Position of the value's node on the tape, an identity within its file.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The value at tape position `index` of the same document.
+    pub fn at(&self, index: usize) -> Value<'a> {
+        debug_assert!((self.doc.root..self.doc.end).contains(&index));
+        Value {
+            doc: self.doc,
+            index,
+        }
+    }
+
+    /// The bytes of a `String` or `Key` node.
+    pub fn str_bytes(&self) -> &'a [u8] {
+        let node = self.node();
+        let start = match node.kind {
+            Kind::Key => (node.payload & u64::from(u32::MAX)) as usize,
+            _ => node.payload as usize,
+        };
+        let len = node.len as usize;
+        if node.escaped {
+            &self.doc.tape.unescaped[start..start + len]
+        } else {
+            &self.doc.text[start..start + len]
+        }
+    }
+
+    /// The id of a `Key` node's key in the tape's key dictionary.
+    pub fn key_id(&self) -> u32 {
+        debug_assert_eq!(self.node().kind, Kind::Key);
+        (self.node().payload >> 32) as u32
+    }
+
+    /// The text of a `String` or `Key` node (validated UTF-8).
+    pub fn str(&self) -> &'a str {
+        let bytes = self.str_bytes();
+        debug_assert!(std::str::from_utf8(bytes).is_ok());
+        // SAFETY: the whole document was validated as UTF-8 before parsing, string
+        // bodies are cut at ASCII quotes, and unescaping writes only whole characters.
+        unsafe { std::str::from_utf8_unchecked(bytes) }
+    }
+
+    /// Index of the node after this value's subtree.
+    fn end(&self) -> usize {
+        let node = self.node();
+        match node.kind {
+            Kind::Object | Kind::Array => node.payload as usize,
+            _ => self.index + 1,
+        }
+    }
+
+    /// The members of an object as (key, value) pairs, in document order.
+    pub fn members(&self) -> Members<'a> {
+        debug_assert_eq!(self.node().kind, Kind::Object);
+        Members(self.children())
+    }
+
+    /// The elements of an array, in order.
+    pub fn elements(&self) -> Elements<'a> {
+        debug_assert_eq!(self.node().kind, Kind::Array);
+        Elements(self.children())
+    }
+
+    fn children(&self) -> Cursor<'a> {
+        Cursor {
+            doc: self.doc,
+            next: self.index + 1,
+            left: self.node().len,
+        }
+    }
+}
+
+/// The children of a container still to visit: where the next one starts, how many.
+struct Cursor<'a> {
+    doc: Doc<'a>,
+    next: usize,
+    left: u32,
+}
+
+impl<'a> Cursor<'a> {
+    /// The next child; with `keyed`, the key node before it too.
+    fn step(&mut self, keyed: bool) -> Option<(usize, Value<'a>)> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let at = self.next;
+        let value = Value {
+            doc: self.doc,
+            index: at + usize::from(keyed),
+        };
+        self.next = value.end();
+        Some((at, value))
+    }
+}
+
+/// Iterator over an object's members.
+pub struct Members<'a>(Cursor<'a>);
+
+impl<'a> Iterator for Members<'a> {
+    type Item = (Value<'a>, Value<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (key, value) = self.0.step(true)?;
+        Some((value.at(key), value))
+    }
+}
+
+/// Iterator over an array's elements.
+pub struct Elements<'a>(Cursor<'a>);
+
+impl<'a> Iterator for Elements<'a> {
+    type Item = Value<'a>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.step(false).map(|(_, value)| value)
+    }
+}
+
+/// Bytes that end the fast scan of a string body: the quote, a backslash, and control
+/// characters (which JSON forbids unescaped).
+static STRING_STOP: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
+struct Parser<'t, 'a> {
+    text: &'a [u8],
+    pos: usize,
+    tape: &'t mut Tape,
+}
+
+impl Parser<'_, '_> {
+    fn error<T>(&self, reason: &'static str) -> Result<T, ParseError> {
+        Err(ParseError {
+            offset: self.pos,
+            reason,
+        })
+    }
+
+    fn skip_whitespace(&mut self) {
+        while let Some(&b) = self.text.get(self.pos) {
+            if !matches!(b, b' ' | b'\n' | b'\r' | b'\t') {
+                break;
+            }
+            self.pos += 1;
+        }
+    }
+
+    fn peek(&mut self) -> Option<u8> {
+        self.skip_whitespace();
+        self.text.get(self.pos).copied()
+    }
+
+    fn push_node(&mut self, kind: Kind, len: u32, payload: u64) {
+        self.tape.nodes.push(Node {
+            kind,
+            escaped: false,
+            len,
+            payload,
+        });
+    }
+
+    /// The whole document: one value, then only whitespace. Open containers are kept on
+    /// an explicit stack; only the first element of a container recurses, so recursion
+    /// is bounded by [`MAX_DEPTH`] too.
+    fn document(&mut self) -> Result<(), ParseError> {
+        self.value()?;
+        while let Some(&open) = self.tape.stack.last() {
+            let kind = self.tape.nodes[open].kind;
+            let close = if kind == Kind::Object { b'}' } else { b']' };
+            match self.peek() {
+                Some(b',') => {
+                    self.pos += 1;
+                    self.element(kind)?;
+                }
+                Some(b) if b == close => {
+                    self.pos += 1;
+                    self.tape.stack.pop();
+                    let end = self.tape.nodes.len() as u64;
+                    self.tape.nodes[open].payload = end;
+                }
+                Some(_) if kind == Kind::Object => return self.error("expected `,` or `}`"),
+                Some(_) => return self.error("expected `,` or `]`"),
+                None => return self.error("unexpected end of document"),
+            }
+        }
+        if self.peek().is_some() {
+            return self.error("trailing characters after the document");
+        }
+        Ok(())
+    }
+
+    /// One more member of the innermost open object, or element of the array.
+    fn element(&mut self, container: Kind) -> Result<(), ParseError> {
+        let open = *self.tape.stack.last().expect("inside a container");
+        self.tape.nodes[open].len = self.tape.nodes[open].len.checked_add(1).ok_or(ParseError {
+            offset: self.pos,
+            reason: "more than 2^32 members",
+        })?;
+        if container == Kind::Object {
+            if self.peek() != Some(b'"') {
+                return self.error("expected a string key");
+            }
+            self.pos += 1;
+            self.string(Kind::Key)?;
+            if self.peek() != Some(b':') {
+                return self.error("expected `:`");
+            }
+            self.pos += 1;
+        }
+        self.value()
+    }
+
+    /// A value; a container is opened (its first member parsed) and left on the stack.
+    fn value(&mut self) -> Result<(), ParseError> {
+        let Some(b) = self.peek() else {
+            return self.error("expected a value");
+        };
+        match b {
+            b'{' | b'[' => {
+                if self.tape.stack.len() >= MAX_DEPTH {
+                    return self.error("nested deeper than 128 levels");
+                }
+                self.pos += 1;
+                let (kind, close) = if b == b'{' {
+                    (Kind::Object, b'}')
+                } else {
+                    (Kind::Array, b']')
+                };
+                let index = self.tape.nodes.len();
+                self.push_node(kind, 0, 0);
+                if self.peek() == Some(close) {
+                    self.pos += 1;
+                    self.tape.nodes[index].payload = index as u64 + 1;
+                    return Ok(());
+                }
+                self.tape.stack.push(index);
+                self.element(kind)
+            }
+            b'"' => {
+                self.pos += 1;
+                self.string(Kind::String)
+            }
+            b't' => self.literal(b"true", Kind::True),
+            b'f' => self.literal(b"false", Kind::False),
+            b'n' => self.literal(b"null", Kind::Null),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => self.error("expected a value"),
+        }
+    }
+
+    fn literal(&mut self, word: &[u8], kind: Kind) -> Result<(), ParseError> {
+        if !self.text[self.pos..].starts_with(word) {
+            return self.error("expected `true`, `false` or `null`");
+        }
+        self.pos += word.len();
+        self.push_node(kind, 0, 0);
+        Ok(())
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.pos;
+        while self.text.get(self.pos).is_some_and(u8::is_ascii_digit) {
+            self.pos += 1;
+        }
+        self.pos - start
+    }
+
+    fn number(&mut self) -> Result<(), ParseError> {
+        let start = self.pos;
+        let negative = self.text[self.pos] == b'-';
+        if negative {
+            self.pos += 1;
+        }
+        let int_start = self.pos;
+        match self.text.get(self.pos) {
+            Some(b'0') => self.pos += 1,
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            _ => return self.error("expected a digit"),
+        }
+        let int_end = self.pos;
+        let mut integral = true;
+        if self.text.get(self.pos) == Some(&b'.') {
+            self.pos += 1;
+            if self.digits() == 0 {
+                return self.error("expected a digit after `.`");
+            }
+            integral = false;
+        }
+        if matches!(self.text.get(self.pos), Some(b'e' | b'E')) {
+            self.pos += 1;
+            if matches!(self.text.get(self.pos), Some(b'+' | b'-')) {
+                self.pos += 1;
+            }
+            if self.digits() == 0 {
+                return self.error("expected a digit in the exponent");
+            }
+            integral = false;
+        }
+        if integral && let Some(magnitude) = parse_u64(&self.text[int_start..int_end]) {
+            if !negative && magnitude <= i64::MAX as u64 {
+                self.push_node(Kind::Int, 0, magnitude);
+                return Ok(());
+            }
+            if !negative {
+                self.push_node(Kind::UInt, 0, magnitude);
+                return Ok(());
+            }
+            // `-0` is a float in serde_json (it keeps the sign); so it is here.
+            if magnitude != 0 && magnitude <= 1 << 63 {
+                self.push_node(Kind::Int, 0, magnitude.wrapping_neg());
+                return Ok(());
+            }
+        }
+        // SAFETY: the number's bytes are ASCII digits, signs, `.`, `e` and `E`.
+        let text = unsafe { std::str::from_utf8_unchecked(&self.text[start..self.pos]) };
+        let value: f64 = text.parse().map_err(|_| ParseError {
+            offset: start,
+            reason: "malformed number",
+        })?;
+        if !value.is_finite() {
+            return Err(ParseError {
+                offset: start,
+                reason: "number out of range",
+            });
+        }
+        self.push_node(Kind::Float, 0, value.to_bits());
+        Ok(())
+    }
+
+    /// A string body after its opening quote, as a `String` or `Key` node.
+    fn string(&mut self, kind: Kind) -> Result<(), ParseError> {
+        let start = self.pos;
+        let mut pos = self.pos;
+        while pos < self.text.len() && !STRING_STOP[self.text[pos] as usize] {
+            pos += 1;
+        }
+        self.pos = pos;
+        match self.text.get(pos) {
+            Some(b'"') => {
+                self.pos += 1;
+                let payload = match kind {
+                    Kind::Key => {
+                        let id = self.tape.intern(&self.text[start..pos]);
+                        (u64::from(id) << 32) | start as u64
+                    }
+                    _ => start as u64,
+                };
+                self.tape.nodes.push(Node {
+                    kind,
+                    escaped: false,
+                    len: (pos - start) as u32,
+                    payload,
+                });
+                Ok(())
+            }
+            Some(b'\\') => self.escaped_string(kind, start),
+            Some(_) => self.error("control character in a string"),
+            None => self.error("unterminated string"),
+        }
+    }
+
+    /// The slow path: a string with escapes, unescaped into the side buffer.
+    fn escaped_string(&mut self, kind: Kind, start: usize) -> Result<(), ParseError> {
+        let out_start = self.tape.unescaped.len();
+        self.tape
+            .unescaped
+            .extend_from_slice(&self.text[start..self.pos]);
+        loop {
+            let Some(&b) = self.text.get(self.pos) else {
+                return self.error("unterminated string");
+            };
+            match b {
+                b'"' => {
+                    self.pos += 1;
+                    break;
+                }
+                b'\\' => {
+                    self.pos += 1;
+                    self.escape()?;
+                }
+                0..0x20 => return self.error("control character in a string"),
+                _ => {
+                    let run_start = self.pos;
+                    while self
+                        .text
+                        .get(self.pos)
+                        .is_some_and(|&b| !STRING_STOP[b as usize])
+                    {
+                        self.pos += 1;
+                    }
+                    self.tape
+                        .unescaped
+                        .extend_from_slice(&self.text[run_start..self.pos]);
+                }
+            }
+        }
+        let len = self.tape.unescaped.len() - out_start;
+        let payload = match kind {
+            Kind::Key => {
+                // A key's offset shares its node with the key id: 32 bits.
+                if self.tape.unescaped.len() > MAX_DOC_BYTES {
+                    return self.error("more than 4 GiB of escaped text in one tape");
+                }
+                let key = self.tape.unescaped[out_start..].to_vec();
+                let id = self.tape.intern(&key);
+                (u64::from(id) << 32) | out_start as u64
+            }
+            _ => out_start as u64,
+        };
+        self.tape.nodes.push(Node {
+            kind,
+            escaped: true,
+            len: len as u32,
+            payload,
+        });
+        Ok(())
+    }
+
+    /// One escape sequence after its backslash.
+    fn escape(&mut self) -> Result<(), ParseError> {
+        let Some(&b) = self.text.get(self.pos) else {
+            return self.error("unterminated string");
+        };
+        self.pos += 1;
+        let byte = match b {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'/' => b'/',
+            b'b' => 0x08,
+            b'f' => 0x0c,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            b'u' => {
+                let c = self.unicode_escape()?;
+                let mut buf = [0; 4];
+                self.tape
+                    .unescaped
+                    .extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                return Ok(());
+            }
+            _ => {
+                self.pos -= 1;
+                return self.error("invalid escape");
+            }
+        };
+        self.tape.unescaped.push(byte);
+        Ok(())
+    }
+
+    fn hex4(&mut self) -> Result<u32, ParseError> {
+        let Some(hex) = self.text.get(self.pos..self.pos + 4) else {
+            return self.error("expected 4 hex digits");
+        };
+        let mut value = 0;
+        for &h in hex {
+            let digit = (h as char).to_digit(16).ok_or(ParseError {
+                offset: self.pos,
+                reason: "expected 4 hex digits",
+            })?;
+            value = value * 16 + digit;
+        }
+        self.pos += 4;
+        Ok(value)
+    }
+
+    /// `\uXXXX`, with a following `\uXXXX` for a surrogate pair; lone surrogates are
+    /// rejected (as `serde_json` does) since UTF-8 cannot hold them.
+    fn unicode_escape(&mut self) -> Result<char, ParseError> {
+        let first = self.hex4()?;
+        let code = match first {
+            0xD800..=0xDBFF => {
+                if !self.text[self.pos..].starts_with(b"\\u") {
+                    return self.error("lone leading surrogate in a \\u escape");
+                }
+                self.pos += 2;
+                let second = self.hex4()?;
+                if !(0xDC00..=0xDFFF).contains(&second) {
+                    return self.error("lone leading surrogate in a \\u escape");
+                }
+                0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
+            }
+            0xDC00..=0xDFFF => return self.error("lone trailing surrogate in a \\u escape"),
+            _ => first,
+        };
+        char::from_u32(code).ok_or(ParseError {
+            offset: self.pos,
+            reason: "invalid \\u escape",
+        })
+    }
+}
+
+/// Digits as a `u64`, `None` on overflow (the caller then parses a float).
+fn parse_u64(digits: &[u8]) -> Option<u64> {
+    digits.iter().try_fold(0u64, |acc, &d| {
+        acc.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Tape, ParseError> {
+        let mut tape = Tape::default();
+        tape.push(text.as_bytes()).map(|()| tape)
+    }
+
+    /// A parsed value as a serde_json value, to compare with serde_json's parse.
+    fn to_json(value: Value<'_>) -> serde_json::Value {
+        use serde_json::Value as J;
+        let node = value.node();
+        match node.kind() {
+            Kind::Null => J::Null,
+            Kind::True => J::Bool(true),
+            Kind::False => J::Bool(false),
+            Kind::Int => J::from(node.int()),
+            Kind::UInt => J::from(node.uint()),
+            Kind::Float => J::from(node.float()),
+            Kind::String | Kind::Key => J::from(value.str()),
+            Kind::Object => J::Object(
+                value
+                    .members()
+                    .map(|(k, v)| (k.str().to_string(), to_json(v)))
+                    .collect(),
+            ),
+            Kind::Array => J::Array(value.elements().map(to_json).collect()),
+        }
+    }
+
+    #[test]
+    fn parses_like_serde_json() {
+        for text in [
+            r#"{"a":1,"b":[true,false,null,{"c":"d"}],"e":{},"f":[]}"#,
+            r#" [ 1 , -0 , 0.5 , -1.5e3 , 1E2 , 9223372036854775807 , -9223372036854775808 ] "#,
+            r#"[18446744073709551615, 18446744073709551616, -9223372036854775809, 1e308, 5e-324]"#,
+            r#""d\u00e9j\u00e0 \"vu\"\n\t\/\\ \ud83d\ude00 東京""#,
+            r#"{"k\u0041":"v","":""}"#,
+            "[[[[[[]]]]]]",
+            "\"\"",
+            "0",
+        ] {
+            let tape = parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            let got = to_json(tape.doc(0, text.as_bytes()).root());
+            let expected: serde_json::Value = serde_json::from_str(text).unwrap();
+            assert_eq!(got, expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn numbers_keep_their_kind() {
+        for (text, kind) in [
+            ("9223372036854775807", Kind::Int),
+            ("-9223372036854775808", Kind::Int),
+            ("9223372036854775808", Kind::UInt),
+            ("18446744073709551615", Kind::UInt),
+            ("18446744073709551616", Kind::Float),
+            ("-9223372036854775809", Kind::Float),
+            ("1.0", Kind::Float),
+            ("1e2", Kind::Float),
+            ("-0", Kind::Float),
+            ("0", Kind::Int),
+        ] {
+            let tape = parse(text).unwrap();
+            assert_eq!(
+                tape.doc(0, text.as_bytes()).root().node().kind(),
+                kind,
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_documents_are_rejected_where_they_break() {
+        for (text, offset) in [
+            ("", 0),
+            ("{", 1),
+            (r#"{"a" 1}"#, 5),
+            (r#"{"a":1,}"#, 7),
+            ("[1,]", 3),
+            ("[1 2]", 3),
+            ("01", 1),
+            ("1.", 2),
+            ("1e", 2),
+            ("-", 1),
+            ("tru", 0),
+            ("\"abc", 4),
+            ("\"a\u{1}\"", 2),
+            (r#""\x""#, 2),
+            (r#""\ud800""#, 7),
+            (r#""\udc00""#, 7),
+            ("1e400", 0),
+            ("{} x", 3),
+            ("{'a':1}", 1),
+        ] {
+            let error = parse(text)
+                .err()
+                .unwrap_or_else(|| panic!("{text:?} parsed"));
+            assert_eq!(error.offset, offset, "{text:?}: {error}");
+            assert!(
+                serde_json::from_str::<serde_json::Value>(text).is_err(),
+                "{text:?}"
+            );
+        }
+        assert!(parse(&format!("{}{}", "[".repeat(129), "]".repeat(129))).is_err());
+        assert!(parse(&format!("{}{}", "[".repeat(128), "]".repeat(128))).is_ok());
+        let mut tape = Tape::default();
+        assert!(tape.push(&[b'"', 0xff, b'"']).is_err());
+    }
+
+    #[test]
+    fn errors_know_their_line_and_column() {
+        let text = b"{\"a\":1,\n  \"b\": x}";
+        let error = parse(std::str::from_utf8(text).unwrap()).unwrap_err();
+        assert_eq!(error.line_column(text), (2, 8));
+    }
+
+    #[test]
+    fn a_failed_document_leaves_the_tape_unchanged() {
+        let mut tape = Tape::default();
+        tape.push(br#"{"a":"x\ny"}"#).unwrap();
+        let nodes = tape.nodes.len();
+        assert!(tape.push(br#"{"b":["p\tq",{"c":1}"#).is_err());
+        assert_eq!((tape.docs(), tape.nodes.len()), (1, nodes));
+        tape.push(b"[2]").unwrap();
+        let second = tape.doc(1, b"[2]").root();
+        assert_eq!(
+            second
+                .elements()
+                .map(|e| e.node().int())
+                .collect::<Vec<_>>(),
+            [2]
+        );
+    }
+}

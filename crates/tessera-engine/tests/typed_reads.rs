@@ -271,6 +271,11 @@ async fn typed_reads_answer_like_documents() {
         3,
         "{plan}"
     );
+    // `n` mixes types: its majority is typed, the rest are outliers patched in from the
+    // Variant binary.
+    let plan = analyze(&session, "SELECT sum(json_get_int(j, 'n')) FROM t").await;
+    assert!(metric(&plan, "values_typed") > 0, "{plan}");
+    assert!(metric(&plan, "values_binary") > 0, "{plan}");
     session
         .sql("SET tessera.typed_reads = false")
         .await

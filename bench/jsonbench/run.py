@@ -96,14 +96,22 @@ def run_chdb(path: Path, threads: int, tries: int, work: Path):
     sess, elapsed, size = peers.load_chdb(path, threads, work)
 
     def run(sql):
-        text = sess.query(f"{sql} SETTINGS max_threads = {threads}, session_timezone = 'UTC'", "JSONCompact")
+        text = sess.query(f"{sql.rstrip().rstrip(';')} SETTINGS max_threads = {threads}, session_timezone = 'UTC'", "JSONCompact")
         rows = json.loads(text.bytes().decode())["data"]
-        # 64-bit integers arrive quoted; compare them as numbers.
-        return [[int(v) if isinstance(v, str) and INTEGER.match(v) else v for v in row] for row in rows]
+        # 64-bit integers arrive quoted; compare them as numbers. A typed path that is
+        # absent reads as '' in ClickHouse (LowCardinality(String) is not nullable) where
+        # the others read NULL; compare it as NULL.
+        return [[chdb_value(v) for v in row] for row in rows]
 
     results = [timed(lambda sql=sql: run(sql), tries) for sql in queries("clickhouse")]
     sess.close()
     return results, (elapsed, size)
+
+
+def chdb_value(v):
+    if isinstance(v, str) and INTEGER.match(v):
+        return int(v)
+    return None if v == "" else v
 
 
 def tessera_script(tessera: str, threads: int, ddl: str, sqls: list[str], env=None):

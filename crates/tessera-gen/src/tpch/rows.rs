@@ -35,6 +35,7 @@ pub(crate) struct Generator {
 }
 
 impl Generator {
+    /// Builds the text pool of `cfg`'s seed; everything else is drawn per row.
     pub(crate) fn new(cfg: &TpchConfig) -> Self {
         Self {
             seed: cfg.seed,
@@ -263,12 +264,16 @@ impl Generator {
 
 /// An order and its lineitems before they are written.
 pub(crate) struct Order {
+    /// `o_orderkey`.
     pub(crate) key: u64,
+    /// `o_custkey`.
     pub(crate) customer: u64,
+    /// `o_orderdate`, in days since the Unix epoch.
     pub(crate) date: u64,
     priority: &'static str,
     clerk: u64,
     comment: Span,
+    /// The lineitems, numbered from 1 in this order.
     pub(crate) lines: Vec<Line>,
 }
 
@@ -296,7 +301,8 @@ impl Order {
     }
 }
 
-/// One lineitem of an [`Order`]; discount and tax are in hundredths.
+/// One lineitem of an [`Order`]; discount and tax are in hundredths, dates in days since
+/// the Unix epoch, and the fields are the `l_` columns of the same names.
 pub(crate) struct Line {
     pub(crate) part: u64,
     pub(crate) supplier: u64,
@@ -318,6 +324,7 @@ impl Line {
         if self.ship > CURRENT_DATE { "O" } else { "F" }
     }
 
+    /// `l_extendedprice` in cents: quantity times the part's retail price.
     pub(crate) fn extended_cents(&self) -> i64 {
         self.quantity as i64 * retail_price(self.part)
     }

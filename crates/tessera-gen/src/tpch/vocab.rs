@@ -132,12 +132,15 @@ pub(crate) const COLORS: [&str; 92] = [
 /// The three syllables of `p_type` (150 combinations; Q2 `%BRASS`, Q8, Q14 `PROMO%`, Q16).
 pub(crate) const TYPE_SIZE: [&str; 6] =
     ["STANDARD", "SMALL", "MEDIUM", "LARGE", "ECONOMY", "PROMO"];
+/// Second syllable of `p_type`.
 pub(crate) const TYPE_FINISH: [&str; 5] =
     ["ANODIZED", "BURNISHED", "PLATED", "POLISHED", "BRUSHED"];
+/// Third syllable of `p_type`.
 pub(crate) const TYPE_METAL: [&str; 5] = ["TIN", "NICKEL", "BRASS", "STEEL", "COPPER"];
 
 /// The two syllables of `p_container` (40 combinations; Q17, Q19).
 pub(crate) const CONTAINER_SIZE: [&str; 5] = ["SM", "LG", "MED", "JUMBO", "WRAP"];
+/// Second syllable of `p_container`.
 pub(crate) const CONTAINER_KIND: [&str; 8] =
     ["CASE", "BOX", "BAG", "JAR", "PKG", "PACK", "CAN", "DRUM"];
 
@@ -165,8 +168,9 @@ pub(crate) const INSTRUCTIONS: [&str; 4] = [
 /// `l_shipmode` (Q12, Q19).
 pub(crate) const SHIP_MODES: [&str; 7] = ["REG AIR", "AIR", "RAIL", "SHIP", "TRUCK", "MAIL", "FOB"];
 
-// The word classes of the comment grammar (clause 4.2.2.14) with the specification's
-// weights; the heavy words are the ones Q13 (`%special%requests%`) looks for.
+/// Nouns of the comment grammar (clause 4.2.2.14). All word classes carry the
+/// specification's weights; the heavy words are the ones Q13 (`%special%requests%`) and
+/// the comment-heavy queries meet most.
 pub(crate) const NOUNS: &[(u32, &str)] = &[
     (40, "packages"),
     (40, "requests"),
@@ -215,6 +219,7 @@ pub(crate) const NOUNS: &[(u32, &str)] = &[
     (1, "hockey players"),
 ];
 
+/// Verbs of the comment grammar.
 pub(crate) const VERBS: &[(u32, &str)] = &[
     (50, "sleep"),
     (50, "wake"),
@@ -258,6 +263,7 @@ pub(crate) const VERBS: &[(u32, &str)] = &[
     (10, "doubt"),
 ];
 
+/// Adjectives of the comment grammar.
 pub(crate) const ADJECTIVES: &[(u32, &str)] = &[
     (20, "special"),
     (20, "pending"),
@@ -290,6 +296,7 @@ pub(crate) const ADJECTIVES: &[(u32, &str)] = &[
     (1, "silent"),
 ];
 
+/// Adverbs of the comment grammar.
 pub(crate) const ADVERBS: &[(u32, &str)] = &[
     (1, "sometimes"),
     (1, "always"),
@@ -321,6 +328,7 @@ pub(crate) const ADVERBS: &[(u32, &str)] = &[
     (1, "silently"),
 ];
 
+/// Prepositions of the comment grammar.
 pub(crate) const PREPOSITIONS: &[(u32, &str)] = &[
     (50, "about"),
     (50, "above"),
@@ -371,6 +379,7 @@ pub(crate) const PREPOSITIONS: &[(u32, &str)] = &[
     (50, "within"),
 ];
 
+/// Auxiliary verbs of the comment grammar.
 pub(crate) const AUXILIARIES: &[(u32, &str)] = &[
     (1, "do"),
     (1, "may"),
@@ -392,5 +401,6 @@ pub(crate) const AUXILIARIES: &[(u32, &str)] = &[
     (1, "try to"),
 ];
 
+/// Sentence terminators of the comment grammar.
 pub(crate) const TERMINATORS: &[(u32, &str)] =
     &[(50, "."), (1, ";"), (1, ":"), (1, "?"), (1, "!"), (1, "--")];

@@ -29,65 +29,18 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "bench"))
+from common import peers  # noqa: E402
 from jsonbench.run import default_tessera, ensure_data  # noqa: E402
 
-CLICKHOUSE_DDL = """
-CREATE TABLE bluesky.bluesky
-(
-    `data` JSON(
-        `kind` LowCardinality(String),
-        `commit.operation` LowCardinality(String),
-        `commit.collection` LowCardinality(String),
-        `did` String,
-        `time_us` UInt64) CODEC(ZSTD(1))
-)
-ORDER BY (
-    data.kind,
-    data.commit.operation,
-    data.commit.collection,
-    data.did,
-    fromUnixTimestamp64Micro(data.time_us))
-"""
-
-
-def dir_bytes(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-
-
 def load_duckdb(path: Path, threads: int, work: Path):
-    import duckdb
-
-    db = work / "duck.db"
-    con = duckdb.connect(str(db))
-    con.execute(f"SET threads = {threads}")
-    started = time.perf_counter()
-    con.execute("CREATE TABLE bluesky (j JSON)")
-    con.execute(f"INSERT INTO bluesky SELECT json FROM read_ndjson_objects('{path}')")
-    con.execute("CHECKPOINT")
-    elapsed = time.perf_counter() - started
+    con, elapsed, size = peers.load_duckdb(path, threads, work)
     rows = con.execute("SELECT count(*) FROM bluesky").fetchone()[0]
     con.close()
-    return elapsed, db.stat().st_size, rows
+    return elapsed, size, rows
 
 
 def load_chdb(path: Path, threads: int, work: Path):
-    from chdb import session
-
-    sess = session.Session(str(work / "chdb"))
-    sess.query("CREATE DATABASE IF NOT EXISTS bluesky")
-    sess.query(CLICKHOUSE_DDL)
-    started = time.perf_counter()
-    sess.query(
-        f"INSERT INTO bluesky.bluesky SELECT json FROM file('{path}', 'JSONAsObject') "
-        f"SETTINGS max_threads = {threads}, input_format_allow_errors_num = 0"
-    )
-    elapsed = time.perf_counter() - started
-    size = int(
-        sess.query(
-            "SELECT sum(bytes_on_disk) FROM system.parts WHERE database = 'bluesky' AND table = 'bluesky' AND active",
-            "CSV",
-        ).bytes().decode().strip()
-    )
+    sess, elapsed, size = peers.load_chdb(path, threads, work)
     rows = int(sess.query("SELECT count() FROM bluesky.bluesky", "CSV").bytes().decode().strip())
     sess.close()
     return elapsed, size, rows
@@ -95,17 +48,8 @@ def load_chdb(path: Path, threads: int, work: Path):
 
 def load_tessera(tessera: str, path: Path, threads: int, work: Path):
     table = work / "tessera-table"
-    started = time.perf_counter()
-    proc = subprocess.run(
-        [tessera, "--threads", str(threads), "ingest", str(path), "--table", str(table), "--report", "json", "--quiet"],
-        capture_output=True,
-        text=True,
-    )
-    elapsed = time.perf_counter() - started
-    if proc.returncode != 0:
-        raise SystemExit(f"tessera ingest failed:\n{proc.stderr}")
-    report = json.loads(proc.stdout)
-    return elapsed, dir_bytes(table), report["documents"], report
+    elapsed, report = peers.ingest_tessera(tessera, threads, path, str(table))
+    return elapsed, peers.dir_bytes(table), report["documents"], report
 
 
 def main() -> int:

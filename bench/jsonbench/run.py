@@ -1,14 +1,21 @@
 #!/usr/bin/env python3
-"""JSONBench over raw NDJSON in place: Tessera and DuckDB, side by side in one run.
+"""JSONBench: Tessera against DuckDB and chDB (ClickHouse), side by side in one run.
 
-Both systems read the same generated Bluesky file where it lies: Tessera through
-`CREATE EXTERNAL TABLE ... STORED AS NDJSON`, DuckDB through `read_ndjson_objects`
-(JSONBench's `j` column as a view). Each query runs --tries times per system (Tessera
-in one process, so later tries are hot, as DuckDB's are in its connection); the table
-reports the median and the best, the speedup of the medians, and whether both systems
-returned the same rows.
+All systems read the same generated Bluesky file:
+- DuckDB: JSONBench's setup, a table with one JSON column loaded from the file
+  (`--duckdb-in-place` reads the file in place with `read_ndjson_objects` instead);
+- chDB: JSONBench's ClickHouse DDL (JSON type with typed paths and its ORDER BY);
+- Tessera raw: the NDJSON file in place (`STORED AS NDJSON`);
+- Tessera table, hot: the file ingested into a Tessera table on local disk, every try in
+  one process (later tries are hot, as the peers' are);
+- Tessera table, cold: the same table ingested into MinIO, every try in a fresh process,
+  so nothing is cached by Tessera.
+Each query runs --tries times per system; the table reports medians (best of the tries
+for the hot systems), the geometric mean, load times and bytes on disk, and whether every
+system returned DuckDB's rows.
 
 Usage: bench/jsonbench/run.py [--docs 1000000] [--tries 3] [--threads N]
+                              [--systems duckdb,chdb,raw,table,cold]
 """
 
 import argparse
@@ -16,9 +23,11 @@ import json
 import math
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -27,7 +36,19 @@ import duckdb
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "bench"))
+from common import peers  # noqa: E402
 from common.canon import canon_rows, same_rows  # noqa: E402
+from common.minio import MinIO  # noqa: E402
+
+SYSTEMS = ["duckdb", "chdb", "raw", "table", "cold"]
+LABELS = {
+    "duckdb": "DuckDB",
+    "chdb": "chDB",
+    "raw": "Tessera raw",
+    "table": "Tessera table hot",
+    "cold": "Tessera table cold (MinIO)",
+}
+INTEGER = re.compile(r"^-?\d+$")
 
 
 def queries(dialect: str) -> list[str]:
@@ -49,38 +70,65 @@ def ensure_data(tessera: str, docs: int, seed: int, data_dir: Path) -> Path:
     return path
 
 
-def run_duckdb(path: Path, threads: int, tries: int):
-    con = duckdb.connect()
-    con.execute(f"SET threads = {threads}")
+def timed(run, tries: int):
+    """Runs `run` `tries` times; its times and its last answer."""
+    times, rows = [], None
+    for _ in range(tries):
+        started = time.perf_counter()
+        rows = run()
+        times.append(time.perf_counter() - started)
+    return times, canon_rows(rows)
+
+
+def run_duckdb(path: Path, threads: int, tries: int, work: Path, in_place: bool):
+    if in_place:
+        con, load = duckdb.connect(), None
+        con.execute(f"SET threads = {threads}")
+        con.execute(f"CREATE VIEW bluesky AS SELECT json AS j FROM read_ndjson_objects('{path}')")
+    else:
+        con, elapsed, size = peers.load_duckdb(path, threads, work)
+        load = (elapsed, size)
     con.execute("SET TimeZone = 'UTC'")
-    con.execute(f"CREATE VIEW bluesky AS SELECT json AS j FROM read_ndjson_objects('{path}')")
-    out = []
-    for sql in queries("duckdb"):
-        times, rows = [], None
-        for _ in range(tries):
-            started = time.perf_counter()
-            rows = con.execute(sql).fetchall()
-            times.append(time.perf_counter() - started)
-        out.append((times, canon_rows(rows)))
-    return out
+    return [timed(lambda sql=sql: con.execute(sql).fetchall(), tries) for sql in queries("duckdb")], load
 
 
-def run_tessera(tessera: str, path: Path, threads: int, tries: int):
-    ddl = f"CREATE EXTERNAL TABLE bluesky STORED AS NDJSON LOCATION '{path}';"
+def run_chdb(path: Path, threads: int, tries: int, work: Path):
+    sess, elapsed, size = peers.load_chdb(path, threads, work)
+
+    def run(sql):
+        text = sess.query(f"{sql} SETTINGS max_threads = {threads}, session_timezone = 'UTC'", "JSONCompact")
+        rows = json.loads(text.bytes().decode())["data"]
+        # 64-bit integers arrive quoted; compare them as numbers.
+        return [[int(v) if isinstance(v, str) and INTEGER.match(v) else v for v in row] for row in rows]
+
+    results = [timed(lambda sql=sql: run(sql), tries) for sql in queries("clickhouse")]
+    sess.close()
+    return results, (elapsed, size)
+
+
+def tessera_script(tessera: str, threads: int, ddl: str, sqls: list[str], env=None):
+    """Runs `ddl` then `sqls` in one process; each statement's time and the last answer."""
+    proc = subprocess.run(
+        [tessera, "--threads", str(threads), "sql", "--timer", "--format", "json", ddl + " " + " ".join(sqls)],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, **(env or {})),
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"tessera failed on {sqls[0]}:\n{proc.stderr}")
+    times = [float(line.split()[2]) for line in proc.stderr.splitlines() if line.startswith("Run Time:")]
+    return times[1:], canon_rows(json.loads(proc.stdout.splitlines()[-1]))
+
+
+def run_tessera(tessera: str, threads: int, tries: int, ddl: str, fresh: bool, env=None):
+    """Each query `tries` times: in one process (hot), or one fresh process per try."""
     out = []
     for sql in queries("tessera"):
-        script = ddl + " ".join([sql] * tries)
-        proc = subprocess.run(
-            [tessera, "--threads", str(threads), "sql", "--timer", "--format", "json", script],
-            capture_output=True,
-            text=True,
-        )
-        if proc.returncode != 0:
-            raise SystemExit(f"tessera failed on {sql}:\n{proc.stderr}")
-        times = [float(line.split()[2]) for line in proc.stderr.splitlines() if line.startswith("Run Time:")]
-        times = times[1:]  # the first is the CREATE EXTERNAL TABLE
-        first = proc.stdout.splitlines()[0]
-        out.append((times, canon_rows(json.loads(first))))
+        if fresh:
+            runs = [tessera_script(tessera, threads, ddl, [sql], env) for _ in range(tries)]
+            out.append(([t for times, _ in runs for t in times], runs[-1][1]))
+        else:
+            out.append(tessera_script(tessera, threads, ddl, [sql] * tries, env))
     return out
 
 
@@ -94,33 +142,81 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--tries", type=int, default=3)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated subset of " + ",".join(SYSTEMS))
+    parser.add_argument("--duckdb-in-place", action="store_true", help="DuckDB reads the file in place")
     parser.add_argument("--data", type=Path, default=REPO / "bench/data")
     parser.add_argument("--tessera", default=default_tessera())
     args = parser.parse_args()
+    systems = [s for s in args.systems.split(",") if s]
+    unknown = set(systems) - set(SYSTEMS)
+    if unknown or "duckdb" not in systems:
+        raise SystemExit(f"--systems takes {','.join(SYSTEMS)} and must include duckdb (the reference); got {args.systems}")
 
     path = ensure_data(args.tessera, args.docs, args.seed, args.data)
-    duck = run_duckdb(path, args.threads, args.tries)
-    tess = run_tessera(args.tessera, path, args.threads, args.tries)
+    results, loads = {}, {}
+    with tempfile.TemporaryDirectory(prefix="jsonbench-") as work:
+        work = Path(work)
+        results["duckdb"], loads["duckdb"] = run_duckdb(path, args.threads, args.tries, work, args.duckdb_in_place)
+        if "chdb" in systems:
+            results["chdb"], loads["chdb"] = run_chdb(path, args.threads, args.tries, work)
+        if "raw" in systems:
+            ddl = f"CREATE EXTERNAL TABLE bluesky STORED AS NDJSON LOCATION '{path}';"
+            results["raw"] = run_tessera(args.tessera, args.threads, args.tries, ddl, fresh=False)
+        if "table" in systems:
+            table = work / "tessera-table"
+            elapsed, _ = peers.ingest_tessera(args.tessera, args.threads, path, str(table))
+            loads["table"] = (elapsed, peers.dir_bytes(table))
+            ddl = f"CREATE EXTERNAL TABLE bluesky STORED AS TESSERA LOCATION '{table}';"
+            results["table"] = run_tessera(args.tessera, args.threads, args.tries, ddl, fresh=False)
+        if "cold" in systems:
+            with MinIO() as minio:
+                minio.create_bucket("bench")
+                location = "s3://bench/tables/bluesky"
+                peers.ingest_tessera(args.tessera, args.threads, path, location, minio.env())
+                ddl = f"CREATE EXTERNAL TABLE bluesky STORED AS TESSERA LOCATION '{location}';"
+                results["cold"] = run_tessera(args.tessera, args.threads, args.tries, ddl, fresh=True, env=minio.env())
 
     version = subprocess.run([args.tessera, "--version"], capture_output=True, text=True).stdout.strip()
+    chdb_version = ""
+    if "chdb" in results:
+        import chdb
+
+        chdb_version = f", chDB {chdb.__version__}"
+    shown = [s for s in SYSTEMS if s in results]
     lines = [
-        f"JSONBench, raw NDJSON in place: {args.docs:,} documents ({path.stat().st_size / 1e6:.0f} MB), "
-        f"{args.threads} threads, {args.tries} tries per query; {platform.machine()}, {os.cpu_count()} cores; "
-        f"DuckDB {duckdb.__version__}, {version}",
+        f"JSONBench: {args.docs:,} documents ({path.stat().st_size / 1e6:.0f} MB), {args.threads} threads, "
+        f"{args.tries} tries per query; {platform.machine()}, {os.cpu_count()} cores; "
+        f"DuckDB {duckdb.__version__}{chdb_version}, {version}",
         "",
-        "| query | DuckDB median (s) | DuckDB best (s) | Tessera median (s) | Tessera best (s) | speedup (medians) | same rows |",
-        "|---|---|---|---|---|---|---|",
+        "Median seconds per query (best of the tries in brackets):",
+        "",
+        "| query | " + " | ".join(LABELS[s] for s in shown) + " | same rows |",
+        "|---|" + "---|" * len(shown) + "---|",
     ]
-    medians_d, medians_t, all_same = [], [], True
-    for i, ((td, rd), (tt, rt)) in enumerate(zip(duck, tess), start=1):
-        md, mt = statistics.median(td), statistics.median(tt)
-        medians_d.append(md)
-        medians_t.append(mt)
-        same = same_rows(rd, rt)
+    medians = {s: [] for s in shown}
+    all_same = True
+    reference = results["duckdb"]
+    for q in range(len(reference)):
+        cells = []
+        same = True
+        for s in shown:
+            times, rows = results[s][q]
+            medians[s].append(statistics.median(times))
+            cells.append(f"{statistics.median(times):.3f} ({min(times):.3f})")
+            same &= same_rows(reference[q][1], rows)
         all_same &= same
-        lines.append(f"| Q{i} | {md:.3f} | {min(td):.3f} | {mt:.3f} | {min(tt):.3f} | {md / mt:.2f}x | {'yes' if same else 'NO'} |")
-    gd, gt = geomean(medians_d), geomean(medians_t)
-    lines.append(f"| geometric mean | {gd:.3f} | | {gt:.3f} | | {gd / gt:.2f}x | {'yes' if all_same else 'NO'} |")
+        lines.append(f"| Q{q + 1} | " + " | ".join(cells) + f" | {'yes' if same else 'NO'} |")
+    means = {s: geomean(medians[s]) for s in shown}
+    lines.append("| geometric mean | " + " | ".join(f"{means[s]:.3f}" for s in shown) + f" | {'yes' if all_same else 'NO'} |")
+    lines += ["", "| system | load (s) | bytes on disk (MB) |", "|---|---|---|"]
+    for s in shown:
+        if s in loads and loads[s] is not None:
+            lines.append(f"| {LABELS[s]} | {loads[s][0]:.2f} | {loads[s][1] / 1e6:.1f} |")
+    ratios = []
+    for a, b in [("table", "chdb"), ("table", "duckdb"), ("cold", "table"), ("raw", "duckdb")]:
+        if a in means and b in means:
+            ratios.append(f"{LABELS[a]} / {LABELS[b]} (geometric means): {means[a] / means[b]:.2f}x")
+    lines += [""] + ratios
     print("\n".join(lines))
     return 0 if all_same else 1
 

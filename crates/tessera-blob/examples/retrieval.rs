@@ -1,35 +1,97 @@
-//! Runs the retrieval benchmark against a testkit MinIO:
-//! `cargo run --release -p tessera-blob --example retrieval -- [objects] [MiB] [concurrency]`.
+//! Runs the retrieval benchmark against a testkit MinIO, (a) straight and (b) through
+//! toxiproxy emulating object-store latency and a per-request bandwidth cap:
+//! `cargo run --release -p tessera-blob --example retrieval -- [--objects 64]
+//! [--mib 16] [--request-mib 8] [--concurrency 16] [--tries 3] [--latency-ms 20]
+//! [--bandwidth-mib 25]`.
 
-use tessera_blob::{S3Config, S3Overrides, retrieval_bench};
-use tessera_testkit::MinioServer;
+use tessera_blob::retrieval_bench::{self, BenchSpec};
+use tessera_blob::{S3Config, S3Overrides};
+use tessera_testkit::{Direction, MinioServer, Toxic, Toxiproxy};
+
+/// The value after `--name`, or `default`.
+fn arg(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(|v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("{name} takes a number, not '{v}'"))
+        })
+        .unwrap_or(default)
+}
+
+fn config(minio: &MinioServer, endpoint: &str) -> S3Config {
+    let env = minio.env();
+    let lookup = |name: &str| match name {
+        "AWS_ENDPOINT_URL" => Some(endpoint.to_string()),
+        _ => env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone()),
+    };
+    S3Config::resolve(&S3Overrides::default(), &lookup).expect("MinIO settings")
+}
 
 #[tokio::main]
 async fn main() {
-    let arg = |i: usize, default: u64| {
-        std::env::args()
-            .nth(i)
-            .and_then(|a| a.parse().ok())
-            .unwrap_or(default)
+    let spec = BenchSpec {
+        objects: arg("--objects", 64) as usize,
+        object_mib: arg("--mib", 16),
+        request_mib: arg("--request-mib", 8),
+        concurrency: arg("--concurrency", 16) as usize,
+        tries: arg("--tries", 3) as usize,
     };
-    let (objects, mib, concurrency) = (arg(1, 64) as usize, arg(2, 16), arg(3, 32) as usize);
+    let latency_ms = arg("--latency-ms", 20);
+    let bandwidth_mib = arg("--bandwidth-mib", 25);
     let minio = MinioServer::start();
     minio.create_bucket("bench");
-    let env = minio.env();
-    let lookup = |name: &str| env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
-    let config = S3Config::resolve(&S3Overrides::default(), &lookup).expect("MinIO settings");
-    match retrieval_bench::run(&config, "bench", objects, mib, concurrency).await {
-        Ok(rows) => {
-            println!("{objects} objects x {mib} MiB, 8 MiB ranged GETs, direct to MinIO");
-            println!("| client | MiB/s | CPU s/GiB | concurrency |");
-            println!("|---|---|---|---|");
-            for r in rows {
+    let direct = config(&minio, &minio.endpoint());
+    let toxiproxy = Toxiproxy::start();
+    let proxy = toxiproxy.proxy("s3", minio.port());
+    proxy.add(
+        "latency",
+        Direction::Downstream,
+        Toxic::Latency {
+            latency_ms,
+            jitter_ms: 0,
+        },
+    );
+    proxy.add(
+        "bandwidth",
+        Direction::Downstream,
+        Toxic::Bandwidth {
+            kib_per_second: bandwidth_mib * 1024,
+        },
+    );
+    let emulated = config(&minio, &proxy.endpoint());
+    let result = async {
+        retrieval_bench::upload(&direct, "bench", &spec).await?;
+        let a = retrieval_bench::measure(&direct, "bench", &spec).await?;
+        let b = retrieval_bench::measure(&emulated, "bench", &spec).await?;
+        Ok::<_, retrieval_bench::BenchError>((a, b))
+    }
+    .await;
+    match result {
+        Ok((a, b)) => {
+            println!(
+                "{} objects x {} MiB, {} MiB ranged GETs, {} in flight, {} runs per client\n",
+                spec.objects, spec.object_mib, spec.request_mib, spec.concurrency, spec.tries
+            );
+            println!(
+                "(a) straight from MinIO\n\n{}",
+                retrieval_bench::markdown(&a)
+            );
+            let request = spec.request_mib as f64;
+            let predicted = spec.concurrency as f64 * request
+                / (latency_ms as f64 / 1000.0 + request / bandwidth_mib as f64);
+            println!(
+                "(b) through toxiproxy: +{latency_ms} ms first byte, {bandwidth_mib} MiB/s per connection; \
+                 the latency model predicts {predicted:.0} MiB/s at this concurrency\n\n{}",
+                retrieval_bench::markdown(&b)
+            );
+            for row in &b {
                 println!(
-                    "| {} | {:.0} | {:.3} | {} |",
-                    r.client,
-                    r.mib_per_second(),
-                    r.cpu_per_gib(),
-                    r.concurrency
+                    "{}: {:.0}% of the predicted throughput",
+                    row.client,
+                    100.0 * row.mib_per_second / predicted
                 );
             }
         }

@@ -5,6 +5,15 @@
 //! ([`S3Config`]), and opening stores behind one seam ([`StoreFactory`]) that the rest of
 //! Tessera uses through the `object_store::ObjectStore` trait.
 //!
+//! `s3://` stores on `http://` endpoints are served by Tessera's own download manager
+//! (seed 002, AnyBlob): a few retriever threads each run an io_uring event loop over
+//! many keep-alive connections ([`uring`]); the S3 protocol with SigV4, retries and
+//! hedging is in [`s3`], request sizing in [`sizing`], the online latency model that
+//! sets concurrency and hedging deadlines in [`model`], the multi-address DNS cache in
+//! [`endpoints`], cost accounting in [`stats`], optional client-side encryption in
+//! [`crypt`], and the `ObjectStore` implementation in [`uring_store`]. Its settings are
+//! [`RetrievalOptions`].
+//!
 //! ```
 //! use tessera_blob::Location;
 //! let loc = Location::parse("s3://events/2024/*.json.zst").unwrap();
@@ -13,12 +22,18 @@
 //! ```
 
 pub mod config;
+pub mod crypt;
+pub mod endpoints;
 pub mod error;
 pub mod local;
 pub mod location;
+pub mod model;
+pub mod options;
 pub mod retrieval_bench;
 pub mod s3;
 pub mod sigv4;
+pub mod sizing;
+pub mod stats;
 pub mod store;
 pub mod uring;
 pub mod uring_store;
@@ -26,4 +41,6 @@ pub mod uring_store;
 pub use config::{Addressing, Credentials, S3Config, S3Overrides};
 pub use error::{BlobError, explain};
 pub use location::Location;
+pub use options::{Hedging, RetrievalOptions, Sizing};
+pub use stats::{Provider, RequestStats, StatsSnapshot};
 pub use store::{S3ClientKind, StoreFactory};

@@ -1,23 +1,28 @@
-//! S3 requests over the io_uring retriever: SigV4-signed GET (with Range), HEAD, PUT
-//! (optionally conditional) and DELETE, with bounded retries and errors that
-//! [`crate::explain`] turns into one sentence.
+//! S3 requests over the io_uring retrievers: SigV4-signed GET (with Range and
+//! hedging), HEAD, PUT (optionally conditional), DELETE, ListObjectsV2 pages and
+//! multipart uploads, with bounded retries on fresh connections, per-request
+//! accounting, and errors that [`crate::explain`] turns into one sentence.
 
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::ops::Range;
-use std::time::{Duration, SystemTime};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::SystemTime;
 
 use bytes::Bytes;
+use serde::Deserialize;
 
 use crate::config::{Addressing, S3Config};
+use crate::endpoints::Endpoints;
+use crate::model::LatencyModel;
+use crate::options::RetrievalOptions;
 use crate::sigv4;
-use crate::uring::{HttpError, HttpRequest, HttpResponse, Retriever};
+use crate::stats::{RequestClass, RequestStats};
+use crate::uring::{HttpError, HttpRequest, HttpResponse, Retrievers};
 
-/// Attempts per request before the last error is returned.
-const MAX_ATTEMPTS: u32 = 4;
-/// First retry delay; doubled on every further attempt.
-const BASE_BACKOFF: Duration = Duration::from_millis(50);
-/// Time limit of one attempt.
-const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(30);
+/// S3's maximum keys per ListObjectsV2 page.
+const MAX_LIST_PAGE: u32 = 1000;
+/// Most backoff doublings, so the delay stays bounded however many attempts are set.
+const MAX_BACKOFF_DOUBLINGS: u32 = 6;
 
 /// An S3 failure: the HTTP status and the XML error body, or a transport failure.
 #[derive(Debug, thiserror::Error)]
@@ -36,21 +41,145 @@ pub enum S3Error {
     /// The endpoint URL is unusable.
     #[error("invalid S3 endpoint: {0}")]
     Endpoint(String),
+    /// A requested byte range is empty or reversed.
+    #[error("invalid byte range {}..{}: empty or reversed", .0.start, .0.end)]
+    Range(Range<u64>),
+    /// The client options are unusable.
+    #[error("invalid retrieval options: {0}")]
+    Options(String),
+    /// A response body did not parse as the documented XML.
+    #[error("unexpected S3 response: {0}")]
+    Response(String),
 }
 
-/// An S3 client for one bucket, sending requests through an io_uring [`Retriever`].
+/// One object in a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedObject {
+    /// The key.
+    pub key: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// `LastModified` as S3 wrote it (RFC 3339).
+    pub last_modified: String,
+    /// The ETag, with its quotes.
+    pub e_tag: Option<String>,
+}
+
+/// One page of a ListObjectsV2 listing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListPage {
+    /// Objects on this page.
+    pub objects: Vec<ListedObject>,
+    /// Common prefixes (with a delimiter), each ending in the delimiter.
+    pub prefixes: Vec<String>,
+    /// The token for the next page; `None` on the last page.
+    pub next: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct ListBucketResult {
+    #[serde(default)]
+    contents: Vec<Contents>,
+    #[serde(default)]
+    common_prefixes: Vec<CommonPrefix>,
+    #[serde(default)]
+    is_truncated: bool,
+    next_continuation_token: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct Contents {
+    key: String,
+    size: u64,
+    last_modified: String,
+    #[serde(rename = "ETag")]
+    e_tag: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct CommonPrefix {
+    prefix: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct InitiateMultipartUploadResult {
+    upload_id: String,
+}
+
+/// What a client is built from besides its settings: parts several clients may
+/// share (counters, retriever threads) and the endpoint's addresses.
+#[derive(Debug, Default)]
+pub struct ClientParts {
+    /// The counters the client adds to.
+    pub stats: Arc<RequestStats>,
+    /// Retriever threads to send through; started for the client when `None`.
+    pub retrievers: Option<Retrievers>,
+    /// The endpoint's addresses; resolved by the system resolver when `None`.
+    pub endpoints: Option<Endpoints>,
+}
+
+/// One request before signing.
+struct Call<'a> {
+    method: &'static str,
+    /// The object key; `None` addresses the bucket itself.
+    key: Option<&'a str>,
+    query: &'a [(&'a str, &'a str)],
+    headers: &'a [(&'a str, &'a str)],
+    body: Bytes,
+    class: RequestClass,
+}
+
+/// An S3 client for one bucket, sending requests through io_uring [`Retrievers`].
 #[derive(Debug, Clone)]
 pub struct S3Client {
     config: S3Config,
     bucket: String,
     host: String,
-    addr: SocketAddr,
-    retriever: Retriever,
+    endpoints: Arc<Endpoints>,
+    retrievers: Retrievers,
+    options: Arc<RetrievalOptions>,
+    stats: Arc<RequestStats>,
+    model: Arc<LatencyModel>,
 }
 
 impl S3Client {
-    /// A client for `bucket`; resolves the endpoint once and starts a retriever.
+    /// A client for `bucket` with default options and its own counters.
     pub fn new(config: S3Config, bucket: &str) -> Result<Self, S3Error> {
+        Self::with_options(config, bucket, RetrievalOptions::default(), Arc::default())
+    }
+
+    /// A client for `bucket`: resolves the endpoint once (keeping several addresses),
+    /// starts the retriever threads, and counts requests into `stats`.
+    pub fn with_options(
+        config: S3Config,
+        bucket: &str,
+        options: RetrievalOptions,
+        stats: Arc<RequestStats>,
+    ) -> Result<Self, S3Error> {
+        let parts = ClientParts {
+            stats,
+            ..ClientParts::default()
+        };
+        Self::with_parts(config, bucket, options, parts)
+    }
+
+    /// A client for `bucket` built from `parts`, which other clients may share.
+    pub fn with_parts(
+        config: S3Config,
+        bucket: &str,
+        options: RetrievalOptions,
+        parts: ClientParts,
+    ) -> Result<Self, S3Error> {
+        let ClientParts {
+            stats,
+            retrievers,
+            endpoints,
+        } = parts;
+        options.validate().map_err(S3Error::Options)?;
         let endpoint = config
             .endpoint
             .clone()
@@ -69,30 +198,63 @@ impl S3Client {
             Addressing::Path => base_host.to_string(),
             Addressing::VirtualHosted => format!("{bucket}.{base_host}"),
         };
-        let addr = (host_name.as_str(), port)
-            .to_socket_addrs()
-            .map_err(|e| S3Error::Endpoint(format!("{endpoint}: {e}")))?
-            .next()
-            .ok_or_else(|| S3Error::Endpoint(format!("{endpoint} does not resolve")))?;
+        let endpoints = match endpoints {
+            Some(given) => given,
+            None => Endpoints::system(&host_name, port)
+                .map_err(|e| S3Error::Endpoint(format!("{endpoint}: {e}")))?,
+        };
         let host = match url.port() {
             Some(p) => format!("{host_name}:{p}"),
             None => host_name,
         };
-        let retriever = Retriever::start()
-            .map_err(|e| S3Error::Transport(HttpError::Unavailable(e.to_string())))?;
+        let retrievers = match retrievers {
+            Some(shared) => shared,
+            None => Retrievers::start(options.retriever_threads())
+                .map_err(|e| S3Error::Transport(HttpError::Unavailable(e.to_string())))?,
+        };
         Ok(Self {
             config,
             bucket: bucket.to_string(),
             host,
-            addr,
-            retriever,
+            endpoints: Arc::new(endpoints),
+            retrievers,
+            options: Arc::new(options),
+            stats,
+            model: Arc::default(),
         })
     }
 
-    fn path(&self, key: &str) -> String {
-        match self.config.addressing {
-            Addressing::Path => format!("/{}/{}", self.bucket, key),
-            Addressing::VirtualHosted => format!("/{key}"),
+    /// The counters this client adds to.
+    pub fn stats(&self) -> &Arc<RequestStats> {
+        &self.stats
+    }
+
+    /// The latencies this client has measured.
+    pub fn model(&self) -> &LatencyModel {
+        &self.model
+    }
+
+    /// The options this client runs with.
+    pub fn options(&self) -> &RetrievalOptions {
+        &self.options
+    }
+
+    /// Requests of `size` bytes to keep in flight to reach the configured bandwidth,
+    /// by seed 002's model with the latencies measured so far.
+    pub fn concurrency_for(&self, size: u64) -> usize {
+        self.model.concurrency(
+            size,
+            self.options.bandwidth_bytes_per_second(),
+            self.retrievers.capacity(),
+        )
+    }
+
+    fn path(&self, key: Option<&str>) -> String {
+        match (self.config.addressing, key) {
+            (Addressing::Path, Some(key)) => format!("/{}/{key}", self.bucket),
+            (Addressing::Path, None) => format!("/{}", self.bucket),
+            (Addressing::VirtualHosted, Some(key)) => format!("/{key}"),
+            (Addressing::VirtualHosted, None) => "/".to_string(),
         }
     }
 
@@ -102,22 +264,102 @@ impl S3Client {
     }
 
     /// GET of a whole object or of `range`, with the response headers (for metadata).
+    /// A ranged GET later than the hedging percentile of recent GETs of its size gets
+    /// one duplicate; whichever answers first wins.
     pub async fn get_response(
         &self,
         key: &str,
         range: Option<Range<u64>>,
     ) -> Result<HttpResponse, S3Error> {
-        let header = range.map(|r| format!("bytes={}-{}", r.start, r.end.saturating_sub(1)));
-        let mut headers = Vec::new();
-        if let Some(h) = &header {
-            headers.push(("range", h.as_str()));
+        if let Some(r) = range.as_ref().filter(|r| r.start >= r.end) {
+            return Err(S3Error::Range(r.clone()));
         }
-        self.send("GET", key, &headers, Bytes::new(), false).await
+        let header = range
+            .as_ref()
+            .map(|r| format!("bytes={}-{}", r.start, r.end - 1));
+        let headers: Vec<(&str, &str)> = header.iter().map(|h| ("range", h.as_str())).collect();
+        let call = || Call {
+            method: "GET",
+            key: Some(key),
+            query: &[],
+            headers: &headers,
+            body: Bytes::new(),
+            class: RequestClass::Get,
+        };
+        let deadlines = range.as_ref().and_then(|r| {
+            self.model
+                .hedge_deadlines(r.end - r.start, &self.options.hedging)
+        });
+        let Some(deadlines) = deadlines else {
+            return self.send(call(), None).await;
+        };
+        let size = range.as_ref().map_or(0, |r| r.end - r.start);
+        let started = std::time::Instant::now();
+        let seen = Arc::new(AtomicBool::new(false));
+        let primary = self.send(call(), Some(seen.clone()));
+        tokio::pin!(primary);
+        tokio::select! {
+            done = &mut primary => return done,
+            () = tokio::time::sleep(deadlines.first_byte) => {}
+        }
+        if seen.load(Ordering::Relaxed) {
+            let rest = deadlines.completion.saturating_sub(deadlines.first_byte);
+            tokio::select! {
+                done = &mut primary => return done,
+                () = tokio::time::sleep(rest) => {}
+            }
+        }
+        // Counted when first polled: a hedge dropped unpolled was never sent.
+        let hedge = async {
+            self.stats.record_hedge();
+            self.send(call(), None).await
+        };
+        tokio::pin!(hedge);
+        // The loser is dropped, which cancels its request in the event loop; when the
+        // first to finish failed, the other one decides.
+        tokio::select! {
+            done = &mut primary => match done {
+                Ok(response) => Ok(response),
+                Err(_) => {
+                    let done = hedge.await;
+                    if done.is_ok() {
+                        self.stats.record_hedge_won();
+                    }
+                    done
+                }
+            },
+            done = &mut hedge => match done {
+                Ok(response) => {
+                    self.stats.record_hedge_won();
+                    // The cancelled primary took at least this long; leaving it out
+                    // would bias the percentiles towards the fast hedges and make
+                    // hedging feed itself.
+                    let elapsed = started.elapsed();
+                    let first_byte = if seen.load(Ordering::Relaxed) {
+                        deadlines.first_byte
+                    } else {
+                        elapsed
+                    };
+                    self.model.record(size, first_byte, elapsed);
+                    Ok(response)
+                }
+                Err(_) => primary.await,
+            },
+        }
+    }
+
+    /// GET with an open-ended `Range` header value (`bytes=N-` or `bytes=-N`), whose
+    /// size is unknown before the answer, so it is not hedged.
+    pub async fn get_open_range(&self, key: &str, range: &str) -> Result<HttpResponse, S3Error> {
+        let headers = [("range", range)];
+        self.send(self.simple("GET", key, &headers, Bytes::new()), None)
+            .await
     }
 
     /// HEAD with the response headers (size, ETag, Last-Modified).
     pub async fn head_response(&self, key: &str) -> Result<HttpResponse, S3Error> {
-        self.send("HEAD", key, &[], Bytes::new(), true).await
+        self.send(self.simple("HEAD", key, &[], Bytes::new()), None)
+            .await
     }
 
     /// HEAD: the object's size and ETag.
@@ -143,102 +385,322 @@ impl S3Client {
         } else {
             &[]
         };
-        let response = self.send("PUT", key, headers, body, false).await?;
+        let response = self
+            .send(self.simple("PUT", key, headers, body), None)
+            .await?;
         Ok(response.header("etag").map(str::to_string))
     }
 
-    /// DELETE of one key.
+    /// DELETE of one key (deleting a missing key succeeds, as in S3).
     pub async fn delete(&self, key: &str) -> Result<(), S3Error> {
-        self.send("DELETE", key, &[], Bytes::new(), false).await?;
+        self.send(self.simple("DELETE", key, &[], Bytes::new()), None)
+            .await?;
         Ok(())
     }
 
+    /// One ListObjectsV2 page of the keys under `prefix`, grouped by `delimiter` when
+    /// given, continuing from `token` (the previous page's [`ListPage::next`]).
+    pub async fn list_page(
+        &self,
+        prefix: &str,
+        delimiter: Option<&str>,
+        token: Option<&str>,
+    ) -> Result<ListPage, S3Error> {
+        let max_keys = self
+            .options
+            .list_page_size
+            .clamp(1, MAX_LIST_PAGE)
+            .to_string();
+        let mut query = vec![("list-type", "2"), ("max-keys", max_keys.as_str())];
+        if !prefix.is_empty() {
+            query.push(("prefix", prefix));
+        }
+        if let Some(d) = delimiter {
+            query.push(("delimiter", d));
+        }
+        if let Some(t) = token {
+            query.push(("continuation-token", t));
+        }
+        let call = Call {
+            method: "GET",
+            key: None,
+            query: &query,
+            headers: &[],
+            body: Bytes::new(),
+            class: RequestClass::Put,
+        };
+        let response = self.send(call, None).await?;
+        let result: ListBucketResult = parse_xml(&response.body)?;
+        if result.is_truncated && result.next_continuation_token.is_none() {
+            return Err(S3Error::Response(
+                "a truncated listing without a continuation token".into(),
+            ));
+        }
+        Ok(ListPage {
+            objects: result
+                .contents
+                .into_iter()
+                .map(|c| ListedObject {
+                    key: c.key,
+                    size: c.size,
+                    last_modified: c.last_modified,
+                    e_tag: c.e_tag,
+                })
+                .collect(),
+            prefixes: result
+                .common_prefixes
+                .into_iter()
+                .map(|p| p.prefix)
+                .collect(),
+            next: result
+                .next_continuation_token
+                .filter(|_| result.is_truncated),
+        })
+    }
+
+    /// Starts a multipart upload of `key`; returns its upload id.
+    pub async fn create_multipart(&self, key: &str) -> Result<String, S3Error> {
+        let call = Call {
+            method: "POST",
+            key: Some(key),
+            query: &[("uploads", "")],
+            headers: &[],
+            body: Bytes::new(),
+            class: RequestClass::Put,
+        };
+        let response = self.send(call, None).await?;
+        let result: InitiateMultipartUploadResult = parse_xml(&response.body)?;
+        Ok(result.upload_id)
+    }
+
+    /// Uploads part `number` (1 to 10000) of an upload; returns the part's ETag.
+    pub async fn upload_part(
+        &self,
+        key: &str,
+        upload_id: &str,
+        number: u32,
+        body: Bytes,
+    ) -> Result<String, S3Error> {
+        let number = number.to_string();
+        let call = Call {
+            method: "PUT",
+            key: Some(key),
+            query: &[("partNumber", &number), ("uploadId", upload_id)],
+            headers: &[],
+            body,
+            class: RequestClass::Put,
+        };
+        let response = self.send(call, None).await?;
+        response
+            .header("etag")
+            .map(str::to_string)
+            .ok_or_else(|| S3Error::Response(format!("part {number} has no ETag")))
+    }
+
+    /// Completes an upload from its parts' ETags in part order; returns the ETag.
+    pub async fn complete_multipart(
+        &self,
+        key: &str,
+        upload_id: &str,
+        etags: &[String],
+    ) -> Result<Option<String>, S3Error> {
+        let mut body = String::from("<CompleteMultipartUpload>");
+        for (i, etag) in etags.iter().enumerate() {
+            body.push_str(&format!(
+                "<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>",
+                i + 1,
+                xml_escape(etag)
+            ));
+        }
+        body.push_str("</CompleteMultipartUpload>");
+        let call = Call {
+            method: "POST",
+            key: Some(key),
+            query: &[("uploadId", upload_id)],
+            headers: &[],
+            body: Bytes::from(body),
+            class: RequestClass::Put,
+        };
+        let response = self.send(call, None).await?;
+        // S3 may report a failed completion in the body of a 200 answer.
+        if response.body.windows(7).any(|w| w == b"<Error>") {
+            return Err(S3Error::Status {
+                status: response.status,
+                body: String::from_utf8_lossy(&response.body).into_owned(),
+            });
+        }
+        Ok(response.header("etag").map(str::to_string))
+    }
+
+    /// Aborts an upload, freeing its parts.
+    pub async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<(), S3Error> {
+        let call = Call {
+            method: "DELETE",
+            key: Some(key),
+            query: &[("uploadId", upload_id)],
+            headers: &[],
+            body: Bytes::new(),
+            class: RequestClass::Free,
+        };
+        self.send(call, None).await?;
+        Ok(())
+    }
+
+    fn simple<'a>(
+        &self,
+        method: &'static str,
+        key: &'a str,
+        headers: &'a [(&'a str, &'a str)],
+        body: Bytes,
+    ) -> Call<'a> {
+        let class = match method {
+            "GET" | "HEAD" => RequestClass::Get,
+            "DELETE" => RequestClass::Free,
+            _ => RequestClass::Put,
+        };
+        Call {
+            method,
+            key: Some(key),
+            query: &[],
+            headers,
+            body,
+            class,
+        }
+    }
+
     /// Sends one request, retrying transport failures and 5xx/SlowDown with
-    /// exponential backoff; every attempt is signed afresh.
+    /// exponential backoff, at most `max_attempts` times; every attempt is signed
+    /// afresh, and an attempt after a transport failure opens a new connection.
     async fn send(
         &self,
-        method: &str,
-        key: &str,
-        extra: &[(&str, &str)],
-        body: Bytes,
-        head_only: bool,
+        call: Call<'_>,
+        first_byte_seen: Option<Arc<AtomicBool>>,
     ) -> Result<HttpResponse, S3Error> {
-        let path = self.path(key);
+        let path = self.path(call.key);
+        let conditional = call
+            .headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("if-none-match"));
         let mut last = None;
-        for attempt in 0..MAX_ATTEMPTS {
+        let mut fresh = false;
+        for attempt in 0..self.options.max_attempts {
             if attempt > 0 {
-                tokio::time::sleep(BASE_BACKOFF * 2u32.pow(attempt - 1)).await;
+                self.stats.record_retry();
+                let doublings = (attempt - 1).min(MAX_BACKOFF_DOUBLINGS);
+                tokio::time::sleep(self.options.base_backoff * 2u32.pow(doublings)).await;
             }
-            let request = self.build(method, &path, extra, body.clone(), head_only);
-            match self.retriever.send(request).await {
-                Ok(r) if r.status < 300 => return Ok(r),
+            let mut request = self.build(&call, &path);
+            request.fresh_connection = fresh;
+            request.first_byte_seen = first_byte_seen.clone();
+            let addr = request.addr;
+            self.stats
+                .record_request(call.class, call.body.len() as u64);
+            match self.retrievers.send(request).await {
+                Ok(r) if r.status < 300 => {
+                    let size = r.body.len() as u64;
+                    self.stats.record_received(size);
+                    if call.method == "GET" {
+                        self.model.record(size, r.first_byte, r.elapsed);
+                        self.endpoints.record(addr, size, r.elapsed.as_secs_f64());
+                    }
+                    return Ok(r);
+                }
                 Ok(r) => {
+                    self.stats.record_received(r.body.len() as u64);
+                    let body = String::from_utf8_lossy(&r.body).into_owned();
+                    let retry = r.status >= 500 || body.contains("<Code>SlowDown</Code>");
                     let error = S3Error::Status {
                         status: r.status,
-                        body: String::from_utf8_lossy(&r.body).into_owned(),
+                        body,
                     };
-                    let slow_down =
-                        matches!(&error, S3Error::Status { body, .. } if body.contains("SlowDown"));
-                    if r.status < 500 && !slow_down {
+                    if !retry {
                         return Err(error);
                     }
                     last = Some(error);
                 }
-                Err(e) if e.is_transient() => last = Some(e.into()),
-                Err(e) => return Err(e.into()),
+                // A conditional write whose answer was lost may have landed: sent
+                // again it would fail its own condition and report someone else's
+                // write. Only a connection that never opened is safe to retry; the
+                // caller decides about the rest (it can check whether it landed).
+                Err(e) if e.is_transient() && (!conditional || e.never_sent()) => {
+                    fresh = true;
+                    last = Some(e.into());
+                }
+                Err(e) => {
+                    self.stats.record_failure();
+                    return Err(e.into());
+                }
             }
         }
+        self.stats.record_failure();
         Err(last.unwrap_or_else(|| HttpError::Unavailable("no attempt was made".into()).into()))
     }
 
-    fn build(
-        &self,
-        method: &str,
-        path: &str,
-        extra: &[(&str, &str)],
-        body: Bytes,
-        head_only: bool,
-    ) -> HttpRequest {
-        let payload = if method == "PUT" {
-            sigv4::sha256_hex(&body)
+    fn build(&self, call: &Call<'_>, path: &str) -> HttpRequest {
+        let payload = if call.body.is_empty() {
+            sigv4::EMPTY_SHA256.to_string()
         } else {
+            sigv4::sha256_hex(&call.body)
+        };
+        let payload = if call.method == "GET" {
             sigv4::UNSIGNED_PAYLOAD.to_string()
+        } else {
+            payload
         };
         let signed = match &self.config.credentials {
             Some(creds) => sigv4::sign(
                 &sigv4::Request {
-                    method,
+                    method: call.method,
                     host: &self.host,
                     path,
-                    query: &[],
-                    headers: extra,
+                    query: call.query,
+                    headers: call.headers,
                     payload_sha256: &payload,
                 },
                 creds,
                 &self.config.region,
                 SystemTime::now(),
             ),
-            None => vec![("host".to_string(), self.host.clone())],
+            None => Vec::new(),
         };
-        let mut head = format!("{method} {} HTTP/1.1\r\n", sigv4::uri_encode(path, false));
-        for (k, v) in extra {
+        let mut head = format!(
+            "{} {}{} HTTP/1.1\r\nhost: {}\r\n",
+            call.method,
+            sigv4::uri_encode(path, false),
+            sigv4::canonical_query(call.query)
+                .map(|q| format!("?{q}"))
+                .unwrap_or_default(),
+            self.host
+        );
+        for (k, v) in call.headers {
             head.push_str(&format!("{k}: {v}\r\n"));
         }
         for (k, v) in &signed {
-            if !extra.iter().any(|(e, _)| e.eq_ignore_ascii_case(k)) {
-                head.push_str(&format!("{k}: {v}\r\n"));
-            }
+            head.push_str(&format!("{k}: {v}\r\n"));
         }
-        if !signed.iter().any(|(k, _)| k == "host") {
-            head.push_str(&format!("host: {}\r\n", self.host));
-        }
-        head.push_str(&format!("content-length: {}\r\n\r\n", body.len()));
+        head.push_str(&format!("content-length: {}\r\n\r\n", call.body.len()));
         HttpRequest {
-            addr: self.addr,
+            addr: self.endpoints.pick(),
             head: head.into_bytes(),
-            body,
-            head_only,
-            timeout: ATTEMPT_TIMEOUT,
+            body: call.body.clone(),
+            head_only: call.method == "HEAD",
+            timeout: self.options.attempt_timeout,
+            stall_timeout: self.options.stall_timeout,
+            fresh_connection: false,
+            first_byte_seen: None,
         }
     }
+}
+
+fn parse_xml<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, S3Error> {
+    let text = std::str::from_utf8(body)
+        .map_err(|_| S3Error::Response("the XML body is not UTF-8".into()))?;
+    quick_xml::de::from_str(text).map_err(|e| S3Error::Response(e.to_string()))
+}
+
+fn xml_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }

@@ -67,17 +67,7 @@ pub fn sign(
         .join(";");
     let canonical_headers: String = headers.iter().map(|(k, v)| format!("{k}:{v}\n")).collect();
 
-    let mut query: Vec<(String, String)> = request
-        .query
-        .iter()
-        .map(|(k, v)| (uri_encode(k, true), uri_encode(v, true)))
-        .collect();
-    query.sort();
-    let canonical_query = query
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join("&");
+    let canonical_query = canonical_query(request.query).unwrap_or_default();
 
     let canonical_request = format!(
         "{}\n{}\n{}\n{}\n{}\n{}",
@@ -118,6 +108,27 @@ pub fn sign(
         out.push(("x-amz-security-token".to_string(), token.clone()));
     }
     out
+}
+
+/// The query string in SigV4's canonical form (names and values percent-encoded,
+/// sorted), which is also a valid query string for the request line; `None` when there
+/// are no parameters.
+pub fn canonical_query(query: &[(&str, &str)]) -> Option<String> {
+    if query.is_empty() {
+        return None;
+    }
+    let mut pairs: Vec<(String, String)> = query
+        .iter()
+        .map(|(k, v)| (uri_encode(k, true), uri_encode(v, true)))
+        .collect();
+    pairs.sort();
+    Some(
+        pairs
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("&"),
+    )
 }
 
 /// Hex SHA-256 of `data` (for signed payloads).

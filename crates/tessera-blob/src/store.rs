@@ -2,11 +2,12 @@
 //!
 //! Everything above this crate asks a [`StoreFactory`] for an
 //! `Arc<dyn object_store::ObjectStore>` per store URL (`s3://bucket`, `file:///`) and
-//! never names a concrete client, so the S3 client behind it can be swapped (the
-//! `object_store` crate's today, Tessera's io_uring client later) without touching the
-//! engine.
+//! never names a concrete client, so the S3 client behind it can be swapped without
+//! touching the engine: tessera-blob's io_uring client by default, the `object_store`
+//! crate's client when selected (for comparison) or when the endpoint is HTTPS, which
+//! the io_uring client does not speak.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use object_store::aws::AmazonS3Builder;
@@ -15,7 +16,10 @@ use url::Url;
 
 use crate::config::{Addressing, S3Config};
 use crate::error::{BlobError, explain};
-use crate::s3::S3Client;
+use crate::options::RetrievalOptions;
+use crate::s3::{ClientParts, S3Client};
+use crate::stats::RequestStats;
+use crate::uring::Retrievers;
 use crate::uring_store::UringS3Store;
 
 /// Bounds on how long one S3 request may take before it fails with a clear error:
@@ -26,17 +30,17 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 const MAX_RETRIES: usize = 3;
 const RETRY_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// Environment variable selecting the S3 client: `uring` picks tessera-blob's io_uring
-/// client; anything else, or unset, the `object_store` crate's client. The io_uring
-/// client becomes the default once it passes every S3 error and fault test (issue 3).
+/// Environment variable selecting the S3 client: `object_store` picks the
+/// `object_store` crate's client; anything else, or unset, tessera-blob's io_uring
+/// client.
 pub const CLIENT_ENV: &str = "TESSERA_S3_CLIENT";
 
 /// Which client serves `s3://` stores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum S3ClientKind {
-    /// tessera-blob's io_uring client.
+    /// tessera-blob's io_uring client (the default).
     Uring,
-    /// The `object_store` crate's `AmazonS3` (the default for now).
+    /// The `object_store` crate's `AmazonS3`.
     ObjectStore,
 }
 
@@ -44,12 +48,49 @@ pub enum S3ClientKind {
 #[derive(Debug, Clone)]
 pub struct StoreFactory {
     s3: S3Config,
+    /// The retrieval options, or why the `TESSERA_S3_*` variables were unusable (an
+    /// error reported when an S3 store is opened, so local files keep working).
+    options: Result<RetrievalOptions, String>,
+    stats: Arc<RequestStats>,
+    /// The retriever threads every io_uring store of this factory sends through,
+    /// started by the first one: a few threads for all buckets, as in seed 002.
+    retrievers: Arc<Mutex<Option<Retrievers>>>,
 }
 
 impl StoreFactory {
-    /// A factory whose S3 stores use `s3`.
+    /// A factory whose S3 stores use `s3` and the retrieval options from the
+    /// `TESSERA_S3_*` environment variables ([`RetrievalOptions::from_lookup`]).
     pub fn new(s3: S3Config) -> Self {
-        Self { s3 }
+        Self {
+            s3,
+            options: RetrievalOptions::from_lookup(&|name| std::env::var(name).ok()),
+            stats: Arc::default(),
+            retrievers: Arc::default(),
+        }
+    }
+
+    /// A factory whose io_uring S3 stores run with `options`.
+    pub fn with_options(s3: S3Config, options: RetrievalOptions) -> Self {
+        Self {
+            s3,
+            options: Ok(options),
+            stats: Arc::default(),
+            retrievers: Arc::default(),
+        }
+    }
+
+    /// The request counters of every io_uring store this factory opened, so a caller
+    /// can show requests, bytes, retries, hedges and dollars (take a snapshot before
+    /// and after a query).
+    pub fn stats(&self) -> &Arc<RequestStats> {
+        &self.stats
+    }
+
+    /// The retrieval options of the io_uring stores, or why they are unusable.
+    pub fn options(&self) -> Result<&RetrievalOptions, BlobError> {
+        self.options
+            .as_ref()
+            .map_err(|e| BlobError::Config(e.clone()))
     }
 
     /// The S3 settings stores are opened with.
@@ -64,8 +105,9 @@ impl StoreFactory {
             "s3" => {
                 let bucket = store_url.host_str().unwrap_or_default();
                 let kind = match std::env::var(CLIENT_ENV) {
-                    Ok(v) if v == "uring" => S3ClientKind::Uring,
-                    _ => S3ClientKind::ObjectStore,
+                    Ok(v) if v == "object_store" => S3ClientKind::ObjectStore,
+                    _ if !self.s3.is_plain_http() => S3ClientKind::ObjectStore,
+                    _ => S3ClientKind::Uring,
                 };
                 self.open_s3(bucket, kind)
             }
@@ -121,16 +163,48 @@ impl StoreFactory {
                 source,
             })?);
         if kind == S3ClientKind::ObjectStore {
+            // That client would write plaintext and return ciphertext.
+            if self.options()?.encryption.is_some() {
+                return Err(BlobError::Config(format!(
+                    "client-side encryption (TESSERA_S3_ENCRYPTION_KEY) needs tessera-blob's io_uring client, which serves http:// endpoints; s3://{bucket} would use the object_store client"
+                )));
+            }
             return Ok(store);
         }
-        let client = S3Client::new(cfg.clone(), bucket).map_err(|e| BlobError::Open {
+        let options = self.options()?.clone();
+        let retrievers = self.retrievers(&options).map_err(|e| BlobError::Open {
             url: format!("s3://{bucket}"),
             source: object_store::Error::Generic {
                 store: "S3",
                 source: Box::new(e),
             },
         })?;
+        let parts = ClientParts {
+            stats: self.stats.clone(),
+            retrievers: Some(retrievers),
+            endpoints: None,
+        };
+        let client = S3Client::with_parts(cfg.clone(), bucket, options, parts).map_err(|e| {
+            BlobError::Open {
+                url: format!("s3://{bucket}"),
+                source: object_store::Error::Generic {
+                    store: "S3",
+                    source: Box::new(e),
+                },
+            }
+        })?;
         Ok(Arc::new(UringS3Store::new(client, store, bucket)))
+    }
+
+    /// The shared retriever threads, started on first use.
+    fn retrievers(&self, options: &RetrievalOptions) -> std::io::Result<Retrievers> {
+        let mut shared = self.retrievers.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(running) = shared.as_ref() {
+            return Ok(running.clone());
+        }
+        let started = Retrievers::start(options.retriever_threads())?;
+        *shared = Some(started.clone());
+        Ok(started)
     }
 
     /// One sentence explaining a store failure, naming this factory's endpoint.
@@ -182,6 +256,20 @@ mod tests {
             "{sentence}"
         );
         assert!(started.elapsed() < RETRY_TIMEOUT + CONNECT_TIMEOUT * 2);
+    }
+
+    #[test]
+    fn encryption_is_refused_for_the_object_store_client() {
+        let options = RetrievalOptions {
+            encryption: Some(crate::crypt::EncryptionKey::new([9; 32])),
+            ..RetrievalOptions::default()
+        };
+        let factory = StoreFactory::with_options(factory("http://127.0.0.1:1").s3, options);
+        let err = factory
+            .open_s3("bucket", S3ClientKind::ObjectStore)
+            .unwrap_err();
+        assert!(err.to_string().contains("encryption"), "{err}");
+        assert!(factory.open_s3("bucket", S3ClientKind::Uring).is_ok());
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::time::{Duration, Instant};
 
@@ -31,6 +32,18 @@ const MAX_HEAD: usize = 16 * 1024;
 const MAX_UNSIZED_BODY: usize = 1024 * 1024;
 /// Idle keep-alive connections kept per endpoint.
 const MAX_IDLE_PER_ENDPOINT: usize = 64;
+/// Bytes a body receive waits for in the socket before the kernel wakes the ring
+/// (`SO_RCVLOWAT`): one completion per this much data instead of per TCP segment,
+/// while a steady transfer still completes one at least this often, so the stall
+/// timeout sees progress on links down to `LOW_WATER / stall_timeout`.
+const LOW_WATER: usize = 512 * 1024;
+/// Bodies at least this large are received into pooled buffers; smaller ones are cheap
+/// to allocate.
+const POOLED_MIN: usize = 256 * 1024;
+/// Most bytes of idle buffers a retriever keeps for reuse.
+const POOL_BYTES: usize = 256 * 1024 * 1024;
+/// Most idle buffers a retriever keeps for reuse.
+const POOL_BUFFERS: usize = 64;
 /// How often the loop wakes to check deadlines when nothing completes.
 const TICK: Duration = Duration::from_millis(20);
 /// `user_data` of the wake-up read on the event fd.
@@ -49,6 +62,16 @@ pub struct HttpRequest {
     pub head_only: bool,
     /// After this long the request fails with [`HttpError::TimedOut`].
     pub timeout: Duration,
+    /// After this long without any byte sent or received the request fails with
+    /// [`HttpError::Stalled`]: a stalled connection is detected long before `timeout`,
+    /// which must allow for slow but steady large transfers.
+    pub stall_timeout: Duration,
+    /// Whether to open a new connection instead of reusing an idle one: a retry after
+    /// a transport failure must not land on another connection of a failing path.
+    pub fresh_connection: bool,
+    /// Set when the first response byte arrives, so a hedging caller can tell a request
+    /// that has not started answering from one that is still streaming.
+    pub first_byte_seen: Option<Arc<AtomicBool>>,
 }
 
 /// A complete HTTP response.
@@ -60,6 +83,10 @@ pub struct HttpResponse {
     pub headers: Vec<(String, String)>,
     /// The body, exactly `Content-Length` bytes when the server sent that header.
     pub body: Bytes,
+    /// Time from admission to the first response byte.
+    pub first_byte: Duration,
+    /// Time from admission to the last response byte.
+    pub elapsed: Duration,
 }
 
 impl HttpResponse {
@@ -105,15 +132,30 @@ pub enum HttpError {
     /// The request did not finish within its timeout.
     #[error("request timed out after {0:?}")]
     TimedOut(Duration),
+    /// No byte moved for the stall timeout.
+    #[error("request timed out: no data moved for {0:?}")]
+    Stalled(Duration),
+    /// The caller stopped waiting (a hedged duplicate finished first).
+    #[error("request cancelled by the caller")]
+    Cancelled,
     /// The event loop is not running (it failed to start or shut down).
     #[error("the io_uring retriever is not running: {0}")]
     Unavailable(String),
 }
 
 impl HttpError {
+    /// Whether the request certainly did not reach the server (the connection never
+    /// opened), so that sending it again cannot apply it twice.
+    pub fn never_sent(&self) -> bool {
+        matches!(self, HttpError::Connect { .. })
+    }
+
     /// Whether trying again on a fresh connection may succeed.
     pub fn is_transient(&self) -> bool {
-        !matches!(self, HttpError::Malformed(_) | HttpError::Unavailable(_))
+        !matches!(
+            self,
+            HttpError::Malformed(_) | HttpError::Unavailable(_) | HttpError::Cancelled
+        )
     }
 }
 
@@ -208,7 +250,10 @@ struct Exchange {
     /// Operations submitted and not yet completed; the slot is freed only at zero so
     /// the kernel never writes into a freed buffer.
     outstanding: u32,
+    started: Instant,
     deadline: Instant,
+    last_progress: Instant,
+    first_byte: Option<Instant>,
     outbound: Vec<u8>,
     head_buf: Vec<u8>,
     status: u16,
@@ -216,6 +261,8 @@ struct Exchange {
     body: Vec<u8>,
     body_len: Option<usize>,
     keep_alive: bool,
+    /// The socket's `SO_RCVLOWAT`; 1 (the default) outside sized bodies.
+    low_water: usize,
     failed: Option<HttpError>,
     sockaddr: libc::sockaddr_in6,
 }
@@ -229,6 +276,7 @@ struct EventLoop {
     free: Vec<usize>,
     idle: HashMap<SocketAddr, Vec<OwnedFd>>,
     disconnected: bool,
+    pool: Arc<BufferPool>,
 }
 
 impl EventLoop {
@@ -242,6 +290,7 @@ impl EventLoop {
             free: (0..MAX_IN_FLIGHT).rev().collect(),
             idle: HashMap::new(),
             disconnected: false,
+            pool: Arc::default(),
         }
     }
 
@@ -287,18 +336,22 @@ impl EventLoop {
         )
         .build()
         .user_data(WAKE_TOKEN);
-        self.push(entry);
+        // Without the wake-up read the loop still polls every TICK, so a refused push
+        // only delays new requests.
+        let _ = self.push(entry);
     }
 
-    fn push(&mut self, entry: io_uring::squeue::Entry) {
+    /// Queues `entry`; false when the kernel refuses the batch that would make room.
+    fn push(&mut self, entry: io_uring::squeue::Entry) -> bool {
         // SAFETY: every buffer an entry points at lives in a boxed exchange (or the
         // boxed wake buffer) that is not freed while the operation is outstanding.
         while unsafe { self.ring.submission().push(&entry) }.is_err() {
             // The queue is full: hand the batch to the kernel to make room.
             if self.ring.submit().is_err() {
-                return;
+                return false;
             }
         }
+        true
     }
 
     /// Takes new requests from the channel while there are free slots.
@@ -318,7 +371,11 @@ impl EventLoop {
     }
 
     fn start(&mut self, slot: usize, request: HttpRequest, reply: Reply) {
-        let pooled = self.idle.get_mut(&request.addr).and_then(|v| v.pop());
+        let pooled = if request.fresh_connection {
+            None
+        } else {
+            self.idle.get_mut(&request.addr).and_then(|v| v.pop())
+        };
         let reused = pooled.is_some();
         let socket = match pooled {
             Some(s) => s,
@@ -337,7 +394,8 @@ impl EventLoop {
         let mut outbound = Vec::with_capacity(request.head.len() + request.body.len());
         outbound.extend_from_slice(&request.head);
         outbound.extend_from_slice(&request.body);
-        let deadline = Instant::now() + request.timeout;
+        let now = Instant::now();
+        let deadline = now + request.timeout;
         let exchange = Box::new(Exchange {
             sockaddr: to_sockaddr(&request.addr),
             request,
@@ -350,7 +408,10 @@ impl EventLoop {
                 Phase::Connecting
             },
             outstanding: 0,
+            started: now,
             deadline,
+            last_progress: now,
+            first_byte: None,
             outbound,
             head_buf: vec![0; MAX_HEAD],
             status: 0,
@@ -358,6 +419,7 @@ impl EventLoop {
             body: Vec::new(),
             body_len: None,
             keep_alive: true,
+            low_water: 1,
             failed: None,
         });
         self.slots[slot] = Some(exchange);
@@ -388,26 +450,66 @@ impl EventLoop {
                 opcode::Recv::new(fd, rest.as_mut_ptr(), rest.len() as u32).build()
             }
             Phase::Body { filled } => {
-                let rest = &mut ex.body[filled..];
-                // Bounded to u32 per operation; larger bodies take several receives.
-                let len = rest.len().min(u32::MAX as usize) as u32;
-                opcode::Recv::new(fd, rest.as_mut_ptr(), len).build()
+                assert_eq!(
+                    filled,
+                    ex.body.len(),
+                    "the body length tracks what was received"
+                );
+                // The kernel writes into the spare capacity; `advance` extends the
+                // length by what it reports as received.
+                let rest = ex.body.spare_capacity_mut();
+                let ptr = rest.as_mut_ptr().cast::<u8>();
+                // A pooled buffer may be larger than the body: never receive past the
+                // announced length, which would take bytes that are not this body's.
+                let want = match ex.body_len {
+                    Some(expected) => {
+                        let want = expected - filled;
+                        // The kernel wakes the ring only when a good part of the body
+                        // has arrived, not per TCP segment; never for more than is
+                        // still to come, or the last bytes would not wake it at all.
+                        set_low_water(&ex.socket, &mut ex.low_water, want.min(LOW_WATER));
+                        want
+                    }
+                    None => rest.len(),
+                };
+                assert!(want <= rest.len(), "the body buffer holds the whole body");
+                let len = want.min(u32::MAX as usize) as u32;
+                opcode::Recv::new(fd, ptr, len).build()
             }
         };
         ex.outstanding += 1;
-        self.push(entry.user_data(slot as u64));
+        if !self.push(entry.user_data(slot as u64)) {
+            let ex = self.slots[slot].as_mut().expect("slot is live");
+            ex.outstanding -= 1;
+            ex.failed = Some(HttpError::Unavailable(
+                "the ring refused a submission".into(),
+            ));
+            ex.keep_alive = false;
+            self.finish(slot);
+        }
     }
 
     fn complete(&mut self, slot: usize, result: i32) {
         let Some(ex) = self.slots.get_mut(slot).and_then(|s| s.as_mut()) else {
             return;
         };
-        ex.outstanding = ex.outstanding.saturating_sub(1);
+        assert!(ex.outstanding > 0, "a completion without an operation");
+        ex.outstanding -= 1;
         if ex.failed.is_some() {
             self.finish(slot);
             return;
         }
-        let outcome = advance(ex, result);
+        let now = Instant::now();
+        if result > 0 {
+            ex.last_progress = now;
+            if ex.first_byte.is_none() && matches!(ex.phase, Phase::Head { .. }) {
+                ex.first_byte = Some(now);
+                if let Some(seen) = &ex.request.first_byte_seen {
+                    seen.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+        let outcome = advance(ex, result, &self.pool);
         match outcome {
             Step::Continue => self.issue(slot),
             Step::Done => self.finish(slot),
@@ -420,17 +522,28 @@ impl EventLoop {
         }
     }
 
-    /// Fails requests past their deadline: shutting the socket down makes the pending
-    /// operation complete at once, after which the slot is freed.
+    /// Fails requests past their deadline, stalled, or no longer awaited: shutting the
+    /// socket down makes the pending operation complete at once, after which the slot
+    /// is freed.
     fn expire(&mut self) {
         let now = Instant::now();
         for ex in self.slots.iter_mut().flatten() {
-            if ex.failed.is_none() && now >= ex.deadline {
-                ex.failed = Some(HttpError::TimedOut(ex.request.timeout));
-                ex.keep_alive = false;
-                // SAFETY: shutdown on a descriptor this exchange owns.
-                unsafe { libc::shutdown(ex.socket.as_raw_fd(), libc::SHUT_RDWR) };
+            if ex.failed.is_some() {
+                continue;
             }
+            let failure = if now >= ex.deadline {
+                HttpError::TimedOut(ex.request.timeout)
+            } else if now >= ex.last_progress + ex.request.stall_timeout {
+                HttpError::Stalled(ex.request.stall_timeout)
+            } else if ex.reply.as_ref().is_none_or(|r| r.is_closed()) {
+                HttpError::Cancelled
+            } else {
+                continue;
+            };
+            ex.failed = Some(failure);
+            ex.keep_alive = false;
+            // SAFETY: shutdown on a descriptor this exchange owns.
+            unsafe { libc::shutdown(ex.socket.as_raw_fd(), libc::SHUT_RDWR) };
         }
     }
 
@@ -455,6 +568,9 @@ impl EventLoop {
             body,
             keep_alive,
             phase,
+            started,
+            first_byte,
+            low_water: ex_low_water,
             ..
         } = *ex;
         match failed {
@@ -476,7 +592,10 @@ impl EventLoop {
                 }
             }
             None => {
-                if keep_alive {
+                let mut low_water = ex_low_water;
+                // The next response head must wake the ring at its first byte; a socket
+                // that cannot be reset to that is not reused.
+                if keep_alive && set_low_water(&socket, &mut low_water, 1) {
                     let pool = self.idle.entry(request.addr).or_default();
                     if pool.len() < MAX_IDLE_PER_ENDPOINT {
                         pool.push(socket);
@@ -486,7 +605,9 @@ impl EventLoop {
                     let _ = reply.send(Ok(HttpResponse {
                         status,
                         headers,
-                        body: Bytes::from(body),
+                        body: BufferPool::into_bytes(&self.pool, body),
+                        first_byte: first_byte.unwrap_or(started).duration_since(started),
+                        elapsed: started.elapsed(),
                     }));
                 }
             }
@@ -501,7 +622,7 @@ enum Step {
 }
 
 /// Moves one exchange forward by the result of its completed operation.
-fn advance(ex: &mut Exchange, result: i32) -> Step {
+fn advance(ex: &mut Exchange, result: i32, pool: &BufferPool) -> Step {
     let os_error = |code: i32| std::io::Error::from_raw_os_error(-code).to_string();
     match ex.phase {
         Phase::Connecting => {
@@ -563,10 +684,10 @@ fn advance(ex: &mut Exchange, result: i32) -> Step {
             };
             match len {
                 Some(len) => {
-                    // The one allocation of the body; the kernel fills it in place.
-                    ex.body = vec![0; len];
+                    // The one buffer of the body; the kernel fills it in place.
+                    ex.body = pool.take(len);
                     let take = tail.len().min(len);
-                    ex.body[..take].copy_from_slice(&tail[..take]);
+                    ex.body.extend_from_slice(&tail[..take]);
                     ex.body_len = Some(len);
                     if take == len {
                         return Step::Done;
@@ -576,9 +697,9 @@ fn advance(ex: &mut Exchange, result: i32) -> Step {
                 None => {
                     // No length: read until the server closes (error bodies only).
                     ex.keep_alive = false;
-                    ex.body = vec![0; MAX_UNSIZED_BODY];
+                    ex.body = Vec::with_capacity(MAX_UNSIZED_BODY);
                     let take = tail.len().min(MAX_UNSIZED_BODY);
-                    ex.body[..take].copy_from_slice(&tail[..take]);
+                    ex.body.extend_from_slice(&tail[..take]);
                     ex.phase = Phase::Body { filled: take };
                 }
             }
@@ -592,16 +713,19 @@ fn advance(ex: &mut Exchange, result: i32) -> Step {
                 });
             }
             let filled = filled + result as usize;
+            assert!(
+                filled <= ex.body.capacity(),
+                "the kernel wrote past the buffer"
+            );
+            // SAFETY: the kernel initialized the `result` bytes after the old length.
+            unsafe { ex.body.set_len(filled) };
             match ex.body_len {
                 Some(expected) if result == 0 => Step::Fail(HttpError::Truncated {
                     received: filled,
                     expected,
                 }),
                 Some(expected) if filled >= expected => Step::Done,
-                None if result == 0 || filled == ex.body.len() => {
-                    ex.body.truncate(filled);
-                    Step::Done
-                }
+                None if result == 0 || filled == ex.body.capacity() => Step::Done,
                 _ => {
                     ex.phase = Phase::Body { filled };
                     Step::Continue
@@ -657,6 +781,31 @@ fn parse_head(ex: &mut Exchange, end: usize) -> Result<(), HttpError> {
     Ok(())
 }
 
+/// Sets the socket's `SO_RCVLOWAT` to `bytes` unless it is already that; returns
+/// whether the socket now has that setting. A failure leaves the old setting, which
+/// at worst delays a wake-up until the stall timeout ends the attempt.
+fn set_low_water(socket: &OwnedFd, current: &mut usize, bytes: usize) -> bool {
+    let bytes = bytes.max(1);
+    if *current == bytes {
+        return true;
+    }
+    let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: setsockopt with a pointer to a live int of the right size.
+    let done = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if done == 0 {
+        *current = bytes;
+    }
+    done == 0
+}
+
 fn new_socket() -> std::io::Result<OwnedFd> {
     // IPv6 sockets with v4-mapped addresses serve both families with one sockaddr type.
     // SAFETY: plain socket creation; the result is checked.
@@ -703,4 +852,113 @@ fn to_sockaddr(addr: &SocketAddr) -> libc::sockaddr_in6 {
     sa.sin6_flowinfo = v6.flowinfo();
     sa.sin6_scope_id = v6.scope_id();
     sa
+}
+
+/// Most retriever threads one client starts: seed 002 never runs more download threads
+/// than hardware threads, and a few rings already saturate tens of Gbit/s.
+pub const MAX_RETRIEVERS: usize = 16;
+
+/// Several retriever threads, each with its own ring, sharing requests round-robin.
+#[derive(Clone, Debug)]
+pub struct Retrievers {
+    threads: Arc<[Retriever]>,
+    next: Arc<AtomicUsize>,
+}
+
+impl Retrievers {
+    /// Starts `count` retriever threads (1 to [`MAX_RETRIEVERS`]).
+    pub fn start(count: usize) -> std::io::Result<Self> {
+        let count = count.clamp(1, MAX_RETRIEVERS);
+        let threads = (0..count)
+            .map(|_| Retriever::start())
+            .collect::<std::io::Result<Vec<_>>>()?;
+        Ok(Self {
+            threads: threads.into(),
+            next: Arc::default(),
+        })
+    }
+
+    /// How many threads serve requests.
+    pub fn count(&self) -> usize {
+        self.threads.len()
+    }
+
+    /// Requests the retrievers keep in flight together before callers wait.
+    pub fn capacity(&self) -> usize {
+        self.threads.len() * MAX_IN_FLIGHT
+    }
+
+    /// Sends `request` on the next thread in turn.
+    pub async fn send(&self, request: HttpRequest) -> Result<HttpResponse, HttpError> {
+        let turn = self.next.fetch_add(1, Ordering::Relaxed);
+        self.threads[turn % self.threads.len()].send(request).await
+    }
+}
+
+/// Receive buffers that come back when the caller drops a body, so the next body lands
+/// in memory that is already mapped: no page faults and no zeroing per request, as
+/// seed 002's preallocated receive buffers. Bounded by [`POOL_BUFFERS`] and
+/// [`POOL_BYTES`]; beyond that buffers are freed.
+#[derive(Debug, Default)]
+struct BufferPool {
+    idle: std::sync::Mutex<Vec<Vec<u8>>>,
+}
+
+/// A body buffer that returns to its pool when the last `Bytes` view of it drops.
+struct Pooled {
+    buffer: Vec<u8>,
+    pool: Arc<BufferPool>,
+}
+
+impl AsRef<[u8]> for Pooled {
+    fn as_ref(&self) -> &[u8] {
+        &self.buffer
+    }
+}
+
+impl Drop for Pooled {
+    fn drop(&mut self) {
+        self.pool.give(std::mem::take(&mut self.buffer));
+    }
+}
+
+impl BufferPool {
+    /// An empty buffer with capacity for `len` bytes, reused when one fits (at most
+    /// twice the size, so small bodies do not pin large buffers).
+    fn take(&self, len: usize) -> Vec<u8> {
+        if len >= POOLED_MIN {
+            let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(i) = idle
+                .iter()
+                .position(|b| b.capacity() >= len && b.capacity() <= len.saturating_mul(2))
+            {
+                let mut buffer = idle.swap_remove(i);
+                buffer.clear();
+                return buffer;
+            }
+        }
+        Vec::with_capacity(len)
+    }
+
+    fn give(&self, buffer: Vec<u8>) {
+        if buffer.capacity() < POOLED_MIN {
+            return;
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let held: usize = idle.iter().map(Vec::capacity).sum();
+        if idle.len() < POOL_BUFFERS && held + buffer.capacity() <= POOL_BYTES {
+            idle.push(buffer);
+        }
+    }
+
+    /// The body as `Bytes`; a large one returns to `pool` when its last view drops.
+    fn into_bytes(pool: &Arc<BufferPool>, buffer: Vec<u8>) -> Bytes {
+        if buffer.capacity() < POOLED_MIN {
+            return Bytes::from(buffer);
+        }
+        Bytes::from_owner(Pooled {
+            buffer,
+            pool: pool.clone(),
+        })
+    }
 }

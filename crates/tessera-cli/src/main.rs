@@ -3,6 +3,7 @@
 //! The binary is the edge where errors become one sentence on stderr and an exit code;
 //! everything below it returns typed errors.
 
+mod bench;
 mod demo;
 mod generate;
 mod ingest;
@@ -81,6 +82,11 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Load NDJSON into a Tessera table (JSON tiles in Parquet Variant) in one commit.
     Ingest(ingest::IngestArgs),
+    /// Benchmarks (results on stdout as Markdown).
+    Bench {
+        #[command(subcommand)]
+        bench: bench::Bench,
+    },
     /// Remove data files no table version references, older than the retention period.
     Vacuum {
         /// The table location.
@@ -136,6 +142,9 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             .map(|()| ExitCode::SUCCESS),
         Command::Demo(args) => demo::run(&session, args).await.map(|()| ExitCode::SUCCESS),
         Command::Ingest(args) => ingest::run(&session, args)
+            .await
+            .map(|()| ExitCode::SUCCESS),
+        Command::Bench { bench } => bench::run(session.stores().s3_config(), bench)
             .await
             .map(|()| ExitCode::SUCCESS),
         Command::Vacuum {

@@ -202,3 +202,52 @@ fn every_s3_failure_is_one_clear_sentence() {
         );
     }
 }
+
+/// `tessera bench retrieval` downloads through both clients, straight and through a
+/// toxiproxy with added latency, and reports a row per client for each; a short
+/// download fails the command.
+#[test]
+fn retrieval_benchmark_compares_both_clients() {
+    let minio = MinioServer::start();
+    minio.create_bucket("bench");
+    let toxiproxy = tessera_testkit::Toxiproxy::start();
+    let proxy = toxiproxy.proxy("minio", minio.port());
+    proxy.add(
+        "latency",
+        tessera_testkit::Direction::Downstream,
+        tessera_testkit::Toxic::Latency {
+            latency_ms: 5,
+            jitter_ms: 0,
+        },
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &minio.env(),
+        &[
+            "bench",
+            "retrieval",
+            "--bucket",
+            "bench",
+            "--objects",
+            "4",
+            "--mib",
+            "2",
+            "--request-mib",
+            "1",
+            "--concurrency",
+            "4",
+            "--tries",
+            "1",
+            "--via",
+            &proxy.endpoint(),
+        ],
+    );
+    let text = out.ok();
+    for section in ["straight from", "through http://"] {
+        assert!(text.contains(section), "{text}");
+    }
+    assert_eq!(text.matches("| tessera-blob").count(), 2, "{text}");
+    assert_eq!(text.matches("| object_store").count(), 2, "{text}");
+    assert_eq!(text.matches("CPU per GiB:").count(), 2, "{text}");
+}

@@ -105,6 +105,10 @@ extensions_options! {
         /// Where `CREATE TABLE name AS ...` puts Tessera tables (`<warehouse>/<name>`);
         /// empty (default): such tables are DataFusion in-memory tables.
         pub warehouse: String, default = String::new()
+        /// Whether scans of Tessera tables read shredded paths from their typed columns
+        /// and skip files by their statistics (true, default); false answers every JSON
+        /// access from the reconstructed documents (for comparison and diagnosis).
+        pub typed_reads: bool, default = true
     }
 }
 

@@ -32,5 +32,5 @@ pub mod table;
 
 pub use error::TableError;
 pub use manifest::{DataFile, DeletionVector, Manifest};
-pub use snapshot::Snapshot;
+pub use snapshot::{FilePredicate, FileRead, OpenFile, Snapshot, Traffic};
 pub use table::{FileDeletes, MAX_COMMIT_ATTEMPTS, NewFile, Table, TableOptions, VacuumReport};

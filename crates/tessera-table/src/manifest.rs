@@ -110,19 +110,29 @@ impl DeletionVector {
     /// The runs of kept and deleted rows over a file of `rows` rows, in order, as
     /// `(deleted, length)`; what a Parquet row selection needs.
     pub fn selection(&self, rows: u64) -> Vec<(bool, u64)> {
-        let mut out = Vec::with_capacity(self.runs.len() * 2 + 1);
-        let mut at = 0;
-        for &(start, end) in &self.runs {
-            assert!(end <= rows, "deletion vector beyond the file's rows");
-            if start > at {
-                out.push((false, start - at));
+        assert!(self.end() <= rows, "deletion vector beyond the file's rows");
+        self.selection_in(0, rows)
+    }
+
+    /// Like [`Self::selection`], but over the `rows` rows starting at `start` only (one
+    /// row group of a file).
+    pub fn selection_in(&self, start: u64, rows: u64) -> Vec<(bool, u64)> {
+        let end = start + rows;
+        let mut out = Vec::with_capacity(4);
+        let mut at = start;
+        let first = self.runs.partition_point(|&(_, e)| e <= start);
+        for &(s, e) in self.runs[first..].iter().take_while(|&&(s, _)| s < end) {
+            let (s, e) = (s.max(start), e.min(end));
+            if s > at {
+                out.push((false, s - at));
             }
-            out.push((true, end - start));
-            at = end;
+            out.push((true, e - s));
+            at = e;
         }
-        if rows > at {
-            out.push((false, rows - at));
+        if end > at {
+            out.push((false, end - at));
         }
+        debug_assert_eq!(out.iter().map(|(_, n)| n).sum::<u64>(), rows);
         out
     }
 
@@ -163,6 +173,35 @@ mod tests {
             merged.selection(13),
             vec![(false, 3), (true, 7), (false, 1), (true, 1), (false, 1)]
         );
+    }
+
+    /// Each row's fate read from the windows of any split of a file equals its fate in
+    /// the deletion vector.
+    #[test]
+    fn selections_of_row_groups_agree_with_the_vector() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |bound: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % bound
+        };
+        for _ in 0..200 {
+            let rows = 1 + next(300);
+            let dv = DeletionVector::from_rows((0..next(rows)).map(|_| next(rows)));
+            let mut start = 0;
+            while start < rows {
+                let len = 1 + next(rows - start);
+                let expanded: Vec<bool> = dv
+                    .selection_in(start, len)
+                    .into_iter()
+                    .flat_map(|(deleted, n)| std::iter::repeat_n(deleted, n as usize))
+                    .collect();
+                let expected: Vec<bool> = (start..start + len).map(|r| dv.contains(r)).collect();
+                assert_eq!(expanded, expected, "{dv:?} rows {start}+{len}");
+                start += len;
+            }
+        }
     }
 
     #[test]

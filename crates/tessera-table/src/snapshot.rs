@@ -2,17 +2,23 @@
 
 use std::ops::Range;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
+use arrow::array::BooleanArray;
 use arrow::array::RecordBatch;
+use arrow::datatypes::{DataType, Schema, SchemaRef};
+use arrow::error::ArrowError;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
-use parquet::arrow::ParquetRecordBatchStreamBuilder;
-use parquet::arrow::arrow_reader::{ArrowReaderOptions, RowSelection, RowSelector};
+use parquet::arrow::arrow_reader::{
+    ArrowPredicateFn, ArrowReaderMetadata, ArrowReaderOptions, RowFilter, RowSelection, RowSelector,
+};
 use parquet::arrow::async_reader::AsyncFileReader;
+use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 
@@ -67,33 +73,157 @@ impl Snapshot {
         file: &DataFile,
         skip_deleted: bool,
     ) -> Result<BoxStream<'static, Result<RecordBatch, TableError>>, TableError> {
-        let reader = FileReader {
+        self.open_file(file).await?.read(FileRead {
+            skip_deleted,
+            ..FileRead::default()
+        })
+    }
+
+    /// Opens `file` for selective reads: its Parquet footer is fetched once, so the
+    /// caller can choose leaf columns and row groups from it before any data is read.
+    pub async fn open_file(&self, file: &DataFile) -> Result<OpenFile, TableError> {
+        let traffic = Arc::new(Traffic::default());
+        let mut reader = FileReader {
             store: Arc::clone(&self.store),
             key: crate::table::child_key(&self.prefix, &file.path),
             size: file.size,
+            traffic: Arc::clone(&traffic),
         };
-        let parquet_error = |path: &str| {
-            let path = path.to_string();
-            move |source| TableError::Parquet { path, source }
-        };
-        let mut builder = ParquetRecordBatchStreamBuilder::new(reader)
+        let metadata = reader
+            .get_metadata(None)
             .await
-            .map_err(parquet_error(&file.path))?
-            .with_batch_size(BATCH_ROWS);
-        if skip_deleted && !file.deleted.is_empty() {
-            let selectors: Vec<RowSelector> = file
-                .deleted
-                .selection(file.summary.rows)
-                .into_iter()
-                .map(|(deleted, rows)| match deleted {
-                    true => RowSelector::skip(rows as usize),
-                    false => RowSelector::select(rows as usize),
-                })
-                .collect();
-            builder = builder.with_row_selection(RowSelection::from(selectors));
+            .map_err(parquet_error(&file.path))?;
+        let stored = ArrowReaderMetadata::try_new(Arc::clone(&metadata), ArrowReaderOptions::new())
+            .map_err(parquet_error(&file.path))?;
+        let views = Arc::new(Schema::new(
+            stored
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.as_ref().clone().with_data_type(as_views(f.data_type())))
+                .collect::<Vec<_>>(),
+        ));
+        let reader_metadata =
+            ArrowReaderMetadata::try_new(metadata, ArrowReaderOptions::new().with_schema(views))
+                .map_err(parquet_error(&file.path))?;
+        Ok(OpenFile {
+            file: file.clone(),
+            reader,
+            metadata: reader_metadata,
+            traffic,
+        })
+    }
+}
+
+/// What to read of an opened file.
+#[derive(Debug, Default)]
+pub struct FileRead {
+    /// Parquet leaf column indices to decode; all columns when `None`.
+    pub leaves: Option<Vec<usize>>,
+    /// Row groups to read, ascending; all when `None`.
+    pub row_groups: Option<Vec<usize>>,
+    /// Leave out the rows the file's deletion vector names.
+    pub skip_deleted: bool,
+    /// Rows per batch; [`BATCH_ROWS`] when `None`.
+    pub batch_rows: Option<usize>,
+    /// Late materialization: the rows to decode are chosen from a few columns first.
+    pub predicate: Option<FilePredicate>,
+}
+
+/// Chooses the rows of a file to decode from some of its columns, so the other columns
+/// are decoded (and, with page indexes, fetched) only for the rows it keeps.
+pub struct FilePredicate {
+    /// Parquet leaf column indices the predicate looks at.
+    pub leaves: Vec<usize>,
+    /// Given those leaves of a run of rows, which of the rows to keep.
+    pub keep: Box<dyn FnMut(RecordBatch) -> Result<BooleanArray, ArrowError> + Send>,
+}
+
+impl std::fmt::Debug for FilePredicate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FilePredicate")
+            .field("leaves", &self.leaves)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One data file whose footer has been read.
+pub struct OpenFile {
+    file: DataFile,
+    reader: FileReader,
+    metadata: ArrowReaderMetadata,
+    traffic: Arc<Traffic>,
+}
+
+/// What reading one file has cost so far: requests to the store and bytes received.
+#[derive(Debug, Default)]
+pub struct Traffic {
+    /// Ranged GET requests issued (one per range, as the store API takes them).
+    pub requests: AtomicU64,
+    /// Bytes received.
+    pub bytes: AtomicU64,
+}
+
+impl std::fmt::Debug for OpenFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenFile")
+            .field("path", &self.file.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenFile {
+    /// The file's Parquet metadata (schema, row groups, column chunk statistics).
+    pub fn metadata(&self) -> &Arc<ParquetMetaData> {
+        self.metadata.metadata()
+    }
+
+    /// The file's Arrow schema.
+    pub fn schema(&self) -> &SchemaRef {
+        self.metadata.schema()
+    }
+
+    /// Requests and bytes fetched from the store for this file so far (footer
+    /// included); shared, so it keeps counting while returned streams are read.
+    pub fn traffic(&self) -> &Arc<Traffic> {
+        &self.traffic
+    }
+
+    /// Decodes the chosen leaves and row groups of the file.
+    pub fn read(
+        &self,
+        read: FileRead,
+    ) -> Result<BoxStream<'static, Result<RecordBatch, TableError>>, TableError> {
+        let path = self.file.path.clone();
+        let row_groups: Vec<usize> = match &read.row_groups {
+            Some(groups) => groups.clone(),
+            None => (0..self.metadata().num_row_groups()).collect(),
+        };
+        assert!(
+            row_groups.windows(2).all(|w| w[0] < w[1]),
+            "row groups are read in ascending order"
+        );
+        let mut builder = ParquetRecordBatchStreamBuilder::new_with_metadata(
+            self.reader.clone(),
+            self.metadata.clone(),
+        )
+        .with_batch_size(read.batch_rows.unwrap_or(BATCH_ROWS))
+        .with_row_groups(row_groups.clone());
+        if let Some(leaves) = &read.leaves {
+            let schema = self.metadata().file_metadata().schema_descr();
+            builder =
+                builder.with_projection(ProjectionMask::leaves(schema, leaves.iter().copied()));
         }
-        let stream = builder.build().map_err(parquet_error(&file.path))?;
-        let path = file.path.clone();
+        if read.skip_deleted && !self.file.deleted.is_empty() {
+            builder = builder.with_row_selection(self.live_selection(&row_groups));
+        }
+        if let Some(predicate) = read.predicate {
+            let schema = self.metadata().file_metadata().schema_descr();
+            let mask = ProjectionMask::leaves(schema, predicate.leaves.iter().copied());
+            let filter = ArrowPredicateFn::new(mask, predicate.keep);
+            builder = builder.with_row_filter(RowFilter::new(vec![Box::new(filter)]));
+        }
+        let stream = builder.build().map_err(parquet_error(&path))?;
         Ok(stream
             .map_err(move |source| TableError::Parquet {
                 path: path.clone(),
@@ -101,13 +231,70 @@ impl Snapshot {
             })
             .boxed())
     }
+
+    /// The rows of `row_groups` that the deletion vector keeps, as a selection over
+    /// those row groups only (what the Parquet reader expects).
+    fn live_selection(&self, row_groups: &[usize]) -> RowSelection {
+        let groups = self.metadata().row_groups();
+        let mut starts = Vec::with_capacity(groups.len());
+        let mut at = 0u64;
+        for group in groups {
+            starts.push(at);
+            at += group.num_rows() as u64;
+        }
+        let selectors: Vec<RowSelector> = row_groups
+            .iter()
+            .flat_map(|&g| {
+                let start = starts[g];
+                let rows = groups[g].num_rows() as u64;
+                self.file.deleted.selection_in(start, rows)
+            })
+            .map(|(deleted, rows)| match deleted {
+                true => RowSelector::skip(rows as usize),
+                false => RowSelector::select(rows as usize),
+            })
+            .collect();
+        RowSelection::from(selectors)
+    }
 }
 
-/// Ranged reads of one data file, for the Parquet decoder.
+/// `data_type` with strings and binaries as views: the decoder then references the page
+/// buffers instead of copying every value, and the engine works on views anyway.
+fn as_views(data_type: &DataType) -> DataType {
+    match data_type {
+        DataType::Utf8 | DataType::LargeUtf8 => DataType::Utf8View,
+        DataType::Binary | DataType::LargeBinary => DataType::BinaryView,
+        DataType::Struct(fields) => DataType::Struct(
+            fields
+                .iter()
+                .map(|f| f.as_ref().clone().with_data_type(as_views(f.data_type())))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn parquet_error(path: &str) -> impl FnOnce(ParquetError) -> TableError + use<> {
+    let path = path.to_string();
+    move |source| TableError::Parquet { path, source }
+}
+
+/// Ranged reads of one data file, for the Parquet decoder; counts the bytes it fetches.
+#[derive(Clone)]
 struct FileReader {
     store: Arc<dyn ObjectStore>,
     key: Path,
     size: u64,
+    traffic: Arc<Traffic>,
+}
+
+impl FileReader {
+    fn count(&self, requests: usize, bytes: u64) {
+        self.traffic
+            .requests
+            .fetch_add(requests as u64, Ordering::Relaxed);
+        self.traffic.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
 }
 
 /// Bytes read from the end of a file at once, so footer and metadata usually take one
@@ -117,10 +304,13 @@ const FOOTER_HINT: usize = 64 << 10;
 impl AsyncFileReader for FileReader {
     fn get_bytes(&mut self, range: Range<u64>) -> BoxFuture<'_, parquet::errors::Result<Bytes>> {
         async move {
-            self.store
+            let bytes = self
+                .store
                 .get_range(&self.key, range)
                 .await
-                .map_err(|e| ParquetError::External(Box::new(e)))
+                .map_err(|e| ParquetError::External(Box::new(e)))?;
+            self.count(1, bytes.len() as u64);
+            Ok(bytes)
         }
         .boxed()
     }
@@ -130,10 +320,13 @@ impl AsyncFileReader for FileReader {
         ranges: Vec<Range<u64>>,
     ) -> BoxFuture<'_, parquet::errors::Result<Vec<Bytes>>> {
         async move {
-            self.store
+            let parts = self
+                .store
                 .get_ranges(&self.key, &ranges)
                 .await
-                .map_err(|e| ParquetError::External(Box::new(e)))
+                .map_err(|e| ParquetError::External(Box::new(e)))?;
+            self.count(parts.len(), parts.iter().map(|b| b.len() as u64).sum());
+            Ok(parts)
         }
         .boxed()
     }

@@ -358,7 +358,9 @@ impl Table {
         self.read_manifest(version).await
     }
 
-    fn key(&self, relative: &str) -> Path {
+    /// The store key of `relative` (a data file's path in the manifest) below the
+    /// table prefix.
+    pub fn key(&self, relative: &str) -> Path {
         child_key(&self.prefix, relative)
     }
 

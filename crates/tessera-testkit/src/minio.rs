@@ -1,13 +1,12 @@
 //! A MinIO server for one test.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use tessera_blob::Credentials;
 use tessera_blob::sigv4::{EMPTY_SHA256, Request, sign};
 
+use crate::http;
 use crate::process::{find_tool, free_port, wait_for_port};
 
 const INSTALL_HINT: &str = "run scripts/test.sh, which does `go install github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c`";
@@ -125,10 +124,7 @@ impl MinioServer {
     /// One signed (or unsigned) HTTP/1.1 request with an empty body; returns status and body.
     fn request(&self, method: &str, path: &str, signed: bool) -> std::io::Result<(u16, String)> {
         let host = format!("127.0.0.1:{}", self.port);
-        let mut head = format!(
-            "{method} {path} HTTP/1.1\r\nhost: {host}\r\ncontent-length: 0\r\nconnection: close\r\n"
-        );
-        if signed {
+        let headers = if signed {
             let request = Request {
                 method,
                 host: &host,
@@ -137,22 +133,11 @@ impl MinioServer {
                 headers: &[],
                 payload_sha256: EMPTY_SHA256,
             };
-            for (k, v) in sign(&request, &self.credentials, "us-east-1", SystemTime::now()) {
-                head.push_str(&format!("{k}: {v}\r\n"));
-            }
-        }
-        head.push_str("\r\n");
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port))?;
-        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-        stream.write_all(head.as_bytes())?;
-        let mut response = String::new();
-        stream.read_to_string(&mut response)?;
-        let status = response
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        Ok((status, response))
+            sign(&request, &self.credentials, "us-east-1", SystemTime::now())
+        } else {
+            Vec::new()
+        };
+        http::request(self.port, method, path, &headers, "")
     }
 }
 

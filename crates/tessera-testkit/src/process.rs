@@ -1,6 +1,6 @@
 //! Finding installed tools and picking free loopback ports.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -39,9 +39,14 @@ pub fn free_port() -> u16 {
 
 /// Waits until `127.0.0.1:port` accepts connections, up to `limit`.
 pub fn wait_for_port(port: u16, limit: Duration) -> bool {
+    wait_for_listener(SocketAddr::from(([127, 0, 0, 1], port)), limit)
+}
+
+/// Waits until `addr` accepts connections, up to `limit`.
+pub fn wait_for_listener(addr: SocketAddr, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        if TcpStream::connect(addr).is_ok() {
             return true;
         }
         std::thread::sleep(Duration::from_millis(50));

@@ -9,8 +9,11 @@
 mod delete;
 mod describe;
 mod ingest;
+mod leaves;
 mod open;
 mod provider;
+mod prune;
+mod scan;
 mod sink;
 
 use std::sync::Arc;
@@ -26,8 +29,9 @@ use tessera_table::{Table, TableOptions};
 pub use delete::delete;
 pub use describe::describe;
 pub use ingest::{IngestOutcome, ingest};
-pub use open::table_root;
+pub use open::{table_root, table_url};
 pub use provider::ManagedTable;
+pub use scan::{SnapshotFile, TilesSource};
 pub use sink::{BYTES_PER_FILE, DOCS_PER_FILE, WriteProgress, WriteReport};
 
 use provider::external;
@@ -40,6 +44,7 @@ pub async fn open_or_create(
     column: &str,
 ) -> Result<ManagedTable> {
     let (store, prefix) = table_root(state, location)?;
+    let url = table_url(location)?;
     let table = match Table::open(Arc::clone(&store), prefix.clone()).await {
         Ok(table) => table,
         Err(e) if e.is_not_found() => {
@@ -52,14 +57,17 @@ pub async fn open_or_create(
         }
         Err(e) => return Err(external(e)),
     };
-    Ok(ManagedTable::new(Arc::new(table)))
+    Ok(ManagedTable::new(Arc::new(table), url))
 }
 
 /// The table at `location` if one is there (`None` when the location holds no table).
 pub async fn open_existing(state: &dyn Session, location: &str) -> Result<Option<ManagedTable>> {
     let (store, prefix) = table_root(state, location)?;
     match Table::open(store, prefix).await {
-        Ok(table) => Ok(Some(ManagedTable::new(Arc::new(table)))),
+        Ok(table) => Ok(Some(ManagedTable::new(
+            Arc::new(table),
+            table_url(location)?,
+        ))),
         Err(e) if e.is_not_found() => Ok(None),
         Err(e) => Err(external(e)),
     }

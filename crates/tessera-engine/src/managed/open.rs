@@ -12,6 +12,17 @@ use tessera_blob::Location;
 /// The store and the key prefix of the table at `location` (`s3://bucket/tables/events`,
 /// `file:///data/events` or a plain directory path).
 pub fn table_root(state: &dyn Session, location: &str) -> Result<(Arc<dyn ObjectStore>, Path)> {
+    let (url, prefix) = parse_root(location)?;
+    Ok((state.runtime_env().object_store(&url)?, prefix))
+}
+
+/// The URL of the object store holding the table at `location` (`s3://bucket/`,
+/// `file:///`), under which scans find the store in the session's registry.
+pub fn table_url(location: &str) -> Result<ObjectStoreUrl> {
+    parse_root(location).map(|(url, _)| url)
+}
+
+fn parse_root(location: &str) -> Result<(ObjectStoreUrl, Path)> {
     if location.contains(['*', '?']) {
         return Err(DataFusionError::Plan(format!(
             "a table location cannot contain a glob: {location}"
@@ -29,6 +40,5 @@ pub fn table_root(state: &dyn Session, location: &str) -> Result<(Arc<dyn Object
             Path::from(key.trim_end_matches('/')),
         ),
     };
-    let url = ObjectStoreUrl::parse(url)?;
-    Ok((state.runtime_env().object_store(&url)?, prefix))
+    Ok((ObjectStoreUrl::parse(url)?, prefix))
 }

@@ -1,7 +1,6 @@
 //! A Tessera table as a DataFusion table: scans read one snapshot's data files (deleted
-//! rows removed) and turn the shredded Variant column back into JSON text, so every JSON
-//! function works on it; INSERT appends through [`TilesSink`]; DELETE records deletion
-//! vectors.
+//! rows removed) through [`TilesSource`], which answers JSON accesses from the shredded
+//! columns; INSERT appends through [`TilesSink`]; DELETE records deletion vectors.
 
 use std::fmt;
 use std::sync::Arc;
@@ -11,21 +10,25 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::{DataFusionError, Result, not_impl_err};
+use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder};
 use datafusion::datasource::sink::DataSinkExec;
-use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::datasource::table_schema::TableSchema;
+use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{Expr, TableType};
 use datafusion::physical_plan::ExecutionPlan;
-use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
-use futures::{StreamExt, TryStreamExt};
-use tessera_table::{DataFile, Snapshot, Table};
+use tessera_table::Table;
 
+use super::scan::{SnapshotFile, TilesSource};
 use super::sink::{TilesSink, WriteProgress, WriteReport};
+use crate::options::TesseraOptions;
 
 /// A table of JSON documents stored as JSON tiles under one prefix.
 pub struct ManagedTable {
     table: Arc<Table>,
+    url: ObjectStoreUrl,
     schema: SchemaRef,
     progress: Arc<WriteProgress>,
     last_write: Arc<parking_lot::Mutex<Option<WriteReport>>>,
@@ -38,9 +41,9 @@ impl fmt::Debug for ManagedTable {
 }
 
 impl ManagedTable {
-    /// The SQL view of `table`: one JSON text column named after the table's document
-    /// column.
-    pub fn new(table: Arc<Table>) -> Self {
+    /// The SQL view of `table`, whose store the session knows as `url`: one JSON text
+    /// column named after the table's document column.
+    pub fn new(table: Arc<Table>, url: ObjectStoreUrl) -> Self {
         let column = table.json_column().to_string();
         let schema = Arc::new(Schema::new(vec![Field::new(
             column,
@@ -49,6 +52,7 @@ impl ManagedTable {
         )]));
         Self {
             table,
+            url,
             schema,
             progress: Arc::default(),
             last_write: Arc::default(),
@@ -95,30 +99,31 @@ impl TableProvider for ManagedTable {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let snapshot = Arc::new(self.table.snapshot().await.map_err(external)?);
         let partitions = state.config().target_partitions().max(1);
-        let mut groups: Vec<Vec<DataFile>> =
+        let mut groups: Vec<Vec<PartitionedFile>> =
             vec![Vec::new(); partitions.min(snapshot.files().len()).max(1)];
         let count = groups.len();
         for (i, file) in snapshot.files().iter().enumerate() {
-            groups[i % count].push(file.clone());
+            let key = self.table.key(&file.path);
+            let mut part = PartitionedFile::new(key.to_string(), file.size);
+            part.extensions.insert(SnapshotFile {
+                snapshot: Arc::clone(&snapshot),
+                file: file.clone(),
+            });
+            groups[i % count].push(part);
         }
-        let streams = groups
-            .into_iter()
-            .map(|files| {
-                Arc::new(FilesStream {
-                    snapshot: Arc::clone(&snapshot),
-                    files,
-                    schema: Arc::clone(&self.schema),
-                }) as Arc<dyn PartitionStream>
-            })
-            .collect();
-        Ok(Arc::new(StreamingTableExec::try_new(
-            Arc::clone(&self.schema),
-            streams,
-            projection,
-            Vec::new(),
-            false,
-            limit,
-        )?))
+        let typed_reads = state
+            .config_options()
+            .extensions
+            .get::<TesseraOptions>()
+            .is_none_or(|o| o.typed_reads);
+        let table_schema = TableSchema::from(Arc::clone(&self.schema));
+        let source = TilesSource::new(table_schema, typed_reads);
+        let config = FileScanConfigBuilder::new(self.url.clone(), Arc::new(source))
+            .with_file_groups(groups.into_iter().map(FileGroup::new).collect())
+            .with_projection_indices(projection.cloned())?
+            .with_limit(limit)
+            .build();
+        Ok(DataSourceExec::from_data_source(config))
     }
 
     async fn insert_into(
@@ -139,43 +144,6 @@ impl TableProvider for ManagedTable {
             Arc::clone(&self.last_write),
         );
         Ok(Arc::new(DataSinkExec::new(input, Arc::new(sink), None)))
-    }
-}
-
-/// One partition of a scan: its files in turn, each as JSON text batches.
-struct FilesStream {
-    snapshot: Arc<Snapshot>,
-    files: Vec<DataFile>,
-    schema: SchemaRef,
-}
-
-impl fmt::Debug for FilesStream {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "FilesStream({} files)", self.files.len())
-    }
-}
-
-impl PartitionStream for FilesStream {
-    fn schema(&self) -> &SchemaRef {
-        &self.schema
-    }
-
-    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
-        let snapshot = Arc::clone(&self.snapshot);
-        let schema = Arc::clone(&self.schema);
-        let files = self.files.clone();
-        let batches = futures::stream::iter(files)
-            .then(move |file| {
-                let snapshot = Arc::clone(&snapshot);
-                async move { snapshot.read_file(&file, true).await.map_err(external) }
-            })
-            .map_ok(|stream| stream.map_err(external))
-            .try_flatten()
-            .map({
-                let schema = Arc::clone(&schema);
-                move |batch| json_batch(&schema, batch?)
-            });
-        Box::pin(RecordBatchStreamAdapter::new(schema, batches))
     }
 }
 

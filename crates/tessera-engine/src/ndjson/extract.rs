@@ -8,10 +8,10 @@
 
 use std::sync::Arc;
 
-use arrow::datatypes::{Field, Schema, SchemaRef};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Result, ScalarValue};
-use datafusion::physical_expr::expressions::{Column, Literal};
+use datafusion::physical_expr::expressions::{CastExpr, Column, Literal};
 use datafusion::physical_expr::projection::{ProjectionExpr, ProjectionExprs};
 use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
 
@@ -23,6 +23,8 @@ use crate::json::{Output, access_output};
 
 /// Name prefix of the columns holding extracted paths inside a scan.
 const EXTRACTED_PREFIX: &str = "__tessera_json_";
+/// Name prefix of the columns holding numeric casts of extracted text.
+const CAST_PREFIX: &str = "__tessera_cast_";
 
 /// The extraction a scan performs and the projection it applies afterwards.
 #[derive(Debug, Clone)]
@@ -42,16 +44,25 @@ pub struct ExtractionPlan {
     /// Filters decided per document: the path's slot, its text semantics, and the
     /// accepted texts. A document failing one is not a row.
     pub predicates: Vec<(Slot, Output, BTreeSet<Vec<u8>>)>,
+    /// Boolean filters over [`Self::decoded_schema`], evaluated on each decoded batch
+    /// before the projection; a row must pass all of them.
+    pub row_filters: Vec<Arc<dyn PhysicalExpr>>,
+    /// Casts of extracted text to numbers that are decoded columns of their own (after
+    /// the partition values), so a scan that holds the number typed can skip the text:
+    /// `(extracted output, target type)`. Empty unless [`Self::with_typed_casts`].
+    pub casts: Vec<(usize, DataType)>,
 }
 
 impl ExtractionPlan {
-    /// Plans the extraction for `projection` over a table whose file schema is the single
-    /// document column `doc_field`, followed by `partition_fields`.
+    /// Plans the extraction for `projection` and `row_filters` (both over the table
+    /// schema) over a table whose file schema is the single document column
+    /// `doc_field`, followed by `partition_fields`.
     pub fn new(
         doc_field: &Arc<Field>,
         partition_fields: &[Arc<Field>],
         projection: &ProjectionExprs,
         filters: &[DocPredicate],
+        row_filters: &[Arc<dyn PhysicalExpr>],
     ) -> Result<Self> {
         let mut trie = PathTrie::new();
         let predicates = filters
@@ -61,8 +72,8 @@ impl ExtractionPlan {
         let mut outputs: Vec<(Slot, Output)> = Vec::new();
         // Pass 1: find the accesses and whether the raw document is still referenced.
         let mut raw = false;
-        for p in projection.iter() {
-            let rewritten = rewrite(&p.expr, &mut trie, &mut outputs, &|_| 0, &|_| 0)?;
+        for expr in projection.iter().map(|p| &p.expr).chain(row_filters) {
+            let rewritten = rewrite(expr, &mut trie, &mut outputs, &|_| 0, &|_| 0)?;
             raw |= references_column(&rewritten, 0, true);
         }
         // Pass 2: rewrite with the final column positions of the decoded batch.
@@ -83,6 +94,13 @@ impl ExtractionPlan {
             let remapped = remap_partition_columns(rewritten, &partition_index)?;
             exprs.push(ProjectionExpr::new(remapped, p.alias.clone()));
         }
+        let row_filters = row_filters
+            .iter()
+            .map(|f| {
+                let rewritten = rewrite(f, &mut trie, &mut outputs, &doc_index, &extracted_index)?;
+                remap_partition_columns(rewritten, &partition_index)
+            })
+            .collect::<Result<Vec<_>>>()?;
         let mut fields: Vec<Arc<Field>> = Vec::new();
         if raw {
             fields.push(Arc::clone(doc_field));
@@ -103,7 +121,124 @@ impl ExtractionPlan {
             decoded_schema: Arc::new(Schema::new(fields)),
             projection: ProjectionExprs::new(exprs),
             predicates,
+            row_filters,
+            casts: Vec::new(),
         })
+    }
+
+    /// The same plan with every `CAST(<extracted text> AS BIGINT | DOUBLE)` in the
+    /// projection and filters read from a decoded column of its own (seed 000 P3 §4.3
+    /// step 8: a numeric cast of a value stored as a number needs no text).
+    pub fn with_typed_casts(mut self) -> Result<Self> {
+        let base = self.decoded_schema.fields().len();
+        let mut casts: Vec<(usize, DataType)> = Vec::new();
+        let mut rewrite_casts = |expr: Arc<dyn PhysicalExpr>| -> Result<Arc<dyn PhysicalExpr>> {
+            expr.transform_down(|e| {
+                // Only casts that fail on bad input, like the one the scan applies.
+                let Some(cast) = e
+                    .downcast_ref::<CastExpr>()
+                    .filter(|c| !c.cast_options().safe)
+                else {
+                    return Ok(Transformed::no(e));
+                };
+                let target = cast.cast_type().clone();
+                let source = cast.expr().downcast_ref::<Column>().and_then(|c| {
+                    c.name()
+                        .strip_prefix(EXTRACTED_PREFIX)?
+                        .parse::<usize>()
+                        .ok()
+                });
+                let Some(k) = source.filter(|&k| {
+                    matches!(self.outputs[k].1, Output::Text | Output::Json)
+                        && matches!(target, DataType::Int64 | DataType::Float64)
+                }) else {
+                    return Ok(Transformed::no(e));
+                };
+                let c = match casts.iter().position(|(ck, ct)| *ck == k && *ct == target) {
+                    Some(c) => c,
+                    None => {
+                        casts.push((k, target));
+                        casts.len() - 1
+                    }
+                };
+                let col: Arc<dyn PhysicalExpr> =
+                    Arc::new(Column::new(&format!("{CAST_PREFIX}{c}"), base + c));
+                Ok(Transformed::new(col, true, TreeNodeRecursion::Jump))
+            })
+            .map(|t| t.data)
+        };
+        let exprs = self
+            .projection
+            .iter()
+            .map(|p| {
+                Ok(ProjectionExpr::new(
+                    rewrite_casts(Arc::clone(&p.expr))?,
+                    p.alias.clone(),
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let row_filters = self
+            .row_filters
+            .iter()
+            .map(|f| rewrite_casts(Arc::clone(f)))
+            .collect::<Result<Vec<_>>>()?;
+        let mut fields: Vec<Arc<Field>> = self.decoded_schema.fields().iter().cloned().collect();
+        for (c, (_, target)) in casts.iter().enumerate() {
+            fields.push(Arc::new(Field::new(
+                format!("{CAST_PREFIX}{c}"),
+                target.clone(),
+                true,
+            )));
+        }
+        self.projection = ProjectionExprs::new(exprs);
+        self.row_filters = row_filters;
+        self.decoded_schema = Arc::new(Schema::new(fields));
+        self.casts = casts;
+        Ok(self)
+    }
+
+    /// Whether extracted output `k` is read by the projection or the filters themselves
+    /// (not only through a cast column).
+    pub fn is_referenced(&self, k: usize) -> bool {
+        let name = format!("{EXTRACTED_PREFIX}{k}");
+        self.projection
+            .iter()
+            .map(|p| &p.expr)
+            .chain(&self.row_filters)
+            .any(|e| {
+                e.exists(|n| Ok(n.downcast_ref::<Column>().is_some_and(|c| c.name() == name)))
+                    .unwrap_or(true)
+            })
+    }
+}
+
+impl ExtractionPlan {
+    /// The extracted outputs (indices into [`Self::outputs`]) the row filters read, or
+    /// `None` when a filter reads anything else (the raw document, partition values).
+    pub fn filter_outputs(&self) -> Option<Vec<usize>> {
+        let mut outputs = BTreeSet::new();
+        let mut other = false;
+        for filter in &self.row_filters {
+            filter
+                .apply(|e| {
+                    if let Some(c) = e.downcast_ref::<Column>() {
+                        let extracted = c.name().strip_prefix(EXTRACTED_PREFIX);
+                        let cast = c.name().strip_prefix(CAST_PREFIX);
+                        match (extracted.map(str::parse), cast.map(str::parse::<usize>)) {
+                            (Some(Ok(k)), _) => {
+                                outputs.insert(k);
+                            }
+                            (_, Some(Ok(c))) => {
+                                outputs.insert(self.casts[c].0);
+                            }
+                            _ => other = true,
+                        }
+                    }
+                    Ok(TreeNodeRecursion::Continue)
+                })
+                .ok()?;
+        }
+        (!other).then(|| outputs.into_iter().collect())
     }
 }
 

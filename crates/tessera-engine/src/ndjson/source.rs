@@ -66,6 +66,7 @@ impl NdjsonSource {
             self.table_schema.table_partition_cols(),
             &self.projection,
             &self.filters,
+            &[],
         )
     }
 }

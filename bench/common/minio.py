@@ -1,0 +1,110 @@
+"""A throwaway MinIO server for benchmarks: started on a free loopback port over a
+temporary directory, with one bucket, and stopped on exit.
+
+The binary is the one scripts/tools.sh installs (`$TESSERA_CACHE/bin/minio`). Buckets are
+created with a SigV4-signed PUT, so nothing beyond the standard library is needed.
+"""
+
+import datetime as dt
+import hashlib
+import hmac
+import os
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+USER = "tessera-bench"
+SECRET = "tessera-bench-secret"
+REGION = "us-east-1"
+
+
+def _binary() -> str:
+    cache = Path(os.environ.get("TESSERA_CACHE", Path.home() / ".cache/tessera"))
+    return str(cache / "bin" / "minio")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _sign(method: str, host: str, path: str) -> dict:
+    now = dt.datetime.now(dt.timezone.utc)
+    stamp, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
+    payload = hashlib.sha256(b"").hexdigest()
+    headers = {"host": host, "x-amz-content-sha256": payload, "x-amz-date": stamp}
+    names = ";".join(sorted(headers))
+    canonical = "\n".join(
+        [method, path, "", *(f"{k}:{headers[k]}" for k in sorted(headers)), "", names, payload]
+    )
+    scope = f"{day}/{REGION}/s3/aws4_request"
+    to_sign = "\n".join(["AWS4-HMAC-SHA256", stamp, scope, hashlib.sha256(canonical.encode()).hexdigest()])
+    key = ("AWS4" + SECRET).encode()
+    for part in (day, REGION, "s3", "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+    headers["Authorization"] = (
+        f"AWS4-HMAC-SHA256 Credential={USER}/{scope}, SignedHeaders={names}, Signature={signature}"
+    )
+    return headers
+
+
+class MinIO:
+    """A running MinIO; use as a context manager."""
+
+    def __enter__(self):
+        self.dir = tempfile.TemporaryDirectory(prefix="tessera-minio-")
+        self.port = _free_port()
+        env = dict(os.environ, MINIO_ROOT_USER=USER, MINIO_ROOT_PASSWORD=SECRET)
+        self.proc = subprocess.Popen(
+            [_binary(), "server", self.dir.name, "--address", f"127.0.0.1:{self.port}", "--quiet"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"{self.endpoint}/minio/health/live", timeout=1)
+                return self
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.1)
+        self.__exit__(None, None, None)
+        raise SystemExit("MinIO did not start within 30 s")
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+        self.dir.cleanup()
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def env(self) -> dict:
+        """Environment variables that point Tessera at this server."""
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_ACCESS_KEY_ID": USER,
+            "AWS_SECRET_ACCESS_KEY": SECRET,
+            "AWS_REGION": REGION,
+        }
+
+    def create_bucket(self, name: str) -> None:
+        """Creates `name`, retrying while MinIO still warms up (it answers 503 briefly)."""
+        for _ in range(100):
+            request = urllib.request.Request(
+                f"{self.endpoint}/{name}", method="PUT", headers=_sign("PUT", f"127.0.0.1:{self.port}", f"/{name}")
+            )
+            try:
+                urllib.request.urlopen(request, timeout=5)
+                return
+            except urllib.error.HTTPError as e:
+                if e.code != 503:
+                    raise SystemExit(f"create bucket {name}: HTTP {e.code} {e.read()[:200]!r}")
+            time.sleep(0.1)
+        raise SystemExit(f"create bucket {name}: MinIO kept answering 503")

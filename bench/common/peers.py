@@ -1,0 +1,84 @@
+"""Loading the Bluesky file into each system's own storage, shared by the ingest and the
+query benchmarks so both measure the same setup: DuckDB and chDB as JSONBench sets them
+up, Tessera with `tessera ingest`."""
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+# JSONBench's ClickHouse DDL: a JSON column with typed paths, sorted for its queries.
+CLICKHOUSE_DDL = """
+CREATE TABLE bluesky.bluesky
+(
+    `data` JSON(
+        `kind` LowCardinality(String),
+        `commit.operation` LowCardinality(String),
+        `commit.collection` LowCardinality(String),
+        `did` String,
+        `time_us` UInt64) CODEC(ZSTD(1))
+)
+ORDER BY (
+    data.kind,
+    data.commit.operation,
+    data.commit.collection,
+    data.did,
+    fromUnixTimestamp64Micro(data.time_us))
+"""
+
+
+def dir_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def load_duckdb(path: Path, threads: int, work: Path):
+    """JSONBench's DuckDB setup: table `bluesky(j JSON)`; the open connection, the load
+    time and the database file's size."""
+    import duckdb
+
+    db = work / "duck.db"
+    con = duckdb.connect(str(db))
+    con.execute(f"SET threads = {threads}")
+    started = time.perf_counter()
+    con.execute("CREATE TABLE bluesky (j JSON)")
+    con.execute(f"INSERT INTO bluesky SELECT json FROM read_ndjson_objects('{path}')")
+    con.execute("CHECKPOINT")
+    return con, time.perf_counter() - started, db.stat().st_size
+
+
+def load_chdb(path: Path, threads: int, work: Path):
+    """JSONBench's ClickHouse setup in chDB: the open session, the load time and the bytes
+    on disk of the table's active parts."""
+    from chdb import session
+
+    sess = session.Session(str(work / "chdb"))
+    sess.query("CREATE DATABASE IF NOT EXISTS bluesky")
+    sess.query(CLICKHOUSE_DDL)
+    started = time.perf_counter()
+    sess.query(
+        f"INSERT INTO bluesky.bluesky SELECT json FROM file('{path}', 'JSONAsObject') "
+        f"SETTINGS max_threads = {threads}, input_format_allow_errors_num = 0"
+    )
+    elapsed = time.perf_counter() - started
+    size = int(
+        sess.query(
+            "SELECT sum(bytes_on_disk) FROM system.parts WHERE database = 'bluesky' AND table = 'bluesky' AND active",
+            "CSV",
+        ).bytes().decode().strip()
+    )
+    return sess, elapsed, size
+
+
+def ingest_tessera(tessera: str, threads: int, path: Path, table: str, env=None):
+    """`tessera ingest` into `table` (a directory or an s3:// URL): seconds and its report."""
+    started = time.perf_counter()
+    proc = subprocess.run(
+        [tessera, "--threads", str(threads), "ingest", str(path), "--table", table, "--report", "json", "--quiet"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, **(env or {})),
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"tessera ingest failed:\n{proc.stderr}")
+    return time.perf_counter() - started, json.loads(proc.stdout)

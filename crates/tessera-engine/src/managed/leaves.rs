@@ -1,0 +1,330 @@
+//! JSON accesses answered from shredded Variant columns.
+//!
+//! A data file shreds some key paths of its documents into typed Parquet leaves
+//! (`j.typed_value.a.typed_value.b.typed_value`), keeping values of another type (and
+//! JSON nulls) in the Variant binary next to them (`...b.value`). An access to such a
+//! path reads just those two leaves: the typed values are converted in bulk with the
+//! same semantics as the access on JSON text, and the few rows held in the binary are
+//! decoded one by one and patched in. Anything else (paths with array indexes, objects,
+//! paths a file does not shred) is answered from the reconstructed document instead.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, StringViewBuilder, StructArray, new_null_array};
+use arrow::compute::{cast, interleave};
+use arrow::datatypes::{DataType, Fields, Float64Type};
+use datafusion::common::{DataFusionError, Result};
+use parquet::schema::types::SchemaDescriptor;
+use parquet_variant::Variant;
+use tessera_tiles::variant::write_json;
+
+use crate::json::output::OutputBuilder;
+use crate::json::path::PathElem;
+use crate::json::{Kind, Output, Span};
+
+/// Names of the Variant shredding columns (Parquet Variant shredding specification).
+const TYPED_VALUE: &str = "typed_value";
+const VALUE: &str = "value";
+const METADATA: &str = "metadata";
+
+/// The kind of a shredded leaf, as far as accesses care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum LeafKind {
+    Int,
+    Float,
+    Bool,
+    String,
+}
+
+impl LeafKind {
+    fn of(data_type: &DataType) -> Option<Self> {
+        match data_type {
+            DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => {
+                Some(LeafKind::Int)
+            }
+            DataType::Float32 | DataType::Float64 => Some(LeafKind::Float),
+            DataType::Boolean => Some(LeafKind::Bool),
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => Some(LeafKind::String),
+            DataType::Dictionary(_, value) => Self::of(value).filter(|k| *k == LeafKind::String),
+            _ => None,
+        }
+    }
+}
+
+/// Where one key path of a file is shredded: the field names from the document column
+/// down to its `typed_value` leaf.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct ShreddedLeaf {
+    /// `[typed_value, k1, typed_value, k2, ...]` below the document column.
+    names: Vec<String>,
+    /// The type of the typed leaf.
+    pub kind: LeafKind,
+    /// Whether the file has a `value` column for outliers at this path.
+    has_value: bool,
+}
+
+impl ShreddedLeaf {
+    /// The shredded leaf of `path` in a document column of type `column`, when the path
+    /// is a chain of keys ending in a typed scalar.
+    pub fn find(column: &DataType, path: &[PathElem]) -> Option<Self> {
+        if path.is_empty() {
+            return None;
+        }
+        let mut names = Vec::with_capacity(path.len() * 2);
+        let mut fields: &Fields = struct_fields(column)?;
+        let mut has_value = false;
+        for (i, elem) in path.iter().enumerate() {
+            let PathElem::Key(key) = elem else {
+                return None;
+            };
+            let typed = fields.find(TYPED_VALUE)?.1;
+            let field = struct_fields(typed.data_type())?.find(key)?.1;
+            let field_fields = struct_fields(field.data_type())?;
+            names.push(TYPED_VALUE.to_string());
+            names.push(key.clone());
+            fields = field_fields;
+            if i + 1 == path.len() {
+                has_value = fields.find(VALUE).is_some();
+            }
+        }
+        let leaf = fields.find(TYPED_VALUE)?.1;
+        let kind = LeafKind::of(leaf.data_type())?;
+        Some(Self {
+            names,
+            kind,
+            has_value,
+        })
+    }
+
+    /// Parquet leaf column indices to read for this path (the typed leaf, its outlier
+    /// binary and, when outliers are possible, the Variant metadata), ascending.
+    pub fn parquet_leaves(&self, column: &str, schema: &SchemaDescriptor) -> Vec<usize> {
+        let (typed, value) = self.parquet_columns(column, schema);
+        let metadata = value.and_then(|_| leaf_index(schema, &[column, METADATA]));
+        let mut out: Vec<usize> = [typed, value, metadata].into_iter().flatten().collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// The Parquet leaf indices of the typed column and of the outlier column.
+    pub fn parquet_columns(
+        &self,
+        column: &str,
+        schema: &SchemaDescriptor,
+    ) -> (Option<usize>, Option<usize>) {
+        let mut base: Vec<&str> = vec![column];
+        base.extend(self.names.iter().map(String::as_str));
+        let typed = leaf_index(schema, &[base.as_slice(), &[TYPED_VALUE]].concat());
+        let value = self
+            .has_value
+            .then(|| leaf_index(schema, &[base.as_slice(), &[VALUE]].concat()))
+            .flatten();
+        (typed, value)
+    }
+
+    /// The typed and outlier arrays of this path in a decoded document column.
+    fn arrays<'a>(&self, column: &'a StructArray) -> Result<(&'a ArrayRef, Option<&'a ArrayRef>)> {
+        let mut node = column;
+        for name in &self.names {
+            node = node
+                .column_by_name(name)
+                .and_then(|c| c.as_struct_opt())
+                .ok_or_else(|| missing(name))?;
+        }
+        let typed = node
+            .column_by_name(TYPED_VALUE)
+            .ok_or_else(|| missing(TYPED_VALUE))?;
+        Ok((typed, node.column_by_name(VALUE)))
+    }
+}
+
+fn missing(name: &str) -> DataFusionError {
+    DataFusionError::Internal(format!(
+        "shredded column {name} missing from a decoded batch"
+    ))
+}
+
+fn struct_fields(data_type: &DataType) -> Option<&Fields> {
+    match data_type {
+        DataType::Struct(fields) => Some(fields),
+        _ => None,
+    }
+}
+
+/// The index of the Parquet leaf column at `path`.
+fn leaf_index(schema: &SchemaDescriptor, path: &[&str]) -> Option<usize> {
+    (0..schema.num_columns()).find(|&i| path.iter().eq(schema.column(i).path().parts().iter()))
+}
+
+/// How many values of an access came from typed columns and how many from the binary.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Served {
+    pub typed: usize,
+    pub binary: usize,
+}
+
+/// The values of an access with `output` at `leaf`, for every row of `column` (a decoded
+/// document column holding at least the leaf's columns).
+pub(super) fn read_leaf(
+    column: &StructArray,
+    leaf: &ShreddedLeaf,
+    output: Output,
+) -> Result<(ArrayRef, Served)> {
+    let (typed, value) = leaf.arrays(column)?;
+    let converted = convert_typed(typed, leaf.kind, output)?;
+    let outliers: Vec<usize> = match value {
+        Some(value) if value.null_count() < value.len() => {
+            (0..value.len()).filter(|&i| value.is_valid(i)).collect()
+        }
+        _ => Vec::new(),
+    };
+    let served = Served {
+        typed: typed.len() - typed.null_count(),
+        binary: outliers.len(),
+    };
+    if outliers.is_empty() {
+        return Ok((converted, served));
+    }
+    let value = value.expect("outliers come from the value column");
+    let metadata = column
+        .column_by_name(METADATA)
+        .ok_or_else(|| missing(METADATA))?;
+    let mut patch = OutputBuilder::new(output, outliers.len());
+    let mut text = String::new();
+    for &row in &outliers {
+        let variant = Variant::try_new(binary_at(metadata, row)?, binary_at(value, row)?)
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        text.clear();
+        write_json(&variant, &mut text);
+        patch.append(text.as_bytes(), Some(rendered_span(&text)));
+    }
+    let patch = patch.finish();
+    let patch = cast(&patch, converted.data_type())?;
+    let mut next = outliers.iter().copied().enumerate().peekable();
+    let indices: Vec<(usize, usize)> = (0..converted.len())
+        .map(|row| match next.peek() {
+            Some(&(k, r)) if r == row => {
+                next.next();
+                (1, k)
+            }
+            _ => (0, row),
+        })
+        .collect();
+    Ok((
+        interleave(&[converted.as_ref(), patch.as_ref()], &indices)?,
+        served,
+    ))
+}
+
+/// `CAST(<text of the path> AS target)` straight from the typed leaf, when that is exact
+/// for every row of `column`: the leaf holds integers (for BIGINT or DOUBLE) or doubles
+/// (for DOUBLE) and no row of the batch sits in the binary. `None` otherwise.
+pub(super) fn typed_cast(
+    column: &StructArray,
+    leaf: &ShreddedLeaf,
+    target: &DataType,
+) -> Result<Option<(ArrayRef, Served)>> {
+    let exact = matches!(
+        (leaf.kind, target),
+        (LeafKind::Int, DataType::Int64) | (LeafKind::Int | LeafKind::Float, DataType::Float64)
+    );
+    if !exact {
+        return Ok(None);
+    }
+    let (typed, value) = leaf.arrays(column)?;
+    if value.is_some_and(|v| v.null_count() < v.len()) {
+        return Ok(None);
+    }
+    let served = Served {
+        typed: typed.len() - typed.null_count(),
+        binary: 0,
+    };
+    Ok(Some((cast(typed, target)?, served)))
+}
+
+/// The span of a whole JSON value rendered by [`write_json`].
+pub(super) fn rendered_span(text: &str) -> Span {
+    let bytes = text.as_bytes();
+    let kind = match bytes.first() {
+        Some(b'{') => Kind::Object,
+        Some(b'[') => Kind::Array,
+        Some(b'"') => Kind::String {
+            escaped: memchr::memchr(b'\\', bytes).is_some(),
+        },
+        Some(b't') => Kind::Bool(true),
+        Some(b'f') => Kind::Bool(false),
+        Some(b'n') => Kind::Null,
+        _ => Kind::Number {
+            integer: !bytes.iter().any(|b| matches!(b, b'.' | b'e' | b'E')),
+        },
+    };
+    Span {
+        kind,
+        start: 0,
+        end: u32::try_from(bytes.len()).expect("a rendered value fits in 4 GiB"),
+    }
+}
+
+/// The bytes of a binary column's row (Binary, LargeBinary or BinaryView).
+fn binary_at(array: &ArrayRef, row: usize) -> Result<&[u8]> {
+    Ok(match array.data_type() {
+        DataType::Binary => array.as_binary::<i32>().value(row),
+        DataType::LargeBinary => array.as_binary::<i64>().value(row),
+        DataType::BinaryView => array.as_binary_view().value(row),
+        other => {
+            return Err(DataFusionError::Internal(format!(
+                "Variant binary column of type {other}"
+            )));
+        }
+    })
+}
+
+/// The typed values of a leaf as an access with `output` sees them; rows without a
+/// typed value are NULL.
+fn convert_typed(typed: &ArrayRef, kind: LeafKind, output: Output) -> Result<ArrayRef> {
+    let target = output.data_type();
+    let nulls = || Ok(new_null_array(&target, typed.len()));
+    match (kind, output) {
+        (LeafKind::Int, Output::Int | Output::Float | Output::Text | Output::Json)
+        | (LeafKind::Float, Output::Float)
+        | (LeafKind::Bool, Output::Bool | Output::Text | Output::Json)
+        | (LeafKind::String, Output::Text | Output::Str) => Ok(cast(typed, &target)?),
+        (LeafKind::Float, Output::Text | Output::Json) => {
+            let doubles = cast(typed, &DataType::Float64)?;
+            let doubles = doubles.as_primitive::<Float64Type>();
+            Ok(render_each(
+                doubles.len(),
+                doubles.iter().map(|v| v.map(Variant::Double)),
+            ))
+        }
+        (LeafKind::String, Output::Json) => {
+            let strings = cast(typed, &DataType::Utf8View)?;
+            let strings = strings.as_string_view();
+            Ok(render_each(
+                strings.len(),
+                strings.iter().map(|v| v.map(Variant::from)),
+            ))
+        }
+        _ => nulls(),
+    }
+}
+
+/// Renders every value as JSON text, the way documents are rendered.
+fn render_each<'v>(
+    len: usize,
+    values: impl Iterator<Item = Option<Variant<'static, 'v>>>,
+) -> ArrayRef {
+    let mut builder = StringViewBuilder::with_capacity(len);
+    let mut text = String::new();
+    for value in values {
+        match value {
+            Some(v) => {
+                text.clear();
+                write_json(&v, &mut text);
+                builder.append_value(&text);
+            }
+            None => builder.append_null(),
+        }
+    }
+    Arc::new(builder.finish())
+}

@@ -1,0 +1,658 @@
+//! Scanning a Tessera table: a DataFusion [`FileSource`] over one snapshot's data files.
+//!
+//! DataFusion pushes the query's projection and filters into the scan. Every JSON access
+//! with a constant path (`j->>'$.a.b'`, `json_get_int(j, 'n')`, ...) becomes a column of
+//! the scan (the same [`ExtractionPlan`] as the NDJSON scan uses), and each file answers
+//! it from its own shredding schema: a path the file shreds is read as its typed Parquet
+//! leaf plus the Variant binary of its outliers ([`super::leaves`]); any other access is
+//! answered from documents reconstructed from the Variant column, for that file only.
+//! Filters are evaluated inside the scan on the extracted columns, after files whose
+//! statistics exclude them were skipped ([`super::prune`]).
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, RecordBatch, RecordBatchOptions, StringViewArray,
+    new_null_array,
+};
+use arrow::compute::{and, cast_with_options, filter_record_batch};
+use arrow::datatypes::{DataType, Field};
+use arrow::error::ArrowError;
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::format::DEFAULT_CAST_OPTIONS;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{DataFusionError, Result};
+use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::{
+    FileOpenFuture, FileOpener, FileScanConfig, FileSource,
+};
+use datafusion::datasource::table_schema::TableSchema;
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::projection::{ProjectionExprs, Projector};
+use datafusion::physical_expr::{LexOrdering, PhysicalExpr};
+use datafusion::physical_plan::filter_pushdown::{FilterPushdownPropagation, PushedDown};
+use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricBuilder};
+use datafusion::physical_plan::{DisplayFormatType, apply_expression_roots};
+use futures::{StreamExt, TryStreamExt};
+use object_store::ObjectStore;
+use parquet::schema::types::SchemaDescriptor;
+use tessera_table::{DataFile, FilePredicate, FileRead, OpenFile, Snapshot, Traffic};
+
+use super::leaves::{LeafKind, Served, ShreddedLeaf, read_leaf, typed_cast};
+use super::provider::external;
+use super::prune::{Constraint, constraints, row_group_bounds};
+use crate::json::Scanner;
+use crate::json::output::OutputBuilder;
+use crate::json::path::{PathElem, display_path};
+use crate::ndjson::extract::ExtractionPlan;
+
+/// Scans the data files of one Tessera table snapshot.
+#[derive(Clone)]
+pub struct TilesSource {
+    table_schema: TableSchema,
+    projection: ProjectionExprs,
+    /// Filters over the table schema, applied inside the scan.
+    filters: Vec<Arc<dyn PhysicalExpr>>,
+    batch_size: Option<usize>,
+    metrics: ExecutionPlanMetricsSet,
+    /// Read shredded paths from typed columns and skip files by statistics.
+    typed_reads: bool,
+}
+
+impl TilesSource {
+    /// A source over `table_schema` (the single document column) that outputs it whole;
+    /// with `typed_reads` false every access is answered from reconstructed documents
+    /// and no file is skipped.
+    pub fn new(table_schema: TableSchema, typed_reads: bool) -> Self {
+        let all: Vec<usize> = (0..table_schema.table_schema().fields().len()).collect();
+        Self {
+            projection: ProjectionExprs::from_indices(&all, table_schema.table_schema()),
+            table_schema,
+            filters: Vec::new(),
+            batch_size: None,
+            metrics: ExecutionPlanMetricsSet::new(),
+            typed_reads,
+        }
+    }
+
+    fn extraction(&self) -> Result<ExtractionPlan> {
+        let schema = self.table_schema.table_schema();
+        ExtractionPlan::new(
+            &Arc::new(schema.field(0).clone()),
+            &[],
+            &self.projection,
+            &[],
+            &self.filters,
+        )?
+        .with_typed_casts()
+    }
+
+    /// Whether the scan still outputs the table's columns as they are, so that filters
+    /// offered to it are expressions over the table schema.
+    fn outputs_table_columns(&self) -> bool {
+        self.projection.iter().enumerate().all(|(i, p)| {
+            p.expr
+                .downcast_ref::<Column>()
+                .is_some_and(|c| c.index() == i)
+        })
+    }
+}
+
+impl fmt::Debug for TilesSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TilesSource")
+            .field("projection", &self.projection.to_string())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Counters of one scan partition, shown by `EXPLAIN ANALYZE`.
+#[derive(Debug, Clone)]
+struct TilesMetrics {
+    files_scanned: Count,
+    files_pruned: Count,
+    row_groups_scanned: Count,
+    row_groups_pruned: Count,
+    bytes_scanned: Count,
+    requests: Count,
+    /// What the requests cost at S3 Standard's GET price, in billionths of a dollar.
+    request_cost_nanodollars: Count,
+    values_typed: Count,
+    values_binary: Count,
+    values_reconstructed: Count,
+}
+
+impl TilesMetrics {
+    fn new(set: &ExecutionPlanMetricsSet, partition: usize) -> Self {
+        let counter = |name: &'static str| MetricBuilder::new(set).counter(name, partition);
+        Self {
+            files_scanned: counter("files_scanned"),
+            files_pruned: counter("files_pruned"),
+            row_groups_scanned: counter("row_groups_scanned"),
+            row_groups_pruned: counter("row_groups_pruned"),
+            bytes_scanned: counter("bytes_scanned"),
+            requests: counter("requests"),
+            request_cost_nanodollars: counter("request_cost_nanodollars"),
+            values_typed: counter("values_typed"),
+            values_binary: counter("values_binary"),
+            values_reconstructed: counter("values_reconstructed"),
+        }
+    }
+}
+
+impl TilesMetrics {
+    /// Adds what reading one file cost.
+    fn count_traffic(&self, traffic: &Traffic) {
+        let requests = traffic.requests.load(Ordering::Relaxed) as usize;
+        self.requests.add(requests);
+        self.request_cost_nanodollars
+            .add(requests * GET_NANODOLLARS);
+        self.bytes_scanned
+            .add(traffic.bytes.load(Ordering::Relaxed) as usize);
+    }
+}
+
+/// Price of one GET request on S3 Standard ($0.0004 per 1,000; seed 002, Table 1), in
+/// billionths of a dollar.
+const GET_NANODOLLARS: usize = 400;
+
+impl FileSource for TilesSource {
+    fn create_file_opener(
+        &self,
+        _object_store: Arc<dyn ObjectStore>,
+        _base_config: &FileScanConfig,
+        partition: usize,
+    ) -> Result<Arc<dyn FileOpener>> {
+        let constraints = match self.typed_reads {
+            true => constraints(&self.filters),
+            false => Vec::new(),
+        };
+        Ok(Arc::new(TilesOpener {
+            plan: Arc::new(self.extraction()?),
+            constraints: Arc::new(constraints),
+            typed_reads: self.typed_reads,
+            batch_size: self.batch_size.unwrap_or(8192),
+            metrics: TilesMetrics::new(&self.metrics, partition),
+        }))
+    }
+
+    fn table_schema(&self) -> &TableSchema {
+        &self.table_schema
+    }
+
+    fn with_batch_size(&self, batch_size: usize) -> Arc<dyn FileSource> {
+        Arc::new(Self {
+            batch_size: Some(batch_size),
+            ..self.clone()
+        })
+    }
+
+    fn projection(&self) -> Option<&ProjectionExprs> {
+        Some(&self.projection)
+    }
+
+    fn metrics(&self) -> &ExecutionPlanMetricsSet {
+        &self.metrics
+    }
+
+    fn file_type(&self) -> &str {
+        "tessera"
+    }
+
+    fn fmt_extra(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        let Ok(plan) = self.extraction() else {
+            return Ok(());
+        };
+        let paths: Vec<String> = plan
+            .outputs
+            .iter()
+            .map(|&(slot, output)| format!("{}:{output:?}", display_path(plan.trie.path(slot))))
+            .collect();
+        write!(
+            f,
+            ", json_paths=[{}], raw_document={}, typed_reads={}",
+            paths.join(", "),
+            plan.raw,
+            self.typed_reads
+        )?;
+        let pruning: Vec<String> = constraints(&self.filters)
+            .iter()
+            .map(Constraint::to_string)
+            .collect();
+        if !pruning.is_empty() {
+            write!(f, ", pruning=[{}]", pruning.join(" AND "))?;
+        }
+        Ok(())
+    }
+
+    fn repartitioned(
+        &self,
+        _target_partitions: usize,
+        _repartition_file_min_size: usize,
+        _output_ordering: Option<LexOrdering>,
+        _config: &FileScanConfig,
+    ) -> Result<Option<FileScanConfig>> {
+        // Files are the unit of work; the table provider already spread them.
+        Ok(None)
+    }
+
+    fn try_pushdown_projection(
+        &self,
+        projection: &ProjectionExprs,
+    ) -> Result<Option<Arc<dyn FileSource>>> {
+        let merged = self.projection.try_merge(projection)?;
+        Ok(Some(Arc::new(Self {
+            projection: merged,
+            ..self.clone()
+        })))
+    }
+
+    fn try_pushdown_filters(
+        &self,
+        filters: Vec<Arc<dyn PhysicalExpr>>,
+        _config: &ConfigOptions,
+    ) -> Result<FilterPushdownPropagation<Arc<dyn FileSource>>> {
+        if !self.outputs_table_columns() || filters.is_empty() {
+            return Ok(FilterPushdownPropagation::with_parent_pushdown_result(
+                vec![PushedDown::No; filters.len()],
+            ));
+        }
+        let mut source = self.clone();
+        source.filters.extend(filters.iter().cloned());
+        Ok(FilterPushdownPropagation::with_parent_pushdown_result(vec![
+            PushedDown::Yes;
+            filters.len()
+        ])
+        .with_updated_node(Arc::new(source) as Arc<dyn FileSource>))
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        apply_expression_roots(
+            self.projection.iter().map(|p| &p.expr).chain(&self.filters),
+            f,
+        )
+    }
+}
+
+/// The snapshot a data file belongs to, attached to its [`PartitionedFile`].
+#[derive(Debug, Clone)]
+pub struct SnapshotFile {
+    /// The table version being read.
+    pub snapshot: Arc<Snapshot>,
+    /// The file, with its deletion vector and summary.
+    pub file: DataFile,
+}
+
+/// Opens the files of one partition of a Tessera table scan.
+struct TilesOpener {
+    plan: Arc<ExtractionPlan>,
+    constraints: Arc<Vec<Constraint>>,
+    typed_reads: bool,
+    batch_size: usize,
+    metrics: TilesMetrics,
+}
+
+impl FileOpener for TilesOpener {
+    fn open(&self, file: PartitionedFile) -> Result<FileOpenFuture> {
+        let Some(entry) = file.extensions.get_arc::<SnapshotFile>() else {
+            return Err(DataFusionError::Internal(format!(
+                "{} is not a file of a Tessera table snapshot",
+                file.object_meta.location
+            )));
+        };
+        let plan = Arc::clone(&self.plan);
+        let constraints = Arc::clone(&self.constraints);
+        let metrics = self.metrics.clone();
+        let batch_size = self.batch_size;
+        let typed_reads = self.typed_reads;
+        Ok(Box::pin(async move {
+            let summary = &entry.file.summary;
+            if !constraints.iter().all(|c| c.may_match_file(summary)) {
+                metrics.files_pruned.add(1);
+                return Ok(futures::stream::empty().boxed());
+            }
+            metrics.files_scanned.add(1);
+            let open = entry
+                .snapshot
+                .open_file(&entry.file)
+                .await
+                .map_err(external)?;
+            let column = open.schema().field(0).clone();
+            let leaves: Vec<Option<ShreddedLeaf>> = plan
+                .outputs
+                .iter()
+                .map(|&(slot, _)| {
+                    typed_reads
+                        .then(|| ShreddedLeaf::find(column.data_type(), plan.trie.path(slot)))
+                        .flatten()
+                })
+                .collect();
+            let whole = plan.raw || leaves.iter().any(Option::is_none);
+            let schema = open.metadata().file_metadata().schema_descr();
+            let parquet_leaves = (!whole).then(|| {
+                let all: Vec<usize> = (0..leaves.len()).collect();
+                leaf_columns(&leaves, &all, column.name(), schema)
+            });
+            let predicate = late_predicate(&plan, &leaves, column.name(), schema)?;
+            let filters_applied = predicate.is_some();
+            let row_groups = surviving_row_groups(&open, &column, &constraints);
+            metrics.row_groups_scanned.add(row_groups.len());
+            metrics
+                .row_groups_pruned
+                .add(open.metadata().num_row_groups() - row_groups.len());
+            let stream = open
+                .read(FileRead {
+                    leaves: parquet_leaves,
+                    row_groups: Some(row_groups),
+                    skip_deleted: true,
+                    batch_rows: Some(batch_size),
+                    predicate,
+                })
+                .map_err(external)?;
+            let mut decoder = FileDecoder::new(
+                Arc::clone(&plan),
+                leaves,
+                Some(metrics.clone()),
+                filters_applied,
+            )?;
+            let traffic = Arc::clone(open.traffic());
+            let counted = metrics.clone();
+            let batches = stream
+                .map(move |batch| decoder.decode(&batch.map_err(external)?))
+                .chain(futures::stream::once(async move {
+                    counted.count_traffic(&traffic);
+                    Ok(None)
+                }))
+                .try_filter_map(|batch| futures::future::ready(Ok(batch)));
+            Ok(batches.boxed())
+        }))
+    }
+}
+
+/// The Parquet leaf columns that hold `outputs` (indices into `leaves`), ascending.
+fn leaf_columns(
+    leaves: &[Option<ShreddedLeaf>],
+    outputs: &[usize],
+    column: &str,
+    schema: &SchemaDescriptor,
+) -> Vec<usize> {
+    let mut indices: Vec<usize> = outputs
+        .iter()
+        .filter_map(|&k| leaves[k].as_ref())
+        .flat_map(|leaf| leaf.parquet_leaves(column, schema))
+        .collect();
+    indices.sort_unstable();
+    indices.dedup();
+    indices
+}
+
+/// Late materialization: when every filter reads only shredded paths of this file, the
+/// Parquet reader evaluates the filters on those columns first and decodes the others
+/// only for the rows that pass.
+fn late_predicate(
+    plan: &Arc<ExtractionPlan>,
+    leaves: &[Option<ShreddedLeaf>],
+    column: &str,
+    schema: &SchemaDescriptor,
+) -> Result<Option<FilePredicate>> {
+    let Some(outputs) = plan.filter_outputs() else {
+        return Ok(None);
+    };
+    if outputs.is_empty() || outputs.iter().any(|&k| leaves[k].is_none()) {
+        return Ok(None);
+    }
+    let columns = leaf_columns(leaves, &outputs, column, schema);
+    let mut decoder = FileDecoder::new(Arc::clone(plan), leaves.to_vec(), None, false)?;
+    let keep = move |batch: RecordBatch| -> std::result::Result<BooleanArray, ArrowError> {
+        let rows = batch.num_rows();
+        let decoded = decoder.decoded(&batch, Some(&outputs))?;
+        Ok(decoder
+            .mask(&decoded)?
+            .unwrap_or_else(|| BooleanArray::from(vec![true; rows])))
+    };
+    Ok(Some(FilePredicate {
+        leaves: columns,
+        keep: Box::new(keep),
+    }))
+}
+
+/// The row groups of `open` whose Parquet statistics admit every constraint.
+fn surviving_row_groups(open: &OpenFile, column: &Field, constraints: &[Constraint]) -> Vec<usize> {
+    let metadata = open.metadata();
+    let schema = metadata.file_metadata().schema_descr();
+    let checks: Vec<(&Constraint, LeafKind, usize, Option<usize>)> = constraints
+        .iter()
+        .filter_map(|c| {
+            let path: Vec<PathElem> = c.keys().iter().cloned().map(PathElem::Key).collect();
+            let leaf = ShreddedLeaf::find(column.data_type(), &path)?;
+            let (typed, value) = leaf.parquet_columns(column.name(), schema);
+            Some((c, leaf.kind, typed?, value))
+        })
+        .collect();
+    (0..metadata.num_row_groups())
+        .filter(|&g| {
+            let group = metadata.row_group(g);
+            checks.iter().all(|&(c, kind, typed, value)| {
+                row_group_bounds(kind, group, typed, value).is_none_or(|b| c.may_match(&b))
+            })
+        })
+        .collect()
+}
+
+/// Turns the stored batches of one file into batches of the scan's output.
+struct FileDecoder {
+    plan: Arc<ExtractionPlan>,
+    /// Per extracted output, its shredded leaf in this file (`None`: from documents).
+    leaves: Vec<Option<ShreddedLeaf>>,
+    scanner: Option<Scanner>,
+    projector: Projector,
+    /// Per extracted output, whether the projection or the filters read it directly.
+    referenced: Vec<bool>,
+    /// Where values are counted (`None` for the predicate pass of late
+    /// materialization, whose values are decoded again for the output).
+    metrics: Option<TilesMetrics>,
+    /// The file's reader already applied the filters (late materialization).
+    filters_applied: bool,
+}
+
+impl FileDecoder {
+    fn new(
+        plan: Arc<ExtractionPlan>,
+        leaves: Vec<Option<ShreddedLeaf>>,
+        metrics: Option<TilesMetrics>,
+        filters_applied: bool,
+    ) -> Result<Self> {
+        assert_eq!(
+            leaves.len(),
+            plan.outputs.len(),
+            "one leaf choice per output"
+        );
+        let projector = plan.projection.make_projector(&plan.decoded_schema)?;
+        let scanner = leaves
+            .iter()
+            .any(Option::is_none)
+            .then(|| Scanner::new(Arc::clone(&plan.trie)));
+        Ok(Self {
+            referenced: (0..plan.outputs.len())
+                .map(|k| plan.is_referenced(k))
+                .collect(),
+            plan,
+            leaves,
+            scanner,
+            projector,
+            metrics,
+            filters_applied,
+        })
+    }
+
+    /// The output rows of one stored batch (`None` when the filters removed them all).
+    fn decode(&mut self, stored: &RecordBatch) -> Result<Option<RecordBatch>> {
+        let decoded = self.decoded(stored, None)?;
+        let filtered = match self.filters_applied {
+            true => decoded,
+            false => match self.mask(&decoded)? {
+                Some(mask) => filter_record_batch(&decoded, &mask)?,
+                None => decoded,
+            },
+        };
+        if filtered.num_rows() == 0 {
+            return Ok(None);
+        }
+        Ok(Some(self.projector.project_batch(&filtered)?))
+    }
+
+    /// `stored` as a batch of the decoded schema. With `only`, just those outputs are
+    /// computed (the rest are placeholders no filter reads).
+    fn decoded(&mut self, stored: &RecordBatch, only: Option<&[usize]>) -> Result<RecordBatch> {
+        let rows = stored.num_rows();
+        let column = (stored.num_columns() > 0).then(|| stored.column(0).as_struct());
+        let wanted = |k: usize| only.is_none_or(|o| o.contains(&k));
+        let mut typed_casts: Vec<Option<ArrayRef>> = Vec::with_capacity(self.plan.casts.len());
+        for (k, target) in &self.plan.casts {
+            typed_casts.push(match (&self.leaves[*k], column) {
+                (Some(leaf), Some(column)) if wanted(*k) => {
+                    typed_cast(column, leaf, target)?.map(|(array, served)| {
+                        self.count(served);
+                        array
+                    })
+                }
+                _ => None,
+            });
+        }
+        // An output's own column is built when something reads it, or a cast of it
+        // that the typed leaf could not answer.
+        let needed = |k: usize| {
+            wanted(k)
+                && (self.referenced[k]
+                    || self
+                        .plan
+                        .casts
+                        .iter()
+                        .zip(&typed_casts)
+                        .any(|((source, _), typed)| *source == k && typed.is_none()))
+        };
+        let needs_documents = self.plan.raw && only.is_none()
+            || self
+                .leaves
+                .iter()
+                .enumerate()
+                .any(|(k, l)| l.is_none() && needed(k));
+        let documents = match column {
+            Some(column) if needs_documents => {
+                Some(tessera_tiles::read_json(column).map_err(external)?)
+            }
+            _ => None,
+        };
+        let mut arrays: Vec<ArrayRef> = Vec::with_capacity(self.plan.decoded_schema.fields().len());
+        if self.plan.raw {
+            arrays.push(match &documents {
+                Some(documents) if only.is_none() => {
+                    arrow::compute::cast(documents, &DataType::Utf8View)?
+                }
+                _ => Arc::new(StringViewArray::from_iter_values(std::iter::repeat_n(
+                    "", rows,
+                ))),
+            });
+        }
+        let base = arrays.len();
+        let mut fallback: Vec<(usize, OutputBuilder)> = Vec::new();
+        for (k, (leaf, &(_, output))) in self.leaves.iter().zip(&self.plan.outputs).enumerate() {
+            match (leaf, column) {
+                _ if !needed(k) => arrays.push(new_null_array(&output.data_type(), rows)),
+                (Some(leaf), Some(column)) => {
+                    let (array, served) = read_leaf(column, leaf, output)?;
+                    self.count(served);
+                    arrays.push(array);
+                }
+                _ => {
+                    fallback.push((k, OutputBuilder::new(output, rows)));
+                    arrays.push(new_null_array(&output.data_type(), 0));
+                }
+            }
+        }
+        if !fallback.is_empty() {
+            self.extract_from_documents(documents.as_deref(), rows, &mut fallback)?;
+            for (k, mut builder) in fallback {
+                arrays[base + k] = builder.finish();
+            }
+        }
+        for ((k, target), typed) in self.plan.casts.iter().zip(typed_casts) {
+            arrays.push(match typed {
+                Some(array) => array,
+                None if !wanted(*k) => new_null_array(target, rows),
+                // As SQL's CAST would: an unparsable text is an error, not NULL.
+                None => cast_with_options(&arrays[base + k], target, &DEFAULT_CAST_OPTIONS)?,
+            });
+        }
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
+        Ok(RecordBatch::try_new_with_options(
+            Arc::clone(&self.plan.decoded_schema),
+            arrays,
+            &options,
+        )?)
+    }
+
+    fn count(&self, served: Served) {
+        if let Some(metrics) = &self.metrics {
+            metrics.values_typed.add(served.typed);
+            metrics.values_binary.add(served.binary);
+        }
+    }
+
+    /// Fills the builders of outputs a file does not shred from its documents.
+    fn extract_from_documents(
+        &mut self,
+        documents: Option<&dyn Array>,
+        rows: usize,
+        builders: &mut [(usize, OutputBuilder)],
+    ) -> Result<()> {
+        let scanner = self
+            .scanner
+            .as_mut()
+            .expect("a scanner exists for fallbacks");
+        let Some(documents) = documents else {
+            builders
+                .iter_mut()
+                .for_each(|(_, b)| (0..rows).for_each(|_| b.append_null()));
+            return Ok(());
+        };
+        let documents = documents.as_string::<i32>();
+        for row in 0..rows {
+            if documents.is_null(row) {
+                builders.iter_mut().for_each(|(_, b)| b.append_null());
+                continue;
+            }
+            let doc = documents.value(row).as_bytes();
+            scanner.scan(doc).map_err(|e| {
+                DataFusionError::Internal(format!("a stored document does not parse: {e:?}"))
+            })?;
+            for (k, builder) in builders.iter_mut() {
+                let (slot, _) = self.plan.outputs[*k];
+                builder.append(doc, scanner.get(slot));
+            }
+        }
+        if let Some(metrics) = &self.metrics {
+            metrics.values_reconstructed.add(rows * builders.len());
+        }
+        Ok(())
+    }
+
+    /// Which rows of a decoded batch pass every pushed filter (`None`: no filters).
+    fn mask(&self, batch: &RecordBatch) -> Result<Option<BooleanArray>> {
+        let mut mask: Option<BooleanArray> = None;
+        for filter in &self.plan.row_filters {
+            let passed = filter.evaluate(batch)?.into_array(batch.num_rows())?;
+            let passed = passed.as_boolean().clone();
+            mask = Some(match mask {
+                None => passed,
+                Some(m) => and(&m, &passed)?,
+            });
+        }
+        Ok(mask)
+    }
+}

@@ -1,0 +1,46 @@
+//! A one-shot HTTP/1.1 client over `std::net::TcpStream` for the test servers' admin
+//! APIs: enough for MinIO's health and bucket calls and toxiproxy's JSON API, without
+//! pulling an HTTP stack into the test kit.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+/// How long one admin call may wait for its answer; servers on loopback answer in
+/// milliseconds, so this only bounds a hung server.
+const ANSWER_LIMIT: Duration = Duration::from_secs(10);
+/// Largest admin answer read; admin answers are small JSON or XML documents.
+const MAX_ANSWER: u64 = 1024 * 1024;
+
+/// Sends `method path` to `127.0.0.1:port` with the extra header lines and body, on a
+/// fresh connection that the server closes; returns the status and the whole response
+/// text (head and body).
+pub fn request(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(String, String)],
+    body: &str,
+) -> std::io::Result<(u16, String)> {
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-length: {}\r\nconnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    head.push_str(body);
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(ANSWER_LIMIT))?;
+    stream.set_write_timeout(Some(ANSWER_LIMIT))?;
+    stream.write_all(head.as_bytes())?;
+    let mut response = String::new();
+    stream.take(MAX_ANSWER).read_to_string(&mut response)?;
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    Ok((status, response))
+}

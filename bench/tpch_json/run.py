@@ -8,7 +8,7 @@ make_queries.py) select each table by the presence of its key column and extract
 columns with JSON accesses.
 
 Systems:
-- DuckDB: JSONBench's setup, a table with one JSON column loaded by
+- DuckDB: JSONBench's setup, a table `tpch(j JSON)` in a database file, loaded by
   `read_ndjson_objects` (load time reported);
 - Tessera over the raw NDJSON in place (`CREATE EXTERNAL TABLE ... STORED AS NDJSON`);
 - Tessera over an ingested table (`tessera ingest FILE --table DIR`, then
@@ -34,6 +34,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -42,6 +43,7 @@ import duckdb
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "bench"))
+from common import peers  # noqa: E402
 from common.canon import canon_rows  # noqa: E402
 from jsonbench.run import default_tessera, geomean  # noqa: E402
 
@@ -92,12 +94,8 @@ def same_answer(a, b) -> bool:
     return all(len(x) == len(y) and all(close(u, v) for u, v in zip(x, y)) for x, y in pairs)
 
 
-def run_duckdb(path: Path, sf: float, threads: int, tries: int):
-    con = duckdb.connect()
-    con.execute(f"SET threads = {threads}")
-    started = time.perf_counter()
-    con.execute(f"CREATE TABLE tpch AS SELECT json AS j FROM read_ndjson_objects('{path}')")
-    load = time.perf_counter() - started
+def run_duckdb(path: Path, sf: float, threads: int, tries: int, work: Path):
+    con, load, _ = peers.load_duckdb(path, threads, work, table="tpch")
     out = []
     for sql in queries("duckdb", sf):
         times, rows = [], None
@@ -107,6 +105,7 @@ def run_duckdb(path: Path, sf: float, threads: int, tries: int):
             times.append(time.perf_counter() - started)
         out.append({"times": times, "rows": normalize(rows)})
         progress("DuckDB", len(out), out[-1])
+    con.close()
     return load, out
 
 
@@ -142,13 +141,6 @@ def run_tessera(name: str, tessera: str, ddl: str, sf: float, threads: int, trie
     return out
 
 
-def ingest(tessera: str, path: Path, table: Path, threads: int) -> float:
-    shutil.rmtree(table, ignore_errors=True)
-    started = time.perf_counter()
-    subprocess.run([tessera, "--threads", str(threads), "ingest", str(path), "--table", str(table)], check=True)
-    return time.perf_counter() - started
-
-
 def has_ingest(tessera: str) -> bool:
     return subprocess.run([tessera, "ingest", "--help"], capture_output=True).returncode == 0
 
@@ -174,12 +166,15 @@ def main() -> int:
 
     path = ensure_data(args.tessera, args.sf, args.seed, args.data)
     docs = sum(1 for _ in path.open("rb"))
-    duck_load, duck = run_duckdb(path, args.sf, args.threads, args.tries)
+    with tempfile.TemporaryDirectory(dir=args.data) as work:
+        duck_load, duck = run_duckdb(path, args.sf, args.threads, args.tries, Path(work))
     systems = [("Tessera raw NDJSON", f"CREATE EXTERNAL TABLE tpch STORED AS NDJSON LOCATION '{path}'")]
     loads = [f"DuckDB load {duck_load:.1f} s"]
     if not args.no_ingest and has_ingest(args.tessera):
         table = path.with_suffix(".tessera")
-        loads.append(f"Tessera ingest {ingest(args.tessera, path, table, args.threads):.1f} s")
+        shutil.rmtree(table, ignore_errors=True)
+        elapsed, _ = peers.ingest_tessera(args.tessera, args.threads, path, str(table))
+        loads.append(f"Tessera ingest {elapsed:.1f} s")
         systems.append(("Tessera table", f"CREATE EXTERNAL TABLE tpch STORED AS TESSERA LOCATION '{table}'"))
     results = [
         run_tessera(name, args.tessera, ddl, args.sf, args.threads, args.tries, args.timeout) for name, ddl in systems

@@ -32,17 +32,17 @@ def dir_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def load_duckdb(path: Path, threads: int, work: Path):
-    """JSONBench's DuckDB setup: table `bluesky(j JSON)`; the open connection, the load
-    time and the database file's size."""
+def load_duckdb(path: Path, threads: int, work: Path, table: str = "bluesky"):
+    """JSONBench's DuckDB setup: table `bluesky(j JSON)` (or `table`); the open
+    connection, the load time and the database file's size."""
     import duckdb
 
     db = work / "duck.db"
     con = duckdb.connect(str(db))
     con.execute(f"SET threads = {threads}")
     started = time.perf_counter()
-    con.execute("CREATE TABLE bluesky (j JSON)")
-    con.execute(f"INSERT INTO bluesky SELECT json FROM read_ndjson_objects('{path}')")
+    con.execute(f"CREATE TABLE {table} (j JSON)")
+    con.execute(f"INSERT INTO {table} SELECT json FROM read_ndjson_objects('{path}')")
     con.execute("CHECKPOINT")
     return con, time.perf_counter() - started, db.stat().st_size
 

@@ -1,5 +1,5 @@
-//! `tessera gen`: writes generated data sets to a local path or an `s3://` URL, with
-//! gzip or zstd compression chosen by the file name.
+//! `tessera gen`: writes generated data sets (Bluesky events, combined JSON TPC-H) to a
+//! local path or an `s3://` URL, with gzip or zstd compression chosen by the file name.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -12,7 +12,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStoreExt, WriteMultipart};
 use tessera_blob::Location;
 use tessera_engine::TesseraSession;
-use tessera_gen::BlueskyConfig;
+use tessera_gen::{BlueskyConfig, TpchConfig};
 use tokio::sync::mpsc;
 
 /// Bytes buffered before a piece is handed to the uploader.
@@ -37,16 +37,45 @@ pub enum Dataset {
         #[arg(long)]
         out: String,
     },
+    /// TPC-H's eight tables as one NDJSON stream of objects keyed by column name (the
+    /// "combined JSON TPC-H" workload; .json, .json.gz or .json.zst).
+    TpchJson {
+        /// Scale factor (1 is about 8.7 million documents, 2.8 GB).
+        #[arg(long, default_value_t = 1.0)]
+        sf: f64,
+        /// Random seed; the same seed gives the same bytes.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Destination: a path or s3://bucket/key.
+        #[arg(long)]
+        out: String,
+    },
 }
+
+/// Writes a whole data set as NDJSON to the sink it is given and returns the number of
+/// (uncompressed) bytes; it runs on a blocking thread.
+type Generate = Box<dyn FnOnce(&mut dyn Write) -> std::io::Result<u64> + Send>;
 
 /// Runs `tessera gen`.
 pub async fn run(session: &TesseraSession, dataset: Dataset) -> anyhow::Result<()> {
-    let Dataset::Bluesky { docs, seed, out } = dataset;
-    let config = BlueskyConfig { docs, seed };
     let started = Instant::now();
-    let bytes = write_bluesky(session, &config, &out).await?;
+    let (what, out, bytes) = match dataset {
+        Dataset::Bluesky { docs, seed, out } => {
+            let bytes = write_bluesky(session, &BlueskyConfig { docs, seed }, &out).await?;
+            (format!("{docs} documents"), out, bytes)
+        }
+        Dataset::TpchJson { sf, seed, out } => {
+            let config = TpchConfig::new(sf, seed)?;
+            let threads = worker_threads();
+            let generate: Generate = Box::new(move |mut sink: &mut dyn Write| {
+                tessera_gen::write_tpch_ndjson(&config, threads, &mut sink)
+            });
+            let bytes = write_generated(session, &out, generate).await?;
+            (format!("TPC-H SF {sf}"), out, bytes)
+        }
+    };
     eprintln!(
-        "wrote {docs} documents ({:.1} MB uncompressed) to {out} in {:.1} s",
+        "wrote {what} ({:.1} MB uncompressed) to {out} in {:.1} s",
         bytes as f64 / 1e6,
         started.elapsed().as_secs_f64()
     );
@@ -59,9 +88,27 @@ pub async fn write_bluesky(
     config: &BlueskyConfig,
     destination: &str,
 ) -> anyhow::Result<u64> {
-    let location = Location::parse(destination)?;
     let config = config.clone();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = worker_threads();
+    let generate: Generate = Box::new(move |mut sink: &mut dyn Write| {
+        tessera_gen::write_ndjson(&config, threads, &mut sink)
+    });
+    write_generated(session, destination, generate).await
+}
+
+/// Generation uses every core: it is the only work running.
+fn worker_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Runs `generate` into `destination` (a local path or `s3://` URL, compressed by its
+/// extension); returns the uncompressed size.
+async fn write_generated(
+    session: &TesseraSession,
+    destination: &str,
+    generate: Generate,
+) -> anyhow::Result<u64> {
+    let location = Location::parse(destination)?;
     match &location {
         Location::Local(path) => {
             if let Some(parent) = path.parent() {
@@ -73,12 +120,7 @@ pub async fn write_bluesky(
                 let file = File::create(&path)
                     .with_context(|| format!("cannot create {}", path.display()))?;
                 let name = path.to_string_lossy().to_string();
-                generate_compressed(
-                    &config,
-                    threads,
-                    &name,
-                    BufWriter::with_capacity(1 << 20, file),
-                )
+                generate_compressed(generate, &name, BufWriter::with_capacity(1 << 20, file))
             })
             .await?
         }
@@ -92,8 +134,7 @@ pub async fn write_bluesky(
             let name = location.key();
             let producer = tokio::task::spawn_blocking(move || {
                 generate_compressed(
-                    &config,
-                    threads,
+                    generate,
                     &name,
                     PieceSender {
                         tx,
@@ -120,26 +161,21 @@ pub async fn write_bluesky(
 }
 
 /// Generates into `out`, compressing by the extension of `name`.
-fn generate_compressed(
-    config: &BlueskyConfig,
-    threads: usize,
-    name: &str,
-    out: impl Write,
-) -> anyhow::Result<u64> {
+fn generate_compressed(generate: Generate, name: &str, out: impl Write) -> anyhow::Result<u64> {
     let lower = name.to_ascii_lowercase();
     let bytes = if lower.ends_with(".gz") {
         let mut encoder = flate2::write::GzEncoder::new(out, flate2::Compression::new(3));
-        let n = tessera_gen::write_ndjson(config, threads, &mut encoder)?;
+        let n = generate(&mut encoder)?;
         encoder.finish()?.flush()?;
         n
     } else if lower.ends_with(".zst") || lower.ends_with(".zstd") {
         let mut encoder = zstd::Encoder::new(out, 3)?;
-        let n = tessera_gen::write_ndjson(config, threads, &mut encoder)?;
+        let n = generate(&mut encoder)?;
         encoder.finish()?.flush()?;
         n
     } else {
         let mut out = out;
-        let n = tessera_gen::write_ndjson(config, threads, &mut out)?;
+        let n = generate(&mut out)?;
         out.flush()?;
         n
     };

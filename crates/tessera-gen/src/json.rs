@@ -113,13 +113,8 @@ pub(crate) enum Precision {
 /// Appends microseconds since the Unix epoch as an RFC 3339 UTC timestamp (no quotes).
 pub(crate) fn write_timestamp(out: &mut Vec<u8>, micros: u64, precision: Precision) {
     let secs = micros / 1_000_000;
-    let (year, month, day) = civil_from_days(secs / 86_400);
+    write_date(out, secs / 86_400);
     let of_day = secs % 86_400;
-    write_padded(out, year, 4);
-    out.push(b'-');
-    write_2(out, month);
-    out.push(b'-');
-    write_2(out, day);
     out.push(b'T');
     write_2(out, of_day / 3600);
     out.push(b':');
@@ -138,6 +133,29 @@ pub(crate) fn write_timestamp(out: &mut Vec<u8>, micros: u64, precision: Precisi
         }
     }
     out.push(b'Z');
+}
+
+/// Appends days since the Unix epoch as an ISO date `YYYY-MM-DD` (no quotes).
+pub(crate) fn write_date(out: &mut Vec<u8>, days: u64) {
+    let (year, month, day) = civil_from_days(days);
+    write_padded(out, year, 4);
+    out.push(b'-');
+    write_2(out, month);
+    out.push(b'-');
+    write_2(out, day);
+}
+
+/// Appends an amount in hundredths as a JSON number with exactly two decimals
+/// (`-12.50`), the way SQL prints a DECIMAL(15,2); integer cents avoid any float
+/// rounding in generated money values.
+pub(crate) fn write_cents(out: &mut Vec<u8>, cents: i64) {
+    if cents < 0 {
+        out.push(b'-');
+    }
+    let abs = cents.unsigned_abs();
+    write_u64(out, abs / 100);
+    out.push(b'.');
+    write_2(out, abs % 100);
 }
 
 /// Days since 1970-01-01 to (year, month, day), after Howard Hinnant's
@@ -200,6 +218,31 @@ mod tests {
             let back: String =
                 serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{s:?}: {e}"));
             assert_eq!(back, s);
+        }
+    }
+
+    #[test]
+    fn dates_and_cents() {
+        let mut out = Vec::new();
+        // 1992-01-01 and 1998-12-31 bound TPC-H's dates; 1996-02-29 is a leap day.
+        for (days, text) in [
+            (8035, "1992-01-01"),
+            (10_591, "1998-12-31"),
+            (9555, "1996-02-29"),
+        ] {
+            out.clear();
+            write_date(&mut out, days);
+            assert_eq!(String::from_utf8(out.clone()).unwrap(), text);
+        }
+        for (cents, text) in [
+            (0, "0.00"),
+            (5, "0.05"),
+            (-99_999, "-999.99"),
+            (123_456, "1234.56"),
+        ] {
+            out.clear();
+            write_cents(&mut out, cents);
+            assert_eq!(String::from_utf8(out.clone()).unwrap(), text);
         }
     }
 

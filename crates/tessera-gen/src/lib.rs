@@ -2,7 +2,9 @@
 //!
 //! The Bluesky generator produces Jetstream-like events as NDJSON, modelled on the
 //! JSONBench data set that Tessera's benchmarks use, so benchmarks and tests can make
-//! any amount of realistic data locally instead of downloading it. A seed fixes the
+//! any amount of realistic data locally instead of downloading it. The TPC-H generator
+//! produces the eight TPC-H tables as one stream of JSON objects keyed by column name,
+//! the "combined JSON TPC-H" workload of the JSON tiles paper. A seed fixes the
 //! bytes: the PRNG is our own, so output does not drift with dependency upgrades.
 
 #![warn(missing_docs)]
@@ -11,6 +13,8 @@ mod bluesky;
 mod json;
 mod parallel;
 mod rng;
+mod tpch;
 mod words;
 
 pub use bluesky::{BlueskyConfig, write_doc, write_ndjson};
+pub use tpch::{TpchConfig, TpchError, write_tpch_ndjson};

@@ -248,3 +248,61 @@ fn gen_is_deterministic_and_queryable() {
     );
     assert_eq!(counts.ok(), "a,c,d\n2000,2000,2000\n");
 }
+
+/// `gen tpch-json` writes the eight TPC-H tables as one stream with the specification's
+/// cardinality ratios, the same bytes every time and through compression alike.
+#[test]
+fn tpch_json_has_every_table_in_proportion() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["a.json", "b.json.zst"] {
+        run(
+            dir.path(),
+            &[],
+            &["gen", "tpch-json", "--sf", "0.01", "--out", name],
+        )
+        .ok();
+    }
+    let keys = [
+        "r_regionkey",
+        "n_nationkey",
+        "s_suppkey",
+        "c_custkey",
+        "p_partkey",
+        "ps_partkey",
+        "o_orderkey",
+        "l_orderkey",
+    ];
+    let counts: Vec<String> = keys
+        .iter()
+        .map(|k| format!("count(j->'{k}') AS {k}"))
+        .collect();
+    let query = |file: &str| format!("SELECT {}, count(*) FROM '{file}'", counts.join(", "));
+    let plain = run(
+        dir.path(),
+        &[],
+        &["sql", "--format", "csv", &query("a.json")],
+    );
+    let zstd = run(
+        dir.path(),
+        &[],
+        &["sql", "--format", "csv", &query("b.json.zst")],
+    );
+    assert_eq!(plain.ok(), zstd.ok());
+    let row: Vec<u64> = plain
+        .ok()
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    // SF 0.01: 5 regions, 25 nations, 100 suppliers, 1,500 customers, 2,000 parts,
+    // 8,000 part suppliers, 15,000 orders, and 1 to 7 line items per order.
+    assert_eq!(&row[..7], &[5, 25, 100, 1_500, 2_000, 8_000, 15_000]);
+    assert!((15_000..=105_000).contains(&row[7]), "{row:?}");
+    assert_eq!(
+        row[8],
+        row[..8].iter().sum::<u64>(),
+        "one table per document"
+    );
+}

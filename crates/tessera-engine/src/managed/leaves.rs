@@ -138,6 +138,94 @@ impl ShreddedLeaf {
     }
 }
 
+/// A key path a file does not shred at all: its first key is no shredded field, so
+/// wherever a document holds it, it sits in the document's own Variant binary (the
+/// object's unshredded fields, or a document that is no object). Reading it takes the
+/// document column's `metadata` and `value` only, and navigates each row's binary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct BinaryPath {
+    path: Vec<PathElem>,
+}
+
+impl BinaryPath {
+    /// `path` in a document column of type `column`, when its first key is not shredded.
+    pub fn find(column: &DataType, path: &[PathElem]) -> Option<Self> {
+        let Some(PathElem::Key(first)) = path.first() else {
+            return None;
+        };
+        let fields = struct_fields(column)?;
+        fields.find(VALUE)?;
+        fields.find(METADATA)?;
+        let shredded = fields
+            .find(TYPED_VALUE)
+            .and_then(|(_, typed)| struct_fields(typed.data_type()))
+            .is_some_and(|typed| typed.find(first).is_some());
+        (!shredded).then(|| Self {
+            path: path.to_vec(),
+        })
+    }
+
+    /// Parquet leaf column indices to read: the document's metadata and binary.
+    pub fn parquet_leaves(&self, column: &str, schema: &SchemaDescriptor) -> Vec<usize> {
+        let mut out: Vec<usize> = [METADATA, VALUE]
+            .iter()
+            .filter_map(|name| leaf_index(schema, &[column, name]))
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// The values of an access with `output` at this path, for every row of `column`.
+    pub fn read(&self, column: &StructArray, output: Output) -> Result<(ArrayRef, Served)> {
+        let value = column.column_by_name(VALUE).ok_or_else(|| missing(VALUE))?;
+        let metadata = column
+            .column_by_name(METADATA)
+            .ok_or_else(|| missing(METADATA))?;
+        let mut builder = OutputBuilder::new(output, column.len());
+        let mut text = String::new();
+        let mut found = 0;
+        for row in 0..column.len() {
+            if value.is_null(row) {
+                builder.append_null();
+                continue;
+            }
+            let document = Variant::try_new(binary_at(metadata, row)?, binary_at(value, row)?)
+                .map_err(|e| DataFusionError::External(Box::new(e)))?;
+            match self.path.iter().try_fold(document, step) {
+                Some(v) => {
+                    found += 1;
+                    text.clear();
+                    write_json(&v, &mut text);
+                    builder.append(text.as_bytes(), Some(rendered_span(&text)));
+                }
+                None => builder.append_null(),
+            }
+        }
+        let served = Served {
+            typed: 0,
+            binary: found,
+        };
+        Ok((builder.finish(), served))
+    }
+}
+
+/// One step of a path inside a Variant: an object's field, or a list's element (negative
+/// indexes count from the end, as in the document scanner).
+fn step<'m, 'v>(node: Variant<'m, 'v>, elem: &PathElem) -> Option<Variant<'m, 'v>> {
+    match (node, elem) {
+        (Variant::Object(object), PathElem::Key(key)) => object.get(key),
+        (Variant::List(list), PathElem::Index(i)) => {
+            let at = if *i < 0 {
+                list.len().checked_sub(i.unsigned_abs() as usize)?
+            } else {
+                usize::try_from(*i).ok()?
+            };
+            list.get(at)
+        }
+        _ => None,
+    }
+}
+
 fn missing(name: &str) -> DataFusionError {
     DataFusionError::Internal(format!(
         "shredded column {name} missing from a decoded batch"

@@ -4,8 +4,10 @@
 //! with a constant path (`j->>'$.a.b'`, `json_get_int(j, 'n')`, ...) becomes a column of
 //! the scan (the same [`ExtractionPlan`] as the NDJSON scan uses), and each file answers
 //! it from its own shredding schema: a path the file shreds is read as its typed Parquet
-//! leaf plus the Variant binary of its outliers ([`super::leaves`]); any other access is
-//! answered from documents reconstructed from the Variant column, for that file only.
+//! leaf plus the Variant binary of its outliers ([`super::leaves`]); a path whose first
+//! key the file does not shred is found in each document's own Variant binary; any other
+//! access is answered from documents reconstructed from the Variant column, for that
+//! file only.
 //! Filters are evaluated inside the scan on the extracted columns, after files whose
 //! statistics exclude them were skipped ([`super::prune`]).
 
@@ -40,7 +42,7 @@ use object_store::ObjectStore;
 use parquet::schema::types::SchemaDescriptor;
 use tessera_table::{DataFile, FilePredicate, FileRead, OpenFile, Pacer, Snapshot, Traffic};
 
-use super::leaves::{LeafKind, Served, ShreddedLeaf, read_leaf, typed_cast};
+use super::leaves::{BinaryPath, LeafKind, Served, ShreddedLeaf, read_leaf, typed_cast};
 use super::provider::external;
 use super::prune::{Constraint, constraints, row_group_bounds};
 use super::schedule::ScanPace;
@@ -319,16 +321,15 @@ impl FileOpener for TilesOpener {
                 .await
                 .map_err(external)?;
             let column = open.schema().field(0).clone();
-            let leaves: Vec<Option<ShreddedLeaf>> = plan
+            let leaves: Vec<Source> = plan
                 .outputs
                 .iter()
-                .map(|&(slot, _)| {
-                    typed_reads
-                        .then(|| ShreddedLeaf::find(column.data_type(), plan.trie.path(slot)))
-                        .flatten()
+                .map(|&(slot, _)| match typed_reads {
+                    true => Source::find(column.data_type(), plan.trie.path(slot)),
+                    false => Source::Document,
                 })
                 .collect();
-            let whole = plan.raw || leaves.iter().any(Option::is_none);
+            let whole = plan.raw || leaves.iter().any(Source::is_document);
             let schema = open.metadata().file_metadata().schema_descr();
             let parquet_leaves = (!whole).then(|| {
                 let all: Vec<usize> = (0..leaves.len()).collect();
@@ -371,17 +372,57 @@ impl FileOpener for TilesOpener {
     }
 }
 
-/// The Parquet leaf columns that hold `outputs` (indices into `leaves`), ascending.
+/// Where one file holds the values of one extracted output.
+#[derive(Debug, Clone)]
+enum Source {
+    /// A shredded path: its typed leaf (and outliers).
+    Typed(ShreddedLeaf),
+    /// A path the file does not shred: the document's own Variant binary.
+    Binary(BinaryPath),
+    /// Anything else: the reconstructed document text.
+    Document,
+}
+
+impl Source {
+    /// Where `path` is in a file whose document column has type `column`.
+    fn find(column: &DataType, path: &[PathElem]) -> Self {
+        if let Some(leaf) = ShreddedLeaf::find(column, path) {
+            return Source::Typed(leaf);
+        }
+        BinaryPath::find(column, path).map_or(Source::Document, Source::Binary)
+    }
+
+    fn typed(&self) -> Option<&ShreddedLeaf> {
+        match self {
+            Source::Typed(leaf) => Some(leaf),
+            _ => None,
+        }
+    }
+
+    fn is_document(&self) -> bool {
+        matches!(self, Source::Document)
+    }
+
+    /// The Parquet leaves it reads (none for documents, which read every leaf).
+    fn parquet_leaves(&self, column: &str, schema: &SchemaDescriptor) -> Vec<usize> {
+        match self {
+            Source::Typed(leaf) => leaf.parquet_leaves(column, schema),
+            Source::Binary(path) => path.parquet_leaves(column, schema),
+            Source::Document => Vec::new(),
+        }
+    }
+}
+
+/// The Parquet leaf columns that hold `outputs` (indices into `sources`), ascending.
 fn leaf_columns(
-    leaves: &[Option<ShreddedLeaf>],
+    sources: &[Source],
     outputs: &[usize],
     column: &str,
     schema: &SchemaDescriptor,
 ) -> Vec<usize> {
     let mut indices: Vec<usize> = outputs
         .iter()
-        .filter_map(|&k| leaves[k].as_ref())
-        .flat_map(|leaf| leaf.parquet_leaves(column, schema))
+        .flat_map(|&k| sources[k].parquet_leaves(column, schema))
         .collect();
     indices.sort_unstable();
     indices.dedup();
@@ -393,14 +434,14 @@ fn leaf_columns(
 /// only for the rows that pass.
 fn late_predicate(
     plan: &Arc<ExtractionPlan>,
-    leaves: &[Option<ShreddedLeaf>],
+    leaves: &[Source],
     column: &str,
     schema: &SchemaDescriptor,
 ) -> Result<Option<FilePredicate>> {
     let Some(outputs) = plan.filter_outputs() else {
         return Ok(None);
     };
-    if outputs.is_empty() || outputs.iter().any(|&k| leaves[k].is_none()) {
+    if outputs.is_empty() || outputs.iter().any(|&k| leaves[k].is_document()) {
         return Ok(None);
     }
     let columns = leaf_columns(leaves, &outputs, column, schema);
@@ -444,8 +485,8 @@ fn surviving_row_groups(open: &OpenFile, column: &Field, constraints: &[Constrai
 /// Turns the stored batches of one file into batches of the scan's output.
 struct FileDecoder {
     plan: Arc<ExtractionPlan>,
-    /// Per extracted output, its shredded leaf in this file (`None`: from documents).
-    leaves: Vec<Option<ShreddedLeaf>>,
+    /// Per extracted output, where this file holds its values.
+    leaves: Vec<Source>,
     scanner: Option<Scanner>,
     projector: Projector,
     /// Per extracted output, whether the projection or the filters read it directly.
@@ -460,7 +501,7 @@ struct FileDecoder {
 impl FileDecoder {
     fn new(
         plan: Arc<ExtractionPlan>,
-        leaves: Vec<Option<ShreddedLeaf>>,
+        leaves: Vec<Source>,
         metrics: Option<TilesMetrics>,
         filters_applied: bool,
     ) -> Result<Self> {
@@ -472,7 +513,7 @@ impl FileDecoder {
         let projector = plan.projection.make_projector(&plan.decoded_schema)?;
         let scanner = leaves
             .iter()
-            .any(Option::is_none)
+            .any(Source::is_document)
             .then(|| Scanner::new(Arc::clone(&plan.trie)));
         Ok(Self {
             referenced: (0..plan.outputs.len())
@@ -511,7 +552,7 @@ impl FileDecoder {
         let wanted = |k: usize| only.is_none_or(|o| o.contains(&k));
         let mut typed_casts: Vec<Option<ArrayRef>> = Vec::with_capacity(self.plan.casts.len());
         for (k, target) in &self.plan.casts {
-            typed_casts.push(match (&self.leaves[*k], column) {
+            typed_casts.push(match (self.leaves[*k].typed(), column) {
                 (Some(leaf), Some(column)) if wanted(*k) => {
                     typed_cast(column, leaf, target)?.map(|(array, served)| {
                         self.count(served);
@@ -538,7 +579,7 @@ impl FileDecoder {
                 .leaves
                 .iter()
                 .enumerate()
-                .any(|(k, l)| l.is_none() && needed(k));
+                .any(|(k, l)| l.is_document() && needed(k));
         let documents = match column {
             Some(column) if needs_documents => {
                 Some(tessera_tiles::read_json(column).map_err(external)?)
@@ -561,8 +602,13 @@ impl FileDecoder {
         for (k, (leaf, &(_, output))) in self.leaves.iter().zip(&self.plan.outputs).enumerate() {
             match (leaf, column) {
                 _ if !needed(k) => arrays.push(new_null_array(&output.data_type(), rows)),
-                (Some(leaf), Some(column)) => {
+                (Source::Typed(leaf), Some(column)) => {
                     let (array, served) = read_leaf(column, leaf, output)?;
+                    self.count(served);
+                    arrays.push(array);
+                }
+                (Source::Binary(path), Some(column)) => {
+                    let (array, served) = path.read(column, output)?;
                     self.count(served);
                     arrays.push(array);
                 }

@@ -321,7 +321,7 @@ impl FileOpener for TilesOpener {
                 .await
                 .map_err(external)?;
             let column = open.schema().field(0).clone();
-            let leaves: Vec<Source> = plan
+            let sources: Vec<Source> = plan
                 .outputs
                 .iter()
                 .map(|&(slot, _)| match typed_reads {
@@ -329,13 +329,13 @@ impl FileOpener for TilesOpener {
                     false => Source::Document,
                 })
                 .collect();
-            let whole = plan.raw || leaves.iter().any(Source::is_document);
+            let whole = plan.raw || sources.iter().any(Source::is_document);
             let schema = open.metadata().file_metadata().schema_descr();
             let parquet_leaves = (!whole).then(|| {
-                let all: Vec<usize> = (0..leaves.len()).collect();
-                leaf_columns(&leaves, &all, column.name(), schema)
+                let all: Vec<usize> = (0..sources.len()).collect();
+                leaf_columns(&sources, &all, column.name(), schema)
             });
-            let predicate = late_predicate(&plan, &leaves, column.name(), schema)?;
+            let predicate = late_predicate(&plan, &sources, column.name(), schema)?;
             let filters_applied = predicate.is_some();
             let row_groups = surviving_row_groups(&open, &column, &constraints);
             metrics.row_groups_scanned.add(row_groups.len());
@@ -354,7 +354,7 @@ impl FileOpener for TilesOpener {
                 .map_err(external)?;
             let mut decoder = FileDecoder::new(
                 Arc::clone(&plan),
-                leaves,
+                sources,
                 Some(metrics.clone()),
                 filters_applied,
             )?;
@@ -434,18 +434,18 @@ fn leaf_columns(
 /// only for the rows that pass.
 fn late_predicate(
     plan: &Arc<ExtractionPlan>,
-    leaves: &[Source],
+    sources: &[Source],
     column: &str,
     schema: &SchemaDescriptor,
 ) -> Result<Option<FilePredicate>> {
     let Some(outputs) = plan.filter_outputs() else {
         return Ok(None);
     };
-    if outputs.is_empty() || outputs.iter().any(|&k| leaves[k].is_document()) {
+    if outputs.is_empty() || outputs.iter().any(|&k| sources[k].is_document()) {
         return Ok(None);
     }
-    let columns = leaf_columns(leaves, &outputs, column, schema);
-    let mut decoder = FileDecoder::new(Arc::clone(plan), leaves.to_vec(), None, false)?;
+    let columns = leaf_columns(sources, &outputs, column, schema);
+    let mut decoder = FileDecoder::new(Arc::clone(plan), sources.to_vec(), None, false)?;
     let keep = move |batch: RecordBatch| -> std::result::Result<BooleanArray, ArrowError> {
         let rows = batch.num_rows();
         let decoded = decoder.decoded(&batch, Some(&outputs))?;
@@ -486,7 +486,7 @@ fn surviving_row_groups(open: &OpenFile, column: &Field, constraints: &[Constrai
 struct FileDecoder {
     plan: Arc<ExtractionPlan>,
     /// Per extracted output, where this file holds its values.
-    leaves: Vec<Source>,
+    sources: Vec<Source>,
     scanner: Option<Scanner>,
     projector: Projector,
     /// Per extracted output, whether the projection or the filters read it directly.
@@ -501,17 +501,13 @@ struct FileDecoder {
 impl FileDecoder {
     fn new(
         plan: Arc<ExtractionPlan>,
-        leaves: Vec<Source>,
+        sources: Vec<Source>,
         metrics: Option<TilesMetrics>,
         filters_applied: bool,
     ) -> Result<Self> {
-        assert_eq!(
-            leaves.len(),
-            plan.outputs.len(),
-            "one leaf choice per output"
-        );
+        assert_eq!(sources.len(), plan.outputs.len(), "one source per output");
         let projector = plan.projection.make_projector(&plan.decoded_schema)?;
-        let scanner = leaves
+        let scanner = sources
             .iter()
             .any(Source::is_document)
             .then(|| Scanner::new(Arc::clone(&plan.trie)));
@@ -520,7 +516,7 @@ impl FileDecoder {
                 .map(|k| plan.is_referenced(k))
                 .collect(),
             plan,
-            leaves,
+            sources,
             scanner,
             projector,
             metrics,
@@ -552,7 +548,7 @@ impl FileDecoder {
         let wanted = |k: usize| only.is_none_or(|o| o.contains(&k));
         let mut typed_casts: Vec<Option<ArrayRef>> = Vec::with_capacity(self.plan.casts.len());
         for (k, target) in &self.plan.casts {
-            typed_casts.push(match (self.leaves[*k].typed(), column) {
+            typed_casts.push(match (self.sources[*k].typed(), column) {
                 (Some(leaf), Some(column)) if wanted(*k) => {
                     typed_cast(column, leaf, target)?.map(|(array, served)| {
                         self.count(served);
@@ -576,7 +572,7 @@ impl FileDecoder {
         };
         let needs_documents = self.plan.raw && only.is_none()
             || self
-                .leaves
+                .sources
                 .iter()
                 .enumerate()
                 .any(|(k, l)| l.is_document() && needed(k));
@@ -599,8 +595,8 @@ impl FileDecoder {
         }
         let base = arrays.len();
         let mut fallback: Vec<(usize, OutputBuilder)> = Vec::new();
-        for (k, (leaf, &(_, output))) in self.leaves.iter().zip(&self.plan.outputs).enumerate() {
-            match (leaf, column) {
+        for (k, (source, &(_, output))) in self.sources.iter().zip(&self.plan.outputs).enumerate() {
+            match (source, column) {
                 _ if !needed(k) => arrays.push(new_null_array(&output.data_type(), rows)),
                 (Source::Typed(leaf), Some(column)) => {
                     let (array, served) = read_leaf(column, leaf, output)?;

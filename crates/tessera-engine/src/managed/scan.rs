@@ -335,7 +335,7 @@ impl FileOpener for TilesOpener {
                 let all: Vec<usize> = (0..sources.len()).collect();
                 leaf_columns(&sources, &all, column.name(), schema)
             });
-            let predicate = late_predicate(&plan, &sources, column.name(), schema)?;
+            let predicate = late_predicate(&plan, &sources, column.name(), schema, &metrics)?;
             let filters_applied = predicate.is_some();
             let row_groups = surviving_row_groups(&open, &column, &constraints);
             metrics.row_groups_scanned.add(row_groups.len());
@@ -352,12 +352,8 @@ impl FileOpener for TilesOpener {
                     pacer: Some(pace),
                 })
                 .map_err(external)?;
-            let mut decoder = FileDecoder::new(
-                Arc::clone(&plan),
-                sources,
-                Some(metrics.clone()),
-                filters_applied,
-            )?;
+            let mut decoder =
+                FileDecoder::new(Arc::clone(&plan), sources, metrics.clone(), filters_applied)?;
             let traffic = Arc::clone(open.traffic());
             let counted = metrics.clone();
             let batches = stream
@@ -437,6 +433,7 @@ fn late_predicate(
     sources: &[Source],
     column: &str,
     schema: &SchemaDescriptor,
+    metrics: &TilesMetrics,
 ) -> Result<Option<FilePredicate>> {
     let Some(outputs) = plan.filter_outputs() else {
         return Ok(None);
@@ -445,7 +442,7 @@ fn late_predicate(
         return Ok(None);
     }
     let columns = leaf_columns(sources, &outputs, column, schema);
-    let mut decoder = FileDecoder::new(Arc::clone(plan), sources.to_vec(), None, false)?;
+    let mut decoder = FileDecoder::new(Arc::clone(plan), sources.to_vec(), metrics.clone(), false)?;
     let keep = move |batch: RecordBatch| -> std::result::Result<BooleanArray, ArrowError> {
         let rows = batch.num_rows();
         let decoded = decoder.decoded(&batch, Some(&outputs))?;
@@ -489,11 +486,12 @@ struct FileDecoder {
     sources: Vec<Source>,
     scanner: Option<Scanner>,
     projector: Projector,
-    /// Per extracted output, whether the projection or the filters read it directly.
+    /// Per extracted output, whether the projection or the filters still to apply read
+    /// it directly (filters the reader applied already need not see it again).
     referenced: Vec<bool>,
-    /// Where values are counted (`None` for the predicate pass of late
-    /// materialization, whose values are decoded again for the output).
-    metrics: Option<TilesMetrics>,
+    /// Where values are counted (every value decoded, by either pass of late
+    /// materialization).
+    metrics: TilesMetrics,
     /// The file's reader already applied the filters (late materialization).
     filters_applied: bool,
 }
@@ -502,7 +500,7 @@ impl FileDecoder {
     fn new(
         plan: Arc<ExtractionPlan>,
         sources: Vec<Source>,
-        metrics: Option<TilesMetrics>,
+        metrics: TilesMetrics,
         filters_applied: bool,
     ) -> Result<Self> {
         assert_eq!(sources.len(), plan.outputs.len(), "one source per output");
@@ -513,7 +511,7 @@ impl FileDecoder {
             .then(|| Scanner::new(Arc::clone(&plan.trie)));
         Ok(Self {
             referenced: (0..plan.outputs.len())
-                .map(|k| plan.is_referenced(k))
+                .map(|k| plan.is_referenced(k, !filters_applied))
                 .collect(),
             plan,
             sources,
@@ -637,10 +635,8 @@ impl FileDecoder {
     }
 
     fn count(&self, served: Served) {
-        if let Some(metrics) = &self.metrics {
-            metrics.values_typed.add(served.typed);
-            metrics.values_binary.add(served.binary);
-        }
+        self.metrics.values_typed.add(served.typed);
+        self.metrics.values_binary.add(served.binary);
     }
 
     /// Fills the builders of outputs a file does not shred from its documents.
@@ -675,9 +671,7 @@ impl FileDecoder {
                 builder.append(doc, scanner.get(slot));
             }
         }
-        if let Some(metrics) = &self.metrics {
-            metrics.values_reconstructed.add(rows * builders.len());
-        }
+        self.metrics.values_reconstructed.add(rows * builders.len());
         Ok(())
     }
 

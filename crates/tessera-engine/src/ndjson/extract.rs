@@ -198,14 +198,19 @@ impl ExtractionPlan {
         Ok(self)
     }
 
-    /// Whether extracted output `k` is read by the projection or the filters themselves
-    /// (not only through a cast column).
-    pub fn is_referenced(&self, k: usize) -> bool {
+    /// Whether extracted output `k` is read by the projection (or, `with_filters`, by
+    /// the filters) itself, not only through a cast column.
+    pub fn is_referenced(&self, k: usize, with_filters: bool) -> bool {
         let name = format!("{EXTRACTED_PREFIX}{k}");
+        let filters = if with_filters {
+            &self.row_filters[..]
+        } else {
+            &[]
+        };
         self.projection
             .iter()
             .map(|p| &p.expr)
-            .chain(&self.row_filters)
+            .chain(filters)
             .any(|e| {
                 e.exists(|n| Ok(n.downcast_ref::<Column>().is_some_and(|c| c.name() == name)))
                     .unwrap_or(true)

@@ -78,6 +78,16 @@ pub fn explain(error: &object_store::Error, s3: Option<&S3Config>) -> String {
         _ => {}
     }
     let lower = text.to_lowercase();
+    if lower.contains("the tls certificate of") {
+        let reason = text
+            .split("is not trusted: ")
+            .nth(1)
+            .map(first_line)
+            .unwrap_or_default();
+        return format!(
+            "cannot verify the TLS certificate of the S3 endpoint {endpoint} ({reason}): set AWS_CA_BUNDLE or TESSERA_S3_CA_FILE to the PEM file of the CA that signed it"
+        );
+    }
     if lower.contains("connection refused") {
         return format!("cannot reach the S3 endpoint {endpoint}: connection refused");
     }

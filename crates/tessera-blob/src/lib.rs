@@ -5,9 +5,11 @@
 //! ([`S3Config`]), and opening stores behind one seam ([`StoreFactory`]) that the rest of
 //! Tessera uses through the `object_store::ObjectStore` trait.
 //!
-//! `s3://` stores on `http://` endpoints are served by Tessera's own download manager
-//! (seed 002, AnyBlob): a few retriever threads each run an io_uring event loop over
-//! many keep-alive connections ([`uring`]); the S3 protocol with SigV4, retries and
+//! `s3://` stores (`http://` and `https://` endpoints, and AWS without an endpoint URL)
+//! are served by Tessera's own download manager (seed 002, AnyBlob): a few retriever
+//! threads each run an io_uring event loop over many keep-alive connections, plain or
+//! TLS ([`uring`]; trusted CAs in [`tls`]: the system store, or the PEM bundle named by
+//! `TESSERA_S3_CA_FILE` or `AWS_CA_BUNDLE`); the S3 protocol with SigV4, retries and
 //! hedging is in [`s3`], request sizing in [`sizing`], the online latency model that
 //! sets concurrency and hedging deadlines in [`model`], the multi-address DNS cache in
 //! [`endpoints`], cost accounting in [`stats`], optional client-side encryption in
@@ -35,6 +37,7 @@ pub mod sigv4;
 pub mod sizing;
 pub mod stats;
 pub mod store;
+pub mod tls;
 pub mod uring;
 pub mod uring_store;
 

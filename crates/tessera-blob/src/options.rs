@@ -1,5 +1,6 @@
 //! Tunables of the io_uring S3 client, with seed 002's defaults.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::crypt::EncryptionKey;
@@ -34,6 +35,9 @@ pub struct RetrievalOptions {
     /// Client-side AES-256-GCM encryption of every object written and read (layout in
     /// [`crate::crypt`]); off by default.
     pub encryption: Option<EncryptionKey>,
+    /// A PEM bundle of the CAs trusted for `https` endpoints instead of the system
+    /// store (a private endpoint with its own CA); see [`crate::tls`].
+    pub ca_file: Option<PathBuf>,
 }
 
 /// Request sizing (seed 002: 8-16 MiB requests are cost- and throughput-optimal).
@@ -80,6 +84,7 @@ impl Default for RetrievalOptions {
             provider: Provider::Aws,
             list_page_size: 1000,
             encryption: None,
+            ca_file: None,
         }
     }
 }
@@ -117,7 +122,8 @@ impl RetrievalOptions {
     /// The defaults, overridden by `TESSERA_S3_*` variables read through `lookup`:
     /// `TESSERA_S3_HEDGING` (`on`/`off`), `TESSERA_S3_BANDWIDTH_MBIT`,
     /// `TESSERA_S3_RETRIEVERS`, `TESSERA_S3_PROVIDER` (`aws`, `gcp`, `ibm`, `azure`,
-    /// `oci`) and `TESSERA_S3_ENCRYPTION_KEY` (64 hex digits). Returns which variable
+    /// `oci`), `TESSERA_S3_ENCRYPTION_KEY` (64 hex digits) and `TESSERA_S3_CA_FILE`
+    /// (else `AWS_CA_BUNDLE`, as the AWS CLI reads it). Returns which variable
     /// is wrong, never its value (the key is secret).
     pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Self, String> {
         let mut options = Self::default();
@@ -158,6 +164,10 @@ impl RetrievalOptions {
                 .map_err(|e| format!("TESSERA_S3_ENCRYPTION_KEY: {e}"))?;
             options.encryption = Some(key);
         }
+        options.ca_file = lookup("TESSERA_S3_CA_FILE")
+            .or_else(|| lookup("AWS_CA_BUNDLE"))
+            .filter(|v| !v.trim().is_empty())
+            .map(PathBuf::from);
         options.validate()?;
         Ok(options)
     }

@@ -17,7 +17,8 @@ use crate::model::LatencyModel;
 use crate::options::RetrievalOptions;
 use crate::sigv4;
 use crate::stats::{RequestClass, RequestStats};
-use crate::uring::{HttpError, HttpRequest, HttpResponse, Retrievers};
+use crate::uring::{HttpError, HttpRequest, HttpResponse, Retrievers, TlsTarget};
+use rustls::pki_types::ServerName;
 
 /// S3's maximum keys per ListObjectsV2 page.
 const MAX_LIST_PAGE: u32 = 1000;
@@ -44,6 +45,9 @@ pub enum S3Error {
     /// A requested byte range is empty or reversed.
     #[error("invalid byte range {}..{}: empty or reversed", .0.start, .0.end)]
     Range(Range<u64>),
+    /// The TLS settings are unusable (CA bundle, trust store).
+    #[error("{0}")]
+    Tls(#[from] crate::tls::TlsError),
     /// The client options are unusable.
     #[error("invalid retrieval options: {0}")]
     Options(String),
@@ -140,6 +144,8 @@ pub struct S3Client {
     bucket: String,
     host: String,
     endpoints: Arc<Endpoints>,
+    /// TLS settings for an `https` endpoint.
+    tls: Option<TlsTarget>,
     retrievers: Retrievers,
     options: Arc<RetrievalOptions>,
     stats: Arc<RequestStats>,
@@ -183,20 +189,44 @@ impl S3Client {
         let endpoint = config
             .endpoint
             .clone()
-            .unwrap_or_else(|| format!("http://s3.{}.amazonaws.com", config.region));
+            .unwrap_or_else(|| format!("https://s3.{}.amazonaws.com", config.region));
         let url = url::Url::parse(&endpoint).map_err(|e| S3Error::Endpoint(e.to_string()))?;
-        if url.scheme() != "http" {
-            return Err(S3Error::Endpoint(format!(
-                "{endpoint}: only http:// endpoints are supported by the io_uring client"
-            )));
+        let https = match url.scheme() {
+            "http" => false,
+            "https" => true,
+            other => {
+                return Err(S3Error::Endpoint(format!(
+                    "{endpoint}: the scheme '{other}' is not http or https"
+                )));
+            }
+        };
+        let mut config = config;
+        // A bucket name with dots is not covered by the endpoint's wildcard
+        // certificate as a host name; AWS's SDKs address such buckets by path.
+        if https && bucket.contains('.') {
+            config.addressing = Addressing::Path;
         }
         let base_host = url
             .host_str()
             .ok_or_else(|| S3Error::Endpoint(format!("{endpoint} has no host")))?;
-        let port = url.port().unwrap_or(80);
+        let port = url.port_or_known_default().unwrap_or(80);
         let host_name = match config.addressing {
             Addressing::Path => base_host.to_string(),
             Addressing::VirtualHosted => format!("{bucket}.{base_host}"),
+        };
+        let tls = if https {
+            let config =
+                crate::tls::client_config(options.ca_file.as_deref()).map_err(S3Error::Tls)?;
+            // An IPv6 literal comes bracketed from the URL; the certificate names it bare.
+            let name = host_name.trim_start_matches('[').trim_end_matches(']');
+            let server_name = ServerName::try_from(name.to_string())
+                .map_err(|e| S3Error::Endpoint(format!("{endpoint}: {e}")))?;
+            Some(TlsTarget {
+                config,
+                server_name,
+            })
+        } else {
+            None
         };
         let endpoints = match endpoints {
             Some(given) => given,
@@ -217,6 +247,7 @@ impl S3Client {
             bucket: bucket.to_string(),
             host,
             endpoints: Arc::new(endpoints),
+            tls,
             retrievers,
             options: Arc::new(options),
             stats,
@@ -688,6 +719,7 @@ impl S3Client {
             stall_timeout: self.options.stall_timeout,
             fresh_connection: false,
             first_byte_seen: None,
+            tls: self.tls.clone(),
         }
     }
 }

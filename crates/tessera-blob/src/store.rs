@@ -3,9 +3,9 @@
 //! Everything above this crate asks a [`StoreFactory`] for an
 //! `Arc<dyn object_store::ObjectStore>` per store URL (`s3://bucket`, `file:///`) and
 //! never names a concrete client, so the S3 client behind it can be swapped without
-//! touching the engine: tessera-blob's io_uring client by default, the `object_store`
-//! crate's client when selected (for comparison) or when the endpoint is HTTPS, which
-//! the io_uring client does not speak.
+//! touching the engine: tessera-blob's io_uring client by default, for `http` and
+//! `https` endpoints and for AWS without an endpoint URL; the `object_store` crate's
+//! client when selected with `TESSERA_S3_CLIENT=object_store` (for comparison).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -106,7 +106,6 @@ impl StoreFactory {
                 let bucket = store_url.host_str().unwrap_or_default();
                 let kind = match std::env::var(CLIENT_ENV) {
                     Ok(v) if v == "object_store" => S3ClientKind::ObjectStore,
-                    _ if !self.s3.is_plain_http() => S3ClientKind::ObjectStore,
                     _ => S3ClientKind::Uring,
                 };
                 self.open_s3(bucket, kind)
@@ -125,10 +124,26 @@ impl StoreFactory {
         kind: S3ClientKind,
     ) -> Result<Arc<dyn ObjectStore>, BlobError> {
         let cfg = &self.s3;
-        let client = ClientOptions::new()
+        let mut client = ClientOptions::new()
             .with_allow_http(cfg.is_plain_http())
             .with_connect_timeout(CONNECT_TIMEOUT)
             .with_timeout(REQUEST_TIMEOUT);
+        // The same private CA for the object_store client (selected, or serving the
+        // operations the io_uring client delegates).
+        if let Some(path) = self.options.as_ref().ok().and_then(|o| o.ca_file.as_ref()) {
+            let unusable = |reason: String| {
+                BlobError::Config(format!(
+                    "the CA bundle {} is unusable: {reason}",
+                    path.display()
+                ))
+            };
+            let pem = std::fs::read(path).map_err(|e| unusable(e.to_string()))?;
+            let certificates = object_store::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| unusable(e.to_string()))?;
+            for certificate in certificates {
+                client = client.with_root_certificate(certificate);
+            }
+        }
         let retry = RetryConfig {
             backoff: BackoffConfig::default(),
             max_retries: MAX_RETRIES,
@@ -166,7 +181,7 @@ impl StoreFactory {
             // That client would write plaintext and return ciphertext.
             if self.options()?.encryption.is_some() {
                 return Err(BlobError::Config(format!(
-                    "client-side encryption (TESSERA_S3_ENCRYPTION_KEY) needs tessera-blob's io_uring client, which serves http:// endpoints; s3://{bucket} would use the object_store client"
+                    "client-side encryption (TESSERA_S3_ENCRYPTION_KEY) needs tessera-blob's io_uring client; s3://{bucket} would use the object_store client (unset TESSERA_S3_CLIENT)"
                 )));
             }
             return Ok(store);

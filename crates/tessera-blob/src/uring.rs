@@ -6,8 +6,15 @@
 //! operations, submits them in one batch and reaps all completions before sleeping
 //! again. Bodies with a known `Content-Length` are received straight into one
 //! preallocated buffer, so the body is never copied after `recv`.
+//!
+//! HTTPS runs on the same sockets: a TLS exchange receives ciphertext into a
+//! per-connection buffer, hands it to rustls (`read_tls`, `process_new_packets`) and
+//! copies the plaintext straight into the head or body buffer (the one copy TLS needs);
+//! outgoing plaintext is encrypted into a send buffer (`write_tls`) that the ring sends.
+//! TLS sessions stay with their sockets in the keep-alive pool.
 
 use std::collections::HashMap;
+use std::io::{BufRead, Write};
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
@@ -17,6 +24,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use io_uring::{IoUring, opcode, types};
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection};
 use tokio::sync::oneshot;
 
 /// Submission queue entries per ring: the most operations one batch may queue.
@@ -48,6 +57,23 @@ const POOL_BUFFERS: usize = 64;
 const TICK: Duration = Duration::from_millis(20);
 /// `user_data` of the wake-up read on the event fd.
 const WAKE_TOKEN: u64 = u64::MAX;
+/// Ciphertext one TLS receive takes: eight full TLS records, so a bulk transfer costs
+/// one completion per 128 KiB as plain bodies do per `LOW_WATER`-ish chunk.
+const TLS_RECV_BUFFER: usize = 128 * 1024;
+/// The most plaintext one TLS record may hold in rustls's buffers before the caller
+/// reads it, plus the record's framing: what a body receive must leave out of its
+/// `SO_RCVLOWAT` so a partially buffered record cannot make the kernel wait for bytes
+/// that never come.
+const TLS_RECORD_SLACK: usize = 16 * 1024 + 2048;
+
+/// Where to speak TLS to and with which settings.
+#[derive(Debug, Clone)]
+pub struct TlsTarget {
+    /// The shared client configuration (trusted CAs, protocol versions).
+    pub config: Arc<ClientConfig>,
+    /// The name the server's certificate must carry (a DNS name or an IP address).
+    pub server_name: ServerName<'static>,
+}
 
 /// One HTTP/1.1 request for the event loop.
 #[derive(Debug)]
@@ -72,6 +98,18 @@ pub struct HttpRequest {
     /// Set when the first response byte arrives, so a hedging caller can tell a request
     /// that has not started answering from one that is still streaming.
     pub first_byte_seen: Option<Arc<AtomicBool>>,
+    /// TLS settings for an `https` endpoint; `None` speaks plain HTTP.
+    pub tls: Option<TlsTarget>,
+}
+
+/// Idle connections are pooled per server address and TLS name: a TLS session is
+/// bound to the name its certificate was checked for.
+type PoolKey = (SocketAddr, Option<ServerName<'static>>);
+
+impl HttpRequest {
+    fn pool_key(&self) -> PoolKey {
+        (self.addr, self.tls.as_ref().map(|t| t.server_name.clone()))
+    }
 }
 
 /// A complete HTTP response.
@@ -138,6 +176,22 @@ pub enum HttpError {
     /// The caller stopped waiting (a hedged duplicate finished first).
     #[error("request cancelled by the caller")]
     Cancelled,
+    /// The server's TLS certificate is not trusted for its name; retrying cannot help.
+    #[error("the TLS certificate of {server} is not trusted: {reason}")]
+    Certificate {
+        /// The name the certificate was checked for.
+        server: String,
+        /// rustls's reason (for example "UnknownIssuer").
+        reason: String,
+    },
+    /// The TLS session failed (a protocol error or a corrupted record).
+    #[error("TLS failure while {phase}: {reason}")]
+    Tls {
+        /// What the request was doing.
+        phase: &'static str,
+        /// rustls's reason.
+        reason: String,
+    },
     /// The event loop is not running (it failed to start or shut down).
     #[error("the io_uring retriever is not running: {0}")]
     Unavailable(String),
@@ -154,7 +208,10 @@ impl HttpError {
     pub fn is_transient(&self) -> bool {
         !matches!(
             self,
-            HttpError::Malformed(_) | HttpError::Unavailable(_) | HttpError::Cancelled
+            HttpError::Malformed(_)
+                | HttpError::Unavailable(_)
+                | HttpError::Cancelled
+                | HttpError::Certificate { .. }
         )
     }
 }
@@ -239,10 +296,134 @@ enum Phase {
     Body { filled: usize },
 }
 
+/// A keep-alive connection: the socket and, for HTTPS, its TLS session.
+struct Conn {
+    socket: OwnedFd,
+    tls: Option<Box<TlsState>>,
+}
+
+/// Which operation a TLS exchange has outstanding, so its completion is read right.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TlsOp {
+    Send,
+    Recv,
+}
+
+/// A TLS session and the ciphertext buffers the ring reads and writes.
+struct TlsState {
+    session: ClientConnection,
+    /// Ciphertext to send, of which `out_sent` bytes are sent.
+    out: Vec<u8>,
+    out_sent: usize,
+    /// Received ciphertext; `in_pos..in_len` is not yet given to rustls.
+    inbuf: Box<[u8]>,
+    in_pos: usize,
+    in_len: usize,
+    op: TlsOp,
+    /// The server closed its side of the TCP connection.
+    eof: bool,
+}
+
+impl TlsState {
+    fn new(target: &TlsTarget) -> Result<Box<Self>, HttpError> {
+        let session = ClientConnection::new(target.config.clone(), target.server_name.clone())
+            .map_err(|e| HttpError::Tls {
+                phase: "starting the session",
+                reason: e.to_string(),
+            })?;
+        Ok(Box::new(Self {
+            session,
+            out: Vec::new(),
+            out_sent: 0,
+            inbuf: vec![0; TLS_RECV_BUFFER].into_boxed_slice(),
+            in_pos: 0,
+            in_len: 0,
+            op: TlsOp::Recv,
+            eof: false,
+        }))
+    }
+
+    /// Gives rustls the received ciphertext it can take and decrypts it.
+    fn feed(&mut self, server: &ServerName<'_>) -> Result<(), HttpError> {
+        let mut rest = &self.inbuf[self.in_pos..self.in_len];
+        let taken = self
+            .session
+            .read_tls(&mut rest)
+            .map_err(|e| HttpError::Tls {
+                phase: "receiving",
+                reason: e.to_string(),
+            })?;
+        self.in_pos += taken;
+        self.process(server)
+    }
+
+    /// Tells rustls the server closed the connection.
+    fn close(&mut self, server: &ServerName<'_>) -> Result<(), HttpError> {
+        self.eof = true;
+        let mut nothing: &[u8] = &[];
+        // A read of zero bytes is how rustls learns of the end of the stream.
+        let _ = self.session.read_tls(&mut nothing);
+        self.process(server)
+    }
+
+    fn process(&mut self, server: &ServerName<'_>) -> Result<(), HttpError> {
+        match self.session.process_new_packets() {
+            Ok(_) => Ok(()),
+            Err(
+                e @ (rustls::Error::InvalidCertificate(_)
+                | rustls::Error::NoCertificatesPresented
+                | rustls::Error::InvalidCertRevocationList(_)),
+            ) => Err(HttpError::Certificate {
+                server: server.to_str().into_owned(),
+                reason: e.to_string(),
+            }),
+            Err(e) => Err(HttpError::Tls {
+                phase: "decrypting",
+                reason: e.to_string(),
+            }),
+        }
+    }
+
+    /// Whether the session holds nothing unread, so the next response starts clean.
+    fn is_clean(&mut self, server: &ServerName<'_>) -> bool {
+        while self.in_pos < self.in_len {
+            let before = self.in_pos;
+            if self.feed(server).is_err() || self.in_pos == before {
+                return false;
+            }
+        }
+        !self.eof
+            && self.out_sent == self.out.len()
+            && matches!(self.session.reader().fill_buf(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+    }
+
+    /// Readies a pooled session for the next request.
+    fn reset(&mut self) {
+        self.out.clear();
+        self.out_sent = 0;
+        self.in_pos = 0;
+        self.in_len = 0;
+    }
+}
+
+/// What a TLS exchange does next.
+enum TlsStep {
+    /// Submit this operation and wait for it.
+    Submit(io_uring::squeue::Entry),
+    /// Progress was made without the kernel; look again.
+    Again,
+    /// The response is complete.
+    Done,
+    /// The exchange failed.
+    Fail(HttpError),
+}
+
 struct Exchange {
     request: HttpRequest,
     reply: Option<Reply>,
     socket: OwnedFd,
+    /// The TLS session of an HTTPS exchange.
+    tls: Option<Box<TlsState>>,
     /// Whether the socket came from the pool: a failure before any response byte
     /// then means the server closed an idle connection, and one retry is safe.
     reused: bool,
@@ -274,7 +455,7 @@ struct EventLoop {
     receiver: Receiver<(HttpRequest, Reply)>,
     slots: Vec<Option<Box<Exchange>>>,
     free: Vec<usize>,
-    idle: HashMap<SocketAddr, Vec<OwnedFd>>,
+    idle: HashMap<PoolKey, Vec<Conn>>,
     disconnected: bool,
     pool: Arc<BufferPool>,
 }
@@ -374,23 +555,32 @@ impl EventLoop {
         let pooled = if request.fresh_connection {
             None
         } else {
-            self.idle.get_mut(&request.addr).and_then(|v| v.pop())
+            self.idle.get_mut(&request.pool_key()).and_then(|v| v.pop())
         };
         let reused = pooled.is_some();
-        let socket = match pooled {
-            Some(s) => s,
-            None => match new_socket() {
-                Ok(s) => s,
-                Err(e) => {
-                    let _ = reply.send(Err(HttpError::Connect {
-                        addr: request.addr,
-                        reason: e.to_string(),
-                    }));
-                    self.free.push(slot);
-                    return;
-                }
-            },
+        let opened = match pooled {
+            Some(conn) => Ok(conn),
+            None => new_socket()
+                .map_err(|e| HttpError::Connect {
+                    addr: request.addr,
+                    reason: e.to_string(),
+                })
+                .and_then(|socket| {
+                    let tls = request.tls.as_ref().map(TlsState::new).transpose()?;
+                    Ok(Conn { socket, tls })
+                }),
         };
+        let Conn { socket, mut tls } = match opened {
+            Ok(conn) => conn,
+            Err(error) => {
+                let _ = reply.send(Err(error));
+                self.free.push(slot);
+                return;
+            }
+        };
+        if let Some(tls) = tls.as_mut() {
+            tls.reset();
+        }
         let mut outbound = Vec::with_capacity(request.head.len() + request.body.len());
         outbound.extend_from_slice(&request.head);
         outbound.extend_from_slice(&request.body);
@@ -401,6 +591,7 @@ impl EventLoop {
             request,
             reply: Some(reply),
             socket,
+            tls,
             reused,
             phase: if reused {
                 Phase::Sending { sent: 0 }
@@ -431,62 +622,54 @@ impl EventLoop {
         let Some(ex) = self.slots[slot].as_mut() else {
             return;
         };
-        let fd = types::Fd(ex.socket.as_raw_fd());
-        let entry = match ex.phase {
-            Phase::Connecting => opcode::Connect::new(
-                fd,
-                (&ex.sockaddr as *const libc::sockaddr_in6).cast(),
-                std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
-            )
-            .build(),
-            Phase::Sending { sent } => {
-                let rest = &ex.outbound[sent..];
-                opcode::Send::new(fd, rest.as_ptr(), rest.len() as u32)
-                    .flags(libc::MSG_NOSIGNAL)
-                    .build()
+        if ex.tls.is_some() {
+            self.drive_tls(slot);
+            return;
+        }
+        let entry = plain_entry(ex);
+        self.submit(slot, entry);
+    }
+
+    /// Moves a TLS exchange on until it needs the kernel, completes or fails. Every
+    /// turn of the loop consumes ciphertext, produces plaintext or queues ciphertext,
+    /// so it ends.
+    fn drive_tls(&mut self, slot: usize) {
+        loop {
+            let Some(ex) = self.slots[slot].as_mut() else {
+                return;
+            };
+            match tls_step(ex, &self.pool) {
+                TlsStep::Submit(entry) => return self.submit(slot, entry),
+                TlsStep::Again => {}
+                TlsStep::Done => return self.finish(slot),
+                TlsStep::Fail(error) => return self.fail(slot, error),
             }
-            Phase::Head { filled } => {
-                let rest = &mut ex.head_buf[filled..];
-                opcode::Recv::new(fd, rest.as_mut_ptr(), rest.len() as u32).build()
-            }
-            Phase::Body { filled } => {
-                assert_eq!(
-                    filled,
-                    ex.body.len(),
-                    "the body length tracks what was received"
-                );
-                // The kernel writes into the spare capacity; `advance` extends the
-                // length by what it reports as received.
-                let rest = ex.body.spare_capacity_mut();
-                let ptr = rest.as_mut_ptr().cast::<u8>();
-                // A pooled buffer may be larger than the body: never receive past the
-                // announced length, which would take bytes that are not this body's.
-                let want = match ex.body_len {
-                    Some(expected) => {
-                        let want = expected - filled;
-                        // The kernel wakes the ring only when a good part of the body
-                        // has arrived, not per TCP segment; never for more than is
-                        // still to come, or the last bytes would not wake it at all.
-                        set_low_water(&ex.socket, &mut ex.low_water, want.min(LOW_WATER));
-                        want
-                    }
-                    None => rest.len(),
-                };
-                assert!(want <= rest.len(), "the body buffer holds the whole body");
-                let len = want.min(u32::MAX as usize) as u32;
-                opcode::Recv::new(fd, ptr, len).build()
-            }
+        }
+    }
+
+    /// Submits the exchange's next operation; a refused submission fails it.
+    fn submit(&mut self, slot: usize, entry: io_uring::squeue::Entry) {
+        let Some(ex) = self.slots[slot].as_mut() else {
+            return;
         };
         ex.outstanding += 1;
         if !self.push(entry.user_data(slot as u64)) {
             let ex = self.slots[slot].as_mut().expect("slot is live");
             ex.outstanding -= 1;
-            ex.failed = Some(HttpError::Unavailable(
-                "the ring refused a submission".into(),
-            ));
-            ex.keep_alive = false;
-            self.finish(slot);
+            self.fail(
+                slot,
+                HttpError::Unavailable("the ring refused a submission".into()),
+            );
         }
+    }
+
+    /// Ends the exchange with `error` once its operations are done.
+    fn fail(&mut self, slot: usize, error: HttpError) {
+        if let Some(ex) = self.slots[slot].as_mut() {
+            ex.failed = Some(error);
+            ex.keep_alive = false;
+        }
+        self.finish(slot);
     }
 
     fn complete(&mut self, slot: usize, result: i32) {
@@ -502,23 +685,50 @@ impl EventLoop {
         let now = Instant::now();
         if result > 0 {
             ex.last_progress = now;
-            if ex.first_byte.is_none() && matches!(ex.phase, Phase::Head { .. }) {
-                ex.first_byte = Some(now);
-                if let Some(seen) = &ex.request.first_byte_seen {
-                    seen.store(true, Ordering::Relaxed);
-                }
-            }
         }
-        let outcome = advance(ex, result, &self.pool);
-        match outcome {
+        if let (Some(tls), Some(target), false) = (
+            ex.tls.as_mut(),
+            ex.request.tls.as_ref(),
+            matches!(ex.phase, Phase::Connecting),
+        ) {
+            let os_error = |code: i32| std::io::Error::from_raw_os_error(-code).to_string();
+            let outcome = match tls.op {
+                TlsOp::Send if result <= 0 => Err(HttpError::Io {
+                    phase: "sending over TLS",
+                    reason: if result == 0 {
+                        "the connection closed".into()
+                    } else {
+                        os_error(result)
+                    },
+                }),
+                TlsOp::Send => {
+                    tls.out_sent += result as usize;
+                    Ok(())
+                }
+                TlsOp::Recv if result < 0 => Err(HttpError::Io {
+                    phase: "receiving over TLS",
+                    reason: os_error(result),
+                }),
+                TlsOp::Recv if result == 0 => tls.close(&target.server_name),
+                TlsOp::Recv => {
+                    tls.in_pos = 0;
+                    tls.in_len = result as usize;
+                    Ok(())
+                }
+            };
+            match outcome {
+                Ok(()) => self.drive_tls(slot),
+                Err(error) => self.fail(slot, error),
+            }
+            return;
+        }
+        if result > 0 {
+            mark_first_byte(ex, now);
+        }
+        match advance(ex, result, &self.pool) {
             Step::Continue => self.issue(slot),
             Step::Done => self.finish(slot),
-            Step::Fail(error) => {
-                let ex = self.slots[slot].as_mut().expect("slot is live");
-                ex.failed = Some(error);
-                ex.keep_alive = false;
-                self.finish(slot);
-            }
+            Step::Fail(error) => self.fail(slot, error),
         }
     }
 
@@ -561,6 +771,7 @@ impl EventLoop {
             request,
             reply,
             socket,
+            mut tls,
             reused,
             failed,
             status,
@@ -581,7 +792,7 @@ impl EventLoop {
             {
                 if let Some(reply) = reply {
                     // Other pooled sockets to this server are likely stale too.
-                    self.idle.remove(&request.addr);
+                    self.idle.remove(&request.pool_key());
                     let slot = self.free.pop().expect("the slot was just freed");
                     self.start(slot, request, reply);
                 }
@@ -595,10 +806,15 @@ impl EventLoop {
                 let mut low_water = ex_low_water;
                 // The next response head must wake the ring at its first byte; a socket
                 // that cannot be reset to that is not reused.
-                if keep_alive && set_low_water(&socket, &mut low_water, 1) {
-                    let pool = self.idle.entry(request.addr).or_default();
+                // A TLS session with unread data would hand it to the next response.
+                let clean = match (tls.as_mut(), request.tls.as_ref()) {
+                    (Some(session), Some(target)) => session.is_clean(&target.server_name),
+                    _ => true,
+                };
+                if keep_alive && clean && set_low_water(&socket, &mut low_water, 1) {
+                    let pool = self.idle.entry(request.pool_key()).or_default();
                     if pool.len() < MAX_IDLE_PER_ENDPOINT {
-                        pool.push(socket);
+                        pool.push(Conn { socket, tls });
                     }
                 }
                 if let Some(reply) = reply {
@@ -613,6 +829,239 @@ impl EventLoop {
             }
         }
     }
+}
+
+/// The operation a plain-HTTP exchange's phase needs next (and the TCP connect of a
+/// TLS one).
+fn plain_entry(ex: &mut Exchange) -> io_uring::squeue::Entry {
+    let fd = types::Fd(ex.socket.as_raw_fd());
+    match ex.phase {
+        Phase::Connecting => opcode::Connect::new(
+            fd,
+            (&ex.sockaddr as *const libc::sockaddr_in6).cast(),
+            std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+        )
+        .build(),
+        Phase::Sending { sent } => {
+            let rest = &ex.outbound[sent..];
+            opcode::Send::new(fd, rest.as_ptr(), rest.len() as u32)
+                .flags(libc::MSG_NOSIGNAL)
+                .build()
+        }
+        Phase::Head { filled } => {
+            let rest = &mut ex.head_buf[filled..];
+            opcode::Recv::new(fd, rest.as_mut_ptr(), rest.len() as u32).build()
+        }
+        Phase::Body { filled } => {
+            assert_eq!(
+                filled,
+                ex.body.len(),
+                "the body length tracks what was received"
+            );
+            // The kernel writes into the spare capacity; `advance` extends the
+            // length by what it reports as received.
+            let rest = ex.body.spare_capacity_mut();
+            let ptr = rest.as_mut_ptr().cast::<u8>();
+            // A pooled buffer may be larger than the body: never receive past the
+            // announced length, which would take bytes that are not this body's.
+            let want = match ex.body_len {
+                Some(expected) => {
+                    let want = expected - filled;
+                    // The kernel wakes the ring only when a good part of the body
+                    // has arrived, not per TCP segment; never for more than is
+                    // still to come, or the last bytes would not wake it at all.
+                    set_low_water(&ex.socket, &mut ex.low_water, want.min(LOW_WATER));
+                    want
+                }
+                None => rest.len(),
+            };
+            assert!(want <= rest.len(), "the body buffer holds the whole body");
+            let len = want.min(u32::MAX as usize) as u32;
+            opcode::Recv::new(fd, ptr, len).build()
+        }
+    }
+}
+
+/// Notes the first response byte, for latency accounting and hedging callers.
+fn mark_first_byte(ex: &mut Exchange, now: Instant) {
+    if ex.first_byte.is_none() && matches!(ex.phase, Phase::Head { .. }) {
+        ex.first_byte = Some(now);
+        if let Some(seen) = &ex.request.first_byte_seen {
+            seen.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The next move of a TLS exchange: send pending ciphertext, let rustls write
+/// (handshake, alerts), encrypt the request, or take plaintext into the head or body
+/// buffer, receiving ciphertext when none is left.
+fn tls_step(ex: &mut Exchange, pool: &BufferPool) -> TlsStep {
+    if matches!(ex.phase, Phase::Connecting) {
+        return TlsStep::Submit(plain_entry(ex));
+    }
+    let fd = types::Fd(ex.socket.as_raw_fd());
+    let Some(tls) = ex.tls.as_mut() else {
+        return TlsStep::Fail(HttpError::Unavailable(
+            "a TLS exchange without a session".into(),
+        ));
+    };
+    if tls.out_sent < tls.out.len() {
+        let rest = &tls.out[tls.out_sent..];
+        tls.op = TlsOp::Send;
+        return TlsStep::Submit(
+            opcode::Send::new(fd, rest.as_ptr(), rest.len().min(u32::MAX as usize) as u32)
+                .flags(libc::MSG_NOSIGNAL)
+                .build(),
+        );
+    }
+    tls.out.clear();
+    tls.out_sent = 0;
+    if tls.session.wants_write() {
+        return match tls.session.write_tls(&mut tls.out) {
+            Ok(_) => TlsStep::Again,
+            Err(e) => TlsStep::Fail(HttpError::Tls {
+                phase: "encrypting",
+                reason: e.to_string(),
+            }),
+        };
+    }
+    let copied = match ex.phase {
+        Phase::Connecting => 0,
+        Phase::Sending { sent } => {
+            if tls.session.is_handshaking() {
+                return tls_receive(ex, pool);
+            }
+            if sent == ex.outbound.len() {
+                ex.phase = Phase::Head { filled: 0 };
+                return TlsStep::Again;
+            }
+            // rustls encrypts at once after the handshake and takes what its send
+            // buffer holds; the rest goes after that is sent.
+            return match tls.session.writer().write(&ex.outbound[sent..]) {
+                Ok(0) => TlsStep::Fail(HttpError::Tls {
+                    phase: "sending the request",
+                    reason: "the session accepts no data".into(),
+                }),
+                Ok(n) => {
+                    ex.phase = Phase::Sending { sent: sent + n };
+                    TlsStep::Again
+                }
+                Err(e) => TlsStep::Fail(HttpError::Tls {
+                    phase: "sending the request",
+                    reason: e.to_string(),
+                }),
+            };
+        }
+        Phase::Head { filled } | Phase::Body { filled } => {
+            let mut reader = tls.session.reader();
+            match reader.fill_buf() {
+                Ok([]) => 0,
+                Ok(chunk) => {
+                    let taken = match ex.phase {
+                        Phase::Head { .. } => {
+                            let room = &mut ex.head_buf[filled..];
+                            let take = chunk.len().min(room.len());
+                            room[..take].copy_from_slice(&chunk[..take]);
+                            take
+                        }
+                        _ => {
+                            let want = match ex.body_len {
+                                Some(expected) => expected - filled,
+                                None => ex.body.capacity() - filled,
+                            };
+                            let take = chunk.len().min(want);
+                            ex.body.extend_from_slice(&chunk[..take]);
+                            take
+                        }
+                    };
+                    reader.consume(taken);
+                    if taken == 0 {
+                        // The buffer is full: `advance` with nothing new decides
+                        // (a full head is malformed, a full body is complete).
+                        return match advance(ex, 0, pool) {
+                            Step::Continue => TlsStep::Fail(HttpError::Malformed(
+                                "the response does not fit its buffer".into(),
+                            )),
+                            Step::Done => TlsStep::Done,
+                            Step::Fail(e) => TlsStep::Fail(e),
+                        };
+                    }
+                    mark_first_byte(ex, Instant::now());
+                    taken
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    return tls_receive(ex, pool);
+                }
+                // The server closed with or without close_notify: like a plain close.
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => 0,
+                Err(e) => {
+                    return TlsStep::Fail(HttpError::Tls {
+                        phase: "receiving",
+                        reason: e.to_string(),
+                    });
+                }
+            }
+        }
+    };
+    match advance(ex, copied as i32, pool) {
+        Step::Continue => TlsStep::Again,
+        Step::Done => TlsStep::Done,
+        Step::Fail(e) => TlsStep::Fail(e),
+    }
+}
+
+/// Gives rustls buffered ciphertext, or receives more when none is left.
+fn tls_receive(ex: &mut Exchange, pool: &BufferPool) -> TlsStep {
+    let fd = types::Fd(ex.socket.as_raw_fd());
+    let Some(target) = ex.request.tls.as_ref() else {
+        return TlsStep::Fail(HttpError::Unavailable(
+            "a TLS exchange without a target".into(),
+        ));
+    };
+    let Some(tls) = ex.tls.as_mut() else {
+        return TlsStep::Fail(HttpError::Unavailable(
+            "a TLS exchange without a session".into(),
+        ));
+    };
+    if tls.in_pos < tls.in_len {
+        let before = tls.in_pos;
+        return match tls.feed(&target.server_name) {
+            Ok(()) if tls.in_pos > before => TlsStep::Again,
+            Ok(()) => TlsStep::Fail(HttpError::Tls {
+                phase: "receiving",
+                reason: "the session takes no more data".into(),
+            }),
+            Err(e) => TlsStep::Fail(e),
+        };
+    }
+    if tls.eof {
+        return match ex.phase {
+            Phase::Head { .. } | Phase::Body { .. } => match advance(ex, 0, pool) {
+                Step::Done => TlsStep::Done,
+                Step::Fail(e) => TlsStep::Fail(e),
+                Step::Continue => TlsStep::Fail(HttpError::Io {
+                    phase: "receiving the response",
+                    reason: "the server closed the connection".into(),
+                }),
+            },
+            _ => TlsStep::Fail(HttpError::Io {
+                phase: "the TLS handshake",
+                reason: "the server closed the connection".into(),
+            }),
+        };
+    }
+    // As for plain bodies, the kernel wakes the ring per large chunk of a body, never
+    // waiting for bytes a partially buffered record may already hold.
+    let low_water = match (&ex.phase, ex.body_len) {
+        (Phase::Body { filled }, Some(expected)) => (expected - filled)
+            .saturating_sub(TLS_RECORD_SLACK)
+            .min(LOW_WATER)
+            .min(TLS_RECV_BUFFER),
+        _ => 1,
+    };
+    set_low_water(&ex.socket, &mut ex.low_water, low_water);
+    tls.op = TlsOp::Recv;
+    TlsStep::Submit(opcode::Recv::new(fd, tls.inbuf.as_mut_ptr(), tls.inbuf.len() as u32).build())
 }
 
 enum Step {

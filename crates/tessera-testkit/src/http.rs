@@ -4,7 +4,11 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::Arc;
 use std::time::Duration;
+
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection, StreamOwned};
 
 /// How long one admin call may wait for its answer; servers on loopback answer in
 /// milliseconds, so this only bounds a hung server.
@@ -22,6 +26,29 @@ pub fn request(
     headers: &[(String, String)],
     body: &str,
 ) -> std::io::Result<(u16, String)> {
+    request_over(port, None, method, path, headers, body)
+}
+
+/// [`request`] over TLS with `config`, checking the certificate for `127.0.0.1`.
+pub fn request_tls(
+    port: u16,
+    config: &Arc<ClientConfig>,
+    method: &str,
+    path: &str,
+    headers: &[(String, String)],
+    body: &str,
+) -> std::io::Result<(u16, String)> {
+    request_over(port, Some(config), method, path, headers, body)
+}
+
+fn request_over(
+    port: u16,
+    tls: Option<&Arc<ClientConfig>>,
+    method: &str,
+    path: &str,
+    headers: &[(String, String)],
+    body: &str,
+) -> std::io::Result<(u16, String)> {
     let mut head = format!(
         "{method} {path} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-length: {}\r\nconnection: close\r\n",
         body.len()
@@ -34,9 +61,22 @@ pub fn request(
     let mut stream = TcpStream::connect(("127.0.0.1", port))?;
     stream.set_read_timeout(Some(ANSWER_LIMIT))?;
     stream.set_write_timeout(Some(ANSWER_LIMIT))?;
-    stream.write_all(head.as_bytes())?;
     let mut response = String::new();
-    stream.take(MAX_ANSWER).read_to_string(&mut response)?;
+    match tls {
+        None => {
+            stream.write_all(head.as_bytes())?;
+            stream.take(MAX_ANSWER).read_to_string(&mut response)?;
+        }
+        Some(config) => {
+            let name = ServerName::from(std::net::IpAddr::from([127, 0, 0, 1]));
+            let session = ClientConnection::new(config.clone(), name)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            let mut stream = StreamOwned::new(session, stream);
+            stream.write_all(head.as_bytes())?;
+            stream.flush()?;
+            stream.take(MAX_ANSWER).read_to_string(&mut response)?;
+        }
+    }
     let status = response
         .split_whitespace()
         .nth(1)

@@ -1,11 +1,15 @@
 //! A MinIO server for one test.
 
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use rustls::ClientConfig;
 use tessera_blob::Credentials;
 use tessera_blob::sigv4::{EMPTY_SHA256, Request, sign};
 
+use crate::certs::TestCa;
 use crate::http;
 use crate::process::{find_tool, free_port, wait_for_port};
 
@@ -13,19 +17,47 @@ const INSTALL_HINT: &str = "run scripts/test.sh, which does `go install github.c
 /// How long MinIO may take to start.
 const START_LIMIT: Duration = Duration::from_secs(60);
 
+/// How to start MinIO.
+#[derive(Debug, Clone, Default)]
+pub struct MinioOptions {
+    /// Serve HTTPS with a server certificate from a fresh test CA
+    /// ([`MinioServer::ca_file`] names the CA to trust).
+    pub tls: bool,
+    /// Extra environment variables for the server (for example the
+    /// `MINIO_API_REQUESTS_*` throttling settings).
+    pub env: Vec<(String, String)>,
+}
+
 /// A running MinIO server on a free loopback port; stopped and deleted on drop.
 pub struct MinioServer {
     child: Child,
     port: u16,
     credentials: Credentials,
+    /// The CA file and the client configuration trusting it, when serving HTTPS.
+    tls: Option<(PathBuf, Arc<ClientConfig>)>,
     _dir: tempfile::TempDir,
 }
 
 impl MinioServer {
     /// Starts MinIO over a fresh temporary directory and waits until it serves requests.
     pub fn start() -> Self {
+        Self::start_with(MinioOptions::default())
+    }
+
+    /// Starts MinIO with `options` and waits until it serves requests.
+    pub fn start_with(options: MinioOptions) -> Self {
         let binary = find_tool("minio", INSTALL_HINT);
         let dir = tempfile::tempdir().expect("a temporary directory");
+        let data = dir.path().join("data");
+        let certs = dir.path().join("certs");
+        let tls = options.tls.then(|| {
+            let ca = TestCa::create(&dir.path().join("ca"), "Tessera test CA");
+            ca.issue_server_cert(&certs);
+            let file = ca.cert_file();
+            let config = tessera_blob::tls::client_config(Some(&file))
+                .expect("the test CA makes a client configuration");
+            (file, config)
+        });
         let port = free_port();
         let console = free_port();
         let credentials = Credentials {
@@ -33,9 +65,12 @@ impl MinioServer {
             secret_access_key: "tessera-test-secret".to_string(),
             session_token: None,
         };
-        let child = Command::new(binary)
-            .arg("server")
-            .arg(dir.path())
+        let mut command = Command::new(binary);
+        command.arg("server").arg(&data);
+        if tls.is_some() {
+            command.arg("--certs-dir").arg(&certs);
+        }
+        let child = command
             .arg("--address")
             .arg(format!("127.0.0.1:{port}"))
             .arg("--console-address")
@@ -44,6 +79,7 @@ impl MinioServer {
             .env("MINIO_ROOT_PASSWORD", &credentials.secret_access_key)
             .env("MINIO_BROWSER", "off")
             .env("MINIO_UPDATE", "off")
+            .envs(options.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -52,6 +88,7 @@ impl MinioServer {
             child,
             port,
             credentials,
+            tls,
             _dir: dir,
         };
         assert!(
@@ -76,9 +113,15 @@ impl MinioServer {
         panic!("MinIO was not ready within {START_LIMIT:?}");
     }
 
-    /// `http://127.0.0.1:<port>`.
+    /// `http://127.0.0.1:<port>`, or `https://` when serving TLS.
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
+    }
+
+    /// The PEM file of the CA that signed the server's certificate, when serving TLS.
+    pub fn ca_file(&self) -> Option<&Path> {
+        self.tls.as_ref().map(|(file, _)| file.as_path())
     }
 
     /// The port it listens on.
@@ -91,9 +134,10 @@ impl MinioServer {
         &self.credentials
     }
 
-    /// Environment variables that point AWS clients (and `tessera`) at this server.
+    /// Environment variables that point AWS clients (and `tessera`) at this server,
+    /// with `AWS_CA_BUNDLE` naming the test CA when it serves TLS.
     pub fn env(&self) -> Vec<(&'static str, String)> {
-        vec![
+        let mut env = vec![
             ("AWS_ENDPOINT_URL", self.endpoint()),
             ("AWS_ACCESS_KEY_ID", self.credentials.access_key_id.clone()),
             (
@@ -101,7 +145,11 @@ impl MinioServer {
                 self.credentials.secret_access_key.clone(),
             ),
             ("AWS_REGION", "us-east-1".to_string()),
-        ]
+        ];
+        if let Some(file) = self.ca_file() {
+            env.push(("AWS_CA_BUNDLE", file.display().to_string()));
+        }
+        env
     }
 
     /// Creates a bucket. MinIO answers 503 for a moment after it reports ready, so
@@ -137,7 +185,10 @@ impl MinioServer {
         } else {
             Vec::new()
         };
-        http::request(self.port, method, path, &headers, "")
+        match &self.tls {
+            Some((_, config)) => http::request_tls(self.port, config, method, path, &headers, ""),
+            None => http::request(self.port, method, path, &headers, ""),
+        }
     }
 }
 

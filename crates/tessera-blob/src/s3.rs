@@ -599,7 +599,7 @@ impl S3Client {
         }
     }
 
-    /// Sends one request, retrying transport failures and 5xx/SlowDown with
+    /// Sends one request, retrying transport failures, 5xx/SlowDown and 429 with
     /// exponential backoff, at most `max_attempts` times; every attempt is signed
     /// afresh, and an attempt after a transport failure opens a new connection.
     async fn send(
@@ -618,7 +618,8 @@ impl S3Client {
             if attempt > 0 {
                 self.stats.record_retry();
                 let doublings = (attempt - 1).min(MAX_BACKOFF_DOUBLINGS);
-                tokio::time::sleep(self.options.base_backoff * 2u32.pow(doublings)).await;
+                let delay = self.options.base_backoff * 2u32.pow(doublings);
+                tokio::time::sleep(jittered(delay)).await;
             }
             let mut request = self.build(&call, &path);
             request.fresh_connection = fresh;
@@ -639,7 +640,11 @@ impl S3Client {
                 Ok(r) => {
                     self.stats.record_received(r.body.len() as u64);
                     let body = String::from_utf8_lossy(&r.body).into_owned();
-                    let retry = r.status >= 500 || body.contains("<Code>SlowDown</Code>");
+                    // S3 throttles with 503 SlowDown; MinIO (and other S3-compatible
+                    // servers) with 429 TooManyRequests when its request pool is full.
+                    let retry = r.status >= 500
+                        || r.status == 429
+                        || body.contains("<Code>SlowDown</Code>");
                     let error = S3Error::Status {
                         status: r.status,
                         body,
@@ -722,6 +727,17 @@ impl S3Client {
             tls: self.tls.clone(),
         }
     }
+}
+
+/// `delay` scaled by a random factor in [0.5, 1.5): requests throttled together must
+/// not all come back together, or a throttling server refuses them again as a herd.
+fn jittered(delay: std::time::Duration) -> std::time::Duration {
+    use std::hash::BuildHasher;
+    // Every RandomState has fresh keys, so hashing anything gives an unpredictable
+    // value without a random-number dependency.
+    let random = std::collections::hash_map::RandomState::new().hash_one(delay);
+    let unit = (random >> 11) as f64 / (1u64 << 53) as f64;
+    delay.mul_f64(0.5 + unit)
 }
 
 fn parse_xml<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, S3Error> {

@@ -26,6 +26,9 @@ pub struct MinioOptions {
     /// Extra environment variables for the server (for example the
     /// `MINIO_API_REQUESTS_*` throttling settings).
     pub env: Vec<(String, String)>,
+    /// Drives of one erasure set (`data/d1` ... `data/dN`) when above 1, so a test can
+    /// damage an object's metadata on some drives; one plain directory otherwise.
+    pub drives: usize,
 }
 
 /// A running MinIO server on a free loopback port; stopped and deleted on drop.
@@ -35,6 +38,7 @@ pub struct MinioServer {
     credentials: Credentials,
     /// The CA file and the client configuration trusting it, when serving HTTPS.
     tls: Option<(PathBuf, Arc<ClientConfig>)>,
+    drives: Vec<PathBuf>,
     _dir: tempfile::TempDir,
 }
 
@@ -66,7 +70,23 @@ impl MinioServer {
             session_token: None,
         };
         let mut command = Command::new(binary);
-        command.arg("server").arg(&data);
+        command.arg("server");
+        let drives: Vec<PathBuf> = if options.drives > 1 {
+            let drives: Vec<PathBuf> = (1..=options.drives)
+                .map(|i| data.join(format!("d{i}")))
+                .collect();
+            for drive in &drives {
+                std::fs::create_dir_all(drive).expect("a drive directory");
+            }
+            // MinIO's ellipsis notation: one erasure set over d1 ... dN. Drives on
+            // one disk are refused outside CI mode (the server stays unavailable).
+            command.arg(data.join(format!("d{{1...{}}}", options.drives)));
+            command.env("MINIO_CI_CD", "1");
+            drives
+        } else {
+            command.arg(&data);
+            vec![data.clone()]
+        };
         if tls.is_some() {
             command.arg("--certs-dir").arg(&certs);
         }
@@ -89,6 +109,7 @@ impl MinioServer {
             port,
             credentials,
             tls,
+            drives,
             _dir: dir,
         };
         assert!(
@@ -117,6 +138,11 @@ impl MinioServer {
     pub fn endpoint(&self) -> String {
         let scheme = if self.tls.is_some() { "https" } else { "http" };
         format!("{scheme}://127.0.0.1:{}", self.port)
+    }
+
+    /// The drive directories MinIO stores objects in (`<drive>/<bucket>/<key>/...`).
+    pub fn drives(&self) -> &[PathBuf] {
+        &self.drives
     }
 
     /// The PEM file of the CA that signed the server's certificate, when serving TLS.

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
 use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
 use serde::Deserialize;
 
 use crate::config::{Addressing, S3Config};
@@ -112,6 +113,29 @@ struct CommonPrefix {
 #[serde(rename_all = "PascalCase")]
 struct InitiateMultipartUploadResult {
     upload_id: String,
+}
+
+/// The bytes of a read whose size was learnt from the answer ([`S3Client::get_from`]).
+#[derive(Debug)]
+pub struct Fetched {
+    /// The first response, whose headers give the object's metadata.
+    pub response: HttpResponse,
+    /// The object's size.
+    pub size: u64,
+    /// The byte range of the object the parts hold.
+    pub range: Range<u64>,
+    /// The bytes in order, one part per request (joining them would copy the body).
+    pub parts: Vec<Bytes>,
+}
+
+/// The first byte and the object's total size from `Content-Range: bytes a-b/total`.
+pub fn content_range(response: &HttpResponse) -> Option<(u64, u64)> {
+    let (span, total) = response
+        .header("content-range")?
+        .strip_prefix("bytes ")?
+        .split_once('/')?;
+    let (start, _) = span.split_once('-')?;
+    Some((start.parse().ok()?, total.parse().ok()?))
 }
 
 /// What a client is built from besides its settings: parts several clients may
@@ -302,13 +326,27 @@ impl S3Client {
         key: &str,
         range: Option<Range<u64>>,
     ) -> Result<HttpResponse, S3Error> {
+        self.get_hedged(key, range, None).await
+    }
+
+    /// [`Self::get_response`], only if the object's ETag is still `if_match` when given
+    /// (HTTP 412 otherwise), so parts of one read cannot come from two versions.
+    async fn get_hedged(
+        &self,
+        key: &str,
+        range: Option<Range<u64>>,
+        if_match: Option<&str>,
+    ) -> Result<HttpResponse, S3Error> {
         if let Some(r) = range.as_ref().filter(|r| r.start >= r.end) {
             return Err(S3Error::Range(r.clone()));
         }
         let header = range
             .as_ref()
             .map(|r| format!("bytes={}-{}", r.start, r.end - 1));
-        let headers: Vec<(&str, &str)> = header.iter().map(|h| ("range", h.as_str())).collect();
+        let mut headers: Vec<(&str, &str)> = header.iter().map(|h| ("range", h.as_str())).collect();
+        if let Some(tag) = if_match {
+            headers.push(("if-match", tag));
+        }
         let call = || Call {
             method: "GET",
             key: Some(key),
@@ -377,6 +415,76 @@ impl S3Client {
                 Err(_) => primary.await,
             },
         }
+    }
+
+    /// GET of everything from byte `start` of an object whose size is not known yet
+    /// (a whole-object GET when `start` is 0), by the same policy as known ranges: a
+    /// first request of at most `sizing.max_request` bytes, hedged as usual, learns the
+    /// object's size from its `Content-Range`; the rest is split by the sizing policy
+    /// and fetched concurrently, hedged, each part only if the ETag is unchanged.
+    pub async fn get_from(&self, key: &str, start: u64) -> Result<Fetched, S3Error> {
+        let first = start..start.saturating_add(self.options.sizing.max_request.max(1));
+        let response = match self.get_hedged(key, Some(first), None).await {
+            // A range of an empty object is unsatisfiable (416): read it plainly.
+            Err(S3Error::Status { status: 416, .. }) if start == 0 => {
+                let response = self.get_hedged(key, None, None).await?;
+                let len = response.body.len() as u64;
+                return Ok(Fetched {
+                    parts: vec![response.body.clone()],
+                    range: 0..len,
+                    size: len,
+                    response,
+                });
+            }
+            other => other?,
+        };
+        let got = response.body.len() as u64;
+        let Some((from, size)) = content_range(&response).filter(|_| response.status == 206) else {
+            // The server ignored the range and sent the whole object.
+            let body = response.body.slice(start.min(got) as usize..);
+            return Ok(Fetched {
+                parts: vec![body],
+                range: start.min(got)..got,
+                size: got,
+                response,
+            });
+        };
+        if from != start {
+            return Err(S3Error::Response(format!(
+                "asked for bytes from {start}, got bytes from {from}"
+            )));
+        }
+        let rest = start + got..size;
+        let mut parts = vec![response.body.clone()];
+        if !rest.is_empty() {
+            let tag = response.header("etag").map(str::to_string);
+            let requests = crate::sizing::plan(&[rest], &self.options.sizing);
+            let largest = requests.iter().map(|r| r.end - r.start).max().unwrap_or(1);
+            let tag = tag.as_deref();
+            let fetched: Vec<Bytes> = futures::stream::iter(requests)
+                .map(|range| async move {
+                    let part = self.get_hedged(key, Some(range.clone()), tag).await?;
+                    if part.body.len() as u64 != range.end - range.start {
+                        return Err(S3Error::Response(format!(
+                            "bytes {}..{} came back as {} bytes",
+                            range.start,
+                            range.end,
+                            part.body.len()
+                        )));
+                    }
+                    Ok(part.body)
+                })
+                .buffered(self.concurrency_for(largest))
+                .try_collect()
+                .await?;
+            parts.extend(fetched);
+        }
+        Ok(Fetched {
+            parts,
+            range: start..size,
+            size,
+            response,
+        })
     }
 
     /// GET with an open-ended `Range` header value (`bytes=N-` or `bytes=-N`), whose

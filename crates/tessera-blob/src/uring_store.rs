@@ -23,7 +23,7 @@ use object_store::{
 };
 
 use crate::crypt::{self, CryptError, EncryptionKey};
-use crate::s3::{ListedObject, S3Client, S3Error};
+use crate::s3::{ListedObject, S3Client, S3Error, content_range};
 use crate::sizing;
 use crate::uring::HttpResponse;
 
@@ -68,10 +68,12 @@ impl UringS3Store {
         let name = location.as_ref();
         let err = |e| to_store_error(e, location, false);
         let Some(range) = range else {
-            let response = self.client.get_response(name, None).await.map_err(err)?;
-            let plain = Bytes::from(crypt::decrypt(key, &response.body).map_err(crypt_error)?);
+            let fetched = self.client.get_from(name, 0).await.map_err(err)?;
+            // Decryption needs the ciphertext in one piece.
+            let stored = fetched.parts.concat();
+            let plain = Bytes::from(crypt::decrypt(key, &stored).map_err(crypt_error)?);
             let size = plain.len() as u64;
-            return Ok((meta_of(location, &response, size), plain, 0..size));
+            return Ok((meta_of(location, &fetched.response, size), plain, 0..size));
         };
         let head = self
             .client
@@ -107,6 +109,24 @@ impl UringS3Store {
         let from = span.skip as usize;
         let bytes = Bytes::from(plain).slice(from..from + (wanted.end - wanted.start) as usize);
         Ok((meta, bytes, wanted))
+    }
+
+    /// Everything from byte `from` of an object of unknown size, split and hedged like
+    /// known ranges ([`S3Client::get_from`]); the parts stream without being joined.
+    async fn get_from(&self, location: &Path, from: u64) -> object_store::Result<GetResult> {
+        let fetched = self
+            .client
+            .get_from(location.as_ref(), from)
+            .await
+            .map_err(|e| to_store_error(e, location, false))?;
+        let meta = meta_of(location, &fetched.response, fetched.size);
+        let parts = futures::stream::iter(fetched.parts.into_iter().map(Ok)).boxed();
+        Ok(GetResult {
+            payload: GetResultPayload::Stream(parts),
+            meta,
+            range: fetched.range,
+            attributes: Attributes::default(),
+        })
     }
 
     /// Refuses `what` on `location` when encryption is on: those operations go to the
@@ -193,16 +213,6 @@ fn meta_of(location: &Path, response: &HttpResponse, size: u64) -> ObjectMeta {
         e_tag: response.header("etag").map(str::to_string),
         version: response.header("x-amz-version-id").map(str::to_string),
     }
-}
-
-/// The first byte and the object's total size from `Content-Range: bytes a-b/total`.
-fn content_range(response: &HttpResponse) -> Option<(u64, u64)> {
-    let (span, total) = response
-        .header("content-range")?
-        .strip_prefix("bytes ")?
-        .split_once('/')?;
-    let (start, _) = span.split_once('-')?;
-    Some((start.parse().ok()?, total.parse().ok()?))
 }
 
 #[async_trait]
@@ -345,16 +355,12 @@ impl ObjectStore for UringS3Store {
             ));
         }
         let response = match &options.range {
-            None => self.client.get_response(key, None).await,
+            None => return self.get_from(location, 0).await,
+            Some(GetRange::Offset(from)) => return self.get_from(location, *from).await,
             Some(GetRange::Bounded(r)) if r.start >= r.end => {
                 return Err(invalid_range(location, r));
             }
             Some(GetRange::Bounded(r)) => self.client.get_response(key, Some(r.clone())).await,
-            Some(GetRange::Offset(from)) => {
-                self.client
-                    .get_open_range(key, &format!("bytes={from}-"))
-                    .await
-            }
             Some(GetRange::Suffix(last)) => {
                 self.client
                     .get_open_range(key, &format!("bytes=-{last}"))

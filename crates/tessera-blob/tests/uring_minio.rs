@@ -383,3 +383,72 @@ async fn encrypted_objects_round_trip_and_a_wrong_key_fails() {
         .unwrap();
     assert!(tail[..] == big[big.len() - 10..]);
 }
+
+/// Whole-object reads and reads from an offset, whose size is unknown until the first
+/// answer, follow the sizing policy: a first request of at most `max_request` bytes,
+/// then the rest split into parts of at most that size; the bytes are exact, and an
+/// empty object (whose ranges are unsatisfiable) reads as empty.
+#[tokio::test]
+async fn reads_of_unknown_size_are_split_by_the_sizing_policy() {
+    use object_store::path::Path;
+    use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+    use std::sync::Arc;
+    use tessera_blob::{RequestStats, RetrievalOptions, Sizing};
+
+    let minio = MinioServer::start();
+    minio.create_bucket("unsized");
+    let sizing = Sizing {
+        max_request: 1024 * 1024,
+        ..Sizing::default()
+    };
+    let options = RetrievalOptions {
+        sizing: sizing.clone(),
+        ..RetrievalOptions::default()
+    };
+    let stats = Arc::new(RequestStats::default());
+    let client = S3Client::with_options(
+        common::config(&minio, &minio.endpoint()),
+        "unsized",
+        options,
+        stats.clone(),
+    )
+    .unwrap();
+    let unreachable = tessera_blob::StoreFactory::new(common::config(&minio, "http://127.0.0.1:1"))
+        .open_s3("unsized", tessera_blob::S3ClientKind::ObjectStore)
+        .unwrap();
+    let store = tessera_blob::uring_store::UringS3Store::new(client, unreachable, "unsized");
+    let data = common::random_bytes(5 * 1024 * 1024 + 3, 31);
+    let path = Path::from("o.bin");
+    store
+        .put(&path, PutPayload::from(data.clone()))
+        .await
+        .unwrap();
+
+    for from in [0u64, 1_500_000] {
+        let before = stats.snapshot();
+        let options = object_store::GetOptions {
+            range: (from > 0).then_some(object_store::GetRange::Offset(from)),
+            ..Default::default()
+        };
+        let result = store.get_opts(&path, options).await.unwrap();
+        assert_eq!(result.meta.size, data.len() as u64);
+        assert_eq!(result.range, from..data.len() as u64);
+        let got = result.bytes().await.unwrap();
+        assert!(got[..] == data[from as usize..], "read from {from} differs");
+        let rest = from + sizing.max_request..data.len() as u64;
+        let parts = tessera_blob::sizing::plan(&[rest], &sizing).len() as u64;
+        let gets = stats.snapshot().since(&before).get_requests;
+        assert_eq!(
+            gets,
+            1 + parts,
+            "read from {from}: one first request, then the parts"
+        );
+        assert!(parts >= 3, "the rest was split: {parts}");
+    }
+
+    let empty = Path::from("empty.bin");
+    store.put(&empty, PutPayload::default()).await.unwrap();
+    let result = store.get(&empty).await.unwrap();
+    assert_eq!(result.meta.size, 0);
+    assert!(result.bytes().await.unwrap().is_empty());
+}

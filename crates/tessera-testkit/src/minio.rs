@@ -101,7 +101,11 @@ impl MinioServer {
             .env("MINIO_UPDATE", "off")
             .envs(options.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(
+                std::fs::File::create(dir.path().join("minio.log"))
+                    .map(Stdio::from)
+                    .unwrap_or_else(|_| Stdio::null()),
+            )
             .spawn()
             .expect("MinIO starts");
         let mut server = Self {
@@ -127,7 +131,10 @@ impl MinioServer {
                 return;
             }
             if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("MinIO exited during start: {status}");
+                let log =
+                    std::fs::read_to_string(self._dir.path().join("minio.log")).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(5).collect();
+                panic!("MinIO exited during start: {status}: {}", tail.join(" | "));
             }
             std::thread::sleep(Duration::from_millis(100));
         }

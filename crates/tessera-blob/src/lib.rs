@@ -12,7 +12,7 @@
 //! `TESSERA_S3_CA_FILE` or `AWS_CA_BUNDLE`); the S3 protocol with SigV4, retries and
 //! hedging is in [`s3`], request sizing in [`sizing`], the online latency model that
 //! sets concurrency and hedging deadlines in [`model`], the multi-address DNS cache in
-//! [`endpoints`], cost accounting in [`stats`], optional client-side encryption in
+//! [`endpoints`], cost accounting in [`stats`] (per query with [`accounting::scope`]), optional client-side encryption in
 //! [`crypt`], and the `ObjectStore` implementation in [`uring_store`]. Its settings are
 //! [`RetrievalOptions`].
 //!
@@ -23,6 +23,7 @@
 //! assert_eq!(loc.store_url().as_str(), "s3://events");
 //! ```
 
+pub mod accounting;
 pub mod config;
 pub mod crypt;
 pub mod endpoints;

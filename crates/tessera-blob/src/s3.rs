@@ -380,7 +380,7 @@ impl S3Client {
         }
         // Counted when first polled: a hedge dropped unpolled was never sent.
         let hedge = async {
-            self.stats.record_hedge();
+            crate::accounting::count(&self.stats, |s| s.record_hedge());
             self.send(call(), None).await
         };
         tokio::pin!(hedge);
@@ -392,14 +392,14 @@ impl S3Client {
                 Err(_) => {
                     let done = hedge.await;
                     if done.is_ok() {
-                        self.stats.record_hedge_won();
+                        crate::accounting::count(&self.stats, |s| s.record_hedge_won());
                     }
                     done
                 }
             },
             done = &mut hedge => match done {
                 Ok(response) => {
-                    self.stats.record_hedge_won();
+                    crate::accounting::count(&self.stats, |s| s.record_hedge_won());
                     // The cancelled primary took at least this long; leaving it out
                     // would bias the percentiles towards the fast hedges and make
                     // hedging feed itself.
@@ -724,7 +724,7 @@ impl S3Client {
         let mut fresh = false;
         for attempt in 0..self.options.max_attempts {
             if attempt > 0 {
-                self.stats.record_retry();
+                crate::accounting::count(&self.stats, |s| s.record_retry());
                 let doublings = (attempt - 1).min(MAX_BACKOFF_DOUBLINGS);
                 let delay = self.options.base_backoff * 2u32.pow(doublings);
                 tokio::time::sleep(jittered(delay)).await;
@@ -733,12 +733,13 @@ impl S3Client {
             request.fresh_connection = fresh;
             request.first_byte_seen = first_byte_seen.clone();
             let addr = request.addr;
-            self.stats
-                .record_request(call.class, call.body.len() as u64);
+            crate::accounting::count(&self.stats, |s| {
+                s.record_request(call.class, call.body.len() as u64)
+            });
             match self.retrievers.send(request).await {
                 Ok(r) if r.status < 300 => {
                     let size = r.body.len() as u64;
-                    self.stats.record_received(size);
+                    crate::accounting::count(&self.stats, |s| s.record_received(size));
                     if call.method == "GET" {
                         self.model.record(size, r.first_byte, r.elapsed);
                         self.endpoints.record(addr, size, r.elapsed.as_secs_f64());
@@ -746,7 +747,9 @@ impl S3Client {
                     return Ok(r);
                 }
                 Ok(r) => {
-                    self.stats.record_received(r.body.len() as u64);
+                    crate::accounting::count(&self.stats, |s| {
+                        s.record_received(r.body.len() as u64)
+                    });
                     let body = String::from_utf8_lossy(&r.body).into_owned();
                     // S3 throttles with 503 SlowDown; MinIO (and other S3-compatible
                     // servers) with 429 TooManyRequests when its request pool is full.
@@ -771,12 +774,12 @@ impl S3Client {
                     last = Some(e.into());
                 }
                 Err(e) => {
-                    self.stats.record_failure();
+                    crate::accounting::count(&self.stats, |s| s.record_failure());
                     return Err(e.into());
                 }
             }
         }
-        self.stats.record_failure();
+        crate::accounting::count(&self.stats, |s| s.record_failure());
         Err(last.unwrap_or_else(|| HttpError::Unavailable("no attempt was made".into()).into()))
     }
 

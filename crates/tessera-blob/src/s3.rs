@@ -736,7 +736,11 @@ impl S3Client {
             crate::accounting::count(&self.stats, |s| {
                 s.record_request(call.class, call.body.len() as u64)
             });
-            match self.retrievers.send(request).await {
+            let sent = self.retrievers.send(request).await;
+            if let Some(segment) = sent.as_ref().ok().and_then(|r| r.new_connection_segment) {
+                self.endpoints.record_segment(addr, segment);
+            }
+            match sent {
                 Ok(r) if r.status < 300 => {
                     let size = r.body.len() as u64;
                     crate::accounting::count(&self.stats, |s| s.record_received(size));

@@ -125,6 +125,10 @@ pub struct HttpResponse {
     pub first_byte: Duration,
     /// Time from admission to the last response byte.
     pub elapsed: Duration,
+    /// The TCP maximum segment size of a connection opened for this request (read
+    /// once, after connecting; `None` on a reused connection): above 1500 bytes the
+    /// path carries jumbo frames, which seed 002's MTU-based resolver prefers.
+    pub new_connection_segment: Option<u32>,
 }
 
 impl HttpResponse {
@@ -442,6 +446,8 @@ struct Exchange {
     body: Vec<u8>,
     body_len: Option<usize>,
     keep_alive: bool,
+    /// The TCP maximum segment size, read when this exchange opened the connection.
+    segment: Option<u32>,
     /// The socket's `SO_RCVLOWAT`; 1 (the default) outside sized bodies.
     low_water: usize,
     failed: Option<HttpError>,
@@ -611,6 +617,7 @@ impl EventLoop {
             body_len: None,
             keep_alive: true,
             low_water: 1,
+            segment: None,
             failed: None,
         });
         self.slots[slot] = Some(exchange);
@@ -782,6 +789,7 @@ impl EventLoop {
             started,
             first_byte,
             low_water: ex_low_water,
+            segment,
             ..
         } = *ex;
         match failed {
@@ -824,6 +832,7 @@ impl EventLoop {
                         body: BufferPool::into_bytes(&self.pool, body),
                         first_byte: first_byte.unwrap_or(started).duration_since(started),
                         elapsed: started.elapsed(),
+                        new_connection_segment: segment,
                     }));
                 }
             }
@@ -1081,6 +1090,7 @@ fn advance(ex: &mut Exchange, result: i32, pool: &BufferPool) -> Step {
                     reason: os_error(result),
                 });
             }
+            ex.segment = segment_size(&ex.socket);
             ex.phase = Phase::Sending { sent: 0 };
             Step::Continue
         }
@@ -1253,6 +1263,25 @@ fn set_low_water(socket: &OwnedFd, current: &mut usize, bytes: usize) -> bool {
         *current = bytes;
     }
     done == 0
+}
+
+/// The connected socket's TCP maximum segment size (`TCP_MAXSEG`): the kernel's
+/// segment size for the path, from the route MTU and the peer's advertised MSS, so a
+/// value above 1500 means jumbo frames end to end without an ICMP probe.
+fn segment_size(socket: &OwnedFd) -> Option<u32> {
+    let mut value: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt with pointers to a live int and its length.
+    let done = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_MAXSEG,
+            (&mut value as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    (done == 0 && value > 0).then_some(value as u32)
 }
 
 fn new_socket() -> std::io::Result<OwnedFd> {

@@ -452,3 +452,33 @@ async fn reads_of_unknown_size_are_split_by_the_sizing_policy() {
     assert_eq!(result.meta.size, 0);
     assert!(result.bytes().await.unwrap().is_empty());
 }
+
+/// The event loop reads the TCP segment size of each connection it opens (the input of
+/// the MTU-based endpoint choice); a reused connection reports none. Loopback's
+/// 65536-byte MTU gives a segment far above a standard 1500-byte path's.
+#[tokio::test]
+async fn new_connections_report_their_tcp_segment_size() {
+    let minio = MinioServer::start();
+    minio.create_bucket("mss");
+    let s3 = client(&minio, "mss");
+    s3.put("k", Bytes::from_static(b"x"), false).await.unwrap();
+    // One retriever thread: each thread keeps its own connection pool.
+    let options = tessera_blob::RetrievalOptions {
+        retrievers: Some(1),
+        ..Default::default()
+    };
+    let fresh = common::client(&minio, &minio.endpoint(), "mss", options);
+    let first = fresh.get_response("k", None).await.unwrap();
+    let segment = first
+        .new_connection_segment
+        .expect("a new connection's segment");
+    assert!(
+        segment > tessera_blob::endpoints::STANDARD_SEGMENT,
+        "{segment}"
+    );
+    let again = fresh.get_response("k", None).await.unwrap();
+    assert_eq!(
+        again.new_connection_segment, None,
+        "the connection was reused"
+    );
+}

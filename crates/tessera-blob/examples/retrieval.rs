@@ -2,11 +2,12 @@
 //! toxiproxy emulating object-store latency and a per-request bandwidth cap:
 //! `cargo run --release -p tessera-blob --example retrieval -- [--objects 64]
 //! [--mib 16] [--request-mib 8] [--concurrency 16] [--tries 3] [--latency-ms 20]
-//! [--bandwidth-mib 25]`.
+//! [--bandwidth-mib 25] [--https 1]`; with `--https 1` also (c) straight from a second
+//! MinIO serving TLS (certificate from a test CA that both clients trust).
 
 use tessera_blob::retrieval_bench::{self, BenchSpec};
-use tessera_blob::{S3Config, S3Overrides};
-use tessera_testkit::{Direction, MinioServer, Toxic, Toxiproxy};
+use tessera_blob::{RetrievalOptions, S3Config, S3Overrides, StoreFactory};
+use tessera_testkit::{Direction, MinioOptions, MinioServer, Toxic, Toxiproxy};
 
 /// The value after `--name`, or `default`.
 fn arg(name: &str, default: u64) -> u64 {
@@ -62,15 +63,36 @@ async fn main() {
         },
     );
     let emulated = config(&minio, &proxy.endpoint());
+    let tls_minio = (arg("--https", 0) != 0).then(|| {
+        let server = MinioServer::start_with(MinioOptions {
+            tls: true,
+            ..MinioOptions::default()
+        });
+        server.create_bucket("bench");
+        server
+    });
     let result = async {
         retrieval_bench::upload(&direct, "bench", &spec).await?;
         let a = retrieval_bench::measure(&direct, "bench", &spec).await?;
         let b = retrieval_bench::measure(&emulated, "bench", &spec).await?;
-        Ok::<_, retrieval_bench::BenchError>((a, b))
+        let c = match &tls_minio {
+            Some(server) => {
+                let options = RetrievalOptions {
+                    ca_file: server.ca_file().map(std::path::Path::to_path_buf),
+                    ..RetrievalOptions::default()
+                };
+                let factory =
+                    StoreFactory::with_options(config(server, &server.endpoint()), options);
+                retrieval_bench::upload_with(&factory, "bench", &spec).await?;
+                Some(retrieval_bench::measure_with(&factory, "bench", &spec).await?)
+            }
+            None => None,
+        };
+        Ok::<_, retrieval_bench::BenchError>((a, b, c))
     }
     .await;
     match result {
-        Ok((a, b)) => {
+        Ok((a, b, c)) => {
             println!(
                 "{} objects x {} MiB, {} MiB ranged GETs, {} in flight, {} runs per client\n",
                 spec.objects, spec.object_mib, spec.request_mib, spec.concurrency, spec.tries
@@ -92,6 +114,12 @@ async fn main() {
                     "{}: {:.0}% of the predicted throughput",
                     row.client,
                     100.0 * row.mib_per_second / predicted
+                );
+            }
+            if let Some(c) = c {
+                println!(
+                    "\n(c) straight from MinIO over HTTPS (rustls with ring in both clients)\n\n{}",
+                    retrieval_bench::markdown(&c)
                 );
             }
         }

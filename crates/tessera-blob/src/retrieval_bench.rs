@@ -103,7 +103,16 @@ fn paths(spec: &BenchSpec) -> Vec<Path> {
 
 /// Uploads the object set to `bucket` (which must exist) with `config`.
 pub async fn upload(config: &S3Config, bucket: &str, spec: &BenchSpec) -> Result<(), BenchError> {
-    let factory = StoreFactory::new(config.clone());
+    upload_with(&StoreFactory::new(config.clone()), bucket, spec).await
+}
+
+/// [`upload`] through the stores of `factory` (for settings beyond the environment's,
+/// such as a CA bundle).
+pub async fn upload_with(
+    factory: &StoreFactory,
+    bucket: &str,
+    spec: &BenchSpec,
+) -> Result<(), BenchError> {
     let store = factory
         .open_s3(bucket, S3ClientKind::Uring)
         .map_err(|e| BenchError(e.to_string()))?;
@@ -126,13 +135,21 @@ pub async fn measure(
     bucket: &str,
     spec: &BenchSpec,
 ) -> Result<Vec<BenchRow>, BenchError> {
+    measure_with(&StoreFactory::new(config.clone()), bucket, spec).await
+}
+
+/// [`measure`] with both clients opened by `factory`.
+pub async fn measure_with(
+    factory: &StoreFactory,
+    bucket: &str,
+    spec: &BenchSpec,
+) -> Result<Vec<BenchRow>, BenchError> {
     if spec.objects == 0 || spec.object_mib == 0 || spec.request_mib == 0 || spec.concurrency == 0 {
         return Err(BenchError(
             "objects, sizes and concurrency must be positive".into(),
         ));
     }
     let tries = spec.tries.clamp(1, MAX_TRIES);
-    let factory = StoreFactory::new(config.clone());
     let open = |kind| {
         factory
             .open_s3(bucket, kind)
@@ -145,7 +162,7 @@ pub async fn measure(
     let paths = paths(spec);
     // One unmeasured pass each opens connections and warms buffers and server caches.
     for (name, store) in &clients {
-        download(name, store.as_ref(), &paths, spec, &factory).await?;
+        download(name, store.as_ref(), &paths, spec, factory).await?;
     }
     let mut samples = [(Vec::new(), Vec::new()), (Vec::new(), Vec::new())];
     let before = factory.stats().snapshot();
@@ -156,7 +173,7 @@ pub async fn measure(
         for i in order {
             let (name, store) = &clients[i];
             let (rates, cpus) = &mut samples[i];
-            let run = download(name, store.as_ref(), &paths, spec, &factory).await?;
+            let run = download(name, store.as_ref(), &paths, spec, factory).await?;
             bytes = run.0;
             rates.push(run.0 as f64 / MIB as f64 / run.1);
             cpus.push(run.2 / (run.0 as f64 / GIB));

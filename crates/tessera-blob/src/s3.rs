@@ -867,3 +867,63 @@ fn xml_escape(text: &str) -> String {
         .replace('>', "&gt;")
         .replace('"', "&quot;")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::S3Overrides;
+    use std::net::SocketAddr;
+
+    /// A client whose endpoint "resolves" to a closed loopback port, so building it
+    /// needs no network.
+    fn offline(config: S3Config, bucket: &str) -> S3Client {
+        let parts = ClientParts {
+            endpoints: Some(
+                Endpoints::new(Box::new(|| Ok(vec![SocketAddr::from(([127, 0, 0, 1], 1))])))
+                    .unwrap(),
+            ),
+            ..ClientParts::default()
+        };
+        S3Client::with_parts(config, bucket, RetrievalOptions::default(), parts).unwrap()
+    }
+
+    fn aws(region: &str) -> S3Config {
+        let env = |name: &str| match name {
+            "AWS_REGION" => Some(region.to_string()),
+            "AWS_ACCESS_KEY_ID" => Some("AKID".to_string()),
+            "AWS_SECRET_ACCESS_KEY" => Some("SECRET".to_string()),
+            _ => None,
+        };
+        S3Config::resolve(&S3Overrides::default(), &env).unwrap()
+    }
+
+    #[test]
+    fn aws_without_an_endpoint_is_https_virtual_hosted_in_the_region() {
+        let client = offline(aws("eu-west-2"), "logs");
+        assert_eq!(client.host, "logs.s3.eu-west-2.amazonaws.com");
+        let request = client.build(
+            &client.simple("GET", "a/b.json", &[], Bytes::new()),
+            &client.path(Some("a/b.json")),
+        );
+        let head = String::from_utf8(request.head).unwrap();
+        assert!(head.starts_with("GET /a/b.json HTTP/1.1\r\n"), "{head}");
+        assert!(
+            head.contains("host: logs.s3.eu-west-2.amazonaws.com\r\n"),
+            "{head}"
+        );
+        assert!(
+            head.contains("Credential=AKID/") && head.contains("/eu-west-2/s3/"),
+            "{head}"
+        );
+        let tls = request.tls.expect("AWS is reached over TLS");
+        assert_eq!(tls.server_name.to_str(), "logs.s3.eu-west-2.amazonaws.com");
+    }
+
+    #[test]
+    fn dotted_buckets_on_https_are_addressed_by_path() {
+        // A dotted bucket is no single label under the endpoint's wildcard certificate.
+        let client = offline(aws("us-east-1"), "my.logs");
+        assert_eq!(client.host, "s3.us-east-1.amazonaws.com");
+        assert_eq!(client.path(Some("k")), "/my.logs/k");
+    }
+}

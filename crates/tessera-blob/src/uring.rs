@@ -935,6 +935,7 @@ fn tls_step(ex: &mut Exchange, pool: &BufferPool) -> TlsStep {
         };
     }
     let copied = match ex.phase {
+        // Sent to `plain_entry` above; nothing to copy.
         Phase::Connecting => 0,
         Phase::Sending { sent } => {
             if tls.session.is_handshaking() {

@@ -9,8 +9,10 @@
 //!
 //! HTTPS runs on the same sockets: a TLS exchange receives ciphertext into a
 //! per-connection buffer, hands it to rustls (`read_tls`, `process_new_packets`) and
-//! copies the plaintext straight into the head or body buffer (the one copy TLS needs);
-//! outgoing plaintext is encrypted into a send buffer (`write_tls`) that the ring sends.
+//! copies the decrypted plaintext into the head or body buffer (rustls's buffered API
+//! copies records into its own buffers on the way; kernel TLS, which would receive
+//! plaintext in place, is not assumed to be available); outgoing plaintext is
+//! encrypted into a send buffer (`write_tls`) that the ring sends.
 //! TLS sessions stay with their sockets in the keep-alive pool.
 
 use std::collections::HashMap;
@@ -58,7 +60,7 @@ const TICK: Duration = Duration::from_millis(20);
 /// `user_data` of the wake-up read on the event fd.
 const WAKE_TOKEN: u64 = u64::MAX;
 /// Ciphertext one TLS receive takes: eight full TLS records, so a bulk transfer costs
-/// one completion per 128 KiB as plain bodies do per `LOW_WATER`-ish chunk.
+/// one completion per 128 KiB rather than one per record or TCP segment.
 const TLS_RECV_BUFFER: usize = 128 * 1024;
 /// The most plaintext one TLS record may hold in rustls's buffers before the caller
 /// reads it, plus the record's framing: what a body receive must leave out of its

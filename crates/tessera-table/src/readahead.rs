@@ -22,6 +22,8 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use parking_lot::Mutex;
 
+use tessera_blob::accounting;
+
 use crate::snapshot::Traffic;
 
 /// Sets how far ahead a scan fetches and learns from what it observes.
@@ -120,7 +122,8 @@ impl Readahead {
             let request = range.clone();
             let task = tokio::spawn(async move {
                 let started = Instant::now();
-                let bytes = store.get_range(&key, request).await?;
+                let counted = Arc::clone(&traffic.store);
+                let bytes = accounting::scope(counted, store.get_range(&key, request)).await?;
                 traffic.count(1, bytes.len() as u64);
                 pacer.fetched(bytes.len() as u64, started.elapsed().as_nanos() as u64);
                 Ok(bytes)

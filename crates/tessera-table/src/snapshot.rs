@@ -20,7 +20,10 @@ use parquet::arrow::arrow_reader::{
 use parquet::arrow::async_reader::AsyncFileReader;
 use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 use parquet::errors::ParquetError;
-use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
+
+use tessera_blob::RequestStats;
+use tessera_blob::accounting;
 
 use crate::error::TableError;
 use crate::manifest::{DataFile, Manifest};
@@ -124,6 +127,10 @@ pub struct FileRead {
     pub leaves: Option<Vec<usize>>,
     /// Row groups to read, ascending; all when `None`.
     pub row_groups: Option<Vec<usize>>,
+    /// Rows of those row groups to read (a selection over the chosen row groups only,
+    /// as the Parquet reader takes it), e.g. the pages that statistics did not exclude;
+    /// every row when `None`. Only the selected pages are fetched and decoded.
+    pub rows: Option<RowSelection>,
     /// Leave out the rows the file's deletion vector names.
     pub skip_deleted: bool,
     /// Rows per batch; [`BATCH_ROWS`] when `None`.
@@ -166,6 +173,9 @@ pub struct Traffic {
     pub requests: AtomicU64,
     /// Bytes received.
     pub bytes: AtomicU64,
+    /// What the store sent on the file's behalf, as its io_uring S3 client counts it
+    /// (split and hedged GETs, retries); zero for stores that do not count (local files).
+    pub store: Arc<RequestStats>,
 }
 
 impl std::fmt::Debug for OpenFile {
@@ -250,8 +260,14 @@ impl OpenFile {
             builder =
                 builder.with_projection(ProjectionMask::leaves(schema, leaves.iter().copied()));
         }
-        if read.skip_deleted && !self.file.deleted.is_empty() {
-            builder = builder.with_row_selection(self.live_selection(&row_groups));
+        let live = (read.skip_deleted && !self.file.deleted.is_empty())
+            .then(|| self.live_selection(&row_groups));
+        let selection = match (live, read.rows) {
+            (Some(live), Some(rows)) => Some(live.intersection(&rows)),
+            (live, rows) => live.or(rows),
+        };
+        if let Some(selection) = selection {
+            builder = builder.with_row_selection(selection);
         }
         if let Some(predicate) = read.predicate {
             let schema = self.metadata().file_metadata().schema_descr();
@@ -339,11 +355,12 @@ const FOOTER_HINT: usize = 64 << 10;
 impl AsyncFileReader for FileReader {
     fn get_bytes(&mut self, range: Range<u64>) -> BoxFuture<'_, parquet::errors::Result<Bytes>> {
         async move {
-            let bytes = self
-                .store
-                .get_range(&self.key, range)
-                .await
-                .map_err(|e| ParquetError::External(Box::new(e)))?;
+            let bytes = accounting::scope(
+                Arc::clone(&self.traffic.store),
+                self.store.get_range(&self.key, range),
+            )
+            .await
+            .map_err(|e| ParquetError::External(Box::new(e)))?;
             self.traffic.count(1, bytes.len() as u64);
             Ok(bytes)
         }
@@ -357,11 +374,12 @@ impl AsyncFileReader for FileReader {
         async move {
             let external = |e: object_store::Error| ParquetError::External(Box::new(e));
             let Some(readahead) = self.readahead.clone() else {
-                let parts = self
-                    .store
-                    .get_ranges(&self.key, &ranges)
-                    .await
-                    .map_err(external)?;
+                let parts = accounting::scope(
+                    Arc::clone(&self.traffic.store),
+                    self.store.get_ranges(&self.key, &ranges),
+                )
+                .await
+                .map_err(external)?;
                 self.traffic
                     .count(parts.len(), parts.iter().map(|b| b.len() as u64).sum());
                 return Ok(parts);
@@ -380,12 +398,13 @@ impl AsyncFileReader for FileReader {
                 .filter(|(_, part)| part.is_none())
                 .map(|(range, _)| range.clone())
                 .collect();
-            let mut fetched = self
-                .store
-                .get_ranges(&self.key, &missing)
-                .await
-                .map_err(external)?
-                .into_iter();
+            let mut fetched = accounting::scope(
+                Arc::clone(&self.traffic.store),
+                self.store.get_ranges(&self.key, &missing),
+            )
+            .await
+            .map_err(external)?
+            .into_iter();
             self.traffic.count(
                 missing.len(),
                 fetched.as_slice().iter().map(|b| b.len() as u64).sum(),
@@ -408,6 +427,7 @@ impl AsyncFileReader for FileReader {
             let size = self.size;
             let metadata = ParquetMetaDataReader::new()
                 .with_prefetch_hint(Some(FOOTER_HINT))
+                .with_page_index_policy(PageIndexPolicy::Optional)
                 .load_and_finish(self, size)
                 .await?;
             Ok(Arc::new(metadata))

@@ -8,6 +8,7 @@
 //! - [`keypaths`]: key-path items of documents and the choice of shredded paths.
 //! - [`variant`]: exact JSON <-> Parquet Variant conversion.
 //! - [`shred`]: documents shredded into the Variant column's Arrow arrays.
+//! - [`cluster`]: rows ordered by a file's low-cardinality paths, for page skipping.
 //! - [`writer`]: one data file of shredded Variant, and reading it back as JSON.
 //! - [`summary`]: what a written file tells the table manifest (shredding schema, path
 //!   statistics, distinct-count sketches, a Bloom filter of unshredded key paths).
@@ -23,6 +24,7 @@
 //! assert_eq!(span.raw(doc), br#""app.bsky.feed.like""#);
 //! ```
 
+pub mod cluster;
 pub mod error;
 pub mod fpgrowth;
 pub mod json;
@@ -53,6 +55,9 @@ pub struct TilesOptions {
     pub row_group_docs: usize,
     /// zstd level of the Parquet pages.
     pub zstd_level: i32,
+    /// Most low-cardinality shredded paths rows are ordered by ([`cluster`]); 0 keeps
+    /// the tiles' order.
+    pub cluster_keys: usize,
 }
 
 impl Default for TilesOptions {
@@ -64,6 +69,7 @@ impl Default for TilesOptions {
             itemset_budget: fpgrowth::DEFAULT_BUDGET,
             row_group_docs: 262_144,
             zstd_level: 3,
+            cluster_keys: 3,
         }
     }
 }

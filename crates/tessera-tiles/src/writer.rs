@@ -1,7 +1,8 @@
 //! Writing one data file: documents parsed once onto a tape -> key-path items ->
 //! documents reordered within partitions of tiles -> each tile mined (FP-growth) for
 //! the paths to extract -> shredded by the union of those paths straight into Arrow
-//! arrays (majority type typed, outliers as Variant) -> Parquet (zstd, dictionaries,
+//! arrays (majority type typed, outliers as Variant) -> rows clustered by the
+//! low-cardinality paths -> Parquet (zstd, dictionaries,
 //! delta-encoded integers, page statistics and indexes), with the file's summary for
 //! the table manifest.
 
@@ -16,6 +17,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 use parquet_variant_compute::VariantArray;
 
+use crate::cluster::{cluster_keys, cluster_order, reorder_rows};
 use crate::keypaths::{Choice, Items, json_path, mine};
 use crate::reorder::{Partitioning, reorder};
 use crate::shred::Shredder;
@@ -41,9 +43,9 @@ pub const COLUMN: &str = "j";
 /// Most JSON text one file takes: typed string columns use 32-bit offsets.
 pub const MAX_FILE_BYTES: usize = 1 << 30;
 
-/// Shreds `docs` (JSON texts, one per row) into one Parquet file. Rows keep their
-/// documents' input order only within a tile: documents move between the tiles of a
-/// partition so that tiles share structure.
+/// Shreds `docs` (JSON texts, one per row) into one Parquet file. Documents move
+/// between the tiles of a partition so that tiles share structure, then rows are
+/// ordered by the file's low-cardinality shredded paths ([`crate::cluster`]).
 pub fn write_file(docs: &[&[u8]], options: &TilesOptions) -> Result<WrittenFile, TilesError> {
     if options.tile_docs == 0 || options.partition_tiles == 0 || options.itemset_budget == 0 {
         return Err(TilesError::Options(
@@ -104,6 +106,14 @@ pub fn write_file(docs: &[&[u8]], options: &TilesOptions) -> Result<WrittenFile,
         .iter()
         .map(|choice| path_stats(&column, choice))
         .collect::<Result<Vec<_>, _>>()?;
+    let keys: Vec<&Choice> = cluster_keys(&stats, column.len() as u64, options.cluster_keys)
+        .into_iter()
+        .map(|i| &mined.shredded[i])
+        .collect();
+    let column = match cluster_order(&column, &keys)? {
+        Some(order) => reorder_rows(&column, &order)?,
+        None => column,
+    };
     let mut unshredded = PathBloom::with_capacity(mined.unshredded.len());
     mined.unshredded.iter().for_each(|p| unshredded.insert(p));
     let summary = FileSummary {

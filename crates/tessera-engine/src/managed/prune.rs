@@ -11,6 +11,7 @@
 
 use std::cmp::Ordering;
 use std::fmt;
+use std::ops::Range;
 use std::sync::Arc;
 
 use arrow::datatypes::DataType;
@@ -21,7 +22,9 @@ use datafusion::physical_expr::expressions::{
     BinaryExpr, CastExpr, InListExpr, IsNotNullExpr, Literal,
 };
 use datafusion::physical_expr::split_conjunction;
-use parquet::file::metadata::RowGroupMetaData;
+use parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
+use parquet::file::page_index::column_index::ColumnIndexMetaData;
+use parquet::file::page_index::offset_index::OffsetIndexMetaData;
 use parquet::file::statistics::Statistics;
 use tessera_tiles::keypaths::json_path;
 use tessera_tiles::summary::{FileSummary, LeafType, StatValue};
@@ -343,6 +346,115 @@ pub(super) fn row_group_bounds(
         outliers,
         no_typed,
     })
+}
+
+/// What the page index of row group `group` says about a shredded path: for each page
+/// of its typed column `typed`, the rows of the group it covers and their bounds (with
+/// outliers wherever a page of `value` over those rows holds one); `None` when the file
+/// has no page index for the column.
+pub(super) fn page_bounds(
+    kind: LeafKind,
+    metadata: &ParquetMetaData,
+    group: usize,
+    typed: usize,
+    value: Option<usize>,
+) -> Option<Vec<(Range<usize>, Bounds)>> {
+    let rows = usize::try_from(metadata.row_group(group).num_rows()).ok()?;
+    let indexes = metadata.column_index()?.get(group)?;
+    let offsets = metadata.offset_index()?.get(group)?;
+    // Pages of the outlier column that hold a value; unknown counts count as holding.
+    let outlier_pages: Vec<Range<usize>> = match value {
+        None => Vec::new(),
+        Some(v) => {
+            let index = indexes.get(v)?;
+            page_rows(offsets.get(v)?, rows)
+                .into_iter()
+                .enumerate()
+                .filter(|(p, r)| index.null_count(*p).is_none_or(|n| n < r.len() as i64))
+                .map(|(_, r)| r)
+                .collect()
+        }
+    };
+    let index = indexes.get(typed)?;
+    let pages = page_rows(offsets.get(typed)?, rows);
+    if index.num_pages() as usize != pages.len() {
+        return None;
+    }
+    let bounds = pages.into_iter().enumerate().map(|(p, rows)| {
+        let (min, max) = page_min_max(kind, index, p);
+        let bounds = Bounds {
+            kind,
+            min,
+            // Parquet writers round a truncated page maximum up, so it stays a bound.
+            max,
+            outliers: outlier_pages
+                .iter()
+                .any(|o| o.start < rows.end && rows.start < o.end),
+            no_typed: index.is_null_page(p)
+                || index.null_count(p).is_some_and(|n| n == rows.len() as i64),
+        };
+        (rows, bounds)
+    });
+    Some(bounds.collect())
+}
+
+/// The rows of a row group with `rows` rows that each page of a column chunk covers.
+fn page_rows(offsets: &OffsetIndexMetaData, rows: usize) -> Vec<Range<usize>> {
+    let starts: Vec<usize> = offsets
+        .page_locations()
+        .iter()
+        .map(|l| usize::try_from(l.first_row_index).unwrap_or(rows).min(rows))
+        .collect();
+    let ends = starts.iter().skip(1).copied().chain(std::iter::once(rows));
+    starts.iter().zip(ends).map(|(&s, e)| s..e.max(s)).collect()
+}
+
+fn page_min_max(
+    kind: LeafKind,
+    index: &ColumnIndexMetaData,
+    page: usize,
+) -> (Option<StatValue>, Option<StatValue>) {
+    match (kind, index) {
+        (LeafKind::Int, ColumnIndexMetaData::INT64(i)) => (
+            i.min_value(page).map(|v| StatValue::Int(*v)),
+            i.max_value(page).map(|v| StatValue::Int(*v)),
+        ),
+        (LeafKind::Int, ColumnIndexMetaData::INT32(i)) => (
+            i.min_value(page).map(|v| StatValue::Int(i64::from(*v))),
+            i.max_value(page).map(|v| StatValue::Int(i64::from(*v))),
+        ),
+        (LeafKind::Float, ColumnIndexMetaData::DOUBLE(i)) => (
+            i.min_value(page).map(|v| StatValue::Float(*v)),
+            i.max_value(page).map(|v| StatValue::Float(*v)),
+        ),
+        (LeafKind::String, ColumnIndexMetaData::BYTE_ARRAY(i)) => {
+            let text = |v: Option<&[u8]>| {
+                v.and_then(|b| std::str::from_utf8(b).ok())
+                    .map(|t| StatValue::String(t.to_string()))
+            };
+            (text(i.min_value(page)), text(i.max_value(page)))
+        }
+        _ => (None, None),
+    }
+}
+
+/// The rows both sorted, disjoint range lists cover.
+pub(super) fn intersect_ranges(a: &[Range<usize>], b: &[Range<usize>]) -> Vec<Range<usize>> {
+    let (mut i, mut j) = (0, 0);
+    let mut out = Vec::new();
+    while i < a.len() && j < b.len() {
+        let start = a[i].start.max(b[j].start);
+        let end = a[i].end.min(b[j].end);
+        if start < end {
+            out.push(start..end);
+        }
+        if a[i].end < b[j].end {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    out
 }
 
 /// The kind of leaf a manifest type is stored as, when accesses read it directly.

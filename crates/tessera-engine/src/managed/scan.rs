@@ -12,6 +12,7 @@
 //! statistics exclude them were skipped ([`super::prune`]).
 
 use std::fmt;
+use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -39,12 +40,13 @@ use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricB
 use datafusion::physical_plan::{DisplayFormatType, apply_expression_roots};
 use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStore;
+use parquet::arrow::arrow_reader::RowSelection;
 use parquet::schema::types::SchemaDescriptor;
 use tessera_table::{DataFile, FilePredicate, FileRead, OpenFile, Pacer, Snapshot, Traffic};
 
 use super::leaves::{BinaryPath, LeafKind, Served, ShreddedLeaf, read_leaf, typed_cast};
 use super::provider::external;
-use super::prune::{Constraint, constraints, row_group_bounds};
+use super::prune::{Constraint, constraints, intersect_ranges, page_bounds, row_group_bounds};
 use super::schedule::ScanPace;
 use crate::json::Scanner;
 use crate::json::output::OutputBuilder;
@@ -121,8 +123,14 @@ struct TilesMetrics {
     files_pruned: Count,
     row_groups_scanned: Count,
     row_groups_pruned: Count,
+    /// Rows of the scanned row groups on pages the page index excluded.
+    rows_pruned: Count,
     bytes_scanned: Count,
     requests: Count,
+    /// Attempts the store repeated after a failure (io_uring S3 client).
+    retries: Count,
+    /// Duplicate requests the store sent for late ones (io_uring S3 client).
+    hedges: Count,
     /// What the requests cost at S3 Standard's GET price, in billionths of a dollar.
     request_cost_nanodollars: Count,
     values_typed: Count,
@@ -138,8 +146,11 @@ impl TilesMetrics {
             files_pruned: counter("files_pruned"),
             row_groups_scanned: counter("row_groups_scanned"),
             row_groups_pruned: counter("row_groups_pruned"),
+            rows_pruned: counter("rows_pruned"),
             bytes_scanned: counter("bytes_scanned"),
             requests: counter("requests"),
+            retries: counter("retries"),
+            hedges: counter("hedges"),
             request_cost_nanodollars: counter("request_cost_nanodollars"),
             values_typed: counter("values_typed"),
             values_binary: counter("values_binary"),
@@ -149,12 +160,20 @@ impl TilesMetrics {
 }
 
 impl TilesMetrics {
-    /// Adds what reading one file cost.
+    /// Adds what reading one file cost. The bill counts what the store really sent
+    /// when it tells (each split part, retry and hedge is a GET of its own), else one
+    /// GET per ranged read.
     fn count_traffic(&self, traffic: &Traffic) {
         let requests = traffic.requests.load(Ordering::Relaxed) as usize;
+        let store = traffic.store.snapshot();
         self.requests.add(requests);
-        self.request_cost_nanodollars
-            .add(requests * GET_NANODOLLARS);
+        self.retries.add(store.retries as usize);
+        self.hedges.add(store.hedges as usize);
+        let billed = match store.get_requests {
+            0 => requests,
+            sent => sent as usize,
+        };
+        self.request_cost_nanodollars.add(billed * GET_NANODOLLARS);
         self.bytes_scanned
             .add(traffic.bytes.load(Ordering::Relaxed) as usize);
     }
@@ -337,15 +356,25 @@ impl FileOpener for TilesOpener {
             });
             let predicate = late_predicate(&plan, &sources, column.name(), schema, &metrics)?;
             let filters_applied = predicate.is_some();
-            let row_groups = surviving_row_groups(&open, &column, &constraints);
+            let checks = leaf_checks(&open, &column, &constraints);
+            let row_groups = surviving_row_groups(&open, &checks);
             metrics.row_groups_scanned.add(row_groups.len());
             metrics
                 .row_groups_pruned
                 .add(open.metadata().num_row_groups() - row_groups.len());
+            let rows = surviving_pages(&open, &checks, &row_groups);
+            if let Some(rows) = &rows {
+                let total: i64 = row_groups
+                    .iter()
+                    .map(|&g| open.metadata().row_group(g).num_rows())
+                    .sum();
+                metrics.rows_pruned.add(total as usize - rows.row_count());
+            }
             let stream = open
                 .read(FileRead {
                     leaves: parquet_leaves,
                     row_groups: Some(row_groups),
+                    rows,
                     skip_deleted: true,
                     batch_rows: Some(batch_size),
                     predicate,
@@ -456,11 +485,18 @@ fn late_predicate(
     }))
 }
 
-/// The row groups of `open` whose Parquet statistics admit every constraint.
-fn surviving_row_groups(open: &OpenFile, column: &Field, constraints: &[Constraint]) -> Vec<usize> {
-    let metadata = open.metadata();
-    let schema = metadata.file_metadata().schema_descr();
-    let checks: Vec<(&Constraint, LeafKind, usize, Option<usize>)> = constraints
+/// A constraint statistics can judge in one file: its leaf's kind and the Parquet
+/// columns of its typed values and outliers.
+type LeafCheck<'a> = (&'a Constraint, LeafKind, usize, Option<usize>);
+
+/// The constraints on paths `open` shreds, with their leaves.
+fn leaf_checks<'a>(
+    open: &OpenFile,
+    column: &Field,
+    constraints: &'a [Constraint],
+) -> Vec<LeafCheck<'a>> {
+    let schema = open.metadata().file_metadata().schema_descr();
+    constraints
         .iter()
         .filter_map(|c| {
             let path: Vec<PathElem> = c.keys().iter().cloned().map(PathElem::Key).collect();
@@ -468,7 +504,12 @@ fn surviving_row_groups(open: &OpenFile, column: &Field, constraints: &[Constrai
             let (typed, value) = leaf.parquet_columns(column.name(), schema);
             Some((c, leaf.kind, typed?, value))
         })
-        .collect();
+        .collect()
+}
+
+/// The row groups of `open` whose Parquet statistics admit every constraint.
+fn surviving_row_groups(open: &OpenFile, checks: &[LeafCheck<'_>]) -> Vec<usize> {
+    let metadata = open.metadata();
     (0..metadata.num_row_groups())
         .filter(|&g| {
             let group = metadata.row_group(g);
@@ -477,6 +518,42 @@ fn surviving_row_groups(open: &OpenFile, column: &Field, constraints: &[Constrai
             })
         })
         .collect()
+}
+
+/// The rows of `row_groups` on pages whose statistics (the page index) admit every
+/// constraint, as a selection over those row groups; `None` when no page is excluded.
+/// Writers cluster rows by low-cardinality paths, so a test of one such path keeps a
+/// few runs of pages and the reader fetches and decodes nothing else.
+fn surviving_pages(
+    open: &OpenFile,
+    checks: &[LeafCheck<'_>],
+    row_groups: &[usize],
+) -> Option<RowSelection> {
+    let metadata = open.metadata();
+    if checks.is_empty() || metadata.offset_index().is_none() {
+        return None;
+    }
+    let mut kept: Vec<Range<usize>> = Vec::new();
+    let mut at = 0;
+    for &g in row_groups {
+        let rows = usize::try_from(metadata.row_group(g).num_rows()).ok()?;
+        let mut group: Vec<Range<usize>> = std::iter::once(0..rows).collect();
+        for &(c, kind, typed, value) in checks {
+            let Some(pages) = page_bounds(kind, metadata, g, typed, value) else {
+                continue;
+            };
+            let admitted: Vec<Range<usize>> = pages
+                .into_iter()
+                .filter(|(_, bounds)| c.may_match(bounds))
+                .map(|(rows, _)| rows)
+                .collect();
+            group = intersect_ranges(&group, &admitted);
+        }
+        kept.extend(group.into_iter().map(|r| r.start + at..r.end + at));
+        at += rows;
+    }
+    let selected: usize = kept.iter().map(|r| r.len()).sum();
+    (selected < at).then(|| RowSelection::from_consecutive_ranges(kept.into_iter(), at))
 }
 
 /// Turns the stored batches of one file into batches of the scan's output.

@@ -26,6 +26,7 @@
 //! ```
 
 pub mod error;
+mod footers;
 pub mod manifest;
 pub mod readahead;
 pub mod snapshot;

@@ -26,6 +26,7 @@ use tessera_blob::RequestStats;
 use tessera_blob::accounting;
 
 use crate::error::TableError;
+use crate::footers;
 use crate::manifest::{DataFile, Manifest};
 use crate::readahead::{Pacer, Readahead};
 
@@ -94,10 +95,18 @@ impl Snapshot {
             traffic: Arc::clone(&traffic),
             readahead: None,
         };
-        let metadata = reader
-            .get_metadata(None)
-            .await
-            .map_err(parquet_error(&file.path))?;
+        let footer = (self.store.to_string(), reader.key.to_string(), file.size);
+        let metadata = match footers::get(&footer) {
+            Some(metadata) => metadata,
+            None => {
+                let metadata = reader
+                    .get_metadata(None)
+                    .await
+                    .map_err(parquet_error(&file.path))?;
+                footers::put(footer, Arc::clone(&metadata));
+                metadata
+            }
+        };
         let stored = ArrowReaderMetadata::try_new(Arc::clone(&metadata), ArrowReaderOptions::new())
             .map_err(parquet_error(&file.path))?;
         let views = Arc::new(Schema::new(

@@ -5,6 +5,7 @@
 //! ```text
 //! cargo run --release -p tessera-tiles --example ingest -- [--docs N] [--file PATH.ndjson]
 //!     [--file-docs N] [--threads N] [--zstd LEVEL] [--partition-tiles N]
+//!     [--cluster-keys N] [--page-rows N]
 //! ```
 //! Without `--file`, `--docs` Bluesky documents (seed 1) are generated first (not timed).
 
@@ -41,6 +42,8 @@ fn parse_args() -> Result<Args, String> {
             "--threads" => args.threads = number(value()?)?.max(1) as usize,
             "--zstd" => args.options.zstd_level = number(value()?)? as i32,
             "--partition-tiles" => args.options.partition_tiles = number(value()?)?.max(1) as usize,
+            "--cluster-keys" => args.options.cluster_keys = number(value()?)? as usize,
+            "--page-rows" => args.options.page_rows = number(value()?)?.max(1) as usize,
             other => return Err(format!("unknown argument {other}")),
         }
     }

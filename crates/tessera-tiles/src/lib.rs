@@ -58,6 +58,9 @@ pub struct TilesOptions {
     /// Most low-cardinality shredded paths rows are ordered by ([`cluster`]); 0 keeps
     /// the tiles' order.
     pub cluster_keys: usize,
+    /// Most rows per Parquet data page: the unit that page statistics skip, so smaller
+    /// pages skip more precisely at some cost in size.
+    pub page_rows: usize,
 }
 
 impl Default for TilesOptions {
@@ -70,6 +73,7 @@ impl Default for TilesOptions {
             row_group_docs: 262_144,
             zstd_level: 3,
             cluster_keys: 3,
+            page_rows: 8192,
         }
     }
 }

@@ -47,9 +47,13 @@ pub const MAX_FILE_BYTES: usize = 1 << 30;
 /// between the tiles of a partition so that tiles share structure, then rows are
 /// ordered by the file's low-cardinality shredded paths ([`crate::cluster`]).
 pub fn write_file(docs: &[&[u8]], options: &TilesOptions) -> Result<WrittenFile, TilesError> {
-    if options.tile_docs == 0 || options.partition_tiles == 0 || options.itemset_budget == 0 {
+    if options.tile_docs == 0
+        || options.partition_tiles == 0
+        || options.itemset_budget == 0
+        || options.page_rows == 0
+    {
         return Err(TilesError::Options(
-            "tiles, partitions and the itemset budget must not be empty",
+            "tiles, partitions, pages and the itemset budget must not be empty",
         ));
     }
     if !(0.0..=1.0).contains(&options.threshold) || options.threshold == 0.0 {
@@ -264,7 +268,8 @@ fn encode(
         ))
         .set_dictionary_enabled(true)
         .set_statistics_enabled(EnabledStatistics::Page)
-        .set_max_row_group_row_count(Some(options.row_group_docs));
+        .set_max_row_group_row_count(Some(options.row_group_docs))
+        .set_data_page_row_count_limit(options.page_rows);
     // Integers (ids, timestamps, counters) are mostly distinct and close to their
     // neighbours: deltas compress them far better than a dictionary that overflows.
     for choice in shredded.iter().filter(|c| c.ty == LeafType::Int) {

@@ -107,6 +107,9 @@ fn constraint(expr: &Arc<dyn PhysicalExpr>) -> Option<Constraint> {
     }
     let binary = expr.downcast_ref::<BinaryExpr>()?;
     let op = *binary.op();
+    if op == Operator::Or {
+        return one_of(constraint(binary.left())?, constraint(binary.right())?);
+    }
     if !matches!(
         op,
         Operator::Eq | Operator::Lt | Operator::LtEq | Operator::Gt | Operator::GtEq
@@ -161,6 +164,26 @@ fn literal(expr: &Arc<dyn PhysicalExpr>) -> Option<StatValue> {
         ScalarValue::Boolean(Some(v)) => Some(StatValue::Bool(*v)),
         _ => None,
     }
+}
+
+/// `a OR b` as one constraint when both test the same access for equality: DataFusion
+/// spells short `IN` lists that way.
+fn one_of(a: Constraint, b: Constraint) -> Option<Constraint> {
+    let same_access = a.keys == b.keys && a.output == b.output && a.numeric_cast == b.numeric_cast;
+    let values = |test: Test| match test {
+        Test::Compare(Operator::Eq, v) => Some(vec![v]),
+        Test::In(values) => Some(values),
+        _ => None,
+    };
+    if !same_access {
+        return None;
+    }
+    let mut all = values(a.test)?;
+    all.extend(values(b.test)?);
+    Some(Constraint {
+        test: Test::In(all),
+        ..b
+    })
 }
 
 /// What statistics say about one path in one file or row group.

@@ -25,7 +25,8 @@ use crate::snapshot::Snapshot;
 /// Attempts at winning a version before a commit gives up.
 pub const MAX_COMMIT_ATTEMPTS: usize = 64;
 
-/// Manifest PUTs that may fail (and not land) before a commit gives up.
+/// Failed manifest PUTs (and failed reads of the table after one) a commit survives
+/// before it gives up.
 const MAX_FAILED_PUTS: usize = 3;
 
 /// Longest pause between attempts; the pause doubles from 10 ms up to this.
@@ -118,7 +119,7 @@ impl Table {
         match table.latest_version().await? {
             Some(_) => return Err(TableError::AlreadyExists(table.location())),
             None => {
-                let manifest = table.manifest(0, Vec::new());
+                let manifest = table.manifest(0, Vec::new(), &unique_id());
                 match table.put_manifest(&manifest).await {
                     Ok(()) => {}
                     Err(TableError::Store(object_store::Error::AlreadyExists { .. })) => {
@@ -173,9 +174,14 @@ impl Table {
             mode: PutMode::Create,
             ..PutOptions::default()
         };
+        let key = self.key(&relative);
         self.store
-            .put_opts(&self.key(&relative), PutPayload::from(parquet), options)
-            .await?;
+            .put_opts(&key, PutPayload::from(parquet), options)
+            .await
+            .map_err(|source| TableError::DataFile {
+                path: format!("{}/{key}", self.store),
+                source,
+            })?;
         Ok(relative)
     }
 
@@ -249,32 +255,60 @@ impl Table {
 
     /// Applies `change` to the newest version and writes the result as the next one,
     /// retrying on lost races.
+    ///
+    /// Every attempt carries the same commit id, so a manifest PUT that reached the
+    /// store without its answer reaching us (connection cut, timeout, or a client that
+    /// resent it and met its own write as a conflict) is recognized on the next attempt
+    /// and never committed a second time.
     async fn commit(
         &self,
         change: impl Fn(&mut Vec<DataFile>) -> Result<(), TableError>,
     ) -> Result<u64, TableError> {
+        let commit_id = unique_id();
         let mut backoff = Duration::from_millis(10);
         let mut failures = 0;
+        // Versions our PUT may have written although we did not hear so.
+        let mut unsure: Vec<u64> = Vec::new();
         for _ in 0..MAX_COMMIT_ATTEMPTS {
-            let base = self.latest().await?;
+            let looked = match self.latest().await {
+                Ok(base) => self
+                    .landed(&base, &mut unsure, &commit_id)
+                    .await
+                    .map(|landed| (base, landed)),
+                Err(e) => Err(e),
+            };
+            let base = match looked {
+                Ok((_, Some(version))) => return Ok(version),
+                Ok((base, None)) => base,
+                Err(e) if unsure.is_empty() => return Err(e),
+                // Our PUT may have landed: the table must be read before trying again.
+                Err(e) => {
+                    failures += 1;
+                    if failures > MAX_FAILED_PUTS {
+                        return Err(self.unknown(&unsure, e));
+                    }
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    continue;
+                }
+            };
             let mut files = base.files;
             change(&mut files)?;
-            let manifest = self.manifest(base.version + 1, files);
+            let manifest = self.manifest(base.version + 1, files, &commit_id);
             match self.put_manifest(&manifest).await {
                 Ok(()) => return Ok(manifest.version),
-                Err(TableError::Store(object_store::Error::AlreadyExists { .. })) => {}
-                // The PUT may have been applied before the connection failed: our commit
-                // id in the version tells.
-                Err(e) => match self.read_manifest(manifest.version).await {
-                    Ok(landed) if landed.commit_id == manifest.commit_id => {
-                        return Ok(manifest.version);
+                // Usually another writer's version; the next round tells.
+                Err(TableError::Store(object_store::Error::AlreadyExists { .. })) => {
+                    remember(&mut unsure, manifest.version);
+                }
+                Err(e) => {
+                    remember(&mut unsure, manifest.version);
+                    failures += 1;
+                    // Bounded: the store client has already retried what it safely could.
+                    if failures > MAX_FAILED_PUTS {
+                        return self.settle(&mut unsure, &commit_id, failures, e).await;
                     }
-                    Ok(_) => {}
-                    // Not landed: the next attempt re-reads and tries again, a bounded
-                    // number of times, since the store itself already retried.
-                    Err(_) if failures < MAX_FAILED_PUTS => failures += 1,
-                    Err(_) => return Err(e),
-                },
+                }
             }
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(MAX_BACKOFF);
@@ -285,11 +319,76 @@ impl Table {
         })
     }
 
-    fn manifest(&self, version: u64, files: Vec<DataFile>) -> Manifest {
+    /// The version among `unsure` that holds commit `commit_id`, if one does; versions
+    /// found to hold another writer's commit are dropped from `unsure`.
+    async fn landed(
+        &self,
+        base: &Manifest,
+        unsure: &mut Vec<u64>,
+        commit_id: &str,
+    ) -> Result<Option<u64>, TableError> {
+        let mut pending = Vec::new();
+        for &version in unsure.iter() {
+            // Not there yet: this attempt writes the same key, which only one PUT wins.
+            if version > base.version {
+                pending.push(version);
+                continue;
+            }
+            let holder = if version == base.version {
+                base.commit_id.clone()
+            } else {
+                self.read_manifest(version).await?.commit_id
+            };
+            if holder == commit_id {
+                return Ok(Some(version));
+            }
+        }
+        *unsure = pending;
+        Ok(None)
+    }
+
+    /// After the last failed manifest PUT: one more look at the table decides between
+    /// "committed after all", "not committed" and "cannot tell".
+    async fn settle(
+        &self,
+        unsure: &mut Vec<u64>,
+        commit_id: &str,
+        attempts: usize,
+        last: TableError,
+    ) -> Result<u64, TableError> {
+        let base = match self.latest().await {
+            Ok(base) => base,
+            Err(_) => return Err(self.unknown(unsure, last)),
+        };
+        match self.landed(&base, unsure, commit_id).await {
+            Ok(Some(version)) => Ok(version),
+            Ok(None) => Err(TableError::CommitFailed {
+                location: self.location(),
+                attempts,
+                source: Box::new(last),
+            }),
+            Err(_) => Err(self.unknown(unsure, last)),
+        }
+    }
+
+    /// `error`, or when some manifest PUT of this commit may have landed, the error
+    /// saying the outcome is unknown.
+    fn unknown(&self, unsure: &[u64], error: TableError) -> TableError {
+        match unsure.iter().max() {
+            Some(&version) => TableError::CommitUnknown {
+                location: self.location(),
+                version,
+                source: Box::new(error),
+            },
+            None => error,
+        }
+    }
+
+    fn manifest(&self, version: u64, files: Vec<DataFile>, commit_id: &str) -> Manifest {
         Manifest {
             format: FORMAT,
             version,
-            commit_id: unique_id(),
+            commit_id: commit_id.to_string(),
             json_column: self.json_column.clone(),
             committed_at: chrono::Utc::now().to_rfc3339(),
             files,
@@ -377,6 +476,13 @@ impl Table {
 
     fn location(&self) -> String {
         format!("{}/{}", self.store, self.prefix)
+    }
+}
+
+/// Adds `version` to the versions a commit's PUT may have written, once.
+fn remember(unsure: &mut Vec<u64>, version: u64) {
+    if !unsure.contains(&version) {
+        unsure.push(version);
     }
 }
 

@@ -7,8 +7,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use arrow::array::{Int64Array, RecordBatch};
-use arrow::datatypes::{DataType, Field, Schema};
-use bytes::Bytes;
 use futures::TryStreamExt;
 use futures::stream::BoxStream;
 use object_store::memory::InMemory;
@@ -17,81 +15,11 @@ use object_store::{
     CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
     PutMultipartOptions, PutOptions, PutPayload, PutResult,
 };
-use parquet::arrow::ArrowWriter;
-use tessera_table::{FileRead, NewFile, Pacer, Snapshot, Table, TableError, TableOptions};
+use tessera_table::{FileRead, Pacer, Table, TableError, TableOptions};
 use tessera_testkit::MinioServer;
-use tessera_tiles::summary::{FileSummary, PathBloom, ShreddingSchema};
 
-/// A Parquet file of `values` in one Int64 column, as a data file to commit.
-async fn data_file(table: &Table, values: &[i64]) -> Result<NewFile, TableError> {
-    data_file_in_groups(table, values, None).await
-}
-
-/// Like [`data_file`], with row groups of at most `group_rows` rows.
-async fn data_file_in_groups(
-    table: &Table,
-    values: &[i64],
-    group_rows: Option<usize>,
-) -> Result<NewFile, TableError> {
-    let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, false)]));
-    let batch = RecordBatch::try_new(
-        schema.clone(),
-        vec![Arc::new(Int64Array::from(values.to_vec()))],
-    )
-    .unwrap();
-    let mut bytes = Vec::new();
-    let properties = parquet::file::properties::WriterProperties::builder()
-        .set_max_row_group_row_count(group_rows)
-        .build();
-    let mut writer = ArrowWriter::try_new(&mut bytes, schema, Some(properties)).unwrap();
-    writer.write(&batch).unwrap();
-    writer.close().unwrap();
-    let size = bytes.len() as u64;
-    let path = table.write_data_file(Bytes::from(bytes)).await?;
-    Ok(NewFile {
-        path,
-        size,
-        summary: FileSummary {
-            rows: values.len() as u64,
-            schema: ShreddingSchema::default(),
-            stats: Vec::new(),
-            unshredded_paths: PathBloom::with_capacity(0),
-        },
-    })
-}
-
-/// Every value the snapshot holds (deleted rows left out), sorted.
-async fn values(snapshot: &Snapshot) -> Vec<i64> {
-    let mut out = Vec::new();
-    for file in snapshot.files() {
-        let batches: Vec<RecordBatch> = snapshot
-            .read_file(file, true)
-            .await
-            .unwrap()
-            .try_collect()
-            .await
-            .unwrap();
-        for batch in batches {
-            let column = batch
-                .column(0)
-                .as_any()
-                .downcast_ref::<Int64Array>()
-                .unwrap();
-            out.extend(column.values().iter().copied());
-        }
-    }
-    out.sort_unstable();
-    out
-}
-
-fn minio_store(server: &MinioServer, bucket: &str) -> Arc<dyn ObjectStore> {
-    server.create_bucket(bucket);
-    let env = server.env();
-    let lookup = |name: &str| env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
-    let config = tessera_blob::S3Config::resolve(&Default::default(), &lookup).unwrap();
-    let url = url::Url::parse(&format!("s3://{bucket}/")).unwrap();
-    tessera_blob::StoreFactory::new(config).open(&url).unwrap()
-}
+mod common;
+use common::{data_file, data_file_in_groups, minio_store, values};
 
 async fn appends_and_snapshots(store: Arc<dyn ObjectStore>) {
     let table = Table::create(

@@ -9,6 +9,9 @@ pub enum TableError {
     /// `create` found a table already there.
     #[error("a Tessera table already exists at {0}")]
     AlreadyExists(String),
+    /// A table's columns are not a valid schema.
+    #[error("invalid table schema: {0}")]
+    Schema(String),
     /// A manifest could not be parsed.
     #[error("manifest {path} is not valid: {reason}")]
     Manifest {

@@ -19,7 +19,9 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 use tessera_tiles::summary::FileSummary;
 
 use crate::error::TableError;
-use crate::manifest::{DataFile, DeletionVector, FORMAT, Manifest, manifest_key, version_of};
+use crate::manifest::{
+    DataFile, DeletionVector, FORMAT, Manifest, TableColumn, manifest_key, version_of,
+};
 use crate::snapshot::Snapshot;
 
 /// Attempts at winning a version before a commit gives up.
@@ -37,14 +39,53 @@ const MAX_BACKOFF: Duration = Duration::from_millis(500);
 pub struct TableOptions {
     /// Name of the JSON document column.
     pub json_column: String,
+    /// All columns in order, the document column among them; empty for a table of the
+    /// document column alone.
+    pub columns: Vec<TableColumn>,
 }
 
 impl Default for TableOptions {
     fn default() -> Self {
         Self {
             json_column: "j".to_string(),
+            columns: Vec::new(),
         }
     }
+}
+
+/// `columns` (empty: the document column alone) checked and completed: exactly one
+/// document column, named `json_column`; unique names; relational types Arrow knows;
+/// none named like the document column of data files.
+fn table_columns(
+    json_column: &str,
+    columns: Vec<TableColumn>,
+) -> Result<Vec<TableColumn>, TableError> {
+    if columns.is_empty() {
+        return Ok(vec![TableColumn::json(json_column)]);
+    }
+    let json: Vec<&TableColumn> = columns.iter().filter(|c| c.is_json()).collect();
+    if json.len() != 1 || json[0].name != json_column {
+        return Err(TableError::Schema(format!(
+            "a table has exactly one JSON document column, '{json_column}'"
+        )));
+    }
+    let mut names = HashSet::new();
+    for column in &columns {
+        if !names.insert(column.name.as_str()) {
+            return Err(TableError::Schema(format!(
+                "column '{}' appears twice",
+                column.name
+            )));
+        }
+        if !column.is_json() && column.name == tessera_tiles::writer::COLUMN {
+            return Err(TableError::Schema(format!(
+                "'{}' can only name the JSON document column",
+                column.name
+            )));
+        }
+        column.data_type().map_err(TableError::Schema)?;
+    }
+    Ok(columns)
 }
 
 /// A data file written by [`Table::write_data_file`], to be committed.
@@ -88,6 +129,7 @@ pub struct Table {
     store: Arc<dyn ObjectStore>,
     prefix: Path,
     json_column: String,
+    columns: Vec<TableColumn>,
 }
 
 impl Table {
@@ -97,10 +139,18 @@ impl Table {
             store,
             prefix,
             json_column: String::new(),
+            columns: Vec::new(),
         };
         let manifest = table.latest().await?;
+        let columns = table_columns(&manifest.json_column, manifest.columns).map_err(|e| {
+            TableError::Manifest {
+                path: format!("{}/{}", table.location(), manifest_key(manifest.version)),
+                reason: e.to_string(),
+            }
+        })?;
         Ok(Self {
             json_column: manifest.json_column,
+            columns,
             ..table
         })
     }
@@ -111,10 +161,12 @@ impl Table {
         prefix: Path,
         options: TableOptions,
     ) -> Result<Self, TableError> {
+        let columns = table_columns(&options.json_column, options.columns)?;
         let table = Self {
             store,
             prefix,
             json_column: options.json_column,
+            columns,
         };
         match table.latest_version().await? {
             Some(_) => return Err(TableError::AlreadyExists(table.location())),
@@ -135,6 +187,11 @@ impl Table {
     /// The name of the JSON document column.
     pub fn json_column(&self) -> &str {
         &self.json_column
+    }
+
+    /// The table's columns in order, the JSON document column among them.
+    pub fn columns(&self) -> &[TableColumn] {
+        &self.columns
     }
 
     /// The store the table lives in.
@@ -390,6 +447,12 @@ impl Table {
             version,
             commit_id: commit_id.to_string(),
             json_column: self.json_column.clone(),
+            // A table of documents alone keeps the layout readers before relational
+            // columns understand.
+            columns: match self.columns.as_slice() {
+                [only] if only.is_json() => Vec::new(),
+                all => all.to_vec(),
+            },
             committed_at: chrono::Utc::now().to_rfc3339(),
             files,
         }

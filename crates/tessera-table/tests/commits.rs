@@ -392,3 +392,85 @@ async fn readahead_reads_what_a_plain_read_reads_on_minio() {
         }
     }
 }
+
+/// A table's columns are recorded in every manifest and come back on open; invalid
+/// schemas are refused with the reason.
+#[tokio::test]
+async fn tables_record_their_columns() {
+    use arrow::datatypes::{DataType, Field};
+    use tessera_table::TableColumn;
+
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let columns = vec![
+        TableColumn::relational(&Field::new("id", DataType::Int64, false)),
+        TableColumn::json("j"),
+        TableColumn::relational(&Field::new("name", DataType::Utf8View, true)),
+    ];
+    let options = TableOptions {
+        json_column: "j".into(),
+        columns: columns.clone(),
+    };
+    let table = Table::create(store.clone(), Path::from("t"), options)
+        .await
+        .unwrap();
+    let file = data_file(&table, &[1]).await.unwrap();
+    table.commit_append(vec![file]).await.unwrap();
+    let reopened = Table::open(store.clone(), Path::from("t")).await.unwrap();
+    assert_eq!(reopened.columns(), columns.as_slice());
+    assert_eq!(
+        reopened.snapshot().await.unwrap().manifest().columns,
+        columns
+    );
+
+    // A table of documents alone keeps the old manifest layout.
+    let plain = Table::create(store.clone(), Path::from("plain"), TableOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(plain.columns(), &[TableColumn::json("j")]);
+    assert!(
+        plain
+            .snapshot()
+            .await
+            .unwrap()
+            .manifest()
+            .columns
+            .is_empty()
+    );
+
+    let refused = |columns: Vec<TableColumn>| {
+        let store = store.clone();
+        async move {
+            let options = TableOptions {
+                json_column: "j".into(),
+                columns,
+            };
+            Table::create(store, Path::from("refused"), options)
+                .await
+                .unwrap_err()
+                .to_string()
+        }
+    };
+    let id = TableColumn::relational(&Field::new("id", DataType::Int64, false));
+    assert_eq!(
+        refused(vec![id.clone()]).await,
+        "invalid table schema: a table has exactly one JSON document column, 'j'"
+    );
+    assert_eq!(
+        refused(vec![id.clone(), TableColumn::json("j"), id.clone()]).await,
+        "invalid table schema: column 'id' appears twice"
+    );
+    let options = TableOptions {
+        json_column: "doc".into(),
+        columns: vec![
+            TableColumn::json("doc"),
+            TableColumn::relational(&Field::new("j", DataType::Int64, false)),
+        ],
+    };
+    assert_eq!(
+        Table::create(store.clone(), Path::from("refused"), options)
+            .await
+            .unwrap_err()
+            .to_string(),
+        "invalid table schema: 'j' can only name the JSON document column"
+    );
+}

@@ -49,6 +49,7 @@ pub async fn data_file_in_groups(
             schema: ShreddingSchema::default(),
             stats: Vec::new(),
             unshredded_paths: PathBloom::with_capacity(0),
+            columns: Vec::new(),
         },
     })
 }

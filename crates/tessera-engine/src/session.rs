@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use arrow::datatypes::Fields;
 use datafusion::catalog::DynamicFileCatalog;
 use datafusion::catalog::default_table_source::DefaultTableSource;
 use datafusion::common::config::Dialect;
@@ -219,17 +220,8 @@ impl TesseraSession {
             };
         }
         let fields = create.input.schema().fields();
-        let [field] = fields.as_ref() else {
-            return Err(DataFusionError::Plan(format!(
-                "a Tessera table holds one JSON column, but the query gives {}; build one \
-                 document per row (for example with json_object) or leave tessera.warehouse empty \
-                 for an in-memory table",
-                fields.len()
-            )));
-        };
         let location = format!("{}/{name}", warehouse.trim_end_matches('/'));
-        let table =
-            Arc::new(managed::open_or_create(&self.ctx.state(), &location, field.name()).await?);
+        let table = Arc::new(managed::open_or_create(&self.ctx.state(), &location, fields).await?);
         self.ctx
             .register_table(create.name.clone(), Arc::clone(&table) as _)?;
         if matches!(create.input.as_ref(), LogicalPlan::EmptyRelation(_)) {
@@ -260,7 +252,7 @@ impl TesseraSession {
     /// The Tessera table at `location`, created with document column `j` when missing.
     pub async fn open_table(&self, location: &str) -> Result<Arc<ManagedTable>> {
         Ok(Arc::new(
-            managed::open_or_create(&self.ctx.state(), location, "j").await?,
+            managed::open_or_create(&self.ctx.state(), location, &Fields::empty()).await?,
         ))
     }
 

@@ -9,6 +9,9 @@ pub enum TableError {
     /// `create` found a table already there.
     #[error("a Tessera table already exists at {0}")]
     AlreadyExists(String),
+    /// A table's columns are not a valid schema.
+    #[error("invalid table schema: {0}")]
+    Schema(String),
     /// A manifest could not be parsed.
     #[error("manifest {path} is not valid: {reason}")]
     Manifest {
@@ -30,6 +33,32 @@ pub enum TableError {
         /// Attempts made.
         attempts: usize,
     },
+    /// Every manifest PUT of a commit failed, and the table shows none of them landed:
+    /// the table is unchanged (its data files are left for `vacuum`).
+    #[error(
+        "could not commit to {location}: {attempts} manifest writes failed, the last with: {source}; the table is unchanged"
+    )]
+    CommitFailed {
+        /// The table.
+        location: String,
+        /// Manifest PUTs tried.
+        attempts: usize,
+        /// The last failure.
+        source: Box<TableError>,
+    },
+    /// A manifest PUT failed in a way that may have written it, and the table could not
+    /// be read to find out: the commit may or may not be visible.
+    #[error(
+        "the commit to {location} may or may not have landed as version {version}: {source}; read the table to find out"
+    )]
+    CommitUnknown {
+        /// The table.
+        location: String,
+        /// The newest version the commit may have written.
+        version: u64,
+        /// What failed.
+        source: Box<TableError>,
+    },
     /// A delete names a row the file does not have.
     #[error("row {row} is out of range for {path} ({rows} rows)")]
     RowOutOfRange {
@@ -39,6 +68,14 @@ pub enum TableError {
         row: u64,
         /// Rows in the file.
         rows: u64,
+    },
+    /// A data file could not be stored; it is not part of any version.
+    #[error("could not write data file {path}: {source}")]
+    DataFile {
+        /// The data file's key.
+        path: String,
+        /// The store's error.
+        source: object_store::Error,
     },
     /// The object store failed.
     #[error(transparent)]

@@ -21,10 +21,68 @@ pub struct Manifest {
     pub commit_id: String,
     /// Name of the JSON document column.
     pub json_column: String,
+    /// The table's columns in order, the JSON document column among them; empty for a
+    /// table of the document column alone (the layout before relational columns).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<TableColumn>,
     /// When the commit was made (RFC 3339, UTC).
     pub committed_at: String,
     /// The data files of this version.
     pub files: Vec<DataFile>,
+}
+
+/// The type name of the JSON document column in [`TableColumn::ty`].
+pub const JSON_TYPE: &str = "json";
+
+/// One column of a table's schema.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct TableColumn {
+    /// The column's name.
+    pub name: String,
+    /// [`JSON_TYPE`] for the document column; otherwise the Arrow type of a relational
+    /// column as Arrow prints it (`Int64`, `Utf8View`, ...), stored as an ordinary
+    /// Parquet column of the data files.
+    #[serde(rename = "type")]
+    pub ty: String,
+    /// Whether the column may hold nulls (never for the document column).
+    pub nullable: bool,
+}
+
+impl TableColumn {
+    /// The JSON document column `name`.
+    pub fn json(name: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            ty: JSON_TYPE.to_string(),
+            nullable: false,
+        }
+    }
+
+    /// A relational column like `field`.
+    pub fn relational(field: &arrow::datatypes::Field) -> Self {
+        Self {
+            name: field.name().clone(),
+            ty: field.data_type().to_string(),
+            nullable: field.is_nullable(),
+        }
+    }
+
+    /// True for the JSON document column.
+    pub fn is_json(&self) -> bool {
+        self.ty == JSON_TYPE
+    }
+
+    /// The Arrow type of a relational column (`None` for the document column), or why
+    /// the stored type name is not one.
+    pub fn data_type(&self) -> Result<Option<arrow::datatypes::DataType>, String> {
+        if self.is_json() {
+            return Ok(None);
+        }
+        self.ty
+            .parse()
+            .map(Some)
+            .map_err(|e| format!("column '{}' has type '{}': {e}", self.name, self.ty))
+    }
 }
 
 /// A data file as one version sees it.
@@ -202,6 +260,34 @@ mod tests {
                 start += len;
             }
         }
+    }
+
+    #[test]
+    fn column_types_round_trip_through_their_names() {
+        use arrow::datatypes::{DataType, Field, TimeUnit};
+        for ty in [
+            DataType::Int64,
+            DataType::Utf8View,
+            DataType::Float64,
+            DataType::Boolean,
+            DataType::Date32,
+            DataType::Decimal128(12, 2),
+            DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())),
+        ] {
+            let column = TableColumn::relational(&Field::new("c", ty.clone(), true));
+            assert_eq!(column.data_type(), Ok(Some(ty)));
+        }
+        assert_eq!(TableColumn::json("j").data_type(), Ok(None));
+        let broken = TableColumn {
+            ty: "Int65".into(),
+            ..TableColumn::json("x")
+        };
+        assert!(
+            broken
+                .data_type()
+                .unwrap_err()
+                .contains("column 'x' has type 'Int65'")
+        );
     }
 
     #[test]

@@ -19,13 +19,16 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 use tessera_tiles::summary::FileSummary;
 
 use crate::error::TableError;
-use crate::manifest::{DataFile, DeletionVector, FORMAT, Manifest, manifest_key, version_of};
+use crate::manifest::{
+    DataFile, DeletionVector, FORMAT, Manifest, TableColumn, manifest_key, version_of,
+};
 use crate::snapshot::Snapshot;
 
 /// Attempts at winning a version before a commit gives up.
 pub const MAX_COMMIT_ATTEMPTS: usize = 64;
 
-/// Manifest PUTs that may fail (and not land) before a commit gives up.
+/// Failed manifest PUTs (and failed reads of the table after one) a commit survives
+/// before it gives up.
 const MAX_FAILED_PUTS: usize = 3;
 
 /// Longest pause between attempts; the pause doubles from 10 ms up to this.
@@ -36,14 +39,53 @@ const MAX_BACKOFF: Duration = Duration::from_millis(500);
 pub struct TableOptions {
     /// Name of the JSON document column.
     pub json_column: String,
+    /// All columns in order, the document column among them; empty for a table of the
+    /// document column alone.
+    pub columns: Vec<TableColumn>,
 }
 
 impl Default for TableOptions {
     fn default() -> Self {
         Self {
             json_column: "j".to_string(),
+            columns: Vec::new(),
         }
     }
+}
+
+/// `columns` (empty: the document column alone) checked and completed: exactly one
+/// document column, named `json_column`; unique names; relational types Arrow knows;
+/// none named like the document column of data files.
+fn table_columns(
+    json_column: &str,
+    columns: Vec<TableColumn>,
+) -> Result<Vec<TableColumn>, TableError> {
+    if columns.is_empty() {
+        return Ok(vec![TableColumn::json(json_column)]);
+    }
+    let json: Vec<&TableColumn> = columns.iter().filter(|c| c.is_json()).collect();
+    if json.len() != 1 || json[0].name != json_column {
+        return Err(TableError::Schema(format!(
+            "a table has exactly one JSON document column, '{json_column}'"
+        )));
+    }
+    let mut names = HashSet::new();
+    for column in &columns {
+        if !names.insert(column.name.as_str()) {
+            return Err(TableError::Schema(format!(
+                "column '{}' appears twice",
+                column.name
+            )));
+        }
+        if !column.is_json() && column.name == tessera_tiles::writer::COLUMN {
+            return Err(TableError::Schema(format!(
+                "'{}' can only name the JSON document column",
+                column.name
+            )));
+        }
+        column.data_type().map_err(TableError::Schema)?;
+    }
+    Ok(columns)
 }
 
 /// A data file written by [`Table::write_data_file`], to be committed.
@@ -87,6 +129,7 @@ pub struct Table {
     store: Arc<dyn ObjectStore>,
     prefix: Path,
     json_column: String,
+    columns: Vec<TableColumn>,
 }
 
 impl Table {
@@ -96,10 +139,18 @@ impl Table {
             store,
             prefix,
             json_column: String::new(),
+            columns: Vec::new(),
         };
         let manifest = table.latest().await?;
+        let columns = table_columns(&manifest.json_column, manifest.columns).map_err(|e| {
+            TableError::Manifest {
+                path: format!("{}/{}", table.location(), manifest_key(manifest.version)),
+                reason: e.to_string(),
+            }
+        })?;
         Ok(Self {
             json_column: manifest.json_column,
+            columns,
             ..table
         })
     }
@@ -110,15 +161,17 @@ impl Table {
         prefix: Path,
         options: TableOptions,
     ) -> Result<Self, TableError> {
+        let columns = table_columns(&options.json_column, options.columns)?;
         let table = Self {
             store,
             prefix,
             json_column: options.json_column,
+            columns,
         };
         match table.latest_version().await? {
             Some(_) => return Err(TableError::AlreadyExists(table.location())),
             None => {
-                let manifest = table.manifest(0, Vec::new());
+                let manifest = table.manifest(0, Vec::new(), &unique_id());
                 match table.put_manifest(&manifest).await {
                     Ok(()) => {}
                     Err(TableError::Store(object_store::Error::AlreadyExists { .. })) => {
@@ -134,6 +187,11 @@ impl Table {
     /// The name of the JSON document column.
     pub fn json_column(&self) -> &str {
         &self.json_column
+    }
+
+    /// The table's columns in order, the JSON document column among them.
+    pub fn columns(&self) -> &[TableColumn] {
+        &self.columns
     }
 
     /// The store the table lives in.
@@ -173,9 +231,14 @@ impl Table {
             mode: PutMode::Create,
             ..PutOptions::default()
         };
+        let key = self.key(&relative);
         self.store
-            .put_opts(&self.key(&relative), PutPayload::from(parquet), options)
-            .await?;
+            .put_opts(&key, PutPayload::from(parquet), options)
+            .await
+            .map_err(|source| TableError::DataFile {
+                path: format!("{}/{key}", self.store),
+                source,
+            })?;
         Ok(relative)
     }
 
@@ -249,32 +312,60 @@ impl Table {
 
     /// Applies `change` to the newest version and writes the result as the next one,
     /// retrying on lost races.
+    ///
+    /// Every attempt carries the same commit id, so a manifest PUT that reached the
+    /// store without its answer reaching us (connection cut, timeout, or a client that
+    /// resent it and met its own write as a conflict) is recognized on the next attempt
+    /// and never committed a second time.
     async fn commit(
         &self,
         change: impl Fn(&mut Vec<DataFile>) -> Result<(), TableError>,
     ) -> Result<u64, TableError> {
+        let commit_id = unique_id();
         let mut backoff = Duration::from_millis(10);
         let mut failures = 0;
+        // Versions our PUT may have written although we did not hear so.
+        let mut unsure: Vec<u64> = Vec::new();
         for _ in 0..MAX_COMMIT_ATTEMPTS {
-            let base = self.latest().await?;
+            let looked = match self.latest().await {
+                Ok(base) => self
+                    .landed(&base, &mut unsure, &commit_id)
+                    .await
+                    .map(|landed| (base, landed)),
+                Err(e) => Err(e),
+            };
+            let base = match looked {
+                Ok((_, Some(version))) => return Ok(version),
+                Ok((base, None)) => base,
+                Err(e) if unsure.is_empty() => return Err(e),
+                // Our PUT may have landed: the table must be read before trying again.
+                Err(e) => {
+                    failures += 1;
+                    if failures > MAX_FAILED_PUTS {
+                        return Err(self.unknown(&unsure, e));
+                    }
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    continue;
+                }
+            };
             let mut files = base.files;
             change(&mut files)?;
-            let manifest = self.manifest(base.version + 1, files);
+            let manifest = self.manifest(base.version + 1, files, &commit_id);
             match self.put_manifest(&manifest).await {
                 Ok(()) => return Ok(manifest.version),
-                Err(TableError::Store(object_store::Error::AlreadyExists { .. })) => {}
-                // The PUT may have been applied before the connection failed: our commit
-                // id in the version tells.
-                Err(e) => match self.read_manifest(manifest.version).await {
-                    Ok(landed) if landed.commit_id == manifest.commit_id => {
-                        return Ok(manifest.version);
+                // Usually another writer's version; the next round tells.
+                Err(TableError::Store(object_store::Error::AlreadyExists { .. })) => {
+                    remember(&mut unsure, manifest.version);
+                }
+                Err(e) => {
+                    remember(&mut unsure, manifest.version);
+                    failures += 1;
+                    // Bounded: the store client has already retried what it safely could.
+                    if failures > MAX_FAILED_PUTS {
+                        return self.settle(&mut unsure, &commit_id, failures, e).await;
                     }
-                    Ok(_) => {}
-                    // Not landed: the next attempt re-reads and tries again, a bounded
-                    // number of times, since the store itself already retried.
-                    Err(_) if failures < MAX_FAILED_PUTS => failures += 1,
-                    Err(_) => return Err(e),
-                },
+                }
             }
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(MAX_BACKOFF);
@@ -285,12 +376,83 @@ impl Table {
         })
     }
 
-    fn manifest(&self, version: u64, files: Vec<DataFile>) -> Manifest {
+    /// The version among `unsure` that holds commit `commit_id`, if one does; versions
+    /// found to hold another writer's commit are dropped from `unsure`.
+    async fn landed(
+        &self,
+        base: &Manifest,
+        unsure: &mut Vec<u64>,
+        commit_id: &str,
+    ) -> Result<Option<u64>, TableError> {
+        let mut pending = Vec::new();
+        for &version in unsure.iter() {
+            // Not there yet: this attempt writes the same key, which only one PUT wins.
+            if version > base.version {
+                pending.push(version);
+                continue;
+            }
+            let holder = if version == base.version {
+                base.commit_id.clone()
+            } else {
+                self.read_manifest(version).await?.commit_id
+            };
+            if holder == commit_id {
+                return Ok(Some(version));
+            }
+        }
+        *unsure = pending;
+        Ok(None)
+    }
+
+    /// After the last failed manifest PUT: one more look at the table decides between
+    /// "committed after all", "not committed" and "cannot tell".
+    async fn settle(
+        &self,
+        unsure: &mut Vec<u64>,
+        commit_id: &str,
+        attempts: usize,
+        last: TableError,
+    ) -> Result<u64, TableError> {
+        let base = match self.latest().await {
+            Ok(base) => base,
+            Err(_) => return Err(self.unknown(unsure, last)),
+        };
+        match self.landed(&base, unsure, commit_id).await {
+            Ok(Some(version)) => Ok(version),
+            Ok(None) => Err(TableError::CommitFailed {
+                location: self.location(),
+                attempts,
+                source: Box::new(last),
+            }),
+            Err(_) => Err(self.unknown(unsure, last)),
+        }
+    }
+
+    /// `error`, or when some manifest PUT of this commit may have landed, the error
+    /// saying the outcome is unknown.
+    fn unknown(&self, unsure: &[u64], error: TableError) -> TableError {
+        match unsure.iter().max() {
+            Some(&version) => TableError::CommitUnknown {
+                location: self.location(),
+                version,
+                source: Box::new(error),
+            },
+            None => error,
+        }
+    }
+
+    fn manifest(&self, version: u64, files: Vec<DataFile>, commit_id: &str) -> Manifest {
         Manifest {
             format: FORMAT,
             version,
-            commit_id: unique_id(),
+            commit_id: commit_id.to_string(),
             json_column: self.json_column.clone(),
+            // A table of documents alone keeps the layout readers before relational
+            // columns understand.
+            columns: match self.columns.as_slice() {
+                [only] if only.is_json() => Vec::new(),
+                all => all.to_vec(),
+            },
             committed_at: chrono::Utc::now().to_rfc3339(),
             files,
         }
@@ -377,6 +539,13 @@ impl Table {
 
     fn location(&self) -> String {
         format!("{}/{}", self.store, self.prefix)
+    }
+}
+
+/// Adds `version` to the versions a commit's PUT may have written, once.
+fn remember(unsure: &mut Vec<u64>, version: u64) {
+    if !unsure.contains(&version) {
+        unsure.push(version);
     }
 }
 

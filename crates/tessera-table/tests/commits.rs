@@ -7,8 +7,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use arrow::array::{Int64Array, RecordBatch};
-use arrow::datatypes::{DataType, Field, Schema};
-use bytes::Bytes;
 use futures::TryStreamExt;
 use futures::stream::BoxStream;
 use object_store::memory::InMemory;
@@ -17,81 +15,11 @@ use object_store::{
     CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
     PutMultipartOptions, PutOptions, PutPayload, PutResult,
 };
-use parquet::arrow::ArrowWriter;
-use tessera_table::{FileRead, NewFile, Pacer, Snapshot, Table, TableError, TableOptions};
+use tessera_table::{FileRead, Pacer, Table, TableError, TableOptions};
 use tessera_testkit::MinioServer;
-use tessera_tiles::summary::{FileSummary, PathBloom, ShreddingSchema};
 
-/// A Parquet file of `values` in one Int64 column, as a data file to commit.
-async fn data_file(table: &Table, values: &[i64]) -> Result<NewFile, TableError> {
-    data_file_in_groups(table, values, None).await
-}
-
-/// Like [`data_file`], with row groups of at most `group_rows` rows.
-async fn data_file_in_groups(
-    table: &Table,
-    values: &[i64],
-    group_rows: Option<usize>,
-) -> Result<NewFile, TableError> {
-    let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, false)]));
-    let batch = RecordBatch::try_new(
-        schema.clone(),
-        vec![Arc::new(Int64Array::from(values.to_vec()))],
-    )
-    .unwrap();
-    let mut bytes = Vec::new();
-    let properties = parquet::file::properties::WriterProperties::builder()
-        .set_max_row_group_row_count(group_rows)
-        .build();
-    let mut writer = ArrowWriter::try_new(&mut bytes, schema, Some(properties)).unwrap();
-    writer.write(&batch).unwrap();
-    writer.close().unwrap();
-    let size = bytes.len() as u64;
-    let path = table.write_data_file(Bytes::from(bytes)).await?;
-    Ok(NewFile {
-        path,
-        size,
-        summary: FileSummary {
-            rows: values.len() as u64,
-            schema: ShreddingSchema::default(),
-            stats: Vec::new(),
-            unshredded_paths: PathBloom::with_capacity(0),
-        },
-    })
-}
-
-/// Every value the snapshot holds (deleted rows left out), sorted.
-async fn values(snapshot: &Snapshot) -> Vec<i64> {
-    let mut out = Vec::new();
-    for file in snapshot.files() {
-        let batches: Vec<RecordBatch> = snapshot
-            .read_file(file, true)
-            .await
-            .unwrap()
-            .try_collect()
-            .await
-            .unwrap();
-        for batch in batches {
-            let column = batch
-                .column(0)
-                .as_any()
-                .downcast_ref::<Int64Array>()
-                .unwrap();
-            out.extend(column.values().iter().copied());
-        }
-    }
-    out.sort_unstable();
-    out
-}
-
-fn minio_store(server: &MinioServer, bucket: &str) -> Arc<dyn ObjectStore> {
-    server.create_bucket(bucket);
-    let env = server.env();
-    let lookup = |name: &str| env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
-    let config = tessera_blob::S3Config::resolve(&Default::default(), &lookup).unwrap();
-    let url = url::Url::parse(&format!("s3://{bucket}/")).unwrap();
-    tessera_blob::StoreFactory::new(config).open(&url).unwrap()
-}
+mod common;
+use common::{data_file, data_file_in_groups, minio_store, values};
 
 async fn appends_and_snapshots(store: Arc<dyn ObjectStore>) {
     let table = Table::create(
@@ -463,4 +391,86 @@ async fn readahead_reads_what_a_plain_read_reads_on_minio() {
             );
         }
     }
+}
+
+/// A table's columns are recorded in every manifest and come back on open; invalid
+/// schemas are refused with the reason.
+#[tokio::test]
+async fn tables_record_their_columns() {
+    use arrow::datatypes::{DataType, Field};
+    use tessera_table::TableColumn;
+
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let columns = vec![
+        TableColumn::relational(&Field::new("id", DataType::Int64, false)),
+        TableColumn::json("j"),
+        TableColumn::relational(&Field::new("name", DataType::Utf8View, true)),
+    ];
+    let options = TableOptions {
+        json_column: "j".into(),
+        columns: columns.clone(),
+    };
+    let table = Table::create(store.clone(), Path::from("t"), options)
+        .await
+        .unwrap();
+    let file = data_file(&table, &[1]).await.unwrap();
+    table.commit_append(vec![file]).await.unwrap();
+    let reopened = Table::open(store.clone(), Path::from("t")).await.unwrap();
+    assert_eq!(reopened.columns(), columns.as_slice());
+    assert_eq!(
+        reopened.snapshot().await.unwrap().manifest().columns,
+        columns
+    );
+
+    // A table of documents alone keeps the old manifest layout.
+    let plain = Table::create(store.clone(), Path::from("plain"), TableOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(plain.columns(), &[TableColumn::json("j")]);
+    assert!(
+        plain
+            .snapshot()
+            .await
+            .unwrap()
+            .manifest()
+            .columns
+            .is_empty()
+    );
+
+    let refused = |columns: Vec<TableColumn>| {
+        let store = store.clone();
+        async move {
+            let options = TableOptions {
+                json_column: "j".into(),
+                columns,
+            };
+            Table::create(store, Path::from("refused"), options)
+                .await
+                .unwrap_err()
+                .to_string()
+        }
+    };
+    let id = TableColumn::relational(&Field::new("id", DataType::Int64, false));
+    assert_eq!(
+        refused(vec![id.clone()]).await,
+        "invalid table schema: a table has exactly one JSON document column, 'j'"
+    );
+    assert_eq!(
+        refused(vec![id.clone(), TableColumn::json("j"), id.clone()]).await,
+        "invalid table schema: column 'id' appears twice"
+    );
+    let options = TableOptions {
+        json_column: "doc".into(),
+        columns: vec![
+            TableColumn::json("doc"),
+            TableColumn::relational(&Field::new("j", DataType::Int64, false)),
+        ],
+    };
+    assert_eq!(
+        Table::create(store.clone(), Path::from("refused"), options)
+            .await
+            .unwrap_err()
+            .to_string(),
+        "invalid table schema: 'j' can only name the JSON document column"
+    );
 }

@@ -26,6 +26,9 @@ pub enum TilesError {
     /// Options no writer can follow.
     #[error("invalid tiles options: {0}")]
     Options(&'static str),
+    /// The relational columns given with the documents do not fit them.
+    #[error("relational columns: {0}")]
+    Columns(String),
     /// Building or reading a Variant failed.
     #[error("variant: {0}")]
     Variant(String),

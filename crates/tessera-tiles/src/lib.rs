@@ -37,7 +37,7 @@ pub mod variant;
 pub mod writer;
 
 pub use error::TilesError;
-pub use writer::{WrittenFile, read_json, write_file};
+pub use writer::{WrittenFile, read_json, write_file, write_file_with_columns};
 
 /// How documents are cut and shredded.
 #[derive(Debug, Clone)]

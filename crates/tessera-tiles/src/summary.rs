@@ -203,6 +203,27 @@ pub struct FileSummary {
     pub stats: Vec<PathStats>,
     /// Key paths that occur in the file but only in the Variant binary.
     pub unshredded_paths: PathBloom,
+    /// Statistics of the relational (non-JSON) columns stored next to the documents, in
+    /// the table's column order; empty for a table of documents alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<ColumnStats>,
+}
+
+/// Statistics of one relational column in one file, for skipping files whose values
+/// cannot satisfy a filter.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ColumnStats {
+    /// The column's name.
+    pub name: String,
+    /// Smallest non-null value; `None` when all values are null or the column's type
+    /// keeps no statistics.
+    pub min: Option<StatValue>,
+    /// Largest non-null value, under the same conditions as `min`.
+    pub max: Option<StatValue>,
+    /// True when `max` is a truncated string and so not an upper bound by itself.
+    pub max_truncated: bool,
+    /// Null values in the column.
+    pub null_count: u64,
 }
 
 /// FNV-1a followed by a 64-bit finalizer: stable across platforms and releases, which
@@ -285,6 +306,13 @@ mod tests {
                 distinct,
             }],
             unshredded_paths: bloom,
+            columns: vec![ColumnStats {
+                name: "id".into(),
+                min: Some(StatValue::Int(-3)),
+                max: Some(StatValue::Int(9)),
+                max_truncated: false,
+                null_count: 1,
+            }],
         };
         let text = serde_json::to_string(&summary).unwrap();
         assert_eq!(serde_json::from_str::<FileSummary>(&text).unwrap(), summary);

@@ -22,8 +22,8 @@ use crate::keypaths::{Choice, Items, json_path, mine};
 use crate::reorder::{Partitioning, reorder};
 use crate::shred::Shredder;
 use crate::summary::{
-    DistinctSketch, FileSummary, LeafType, PathBloom, PathStats, STAT_STRING_LIMIT, ShreddedPath,
-    ShreddingSchema, StatValue,
+    ColumnStats, DistinctSketch, FileSummary, LeafType, PathBloom, PathStats, STAT_STRING_LIMIT,
+    ShreddedPath, ShreddingSchema, StatValue,
 };
 use crate::tape::Tape;
 use crate::{TilesError, TilesOptions};
@@ -47,6 +47,21 @@ pub const MAX_FILE_BYTES: usize = 1 << 30;
 /// between the tiles of a partition so that tiles share structure, then rows are
 /// ordered by the file's low-cardinality shredded paths ([`crate::cluster`]).
 pub fn write_file(docs: &[&[u8]], options: &TilesOptions) -> Result<WrittenFile, TilesError> {
+    write_file_with_columns(docs, None, options)
+}
+
+/// Like [`write_file`], with the row's relational (non-JSON) columns next to each
+/// document: `columns` has one row per document and is stored as ordinary Parquet
+/// columns after the document column, reordered with the documents so every row stays
+/// whole, with per-column statistics in the summary.
+pub fn write_file_with_columns(
+    docs: &[&[u8]],
+    columns: Option<&RecordBatch>,
+    options: &TilesOptions,
+) -> Result<WrittenFile, TilesError> {
+    if let Some(columns) = columns {
+        check_columns(columns, docs.len())?;
+    }
     if options.tile_docs == 0
         || options.partition_tiles == 0
         || options.itemset_budget == 0
@@ -105,6 +120,7 @@ pub fn write_file(docs: &[&[u8]], options: &TilesOptions) -> Result<WrittenFile,
     }
     let column = shredder.finish();
     drop(tape);
+    let columns = columns.map(|c| reorder_columns(c, &order)).transpose()?;
     let stats = mined
         .shredded
         .iter()
@@ -114,9 +130,16 @@ pub fn write_file(docs: &[&[u8]], options: &TilesOptions) -> Result<WrittenFile,
         .into_iter()
         .map(|i| &mined.shredded[i])
         .collect();
-    let column = match cluster_order(&column, &keys)? {
-        Some(order) => reorder_rows(&column, &order)?,
-        None => column,
+    // Relational columns move with their documents.
+    let (column, columns) = match cluster_order(&column, &keys)? {
+        Some(order) => (
+            reorder_rows(&column, &order)?,
+            columns
+                .map(|c| arrow::compute::take_record_batch(&c, &order))
+                .transpose()
+                .map_err(|e| TilesError::Columns(e.to_string()))?,
+        ),
+        None => (column, columns),
     };
     let mut unshredded = PathBloom::with_capacity(mined.unshredded.len());
     mined.unshredded.iter().for_each(|p| unshredded.insert(p));
@@ -135,8 +158,9 @@ pub fn write_file(docs: &[&[u8]], options: &TilesOptions) -> Result<WrittenFile,
         },
         stats,
         unshredded_paths: unshredded,
+        columns: columns.as_ref().map(all_column_stats).unwrap_or_default(),
     };
-    let parquet = encode(column, &mined.shredded, options)?;
+    let parquet = encode(column, columns.as_ref(), &mined.shredded, options)?;
     Ok(WrittenFile { parquet, summary })
 }
 
@@ -255,13 +279,22 @@ fn typed_column_path(path: &[String]) -> ColumnPath {
 
 fn encode(
     column: StructArray,
+    relational: Option<&RecordBatch>,
     shredded: &[Choice],
     options: &TilesOptions,
 ) -> Result<Bytes, TilesError> {
-    let field = Field::new(COLUMN, column.data_type().clone(), true);
-    let schema = Arc::new(Schema::new(vec![field]));
-    let batch = RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(column)])
-        .map_err(TilesError::variant)?;
+    let mut fields = vec![Arc::new(Field::new(
+        COLUMN,
+        column.data_type().clone(),
+        true,
+    ))];
+    let mut arrays: Vec<ArrayRef> = vec![Arc::new(column)];
+    if let Some(relational) = relational {
+        fields.extend(relational.schema().fields().iter().cloned());
+        arrays.extend(relational.columns().iter().cloned());
+    }
+    let schema = Arc::new(Schema::new(fields));
+    let batch = RecordBatch::try_new(Arc::clone(&schema), arrays).map_err(TilesError::variant)?;
     let mut properties = WriterProperties::builder()
         .set_compression(Compression::ZSTD(
             ZstdLevel::try_new(options.zstd_level).map_err(TilesError::Parquet)?,
@@ -285,6 +318,135 @@ fn encode(
     writer.write(&batch).map_err(TilesError::Parquet)?;
     writer.close().map_err(TilesError::Parquet)?;
     Ok(Bytes::from(out))
+}
+
+/// Checks that relational columns can be stored next to `docs` documents.
+fn check_columns(columns: &RecordBatch, docs: usize) -> Result<(), TilesError> {
+    if columns.num_rows() != docs {
+        return Err(TilesError::Columns(format!(
+            "{} rows for {docs} documents",
+            columns.num_rows()
+        )));
+    }
+    let mut names = std::collections::HashSet::new();
+    for field in columns.schema().fields() {
+        if field.name() == COLUMN {
+            return Err(TilesError::Columns(format!(
+                "'{COLUMN}' names the document column of data files"
+            )));
+        }
+        if !names.insert(field.name()) {
+            return Err(TilesError::Columns(format!(
+                "'{}' appears twice",
+                field.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `columns` with their rows in the order the documents are written.
+fn reorder_columns(columns: &RecordBatch, order: &[usize]) -> Result<RecordBatch, TilesError> {
+    let indices = arrow::array::UInt64Array::from_iter_values(order.iter().map(|&i| i as u64));
+    arrow::compute::take_record_batch(columns, &indices)
+        .map_err(|e| TilesError::Columns(e.to_string()))
+}
+
+fn all_column_stats(columns: &RecordBatch) -> Vec<ColumnStats> {
+    columns
+        .schema()
+        .fields()
+        .iter()
+        .zip(columns.columns())
+        .map(|(field, array)| column_stats(field.name(), array.as_ref()))
+        .collect()
+}
+
+/// Min, max and null count of one relational column; types without an order that
+/// filters can use (and unsigned integers above `i64::MAX`) keep only the null count.
+fn column_stats(name: &str, array: &dyn Array) -> ColumnStats {
+    use arrow::datatypes::{
+        Float32Type, Int8Type, Int16Type, Int32Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+    };
+    macro_rules! ints {
+        ($t:ty) => {{
+            let a = array.as_primitive::<$t>();
+            let bound = |v: Option<_>| v.and_then(|v| i64::try_from(v).ok()).map(StatValue::Int);
+            let (min, max) = (bound(arrow::compute::min(a)), bound(arrow::compute::max(a)));
+            // An unsigned maximum beyond i64 is no bound at all: keep neither.
+            match (min, max) {
+                (Some(min), Some(max)) => (Some(min), Some(max), false),
+                _ => (None, None, false),
+            }
+        }};
+    }
+    macro_rules! floats {
+        ($t:ty) => {{
+            let a = array.as_primitive::<$t>();
+            // NaN sorts above everything in Arrow's order but compares false in SQL:
+            // a column holding one keeps no bounds.
+            if a.iter().flatten().any(|v| v.is_nan()) {
+                (None, None, false)
+            } else {
+                let bound = |v: Option<_>| v.map(|v| StatValue::Float(f64::from(v)));
+                (
+                    bound(arrow::compute::min(a)),
+                    bound(arrow::compute::max(a)),
+                    false,
+                )
+            }
+        }};
+    }
+    let strings = |min: Option<&str>, max: Option<&str>| {
+        (
+            min.map(|s| StatValue::String(truncate(s).to_string())),
+            max.map(|s| StatValue::String(truncate(s).to_string())),
+            max.is_some_and(|s| truncate(s).len() < s.len()),
+        )
+    };
+    let (min, max, max_truncated) = match array.data_type() {
+        DataType::Int8 => ints!(Int8Type),
+        DataType::Int16 => ints!(Int16Type),
+        DataType::Int32 => ints!(Int32Type),
+        DataType::Int64 => ints!(Int64Type),
+        DataType::UInt8 => ints!(UInt8Type),
+        DataType::UInt16 => ints!(UInt16Type),
+        DataType::UInt32 => ints!(UInt32Type),
+        DataType::UInt64 => ints!(UInt64Type),
+        DataType::Float32 => floats!(Float32Type),
+        DataType::Float64 => floats!(Float64Type),
+        DataType::Boolean => {
+            let a = array.as_boolean();
+            (
+                arrow::compute::min_boolean(a).map(StatValue::Bool),
+                arrow::compute::max_boolean(a).map(StatValue::Bool),
+                false,
+            )
+        }
+        DataType::Utf8 => {
+            let a = array.as_string::<i32>();
+            strings(arrow::compute::min_string(a), arrow::compute::max_string(a))
+        }
+        DataType::LargeUtf8 => {
+            let a = array.as_string::<i64>();
+            strings(arrow::compute::min_string(a), arrow::compute::max_string(a))
+        }
+        DataType::Utf8View => {
+            let a = array.as_string_view();
+            strings(
+                arrow::compute::min_string_view(a),
+                arrow::compute::max_string_view(a),
+            )
+        }
+        _ => (None, None, false),
+    };
+    ColumnStats {
+        name: name.to_string(),
+        min,
+        max,
+        max_truncated,
+        null_count: array.null_count() as u64,
+    }
 }
 
 /// Turns a Variant column read back from a data file into JSON text, one per row.

@@ -301,3 +301,112 @@ fn malformed_documents_and_options_are_clear_errors() {
         "invalid tiles options: the threshold is a share in (0, 1]"
     );
 }
+
+/// Relational columns move with their documents when reordering moves the documents:
+/// each row's `seq` column equals the `seq` inside its document, and the summary holds
+/// each column's bounds and nulls.
+#[test]
+fn relational_columns_stay_with_their_reordered_documents() {
+    use std::sync::Arc;
+
+    use arrow::array::{Int64Array, RecordBatch, StringArray};
+    use arrow::datatypes::{DataType, Field, Int64Type, Schema};
+    use tessera_tiles::summary::StatValue;
+    use tessera_tiles::write_file_with_columns;
+
+    let texts = bluesky(8_192, 3);
+    let docs: Vec<String> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, d)| format!(r#"{{"seq":{i},{}"#, &d[1..]))
+        .collect();
+    let raw: Vec<&[u8]> = docs.iter().map(|d| d.as_bytes()).collect();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("seq", DataType::Int64, false),
+        Field::new("label", DataType::Utf8, true),
+    ]));
+    let labels: Vec<Option<String>> = (0..docs.len())
+        .map(|i| (i % 7 != 0).then(|| format!("label-{:05}", i)))
+        .collect();
+    let columns = RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(Int64Array::from_iter_values(0..docs.len() as i64)),
+            Arc::new(StringArray::from(labels)),
+        ],
+    )
+    .unwrap();
+    let written = write_file_with_columns(&raw, Some(&columns), &TilesOptions::default()).unwrap();
+    let reader = ParquetRecordBatchReaderBuilder::try_new(written.parquet.clone())
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut moved = 0;
+    let mut seen = 0;
+    for batch in reader {
+        let batch = batch.unwrap();
+        assert_eq!(batch.schema().field(0).name(), "j");
+        let text = read_json(batch.column(0).as_ref()).unwrap();
+        let text = text.as_string::<i32>();
+        let seq = batch
+            .column_by_name("seq")
+            .unwrap()
+            .as_primitive::<Int64Type>();
+        let label = batch.column_by_name("label").unwrap().as_string::<i32>();
+        for row in 0..batch.num_rows() {
+            let doc: Value = serde_json::from_str(text.value(row)).unwrap();
+            let inside = doc["seq"].as_i64().unwrap();
+            assert_eq!(seq.value(row), inside, "row {}", seen + row);
+            let expected = (inside % 7 != 0).then(|| format!("label-{inside:05}"));
+            assert_eq!(
+                label.is_valid(row).then(|| label.value(row).to_string()),
+                expected
+            );
+            moved += usize::from(inside != (seen + row) as i64);
+        }
+        seen += batch.num_rows();
+    }
+    assert_eq!(seen, docs.len());
+    assert!(
+        moved > 0,
+        "reordering moved no document, so the test proves nothing"
+    );
+    let stats = &written.summary.columns;
+    assert_eq!(stats.len(), 2);
+    assert_eq!(
+        (
+            stats[0].min.clone(),
+            stats[0].max.clone(),
+            stats[0].null_count
+        ),
+        (
+            Some(StatValue::Int(0)),
+            Some(StatValue::Int(docs.len() as i64 - 1)),
+            0
+        )
+    );
+    assert_eq!(stats[1].min, Some(StatValue::String("label-00001".into())));
+    assert_eq!(stats[1].null_count, docs.len().div_ceil(7) as u64);
+
+    let short = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![Field::new("j", DataType::Int64, false)])),
+        vec![Arc::new(Int64Array::from(vec![1]))],
+    )
+    .unwrap();
+    let error =
+        write_file_with_columns(&raw[..1], Some(&short), &TilesOptions::default()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "relational columns: 'j' names the document column of data files"
+    );
+    let error = write_file_with_columns(
+        &raw[..2],
+        Some(&columns.slice(0, 1)),
+        &TilesOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "relational columns: 1 rows for 2 documents"
+    );
+}

@@ -1,6 +1,6 @@
-//! `DESCRIBE` of a Tessera table: its document column, then every shredded path with its
-//! type, the share of documents served from that typed column, and how many files
-//! shred it.
+//! `DESCRIBE` of a Tessera table: its columns in order (the document column as `json`,
+//! relational columns with their Arrow types), then every shredded path with its type,
+//! the share of documents served from that typed column, and how many files shred it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -30,10 +30,16 @@ pub async fn describe(table: &ManagedTable) -> Result<RecordBatch> {
             entry.1 += 1;
         }
     }
-    let mut names = vec![table.schema_column().to_string()];
-    let mut types = vec!["json".to_string()];
-    let mut shares = vec![None];
-    let mut counts = vec![files.len() as u64];
+    let mut names = Vec::new();
+    let mut types = Vec::new();
+    let mut shares = Vec::new();
+    let mut counts = Vec::new();
+    for column in table.table().columns() {
+        names.push(column.name.clone());
+        types.push(column.ty.clone());
+        shares.push(None);
+        counts.push(files.len() as u64);
+    }
     for ((path, ty), (typed, count)) in paths {
         names.push(path);
         types.push(ty);

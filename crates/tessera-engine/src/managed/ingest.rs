@@ -43,6 +43,12 @@ pub async fn ingest(
     sources: &[String],
 ) -> Result<IngestOutcome> {
     let state = ctx.state();
+    if table.schema().fields().len() != 1 {
+        return Err(DataFusionError::Plan(format!(
+            "the Tessera table at {location} has relational columns besides its documents; \
+             ingest fills only a table of documents alone (use INSERT INTO ... SELECT for this one)"
+        )));
+    }
     let source = table_for_locations(
         &state,
         sources,

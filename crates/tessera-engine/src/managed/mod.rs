@@ -20,6 +20,7 @@ mod sink;
 use std::sync::Arc;
 use std::time::Duration;
 
+use arrow::datatypes::Fields;
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider, TableProviderFactory};
 use datafusion::common::{DataFusionError, Result};
@@ -30,27 +31,32 @@ use tessera_table::{Table, TableOptions};
 pub use delete::delete;
 pub use describe::describe;
 pub use ingest::{IngestOutcome, ingest};
-pub use open::{table_root, table_url};
+pub use open::{check_declared, declared_columns, table_root, table_url};
 pub use provider::ManagedTable;
 pub use scan::{SnapshotFile, TilesSource};
 pub use sink::{BYTES_PER_FILE, DOCS_PER_FILE, WriteProgress, WriteReport};
 
 use provider::external;
 
-/// The table at `location`, created (empty, document column `column`) when there is
-/// none yet.
+/// The table at `location`, created (empty, with the columns `fields` declare, see
+/// [`declared_columns`]) when there is none yet.
 pub async fn open_or_create(
     state: &dyn Session,
     location: &str,
-    column: &str,
+    fields: &Fields,
 ) -> Result<ManagedTable> {
     let (store, prefix) = table_root(state, location)?;
     let url = table_url(location)?;
     let table = match Table::open(Arc::clone(&store), prefix.clone()).await {
-        Ok(table) => table,
+        Ok(table) => {
+            check_declared(&table, location, fields)?;
+            table
+        }
         Err(e) if e.is_not_found() => {
+            let (json_column, columns) = declared_columns(fields)?;
             let options = TableOptions {
-                json_column: column.to_string(),
+                json_column,
+                columns,
             };
             Table::create(store, prefix, options)
                 .await
@@ -58,7 +64,7 @@ pub async fn open_or_create(
         }
         Err(e) => return Err(external(e)),
     };
-    Ok(ManagedTable::new(Arc::new(table), url))
+    ManagedTable::new(Arc::new(table), url)
 }
 
 /// The table at `location` if one is there (`None` when the location holds no table).
@@ -68,7 +74,7 @@ pub async fn open_existing(state: &dyn Session, location: &str) -> Result<Option
         Ok(table) => Ok(Some(ManagedTable::new(
             Arc::new(table),
             table_url(location)?,
-        ))),
+        )?)),
         Err(e) if e.is_not_found() => Ok(None),
         Err(e) => Err(external(e)),
     }
@@ -104,15 +110,8 @@ impl TableProviderFactory for TesseraTableFactory {
                 "a Tessera table has exactly one location".into(),
             ));
         };
-        let column = match cmd.schema.fields().as_ref() {
-            [] => "j".to_string(),
-            [field] => field.name().clone(),
-            _ => {
-                return Err(DataFusionError::Plan(
-                    "a Tessera table holds one JSON column; declare at most one".into(),
-                ));
-            }
-        };
-        Ok(Arc::new(open_or_create(state, location, &column).await?))
+        Ok(Arc::new(
+            open_or_create(state, location, cmd.schema.fields()).await?,
+        ))
     }
 }

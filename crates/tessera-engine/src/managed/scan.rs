@@ -25,7 +25,7 @@ use arrow::datatypes::{DataType, Field};
 use arrow::error::ArrowError;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::format::DEFAULT_CAST_OPTIONS;
-use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::common::{DataFusionError, Result};
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::{
@@ -87,9 +87,12 @@ impl TilesSource {
 
     fn extraction(&self) -> Result<ExtractionPlan> {
         let schema = self.table_schema.table_schema();
+        // Relational columns follow the document column; the plan carries them through
+        // like partition values, read per file by `relational_leaves`.
+        let relational: Vec<Arc<Field>> = schema.fields().iter().skip(1).cloned().collect();
         ExtractionPlan::new(
             &Arc::new(schema.field(0).clone()),
-            &[],
+            &relational,
             &self.projection,
             &[],
             &self.filters,
@@ -352,7 +355,10 @@ impl FileOpener for TilesOpener {
             let schema = open.metadata().file_metadata().schema_descr();
             let parquet_leaves = (!whole).then(|| {
                 let all: Vec<usize> = (0..sources.len()).collect();
-                leaf_columns(&sources, &all, column.name(), schema)
+                let mut leaves = leaf_columns(&sources, &all, column.name(), schema);
+                leaves.extend(relational_leaves(&plan, schema));
+                leaves.sort_unstable();
+                leaves
             });
             let predicate = late_predicate(&plan, &sources, column.name(), schema, &metrics)?;
             let filters_applied = predicate.is_some();
@@ -452,6 +458,38 @@ fn leaf_columns(
     indices.sort_unstable();
     indices.dedup();
     indices
+}
+
+/// The Parquet leaves of the relational columns the projection or the filters read.
+fn relational_leaves(plan: &ExtractionPlan, schema: &SchemaDescriptor) -> Vec<usize> {
+    let wanted: Vec<&str> = plan
+        .partition_fields
+        .iter()
+        .map(|f| f.name().as_str())
+        .filter(|name| {
+            plan.projection
+                .iter()
+                .map(|p| &p.expr)
+                .chain(&plan.row_filters)
+                .any(|e| {
+                    e.exists(|n| {
+                        Ok(n.downcast_ref::<Column>()
+                            .is_some_and(|c| c.name() == *name))
+                    })
+                    .unwrap_or(true)
+                })
+        })
+        .collect();
+    (0..schema.num_columns())
+        .filter(|&i| {
+            let column = schema.column(i);
+            column
+                .path()
+                .parts()
+                .first()
+                .is_some_and(|root| wanted.contains(&root.as_str()))
+        })
+        .collect()
 }
 
 /// Late materialization: when every filter reads only shredded paths of this file, the
@@ -556,6 +594,16 @@ fn surviving_pages(
     (selected < at).then(|| RowSelection::from_consecutive_ranges(kept.into_iter(), at))
 }
 
+/// The relational column `field` of a stored batch, as the table declares it; nulls when
+/// the batch does not hold it (nothing reads it).
+fn relational_column(stored: &RecordBatch, field: &Field) -> Result<ArrayRef> {
+    match stored.column_by_name(field.name()) {
+        Some(array) if array.data_type() == field.data_type() => Ok(Arc::clone(array)),
+        Some(array) => Ok(arrow::compute::cast(array, field.data_type())?),
+        None => Ok(new_null_array(field.data_type(), stored.num_rows())),
+    }
+}
+
 /// Turns the stored batches of one file into batches of the scan's output.
 struct FileDecoder {
     plan: Arc<ExtractionPlan>,
@@ -619,7 +667,9 @@ impl FileDecoder {
     /// computed (the rest are placeholders no filter reads).
     fn decoded(&mut self, stored: &RecordBatch, only: Option<&[usize]>) -> Result<RecordBatch> {
         let rows = stored.num_rows();
-        let column = (stored.num_columns() > 0).then(|| stored.column(0).as_struct());
+        let column = stored
+            .column_by_name(tessera_tiles::writer::COLUMN)
+            .map(|c| c.as_struct());
         let wanted = |k: usize| only.is_none_or(|o| o.contains(&k));
         let mut typed_casts: Vec<Option<ArrayRef>> = Vec::with_capacity(self.plan.casts.len());
         for (k, target) in &self.plan.casts {
@@ -694,6 +744,9 @@ impl FileDecoder {
             for (k, mut builder) in fallback {
                 arrays[base + k] = builder.finish();
             }
+        }
+        for field in &self.plan.partition_fields {
+            arrays.push(relational_column(stored, field)?);
         }
         for ((k, target), typed) in self.plan.casts.iter().zip(typed_casts) {
             arrays.push(match typed {

@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use arrow::array::{Array, AsArray};
+use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::{DataType, SchemaRef};
 use async_trait::async_trait;
 use datafusion::common::{DataFusionError, Result};
@@ -51,10 +51,17 @@ pub struct WriteReport {
     pub files: Vec<NewFile>,
 }
 
-/// A DataFusion sink that appends its input's single JSON text column to a table.
+/// A DataFusion sink that appends its input's rows to a table: the document column as
+/// JSON tiles, the relational columns next to it.
 pub struct TilesSink {
     table: Arc<Table>,
     schema: SchemaRef,
+    /// Position of the document column in `schema`.
+    document: usize,
+    /// Positions of the relational columns in `schema`, and the schema they are stored
+    /// with.
+    relational: Vec<usize>,
+    relational_schema: SchemaRef,
     options: TilesOptions,
     progress: Arc<WriteProgress>,
     report: Arc<parking_lot::Mutex<Option<WriteReport>>>,
@@ -73,33 +80,59 @@ impl DisplayAs for TilesSink {
 }
 
 impl TilesSink {
-    /// A sink appending to `table`, whose document column is the only field of `schema`.
+    /// A sink appending to `table`, whose SQL schema is `schema` (in the table's column
+    /// order; the document column is its only non-nullable column).
     pub fn new(
         table: Arc<Table>,
         schema: SchemaRef,
         progress: Arc<WriteProgress>,
         report: Arc<parking_lot::Mutex<Option<WriteReport>>>,
-    ) -> Self {
-        assert_eq!(
-            schema.fields().len(),
-            1,
-            "a Tessera table holds one JSON column"
-        );
-        Self {
+    ) -> Result<Self> {
+        let document = schema
+            .fields()
+            .iter()
+            .position(|f| !f.is_nullable())
+            .ok_or_else(|| DataFusionError::Internal("a table without a document column".into()))?;
+        let relational: Vec<usize> = (0..schema.fields().len())
+            .filter(|&i| i != document)
+            .collect();
+        let relational_schema = Arc::new(schema.project(&relational)?);
+        Ok(Self {
             table,
             schema,
+            document,
+            relational,
+            relational_schema,
             options: TilesOptions::default(),
             progress,
             report,
+        })
+    }
+
+    /// The relational columns of `batch` as stored (empty when the table has none).
+    fn relational_columns(&self, batch: &RecordBatch) -> Result<Option<RecordBatch>> {
+        if self.relational.is_empty() {
+            return Ok(None);
         }
+        let columns = self
+            .relational
+            .iter()
+            .zip(self.relational_schema.fields())
+            .map(|(&i, field)| Ok(arrow::compute::cast(batch.column(i), field.data_type())?))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some(RecordBatch::try_new(
+            Arc::clone(&self.relational_schema),
+            columns,
+        )?))
     }
 }
 
-/// Documents gathered for one data file.
+/// Documents (and their rows' relational columns) gathered for one data file.
 #[derive(Default)]
 struct Chunk {
     bytes: Vec<u8>,
     ends: Vec<usize>,
+    columns: Vec<RecordBatch>,
 }
 
 impl Chunk {
@@ -112,27 +145,46 @@ impl Chunk {
         self.ends.len() >= DOCS_PER_FILE || self.bytes.len() >= BYTES_PER_FILE
     }
 
+    /// The relational columns of all rows, in one batch.
+    fn relational(&self) -> Result<Option<RecordBatch>> {
+        match self.columns.first() {
+            Some(first) => Ok(Some(arrow::compute::concat_batches(
+                &first.schema(),
+                &self.columns,
+            )?)),
+            None => Ok(None),
+        }
+    }
+
     /// This chunk as at most `parts` chunks of at least [`MIN_SPLIT_DOCS`] documents
     /// each, in order.
-    fn split(self, parts: usize) -> Vec<Chunk> {
+    fn split(self, parts: usize) -> Result<Vec<Chunk>> {
         let parts = parts.min(self.ends.len() / MIN_SPLIT_DOCS).max(1);
         if parts == 1 {
-            return vec![self];
+            return Ok(vec![self]);
         }
+        let relational = self.relational()?;
         let per_part = self.ends.len().div_ceil(parts);
         let mut start = 0;
-        self.ends
+        let mut first_row = 0;
+        Ok(self
+            .ends
             .chunks(per_part)
             .map(|ends| {
                 let end = *ends.last().expect("chunks are not empty");
                 let part = Chunk {
                     bytes: self.bytes[start..end].to_vec(),
                     ends: ends.iter().map(|e| e - start).collect(),
+                    columns: relational
+                        .iter()
+                        .map(|r| r.slice(first_row, ends.len()))
+                        .collect(),
                 };
                 start = end;
+                first_row += ends.len();
                 part
             })
-            .collect()
+            .collect())
     }
 
     fn docs(&self) -> Vec<&[u8]> {
@@ -164,9 +216,10 @@ impl TilesSink {
         let table = Arc::clone(&self.table);
         let options = self.options.clone();
         let progress = Arc::clone(&self.progress);
+        let relational = chunk.relational()?;
         running.spawn(async move {
             let written = tokio::task::spawn_blocking(move || {
-                tessera_tiles::write_file(&chunk.docs(), &options)
+                tessera_tiles::write_file_with_columns(&chunk.docs(), relational.as_ref(), &options)
             })
             .await
             .map_err(|e| DataFusionError::External(Box::new(e)))?
@@ -213,13 +266,16 @@ impl DataSink for TilesSink {
         let mut rows = 0u64;
         while let Some(batch) = data.next().await {
             let batch = batch?;
-            let column = batch.column(0);
+            let column = batch.column(self.document);
             for_each_document(column.as_ref(), rows, |doc| {
                 chunk.push(doc);
                 self.progress
                     .bytes_in
                     .fetch_add(doc.len() as u64, Ordering::Relaxed);
             })?;
+            if let Some(columns) = self.relational_columns(&batch)? {
+                chunk.columns.push(columns);
+            }
             rows += batch.num_rows() as u64;
             self.progress
                 .documents
@@ -233,7 +289,7 @@ impl DataSink for TilesSink {
         // No input arrives while the last chunk is shredded: split it so that the free
         // cores share it instead of one core shredding it alone.
         if !chunk.ends.is_empty() {
-            for part in chunk.split(max_in_flight) {
+            for part in chunk.split(max_in_flight)? {
                 self.flush(part, &mut running, &mut done, max_in_flight)
                     .await?;
             }
@@ -299,7 +355,7 @@ mod tests {
     fn the_last_chunk_splits_into_parts_of_at_least_the_minimum() {
         let whole = chunk(MIN_SPLIT_DOCS * 2 + 3);
         let texts: Vec<Vec<u8>> = whole.docs().iter().map(|d| d.to_vec()).collect();
-        let parts = whole.split(4);
+        let parts = whole.split(4).unwrap();
         assert_eq!(
             parts.iter().map(|p| p.ends.len()).collect::<Vec<_>>(),
             vec![MIN_SPLIT_DOCS + 2, MIN_SPLIT_DOCS + 1]
@@ -309,7 +365,35 @@ mod tests {
             .flat_map(|p| p.docs().into_iter().map(|d| d.to_vec()))
             .collect();
         assert_eq!(rejoined, texts);
-        assert_eq!(chunk(MIN_SPLIT_DOCS * 2 - 1).split(4).len(), 1);
-        assert_eq!(chunk(10).split(1).len(), 1);
+        assert_eq!(chunk(MIN_SPLIT_DOCS * 2 - 1).split(4).unwrap().len(), 1);
+        assert_eq!(chunk(10).split(1).unwrap().len(), 1);
+    }
+
+    /// Relational columns, gathered batch by batch, split at the same rows as the
+    /// documents.
+    #[test]
+    fn relational_columns_split_with_their_documents() {
+        use arrow::array::Int64Array;
+        use arrow::datatypes::{Field, Int64Type, Schema};
+
+        let docs = MIN_SPLIT_DOCS * 2 + 3;
+        let mut whole = chunk(docs);
+        let schema = Arc::new(Schema::new(vec![Field::new("i", DataType::Int64, true)]));
+        let cut = 1000;
+        for range in [0..cut, cut..docs] {
+            let values = Int64Array::from_iter_values(range.map(|i| i as i64));
+            whole
+                .columns
+                .push(RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(values)]).unwrap());
+        }
+        for part in whole.split(2).unwrap() {
+            let columns = part.relational().unwrap().unwrap();
+            assert_eq!(columns.num_rows(), part.ends.len());
+            let values = columns.column(0).as_primitive::<Int64Type>();
+            for (row, doc) in part.docs().into_iter().enumerate() {
+                let expected = format!("{{\"i\":{}}}", values.value(row));
+                assert_eq!(doc, expected.as_bytes());
+            }
+        }
     }
 }

@@ -5,59 +5,11 @@
 
 use std::path::Path;
 
-use arrow::util::display::{ArrayFormatter, FormatOptions};
 use tessera_engine::{SessionOptions, TesseraSession};
 
-/// The rows of `sql`'s answer as sorted text lines.
-async fn rows(session: &TesseraSession, sql: &str) -> Vec<String> {
-    let batches = session
-        .sql(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-        .collect()
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    let options = FormatOptions::default().with_null("NULL");
-    let mut out = Vec::new();
-    for batch in &batches {
-        let formatters: Vec<_> = batch
-            .columns()
-            .iter()
-            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).unwrap())
-            .collect();
-        for row in 0..batch.num_rows() {
-            let cells: Vec<String> = formatters
-                .iter()
-                .map(|f| f.value(row).to_string())
-                .collect();
-            out.push(cells.join(" | "));
-        }
-    }
-    out.sort();
-    out
-}
+mod common;
 
-/// The `EXPLAIN ANALYZE` text of `sql`.
-async fn analyze(session: &TesseraSession, sql: &str) -> String {
-    rows(session, &format!("EXPLAIN ANALYZE {sql}"))
-        .await
-        .join("\n")
-}
-
-/// The sum of metric `name` over the plan text.
-fn metric(plan: &str, name: &str) -> u64 {
-    let key = format!("{name}=");
-    plan.match_indices(&key)
-        .map(|(at, _)| {
-            plan[at + key.len()..]
-                .chars()
-                .take_while(char::is_ascii_digit)
-                .collect::<String>()
-                .parse::<u64>()
-                .unwrap_or(0)
-        })
-        .sum()
-}
+use common::{analyze, metric, rows};
 
 /// Three NDJSON files of 2000 documents each; file `f` holds ids `f*10000 ..`, a
 /// `group` string and a number `n`.

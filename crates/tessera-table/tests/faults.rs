@@ -580,6 +580,39 @@ async fn a_manifest_put_whose_answer_is_lost_is_committed_exactly_once() {
     }
 }
 
+/// Starts writer A's commit with `fault` on its manifest PUT and, while A is held at
+/// that PUT, commits writer B (one row, 9). Returns A's pending commit, what A's PUTs
+/// did, and B's version.
+async fn race_with_b(
+    rig: &Rig,
+    fault: Fault,
+) -> (
+    tokio::task::JoinHandle<Result<u64, TableError>>,
+    Arc<Shared>,
+    u64,
+) {
+    let pause = Arc::new(Pause::default());
+    let (a, shared) = rig.writer(fault, Some(pause.clone())).await;
+    let files = bounded("data files", write_files(&a)).await.unwrap();
+    let commit_a = tokio::spawn(async move { a.commit_append(files).await });
+    bounded("A's faulted PUT", pause.reached.notified()).await;
+    let b = rig.clean_writer().await;
+    let b_file = data_file(&b, &[9]).await.unwrap();
+    let b_version = bounded("B's commit", b.commit_append(vec![b_file]))
+        .await
+        .unwrap();
+    pause.resume.notify_one();
+    (commit_a, shared, b_version)
+}
+
+/// The rows after A's commit and B's row 9.
+fn with_b() -> Vec<i64> {
+    let mut expected = with(&added());
+    expected.push(9);
+    expected.sort_unstable();
+    expected
+}
+
 /// Writer A's manifest PUT for version 2 lands but its answer is lost; before A looks
 /// again, writer B commits (losing version 2 to A, so B's commit becomes version 3).
 /// A must still report version 2 and not re-apply its files on top of B's version.
@@ -594,27 +627,12 @@ async fn a_lost_answer_racing_another_writer_is_committed_exactly_once() {
         puts: 1,
         linger: 1,
     };
-    let pause = Arc::new(Pause::default());
-    let (a, shared) = rig.writer(fault, Some(pause.clone())).await;
-    let files = bounded("data files", write_files(&a)).await.unwrap();
-    let commit_a = tokio::spawn(async move { a.commit_append(files).await });
-    bounded("A's faulted PUT", pause.reached.notified()).await;
-
-    let b = rig.clean_writer().await;
-    let b_file = data_file(&b, &[9]).await.unwrap();
-    let b_version = bounded("B's commit", b.commit_append(vec![b_file]))
-        .await
-        .unwrap();
+    let (commit_a, shared, b_version) = race_with_b(&rig, fault).await;
     assert_eq!(b_version, 3, "B lost version 2 to A's landed PUT");
-    pause.resume.notify_one();
-
     let a_version = bounded("A's commit", commit_a).await.unwrap().unwrap();
     assert_eq!(a_version, 2);
     assert!(log(&shared)[0].landed);
-    let mut expected = with(&added());
-    expected.push(9);
-    expected.sort_unstable();
-    assert_eq!(rig.read().await, (3, expected));
+    assert_eq!(rig.read().await, (3, with_b()));
     assert_eq!(rig.versions().await, expected_versions(3));
     let at_2 = rig.clean_writer().await.snapshot_at(2).await.unwrap();
     assert_eq!(values(&at_2).await, with(&added()));
@@ -633,27 +651,10 @@ async fn a_failed_put_that_lost_the_race_is_committed_once_on_top() {
         puts: 1,
         linger: 0,
     };
-    let pause = Arc::new(Pause::default());
-    let (a, shared) = rig.writer(fault, Some(pause.clone())).await;
-    let files = bounded("data files", write_files(&a)).await.unwrap();
-    let commit_a = tokio::spawn(async move { a.commit_append(files).await });
-    bounded("A's faulted PUT", pause.reached.notified()).await;
-
-    let b = rig.clean_writer().await;
-    let b_file = data_file(&b, &[9]).await.unwrap();
-    assert_eq!(
-        bounded("B's commit", b.commit_append(vec![b_file]))
-            .await
-            .unwrap(),
-        2
-    );
-    pause.resume.notify_one();
-
+    let (commit_a, shared, b_version) = race_with_b(&rig, fault).await;
+    assert_eq!(b_version, 2);
     assert_eq!(bounded("A's commit", commit_a).await.unwrap().unwrap(), 3);
     assert!(!log(&shared)[0].landed);
-    let mut expected = with(&added());
-    expected.push(9);
-    expected.sort_unstable();
-    assert_eq!(rig.read().await, (3, expected));
+    assert_eq!(rig.read().await, (3, with_b()));
     assert_eq!(rig.versions().await, expected_versions(3));
 }

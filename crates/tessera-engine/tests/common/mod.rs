@@ -1,0 +1,66 @@
+//! Helpers shared by the engine's integration tests: answers as sorted text lines and
+//! metrics read off `EXPLAIN ANALYZE`.
+
+use arrow::util::display::{ArrayFormatter, FormatOptions};
+use tessera_engine::TesseraSession;
+
+/// The rows of `sql`'s answer as sorted text lines.
+pub async fn rows(session: &TesseraSession, sql: &str) -> Vec<String> {
+    let batches = session
+        .sql(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .collect()
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let options = FormatOptions::default().with_null("NULL");
+    let mut out = Vec::new();
+    for batch in &batches {
+        let formatters: Vec<_> = batch
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).unwrap())
+            .collect();
+        for row in 0..batch.num_rows() {
+            let cells: Vec<String> = formatters
+                .iter()
+                .map(|f| f.value(row).to_string())
+                .collect();
+            out.push(cells.join(" | "));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The `EXPLAIN ANALYZE` text of `sql`.
+pub async fn analyze(session: &TesseraSession, sql: &str) -> String {
+    rows(session, &format!("EXPLAIN ANALYZE {sql}"))
+        .await
+        .join("\n")
+}
+
+/// The sum of metric `name` over the plan text, where DataFusion shows counts from a
+/// thousand on rounded, as in `59.52 K`.
+pub fn metric(plan: &str, name: &str) -> u64 {
+    let key = format!("{name}=");
+    plan.match_indices(&key)
+        .map(|(at, _)| {
+            let text = &plan[at + key.len()..];
+            let number: String = text
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect();
+            let scale = match text[number.len()..]
+                .strip_prefix(' ')
+                .and_then(|t| t.chars().next())
+            {
+                Some('K') => 1e3,
+                Some('M') => 1e6,
+                Some('B') => 1e9,
+                _ => 1.0,
+            };
+            (number.parse::<f64>().unwrap_or(0.0) * scale) as u64
+        })
+        .sum()
+}

@@ -15,5 +15,7 @@ echo "== Rust tests"
 cargo test --workspace --quiet
 
 echo "== differential tests against DuckDB"
-cargo build --quiet -p tessera-cli
+# `cargo test` built the binary for the CLI tests; building it on its own would resolve
+# dependency features differently and compile DataFusion a second time.
+test -x "$CARGO_TARGET_DIR/debug/tessera"
 TESSERA_BIN="$CARGO_TARGET_DIR/debug/tessera" "$TESSERA_VENV/bin/python" -m pytest -q tests/differential

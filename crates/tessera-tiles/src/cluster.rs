@@ -25,9 +25,9 @@ pub const MAX_KEY_DISTINCT: u64 = 256;
 /// most rows lack orders nothing.
 const MIN_KEY_TYPED_SHARE: f64 = 0.5;
 
-/// The shredded paths to cluster a file's rows by, most selective-friendly first: the
-/// ones with the fewest distinct values lead, so each later key orders rows within the
-/// runs of the earlier ones. At most `limit` keys; indices into `shredded`/`stats`.
+/// The shredded paths to cluster a file's rows by: the ones with the fewest distinct
+/// values lead, so each later key orders rows within the runs of the earlier ones. At
+/// most `limit` keys; indices into the file's shredded paths (and `stats`).
 pub(crate) fn cluster_keys(stats: &[PathStats], rows: u64, limit: usize) -> Vec<usize> {
     let mut keys: Vec<(u64, &str, usize)> = stats
         .iter()

@@ -17,6 +17,33 @@ mod common;
 
 const MIB: usize = 1024 * 1024;
 
+/// A client of `bucket` without hedging (so every extra request is a retry), with
+/// `max_attempts` and `base_backoff`, counting into `stats`.
+fn unhedged_client(
+    minio: &MinioServer,
+    bucket: &str,
+    max_attempts: u32,
+    base_backoff: Duration,
+    stats: &Arc<RequestStats>,
+) -> S3Client {
+    let options = RetrievalOptions {
+        max_attempts,
+        base_backoff,
+        hedging: Hedging {
+            enabled: false,
+            ..Hedging::default()
+        },
+        ..RetrievalOptions::default()
+    };
+    S3Client::with_options(
+        common::config(minio, &minio.endpoint()),
+        bucket,
+        options,
+        Arc::clone(stats),
+    )
+    .unwrap()
+}
+
 /// MinIO admitting `max` requests at once and answering 429 TooManyRequests to any
 /// request that finds no slot within `deadline`.
 fn throttled_minio(max: u32, deadline: &str) -> MinioServer {
@@ -35,24 +62,9 @@ async fn throttling_answers_are_retried_to_exact_bytes() {
     minio.create_bucket("throttled");
     let data = common::random_bytes(8 * MIB, 21);
     let stats = Arc::new(RequestStats::default());
-    let options = RetrievalOptions {
-        // Enough attempts with a short backoff that every request gets a slot while
-        // 64 compete for two; the bound keeps a server that never admits finite.
-        max_attempts: 16,
-        base_backoff: Duration::from_millis(10),
-        hedging: Hedging {
-            enabled: false,
-            ..Hedging::default()
-        },
-        ..RetrievalOptions::default()
-    };
-    let client = S3Client::with_options(
-        common::config(&minio, &minio.endpoint()),
-        "throttled",
-        options,
-        stats.clone(),
-    )
-    .unwrap();
+    // Enough attempts with a short backoff that every request gets a slot while 64
+    // compete for two; the bound keeps a server that never admits finite.
+    let client = unhedged_client(&minio, "throttled", 16, Duration::from_millis(10), &stats);
     common::bounded("upload", client.put("o.bin", data.clone(), false))
         .await
         .unwrap();
@@ -86,23 +98,8 @@ async fn server_errors_are_retried_until_they_clear_or_the_attempts_end() {
     minio.create_bucket("damaged");
     let data = common::random_bytes(3 * MIB + 5, 22);
     let stats = Arc::new(RequestStats::default());
-    let options = RetrievalOptions {
-        max_attempts: 4,
-        // Long enough that the metadata is restored within the first backoff.
-        base_backoff: Duration::from_millis(400),
-        hedging: Hedging {
-            enabled: false,
-            ..Hedging::default()
-        },
-        ..RetrievalOptions::default()
-    };
-    let client = S3Client::with_options(
-        common::config(&minio, &minio.endpoint()),
-        "damaged",
-        options,
-        stats.clone(),
-    )
-    .unwrap();
+    // The backoff is long enough that the metadata is restored within the first one.
+    let client = unhedged_client(&minio, "damaged", 4, Duration::from_millis(400), &stats);
     common::bounded("upload", client.put("o.bin", data.clone(), false))
         .await
         .unwrap();

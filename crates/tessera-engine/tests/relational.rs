@@ -5,11 +5,11 @@
 
 use std::path::Path;
 
-use tessera_engine::{SessionOptions, TesseraSession};
+use tessera_engine::TesseraSession;
 
 mod common;
 
-use common::{analyze, metric, rows};
+use common::{analyze, metric, rows, session_with_raw};
 
 /// Three NDJSON files of 2000 documents each; file `f` holds ids `f*10000 ..`, a
 /// `group` string and a number `n`.
@@ -38,21 +38,7 @@ fn write_files(dir: &Path) -> Vec<String> {
 /// filled by one INSERT per file, so each file of the table holds one id range.
 async fn session_with_table(dir: &Path) -> TesseraSession {
     let files = write_files(dir);
-    let s3 = tessera_blob::S3Config::resolve(&Default::default(), &|_| None).unwrap();
-    let options = SessionOptions {
-        target_partitions: Some(2),
-        ..Default::default()
-    };
-    let session = TesseraSession::new(s3, options).unwrap();
-    let raw = files
-        .iter()
-        .map(|f| format!("SELECT j FROM '{f}'"))
-        .collect::<Vec<_>>()
-        .join(" UNION ALL ");
-    session
-        .sql(&format!("CREATE VIEW raw AS {raw}"))
-        .await
-        .unwrap();
+    let session = session_with_raw(&files, "true").await;
     let table = dir.join("table").display().to_string();
     session
         .sql(&format!(

@@ -17,7 +17,7 @@ use tessera_engine::{SessionOptions, TesseraSession};
 
 mod common;
 
-use common::{analyze, metric, rows};
+use common::{analyze, metric, rows, session_with_raw};
 
 /// A deterministic xorshift generator, so a failure reproduces.
 struct Rng(u64);
@@ -132,21 +132,7 @@ const FAILING: &[&str] = &[
 async fn session_with_table(dir: &Path, keep: &str) -> TesseraSession {
     let files = write_files(dir);
     let table = dir.join("table").display().to_string();
-    let s3 = tessera_blob::S3Config::resolve(&Default::default(), &|_| None).unwrap();
-    let options = SessionOptions {
-        target_partitions: Some(2),
-        ..Default::default()
-    };
-    let session = TesseraSession::new(s3, options).unwrap();
-    let raw = files
-        .iter()
-        .map(|f| format!("SELECT j FROM '{f}' WHERE {keep}"))
-        .collect::<Vec<_>>()
-        .join(" UNION ALL ");
-    session
-        .sql(&format!("CREATE VIEW raw AS {raw}"))
-        .await
-        .unwrap();
+    let session = session_with_raw(&files, keep).await;
     session
         .sql(&format!(
             "CREATE EXTERNAL TABLE t STORED AS TESSERA LOCATION '{table}'"

@@ -2,7 +2,7 @@
 //! metrics read off `EXPLAIN ANALYZE`.
 
 use arrow::util::display::{ArrayFormatter, FormatOptions};
-use tessera_engine::TesseraSession;
+use tessera_engine::{SessionOptions, TesseraSession};
 
 /// The rows of `sql`'s answer as sorted text lines.
 pub async fn rows(session: &TesseraSession, sql: &str) -> Vec<String> {
@@ -63,4 +63,22 @@ pub fn metric(plan: &str, name: &str) -> u64 {
             (number.parse::<f64>().unwrap_or(0.0) * scale) as u64
         })
         .sum()
+}
+
+/// A session on 2 partitions with view `raw`: the documents `j` of `files` (NDJSON)
+/// whose rows pass `keep`, the reference the table queries are compared with.
+pub async fn session_with_raw(files: &[String], keep: &str) -> TesseraSession {
+    let s3 = tessera_blob::S3Config::resolve(&Default::default(), &|_| None).unwrap();
+    let options = SessionOptions {
+        target_partitions: Some(2),
+        ..Default::default()
+    };
+    let session = TesseraSession::new(s3, options).unwrap();
+    let raw = files
+        .iter()
+        .map(|f| format!("SELECT j FROM '{f}' WHERE {keep}"))
+        .collect::<Vec<_>>()
+        .join(" UNION ALL ");
+    rows(&session, &format!("CREATE VIEW raw AS {raw}")).await;
+    session
 }

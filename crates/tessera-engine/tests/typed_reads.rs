@@ -78,6 +78,25 @@ fn document(rng: &mut Rng, file: usize, row: usize, rows: usize) -> String {
     if rng.below(7) == 0 {
         doc.push_str(r#","s":"quote \" and é""#);
     }
+    // `at`: timestamps in milliseconds with `Z` and ~3% other renderings or null; in
+    // file 2 only seconds at +02:00, so casts there read the typed values themselves.
+    // `day`: dates, ~2% free text.
+    let (month, day, hour) = (1 + rng.below(12), 1 + rng.below(28), rng.below(24));
+    let at = match (rng.below(100), file) {
+        (_, 2) => format!(r#""2024-{month:02}-{day:02}T{hour:02}:30:00+02:00""#),
+        (0, _) => "null".to_string(),
+        (1 | 2, _) => format!(r#""2024-{month:02}-{day:02} {hour:02}:00:00""#),
+        _ => format!(
+            r#""2024-{month:02}-{day:02}T{hour:02}:{:02}:00.{:03}Z""#,
+            rng.below(60),
+            rng.below(1000)
+        ),
+    };
+    let date = match rng.below(50) {
+        0 => "n/a".to_string(),
+        _ => format!("2023-{:02}-{:02}", 1 + rng.below(12), 1 + rng.below(28)),
+    };
+    write!(doc, r#","at":{at},"day":"{date}""#).unwrap();
     doc.push('}');
     doc
 }
@@ -119,12 +138,18 @@ const QUERIES: &[&str] = &[
     "SELECT (j->>'id')::BIGINT % 7, max(j->>'kind') FROM T WHERE (j->>'id')::BIGINT > 200100 GROUP BY 1",
     "SELECT (j->>'f')::DOUBLE AS fd, j->>'f' AS ft FROM T WHERE (j->>'f')::DOUBLE > 38",
     "SELECT sum((j->'nested'->>'x')::BIGINT), avg((j->'nested'->>'x')::DOUBLE) FROM T",
+    "SELECT j->>'id', j->>'at', j->'at', json_get_str(j, 'at'), j->>'day', j->'day' FROM T WHERE j->>'kind' = 'b'",
+    "SELECT CAST(j->>'at' AS TIMESTAMP) AS ts, j->>'at' FROM T WHERE CAST(j->>'at' AS TIMESTAMP) > TIMESTAMP '2024-06-01 00:00:00'",
+    "SELECT date_trunc('month', CAST(j->>'at' AS TIMESTAMP)) AS m, count(*) FROM T GROUP BY 1",
+    "SELECT max(j->>'at'), min(j->>'day'), count(j->>'day'), count(json_get_int(j, 'at')) FROM T",
+    "SELECT j->>'day', count(*) FROM T WHERE j->>'day' LIKE '2023-02%' OR j->>'day' = 'n/a' GROUP BY 1",
 ];
 
 /// Casts that fail on some value fail the same way everywhere.
 const FAILING: &[&str] = &[
     "SELECT sum((j->>'n')::BIGINT) FROM T",
     "SELECT count(*) FROM T WHERE (j->>'nested')::DOUBLE > 1",
+    "SELECT count(*) FROM T WHERE CAST(j->>'day' AS DATE) > DATE '2023-06-01'",
 ];
 
 /// A session with the generated files in `dir` as view `raw` (each file's rows that pass
@@ -222,6 +247,23 @@ async fn typed_reads_answer_like_documents() {
     )
     .await;
     assert!(metric(&plan, "values_binary") > 0, "{plan}");
+    assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
+    // Dates and times are stored typed, each file in its own rendering, and a cast to
+    // TIMESTAMP reads the typed values themselves.
+    let described = rows(&session, "DESCRIBE t").await;
+    for format in ["%Y-%m-%dT%H:%M:%S%.3fZ", "%Y-%m-%dT%H:%M:%S+02:00"] {
+        let at = format!("$.at | date_time '{format}'");
+        assert!(
+            described.iter().any(|row| row.starts_with(&at)),
+            "{at} in {described:?}"
+        );
+    }
+    let plan = analyze(
+        &session,
+        "SELECT count(CAST(j->>'at' AS TIMESTAMP)), count(j->>'day') FROM t",
+    )
+    .await;
+    assert!(metric(&plan, "values_typed") > 15_000, "{plan}");
     assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
     session
         .sql("SET tessera.typed_reads = false")

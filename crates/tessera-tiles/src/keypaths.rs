@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
+use crate::datetime::TimeFormat;
 use crate::fpgrowth::maximal_itemsets;
 use crate::summary::LeafType;
 use crate::tape::{FxHasher, Kind, Tape, Value};
@@ -50,7 +51,7 @@ impl ItemType {
 pub type KeyPath = Vec<String>;
 
 /// Item types counted per path: the leaf types, then array, null and other.
-pub const TYPE_SLOTS: usize = 8;
+pub const TYPE_SLOTS: usize = 7;
 
 /// The slot of an item type in a path's counters.
 pub fn slot(ty: ItemType) -> usize {
@@ -58,20 +59,19 @@ pub fn slot(ty: ItemType) -> usize {
         ItemType::Leaf(LeafType::Bool) => 0,
         ItemType::Leaf(LeafType::Int) => 1,
         ItemType::Leaf(LeafType::Float) => 2,
-        ItemType::Leaf(LeafType::String) => 3,
-        ItemType::Leaf(LeafType::Timestamp) => 4,
-        ItemType::Array => 5,
-        ItemType::Null => 6,
-        ItemType::Other => 7,
+        // Dates and times are strings to mining; the writer types them afterwards.
+        ItemType::Leaf(LeafType::String | LeafType::DateTime) => 3,
+        ItemType::Array => 4,
+        ItemType::Null => 5,
+        ItemType::Other => 6,
     }
 }
 
-const LEAVES: [LeafType; 5] = [
+const LEAVES: [LeafType; 4] = [
     LeafType::Bool,
     LeafType::Int,
     LeafType::Float,
     LeafType::String,
-    LeafType::Timestamp,
 ];
 
 /// The items of every document of a file: item `path * TYPE_SLOTS + slot(type)`.
@@ -157,6 +157,8 @@ pub struct Choice {
     pub ty: LeafType,
     /// Share of the file's documents with a value of that type at the path.
     pub frequency: f64,
+    /// Of a `DateTime` path: the rendering its typed values have.
+    pub format: Option<TimeFormat>,
 }
 
 /// What mining found in one file: the paths to shred and every other key path seen.
@@ -222,6 +224,7 @@ pub fn mine(
                 path: path.clone(),
                 ty: majority,
                 frequency: n as f64 / docs.max(1) as f64,
+                format: None,
             });
         } else {
             mined.unshredded.push(json_path(path));
@@ -298,7 +301,6 @@ mod tests {
             ItemType::Leaf(LeafType::Int),
             ItemType::Leaf(LeafType::Float),
             ItemType::Leaf(LeafType::String),
-            ItemType::Leaf(LeafType::Timestamp),
             ItemType::Array,
             ItemType::Null,
             ItemType::Other,

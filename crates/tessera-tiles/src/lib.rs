@@ -5,6 +5,7 @@
 //! - [`tape`]: one validating parse per document into a flat tape of nodes.
 //! - [`fpgrowth`]: frequent-itemset mining with the seed's budget.
 //! - [`reorder`]: documents reordered within partitions so tiles share structure.
+//! - [`datetime`]: date and time strings typed in one exact rendering per path.
 //! - [`keypaths`]: key-path items of documents and the choice of shredded paths.
 //! - [`variant`]: exact JSON <-> Parquet Variant conversion.
 //! - [`shred`]: documents shredded into the Variant column's Arrow arrays.
@@ -25,6 +26,7 @@
 //! ```
 
 pub mod cluster;
+pub mod datetime;
 pub mod error;
 pub mod fpgrowth;
 pub mod json;

@@ -8,15 +8,19 @@
 //! the key is missing. For an object field, `value` holds the members that are not
 //! shredded (a partially shredded object), or the whole value when it is not an object.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::NullBufferBuilder;
 use arrow::array::{
-    Array, ArrayRef, BinaryViewBuilder, BooleanBuilder, Float64Builder, Int64Builder,
+    Array, ArrayRef, BinaryViewBuilder, BooleanBuilder, Date32Array, Float64Builder, Int64Builder,
     StringBuilder, StructArray,
 };
-use arrow::datatypes::{DataType, Field, Fields};
+use arrow::datatypes::{
+    DataType, Field, Fields, TimeUnit, TimestampMicrosecondType, TimestampNanosecondType,
+};
 
+use crate::datetime::{FORMAT_METADATA_KEY, TimeFormat};
 use crate::keypaths::Choice;
 use crate::summary::LeafType;
 use crate::tape::{Kind, Tape, Value};
@@ -28,15 +32,20 @@ enum Typed {
     Int(Int64Builder),
     Float(Float64Builder),
     String(StringBuilder),
+    /// Strings in one date/time rendering, as the format's stored integers.
+    DateTime(Int64Builder, TimeFormat),
 }
 
 impl Typed {
-    fn new(ty: LeafType, capacity: usize) -> Self {
-        match ty {
-            LeafType::Bool => Typed::Bool(BooleanBuilder::with_capacity(capacity)),
-            LeafType::Int => Typed::Int(Int64Builder::with_capacity(capacity)),
-            LeafType::Float => Typed::Float(Float64Builder::with_capacity(capacity)),
-            LeafType::String | LeafType::Timestamp => {
+    fn new(choice: &Choice, capacity: usize) -> Self {
+        match (choice.ty, choice.format) {
+            (LeafType::Bool, _) => Typed::Bool(BooleanBuilder::with_capacity(capacity)),
+            (LeafType::Int, _) => Typed::Int(Int64Builder::with_capacity(capacity)),
+            (LeafType::Float, _) => Typed::Float(Float64Builder::with_capacity(capacity)),
+            (LeafType::DateTime, Some(format)) => {
+                Typed::DateTime(Int64Builder::with_capacity(capacity), format)
+            }
+            (LeafType::String | LeafType::DateTime, _) => {
                 Typed::String(StringBuilder::with_capacity(capacity, capacity * 16))
             }
         }
@@ -52,6 +61,10 @@ impl Typed {
             (Typed::Int(b), Kind::Int) => b.append_value(node.int()),
             (Typed::Float(b), Kind::Float) => b.append_value(node.float()),
             (Typed::String(b), Kind::String) => b.append_value(value.str()),
+            (Typed::DateTime(b, format), Kind::String) => match format.parse(value.str_bytes()) {
+                Some(v) => b.append_value(v),
+                None => return false,
+            },
             _ => return false,
         }
         true
@@ -63,16 +76,44 @@ impl Typed {
             Typed::Int(b) => b.append_null(),
             Typed::Float(b) => b.append_null(),
             Typed::String(b) => b.append_null(),
+            Typed::DateTime(b, _) => b.append_null(),
         }
     }
 
-    fn finish(&mut self) -> ArrayRef {
-        match self {
+    /// The finished column and the metadata of its field.
+    fn finish(&mut self) -> (ArrayRef, HashMap<String, String>) {
+        let array: ArrayRef = match self {
             Typed::Bool(b) => Arc::new(b.finish()),
             Typed::Int(b) => Arc::new(b.finish()),
             Typed::Float(b) => Arc::new(b.finish()),
             Typed::String(b) => Arc::new(b.finish()),
-        }
+            Typed::DateTime(b, format) => {
+                let stored = b.finish();
+                let array = match format.data_type() {
+                    DataType::Date32 => {
+                        let days: Date32Array = stored.unary(|v| v as i32);
+                        Arc::new(days) as ArrayRef
+                    }
+                    DataType::Timestamp(TimeUnit::Nanosecond, zone) => Arc::new(
+                        stored
+                            .reinterpret_cast::<TimestampNanosecondType>()
+                            .with_timezone_opt(zone),
+                    ),
+                    DataType::Timestamp(_, zone) => Arc::new(
+                        stored
+                            .reinterpret_cast::<TimestampMicrosecondType>()
+                            .with_timezone_opt(zone),
+                    ),
+                    other => unreachable!(
+                        "date/time formats are stored as dates or timestamps, not {other}"
+                    ),
+                };
+                let metadata =
+                    HashMap::from([(FORMAT_METADATA_KEY.to_string(), format.to_string())]);
+                return (array, metadata);
+            }
+        };
+        (array, HashMap::new())
     }
 }
 
@@ -147,8 +188,8 @@ impl<'a> Shredder<'a> {
             Field::new("value", DataType::BinaryView, true),
         ];
         let mut columns = vec![metadata, value];
-        if let Some(typed) = typed {
-            fields.push(Field::new("typed_value", typed.data_type().clone(), true));
+        if let Some((field, typed)) = typed {
+            fields.push(field);
             columns.push(typed);
         }
         StructArray::new(Fields::from(fields), columns, None)
@@ -160,11 +201,11 @@ fn build(
     tape: &Tape,
     choices: &[Choice],
     depth: usize,
-    leaf: Option<LeafType>,
+    leaf: Option<&Choice>,
     capacity: usize,
 ) -> Shredded {
     let shape = match leaf {
-        Some(ty) => Shape::Leaf(Typed::new(ty, capacity)),
+        Some(choice) => Shape::Leaf(Typed::new(choice, capacity)),
         None => {
             let mut fields = Vec::new();
             let mut rest = choices;
@@ -173,7 +214,7 @@ fn build(
                 let n = rest.iter().take_while(|c| &c.path[depth] == key).count();
                 let (group, tail) = rest.split_at(n);
                 let leaf =
-                    (group.len() == 1 && group[0].path.len() == depth + 1).then_some(group[0].ty);
+                    (group.len() == 1 && group[0].path.len() == depth + 1).then_some(&group[0]);
                 assert!(
                     leaf.is_some() || group.iter().all(|c| c.path.len() > depth + 1),
                     "a shredded path is not a prefix of another"
@@ -274,10 +315,10 @@ fn append_missing(shape: &mut Shape) {
     }
 }
 
-/// The `value` column and, below a shredded pair, its `typed_value` column.
-fn finish(shredded: &mut Shredded) -> (ArrayRef, Option<ArrayRef>) {
+/// The `value` column and, below a shredded pair, its `typed_value` field and column.
+fn finish(shredded: &mut Shredded) -> (ArrayRef, Option<(Field, ArrayRef)>) {
     let value = Arc::new(shredded.value.finish()) as ArrayRef;
-    let typed = match &mut shredded.shape {
+    let (typed, metadata) = match &mut shredded.shape {
         Shape::Leaf(typed) => typed.finish(),
         Shape::Object(object) => {
             if object.fields.is_empty() {
@@ -287,11 +328,11 @@ fn finish(shredded: &mut Shredded) -> (ArrayRef, Option<ArrayRef>) {
             let mut columns = Vec::with_capacity(object.fields.len());
             for (name, field) in &mut object.fields {
                 let (value, typed) = finish(field);
-                let typed = typed.expect("a shredded field has a typed column");
+                let (typed_field, typed) = typed.expect("a shredded field has a typed column");
                 let pair = StructArray::new(
                     Fields::from(vec![
                         Field::new("value", DataType::BinaryView, true),
-                        Field::new("typed_value", typed.data_type().clone(), true),
+                        typed_field,
                     ]),
                     vec![value, typed],
                     None,
@@ -299,12 +340,14 @@ fn finish(shredded: &mut Shredded) -> (ArrayRef, Option<ArrayRef>) {
                 fields.push(Field::new(name.as_str(), pair.data_type().clone(), false));
                 columns.push(Arc::new(pair) as ArrayRef);
             }
-            Arc::new(StructArray::new(
+            let object: ArrayRef = Arc::new(StructArray::new(
                 Fields::from(fields),
                 columns,
                 object.valid.finish(),
-            ))
+            ));
+            (object, HashMap::new())
         }
     };
-    (value, Some(typed))
+    let field = Field::new("typed_value", typed.data_type().clone(), true).with_metadata(metadata);
+    (value, Some((field, typed)))
 }

@@ -21,10 +21,10 @@ pub enum LeafType {
     Float,
     /// A JSON string.
     String,
-    /// A JSON string that parses as an RFC 3339 timestamp (stored as microseconds UTC;
-    /// the original text stays reconstructable from the typed value and the file's
-    /// timestamp format).
-    Timestamp,
+    /// A JSON string holding a date or a timestamp in the path's
+    /// [`ShreddedPath::format`], stored as a Parquet date or timestamp; the format
+    /// renders each typed value back to its original text.
+    DateTime,
 }
 
 /// One path of a file's shredding schema.
@@ -36,6 +36,10 @@ pub struct ShreddedPath {
     pub ty: LeafType,
     /// Share of the file's documents (0..=1) whose value at `path` has type `ty`.
     pub frequency: f64,
+    /// Of a `DateTime` path: the one rendering its typed values have, as a chrono-style
+    /// pattern ([`crate::datetime::TimeFormat`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
 }
 
 /// The union of the paths extracted from a file's tiles, with their majority types.
@@ -58,7 +62,8 @@ impl ShreddingSchema {
 pub enum StatValue {
     /// Of a `Bool` column.
     Bool(bool),
-    /// Of an `Int` column, and of a `Timestamp` column (microseconds since the epoch).
+    /// Of an `Int` column, and of a `DateTime` column (its stored days or
+    /// micro/nanoseconds since the epoch).
     Int(i64),
     /// Of a `Float` column.
     Float(f64),
@@ -293,6 +298,7 @@ mod tests {
                     path: "$.kind".into(),
                     ty: LeafType::String,
                     frequency: 1.0,
+                    format: None,
                 }],
             },
             stats: vec![PathStats {

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StructArray};
-use arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Schema};
+use arrow::datatypes::{DataType, Field, Fields, Float64Type, Int64Type, Schema};
 use bytes::Bytes;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
@@ -18,6 +18,7 @@ use parquet::schema::types::ColumnPath;
 use parquet_variant_compute::VariantArray;
 
 use crate::cluster::{cluster_keys, cluster_order, reorder_rows};
+use crate::datetime::{FORMAT_METADATA_KEY, SAMPLES, TimeFormat};
 use crate::keypaths::{Choice, Items, json_path, mine};
 use crate::reorder::{Partitioning, reorder};
 use crate::shred::Shredder;
@@ -25,7 +26,7 @@ use crate::summary::{
     ColumnStats, DistinctSketch, FileSummary, LeafType, PathBloom, PathStats, STAT_STRING_LIMIT,
     ShreddedPath, ShreddingSchema, StatValue,
 };
-use crate::tape::Tape;
+use crate::tape::{Kind, Tape};
 use crate::{TilesError, TilesOptions};
 
 /// A written data file and what it says about itself.
@@ -113,6 +114,8 @@ pub fn write_file_with_columns(
     );
     drop(transactions);
     drop(items);
+    let mut mined = mined;
+    type_dates_and_times(&tape, docs, &mut mined.shredded);
     let mut shredder = Shredder::new(&tape, &mined.shredded, docs.len());
     for &i in &order {
         let doc = tape.doc(i, docs[i]);
@@ -149,10 +152,16 @@ pub fn write_file_with_columns(
             paths: mined
                 .shredded
                 .iter()
-                .map(|c| ShreddedPath {
+                .zip(&stats)
+                .map(|(c, stats)| ShreddedPath {
                     path: json_path(&c.path),
                     ty: c.ty,
-                    frequency: c.frequency,
+                    // Mining counted strings; only those in the format are typed.
+                    frequency: match c.format {
+                        Some(_) => stats.typed_count as f64 / column.len().max(1) as f64,
+                        None => c.frequency,
+                    },
+                    format: c.format.map(|f| f.to_string()),
                 })
                 .collect(),
         },
@@ -162,6 +171,37 @@ pub fn write_file_with_columns(
     };
     let parquet = encode(column, columns.as_ref(), &mined.shredded, options)?;
     Ok(WrittenFile { parquet, summary })
+}
+
+/// Types the string paths whose sampled values are dates or times in one rendering
+/// ([`TimeFormat::detect`]); samples are spread over the whole file.
+fn type_dates_and_times(tape: &Tape, texts: &[&[u8]], choices: &mut [Choice]) {
+    let stride = (texts.len() / (4 * SAMPLES)).max(1);
+    for choice in choices.iter_mut().filter(|c| c.ty == LeafType::String) {
+        let Some(keys) = choice
+            .path
+            .iter()
+            .map(|k| tape.key_id(k.as_bytes()))
+            .collect::<Option<Vec<u32>>>()
+        else {
+            continue;
+        };
+        let samples = (0..texts.len()).step_by(stride).filter_map(|i| {
+            let value = keys
+                .iter()
+                .try_fold(tape.doc(i, texts[i]).root(), |v, &k| {
+                    (v.node().kind() == Kind::Object)
+                        .then(|| v.members().find(|(key, _)| key.key_id() == k))
+                        .flatten()
+                        .map(|(_, member)| member)
+                })?;
+            (value.node().kind() == Kind::String).then(|| value.str_bytes())
+        });
+        if let Some(format) = TimeFormat::detect(samples) {
+            choice.ty = LeafType::DateTime;
+            choice.format = Some(format);
+        }
+    }
 }
 
 /// The `(value, typed_value)` pair of `path` inside a shredded Variant column.
@@ -187,6 +227,15 @@ fn path_stats(column: &StructArray, choice: &Choice) -> Result<PathStats, TilesE
     let (value, typed) = shredded_leaf(column, &choice.path)
         .ok_or_else(|| TilesError::Internal(format!("shredded column for {path} is missing")))?;
     let mut distinct = DistinctSketch::default();
+    // Dates and times are summarized by their stored integers.
+    let stored;
+    let typed = match typed.data_type() {
+        DataType::Date32 | DataType::Timestamp(_, _) => {
+            stored = arrow::compute::cast(typed, &DataType::Int64).map_err(TilesError::variant)?;
+            &stored
+        }
+        _ => typed,
+    };
     let (min, max, max_truncated) = match typed.data_type() {
         DataType::Int64 => {
             let a = typed.as_primitive::<Int64Type>();
@@ -303,9 +352,12 @@ fn encode(
         .set_statistics_enabled(EnabledStatistics::Page)
         .set_max_row_group_row_count(Some(options.row_group_docs))
         .set_data_page_row_count_limit(options.page_rows);
-    // Integers (ids, timestamps, counters) are mostly distinct and close to their
+    // Integers (ids, timestamps, counters), dates and times are mostly distinct and close to their
     // neighbours: deltas compress them far better than a dictionary that overflows.
-    for choice in shredded.iter().filter(|c| c.ty == LeafType::Int) {
+    for choice in shredded
+        .iter()
+        .filter(|c| matches!(c.ty, LeafType::Int | LeafType::DateTime))
+    {
         let path = typed_column_path(&choice.path);
         properties = properties
             .set_column_dictionary_enabled(path.clone(), false)
@@ -451,7 +503,11 @@ fn column_stats(name: &str, array: &dyn Array) -> ColumnStats {
 
 /// Turns a Variant column read back from a data file into JSON text, one per row.
 pub fn read_json(column: &dyn Array) -> Result<ArrayRef, TilesError> {
-    let variant = VariantArray::try_new(column).map_err(TilesError::variant)?;
+    let column = column.as_struct_opt().ok_or_else(|| {
+        TilesError::Internal(format!("a Variant column of type {}", column.data_type()))
+    })?;
+    let column = texts_of_dates_and_times(column)?;
+    let variant = VariantArray::try_new(&column).map_err(TilesError::variant)?;
     let variant = match variant.typed_value_column() {
         Some(_) => {
             parquet_variant_compute::unshred_variant(&variant).map_err(TilesError::variant)?
@@ -470,4 +526,38 @@ pub fn read_json(column: &dyn Array) -> Result<ArrayRef, TilesError> {
         builder.append_value(&text);
     }
     Ok(Arc::new(builder.finish()))
+}
+
+/// `column` with every typed date/time column (marked by its field's format) replaced
+/// by the texts it was parsed from, which unshredding then turns back into the
+/// documents' strings.
+fn texts_of_dates_and_times(column: &StructArray) -> Result<StructArray, TilesError> {
+    let (fields, columns, nulls) = column.clone().into_parts();
+    let mut out_fields = Vec::with_capacity(fields.len());
+    let mut out_columns = Vec::with_capacity(columns.len());
+    for (field, array) in fields.iter().zip(columns) {
+        let format = field.metadata().get(FORMAT_METADATA_KEY);
+        let (field, array) = match (format, array.as_struct_opt()) {
+            (Some(format), _) => {
+                let format: TimeFormat = format.parse().map_err(TilesError::Internal)?;
+                let texts = format
+                    .render_array(array.as_ref(), false)
+                    .map_err(TilesError::variant)?;
+                let field = Field::new(field.name(), DataType::Utf8, field.is_nullable());
+                (Arc::new(field), Arc::new(texts) as ArrayRef)
+            }
+            (None, Some(nested)) => {
+                let nested = texts_of_dates_and_times(nested)?;
+                let field = field
+                    .as_ref()
+                    .clone()
+                    .with_data_type(nested.data_type().clone());
+                (Arc::new(field), Arc::new(nested) as ArrayRef)
+            }
+            (None, None) => (Arc::clone(field), array),
+        };
+        out_fields.push(field);
+        out_columns.push(array);
+    }
+    StructArray::try_new(Fields::from(out_fields), out_columns, nulls).map_err(TilesError::variant)
 }

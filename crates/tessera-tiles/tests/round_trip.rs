@@ -248,8 +248,11 @@ fn bluesky_documents_are_shredded_and_round_trip() {
             ("$.time_us", LeafType::Int),
             ("$.commit.collection", LeafType::String),
             ("$.commit.operation", LeafType::String),
+            ("$.commit.record.createdAt", LeafType::DateTime),
         ],
     );
+    let created = summary.schema.get("$.commit.record.createdAt").unwrap();
+    assert_eq!(created.format.as_deref(), Some("%Y-%m-%dT%H:%M:%S%.3fZ"));
     let kind = summary.stats.iter().find(|s| s.path == "$.kind").unwrap();
     assert_eq!(kind.typed_count, docs.len() as u64);
     assert!(kind.distinct.estimate() <= 4);
@@ -281,6 +284,94 @@ fn reordering_clusters_bluesky_shapes_into_tiles() {
     );
     let typed = |w: &WrittenFile| w.summary.stats.iter().map(|s| s.typed_count).sum::<u64>();
     assert!(typed(&reordered) > typed(&plain));
+}
+
+/// Date and time strings come back exactly: paths written one way get a typed date or
+/// timestamp column; values written any other way (another precision, impossible
+/// dates, leap seconds, other types) stay outliers with their text; text paths that
+/// only sometimes hold dates stay strings.
+#[test]
+fn dates_and_times_are_typed_and_read_back_exactly() {
+    let mut random = Random(7);
+    // (path, expected format); per path the documents whose value must be typed.
+    let formats = [
+        ("at", "%Y-%m-%dT%H:%M:%S%.3fZ"),
+        ("day", "%Y-%m-%d"),
+        ("local", "%Y-%m-%d %H:%M:%S%.6f"),
+        ("east", "%Y-%m-%dT%H:%M:%S+05:30"),
+        ("nanos", "%Y-%m-%dT%H:%M:%S%.9fZ"),
+    ];
+    let mut typed = [0u64; 5];
+    let odd = [
+        json!("2023-02-29"),
+        json!("2024-01-01T23:59:60Z"),
+        json!("2024-04-31T00:00:00.000Z"),
+        json!("2024-01-01T00:00:00Z"),
+        json!("soon"),
+        json!(20240101),
+        Value::Null,
+    ];
+    let docs: Vec<String> = (0..3_000)
+        .map(|i| {
+            let mut doc = Map::new();
+            let (y, mo, d) = (
+                1900 + random.below(400),
+                1 + random.below(12),
+                1 + random.below(28),
+            );
+            let (h, mi, sec) = (random.below(24), random.below(60), random.below(60));
+            let date = format!("{y:04}-{mo:02}-{d:02}");
+            let time = format!("{h:02}:{mi:02}:{sec:02}");
+            // Nanoseconds since the epoch reach 1677..2262 only.
+            let nano_date = format!("{:04}-{mo:02}-{d:02}", 1700 + random.below(500));
+            let values = [
+                format!("{date}T{time}.{:03}Z", random.below(1000)),
+                date.clone(),
+                format!("{date} {time}.{:06}", random.below(1_000_000)),
+                format!("{date}T{time}+05:30"),
+                format!("{nano_date}T{time}.{:09}Z", random.below(1_000_000_000)),
+            ];
+            for (k, ((path, _), value)) in formats.iter().zip(values).enumerate() {
+                match random.below(100) {
+                    0..2 => {
+                        let outlier = odd[random.below(odd.len() as u64) as usize].clone();
+                        doc.insert(path.to_string(), outlier);
+                    }
+                    2..4 => {}
+                    _ => {
+                        typed[k] += 1;
+                        doc.insert(path.to_string(), json!(value));
+                    }
+                }
+            }
+            // Free text that holds a date only now and then.
+            let text = if i % 3 == 0 {
+                date
+            } else {
+                format!("note {i}")
+            };
+            doc.insert("text".into(), json!(text));
+            Value::Object(doc).to_string()
+        })
+        .collect();
+    let written = assert_round_trip(&docs, &TilesOptions::default());
+    for (k, (path, format)) in formats.iter().enumerate() {
+        let path = format!("$.{path}");
+        let shredded = written.summary.schema.get(&path).unwrap();
+        assert_eq!(
+            (shredded.ty, shredded.format.as_deref()),
+            (LeafType::DateTime, Some(*format)),
+            "{path}"
+        );
+        let stats = written
+            .summary
+            .stats
+            .iter()
+            .find(|s| s.path == path)
+            .unwrap();
+        assert_eq!(stats.typed_count, typed[k], "{path}");
+    }
+    assert_shredded(&written.summary, &[("$.text", LeafType::String)]);
 }
 
 #[test]

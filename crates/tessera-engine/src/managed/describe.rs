@@ -1,6 +1,7 @@
 //! `DESCRIBE` of a Tessera table: its columns in order (the document column as `json`,
 //! relational columns with their Arrow types), then every shredded path with its type,
 //! the share of documents served from that typed column, and how many files shred it.
+//! Dates and times show their rendering: `date_time '%Y-%m-%dT%H:%M:%S%.3fZ'`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,10 +22,13 @@ pub async fn describe(table: &ManagedTable) -> Result<RecordBatch> {
     let mut paths: BTreeMap<(String, String), (f64, u64)> = BTreeMap::new();
     for file in files {
         for path in &file.summary.schema.paths {
-            let ty = serde_json::to_value(path.ty)
+            let mut ty = serde_json::to_value(path.ty)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default();
+            if let Some(format) = &path.format {
+                ty = format!("{ty} '{format}'");
+            }
             let entry = paths.entry((path.path.clone(), ty)).or_default();
             entry.0 += path.frequency * file.summary.rows as f64;
             entry.1 += 1;

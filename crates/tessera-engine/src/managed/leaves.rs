@@ -12,10 +12,11 @@ use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, StringViewBuilder, StructArray, new_null_array};
 use arrow::compute::{cast, interleave};
-use arrow::datatypes::{DataType, Fields, Float64Type};
+use arrow::datatypes::{DataType, Field, Fields, Float64Type, Int64Type, TimeUnit};
 use datafusion::common::{DataFusionError, Result};
 use parquet::schema::types::SchemaDescriptor;
 use parquet_variant::Variant;
+use tessera_tiles::datetime::{FORMAT_METADATA_KEY, TimeFormat};
 use tessera_tiles::variant::write_json;
 
 use crate::json::output::OutputBuilder;
@@ -34,10 +35,19 @@ pub(super) enum LeafKind {
     Float,
     Bool,
     String,
+    /// Strings stored as dates or timestamps, rendered back to text by the format.
+    DateTime(TimeFormat),
 }
 
 impl LeafKind {
-    fn of(data_type: &DataType) -> Option<Self> {
+    fn of(field: &Field) -> Option<Self> {
+        match field.metadata().get(FORMAT_METADATA_KEY) {
+            Some(format) => format.parse().ok().map(LeafKind::DateTime),
+            None => Self::of_type(field.data_type()),
+        }
+    }
+
+    fn of_type(data_type: &DataType) -> Option<Self> {
         match data_type {
             DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => {
                 Some(LeafKind::Int)
@@ -45,7 +55,9 @@ impl LeafKind {
             DataType::Float32 | DataType::Float64 => Some(LeafKind::Float),
             DataType::Boolean => Some(LeafKind::Bool),
             DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => Some(LeafKind::String),
-            DataType::Dictionary(_, value) => Self::of(value).filter(|k| *k == LeafKind::String),
+            DataType::Dictionary(_, value) => {
+                Self::of_type(value).filter(|k| *k == LeafKind::String)
+            }
             _ => None,
         }
     }
@@ -88,7 +100,7 @@ impl ShreddedLeaf {
             }
         }
         let leaf = fields.find(TYPED_VALUE)?.1;
-        let kind = LeafKind::of(leaf.data_type())?;
+        let kind = LeafKind::of(leaf)?;
         Some(Self {
             names,
             kind,
@@ -314,7 +326,13 @@ pub(super) fn typed_cast(
 ) -> Result<Option<(ArrayRef, Served)>> {
     let exact = matches!(
         (leaf.kind, target),
-        (LeafKind::Int, DataType::Int64) | (LeafKind::Int | LeafKind::Float, DataType::Float64)
+        (LeafKind::Int, DataType::Int64)
+            | (LeafKind::Int | LeafKind::Float, DataType::Float64)
+            | (LeafKind::DateTime(TimeFormat::Date), DataType::Date32)
+            | (
+                LeafKind::DateTime(_),
+                DataType::Timestamp(TimeUnit::Nanosecond, None)
+            )
     );
     if !exact {
         return Ok(None);
@@ -323,11 +341,39 @@ pub(super) fn typed_cast(
     if value.is_some_and(|v| v.null_count() < v.len()) {
         return Ok(None);
     }
+    // Seed 000 P3 step 10: a typed date or time is used as itself only for a cast to a
+    // date/time type. Texts parse to the UTC instant, which is what the column stores;
+    // only a value nanoseconds cannot hold would behave differently (an error).
+    let naive;
+    let typed = match (leaf.kind, typed.data_type()) {
+        (LeafKind::DateTime(_), DataType::Timestamp(unit, Some(_))) => {
+            naive = cast(typed, &DataType::Timestamp(*unit, None))?;
+            &naive
+        }
+        _ => typed,
+    };
+    if matches!(leaf.kind, LeafKind::DateTime(_)) && !fits_nanoseconds(typed)? {
+        return Ok(None);
+    }
     let served = Served {
         typed: typed.len() - typed.null_count(),
         binary: 0,
     };
     Ok(Some((cast(typed, target)?, served)))
+}
+
+/// Whether every date or time of `typed` (Date32 or Timestamp) is a timestamp in
+/// nanoseconds that fits 64 bits.
+fn fits_nanoseconds(typed: &ArrayRef) -> Result<bool> {
+    let per_unit: i64 = match typed.data_type() {
+        DataType::Date32 => 86_400_000_000_000,
+        DataType::Timestamp(TimeUnit::Microsecond, _) => 1_000,
+        _ => 1,
+    };
+    let stored = cast(typed, &DataType::Int64)?;
+    let stored = stored.as_primitive::<Int64Type>();
+    let fits = |v: Option<i64>| v.is_none_or(|v| v.checked_mul(per_unit).is_some());
+    Ok(fits(arrow::compute::min(stored)) && fits(arrow::compute::max(stored)))
 }
 
 /// The span of a whole JSON value rendered by [`write_json`].
@@ -384,6 +430,10 @@ fn convert_typed(typed: &ArrayRef, kind: LeafKind, output: Output) -> Result<Arr
                 doubles.len(),
                 doubles.iter().map(|v| v.map(Variant::Double)),
             ))
+        }
+        (LeafKind::DateTime(format), Output::Text | Output::Str | Output::Json) => {
+            let texts = format.render_array(typed.as_ref(), output == Output::Json)?;
+            Ok(cast(&texts, &target)?)
         }
         (LeafKind::String, Output::Json) => {
             let strings = cast(typed, &DataType::Utf8View)?;

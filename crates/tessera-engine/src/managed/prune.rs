@@ -229,6 +229,8 @@ impl Constraint {
             | (LeafKind::Int, Output::Int | Output::Float, false)
             | (LeafKind::Float, Output::Float, false)
             | (LeafKind::Bool, Output::Bool, false) => true,
+            // Statistics hold the stored integers, not the texts accesses compare.
+            (LeafKind::DateTime(_), _, _) => return true,
             (LeafKind::String, Output::Json, false)
             | (
                 LeafKind::Int | LeafKind::Float | LeafKind::Bool,
@@ -487,7 +489,7 @@ pub(super) fn leaf_kind(ty: LeafType) -> Option<LeafKind> {
         LeafType::Int => Some(LeafKind::Int),
         LeafType::Float => Some(LeafKind::Float),
         LeafType::String => Some(LeafKind::String),
-        LeafType::Timestamp => None,
+        LeafType::DateTime => None,
     }
 }
 

@@ -9,7 +9,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Result, ScalarValue};
 use datafusion::physical_expr::expressions::{CastExpr, Column, Literal};
@@ -151,7 +151,13 @@ impl ExtractionPlan {
                 });
                 let Some(k) = source.filter(|&k| {
                     matches!(self.outputs[k].1, Output::Text | Output::Json)
-                        && matches!(target, DataType::Int64 | DataType::Float64)
+                        && matches!(
+                            target,
+                            DataType::Int64
+                                | DataType::Float64
+                                | DataType::Date32
+                                | DataType::Timestamp(TimeUnit::Nanosecond, None)
+                        )
                 }) else {
                     return Ok(Transformed::no(e));
                 };

@@ -1,4 +1,5 @@
-//! Fetching a file's column chunks ahead of the decoder.
+//! Fetching a file's column chunks (or, with rows selected, their selected pages) ahead
+//! of the decoder.
 //!
 //! On object storage a ranged GET takes tens of milliseconds before its first byte, so a
 //! decoder that asks for the next row group only when it has finished the last one

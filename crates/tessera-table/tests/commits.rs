@@ -19,7 +19,7 @@ use tessera_table::{FileRead, Pacer, Table, TableError, TableOptions};
 use tessera_testkit::MinioServer;
 
 mod common;
-use common::{data_file, data_file_in_groups, minio_store, values};
+use common::{data_file, data_file_in_groups, data_file_with, minio_store, values};
 
 async fn appends_and_snapshots(store: Arc<dyn ObjectStore>) {
     let table = Table::create(
@@ -391,6 +391,77 @@ async fn readahead_reads_what_a_plain_read_reads_on_minio() {
             );
         }
     }
+}
+
+/// With rows selected, reading ahead fetches the data pages holding them (the file's
+/// offset index says where they are), not whole column chunks, and reads the same rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readahead_fetches_only_selected_pages_on_minio() {
+    use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
+    use parquet::file::properties::WriterProperties;
+
+    let server = MinioServer::start();
+    let store = minio_store(&server, "pages");
+    let table = Table::create(store, Path::from("t"), TableOptions::default())
+        .await
+        .unwrap();
+    // 400 K distinct values, plain-encoded in 40 pages of 10 K rows (80 KB each).
+    let values: Vec<i64> = (0..400_000i64)
+        .map(|v| v.wrapping_mul(0x9e37_79b9_7f4a_7c15_u64 as i64))
+        .collect();
+    let properties = WriterProperties::builder()
+        .set_dictionary_enabled(false)
+        .set_data_page_row_count_limit(10_000)
+        .set_write_batch_size(10_000)
+        .build();
+    let file = data_file_with(&table, &values, properties).await.unwrap();
+    table.commit_append(vec![file]).await.unwrap();
+    let snapshot = table.snapshot().await.unwrap();
+    let open = snapshot.open_file(&snapshot.files()[0]).await.unwrap();
+    let chunk = open.metadata().row_group(0).column(0).compressed_size() as u64;
+    let selection = || {
+        Some(RowSelection::from(vec![
+            RowSelector::skip(50_000),
+            RowSelector::select(10),
+            RowSelector::skip(339_990),
+            RowSelector::select(10),
+            RowSelector::skip(10_000),
+        ]))
+    };
+    let read = |pacer: Option<Arc<dyn Pacer>>| {
+        let stream = open
+            .read(FileRead {
+                rows: selection(),
+                pacer,
+                ..FileRead::default()
+            })
+            .unwrap();
+        async move {
+            let batches: Vec<RecordBatch> = stream.try_collect().await.unwrap();
+            batches
+                .iter()
+                .flat_map(|b| {
+                    let c = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+                    c.values().to_vec()
+                })
+                .collect::<Vec<i64>>()
+        }
+    };
+    let expected: Vec<i64> = [&values[50_000..50_010], &values[390_000..390_010]].concat();
+    assert_eq!(read(None).await, expected);
+    let before = open.traffic().bytes.load(Ordering::Relaxed);
+    let pace = Arc::new(FixedPace(1 << 30, AtomicUsize::new(0)));
+    assert_eq!(read(Some(pace.clone() as Arc<dyn Pacer>)).await, expected);
+    let fetched = open.traffic().bytes.load(Ordering::Relaxed) - before;
+    assert_eq!(
+        pace.1.load(Ordering::Relaxed),
+        2,
+        "one fetch per selected page"
+    );
+    assert!(
+        fetched * 10 < chunk,
+        "fetched {fetched} bytes of a {chunk}-byte column chunk"
+    );
 }
 
 /// A table's columns are recorded in every manifest and come back on open; invalid

@@ -26,6 +26,18 @@ pub async fn data_file_in_groups(
     values: &[i64],
     group_rows: Option<usize>,
 ) -> Result<NewFile, TableError> {
+    let properties = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(group_rows)
+        .build();
+    data_file_with(table, values, properties).await
+}
+
+/// Like [`data_file`], written with `properties`.
+pub async fn data_file_with(
+    table: &Table,
+    values: &[i64],
+    properties: parquet::file::properties::WriterProperties,
+) -> Result<NewFile, TableError> {
     let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, false)]));
     let batch = RecordBatch::try_new(
         schema.clone(),
@@ -33,9 +45,6 @@ pub async fn data_file_in_groups(
     )
     .unwrap();
     let mut bytes = Vec::new();
-    let properties = parquet::file::properties::WriterProperties::builder()
-        .set_max_row_group_row_count(group_rows)
-        .build();
     let mut writer = ArrowWriter::try_new(&mut bytes, schema, Some(properties)).unwrap();
     writer.write(&batch).unwrap();
     writer.close().unwrap();

@@ -143,6 +143,10 @@ const QUERIES: &[&str] = &[
     "SELECT date_trunc('month', CAST(j->>'at' AS TIMESTAMP)) AS m, count(*) FROM T GROUP BY 1",
     "SELECT max(j->>'at'), min(j->>'day'), count(j->>'day'), count(json_get_int(j, 'at')) FROM T",
     "SELECT j->>'day', count(*) FROM T WHERE j->>'day' LIKE '2023-02%' OR j->>'day' = 'n/a' GROUP BY 1",
+    // Casts see only the rows the filters keep (here filters on the whole document,
+    // which the scan applies itself): non-integer `n` would fail the cast.
+    "SELECT j->>'id', CAST(j->>'n' AS BIGINT) FROM T WHERE json_get_int(j, 'n') IS NOT NULL AND json_length(j) > 3",
+    "SELECT sum(CAST(j->>'n' AS BIGINT)) FROM T WHERE json_get_int(j, 'n') IS NOT NULL AND json_length(j) > 3",
 ];
 
 /// Casts that fail on some value fail the same way everywhere.

@@ -11,6 +11,7 @@
 //! Filters are evaluated inside the scan on the extracted columns, after files whose
 //! statistics exclude them were skipped ([`super::prune`]).
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
@@ -512,7 +513,7 @@ fn late_predicate(
     let mut decoder = FileDecoder::new(Arc::clone(plan), sources.to_vec(), metrics.clone(), false)?;
     let keep = move |batch: RecordBatch| -> std::result::Result<BooleanArray, ArrowError> {
         let rows = batch.num_rows();
-        let decoded = decoder.decoded(&batch, Some(&outputs))?;
+        let decoded = decoder.decoded(&batch, Pass::Filters(Some(&outputs)))?;
         Ok(decoder
             .mask(&decoded)?
             .unwrap_or_else(|| BooleanArray::from(vec![true; rows])))
@@ -604,6 +605,16 @@ fn relational_column(stored: &RecordBatch, field: &Field) -> Result<ArrayRef> {
     }
 }
 
+/// What one pass of [`FileDecoder::decoded`] computes.
+#[derive(Debug, Clone, Copy)]
+enum Pass<'a> {
+    /// Every output and cast the projection or the filters read.
+    All,
+    /// What the filters read: these outputs (every output when `None`) and the casts
+    /// the filters read, nothing else.
+    Filters(Option<&'a [usize]>),
+}
+
 /// Turns the stored batches of one file into batches of the scan's output.
 struct FileDecoder {
     plan: Arc<ExtractionPlan>,
@@ -619,6 +630,8 @@ struct FileDecoder {
     metrics: TilesMetrics,
     /// The file's reader already applied the filters (late materialization).
     filters_applied: bool,
+    /// The casts (indices into the plan's casts) the filters read.
+    filter_casts: BTreeSet<usize>,
 }
 
 impl FileDecoder {
@@ -635,6 +648,7 @@ impl FileDecoder {
             .any(Source::is_document)
             .then(|| Scanner::new(Arc::clone(&plan.trie)));
         Ok(Self {
+            filter_casts: plan.filter_casts(),
             referenced: (0..plan.outputs.len())
                 .map(|k| plan.is_referenced(k, !filters_applied))
                 .collect(),
@@ -649,13 +663,25 @@ impl FileDecoder {
 
     /// The output rows of one stored batch (`None` when the filters removed them all).
     fn decode(&mut self, stored: &RecordBatch) -> Result<Option<RecordBatch>> {
-        let decoded = self.decoded(stored, None)?;
-        let filtered = match self.filters_applied {
-            true => decoded,
-            false => match self.mask(&decoded)? {
-                Some(mask) => filter_record_batch(&decoded, &mask)?,
-                None => decoded,
-            },
+        let filtered = if self.filters_applied || self.plan.row_filters.is_empty() {
+            self.decoded(stored, Pass::All)?
+        } else {
+            // Filters the reader did not apply run first, on what they read, so that the
+            // projection's casts (which fail on bad text) see only passing rows, as in
+            // SQL.
+            let outputs = self.plan.filter_outputs();
+            let probe = self.decoded(stored, Pass::Filters(outputs.as_deref()))?;
+            let mask = self.mask(&probe)?.expect("there are filters");
+            let complete = outputs.is_none() && self.filter_casts.len() == self.plan.casts.len();
+            if complete {
+                filter_record_batch(&probe, &mask)?
+            } else {
+                let passing = filter_record_batch(stored, &mask)?;
+                if passing.num_rows() == 0 {
+                    return Ok(None);
+                }
+                self.decoded(&passing, Pass::All)?
+            }
         };
         if filtered.num_rows() == 0 {
             return Ok(None);
@@ -663,18 +689,26 @@ impl FileDecoder {
         Ok(Some(self.projector.project_batch(&filtered)?))
     }
 
-    /// `stored` as a batch of the decoded schema. With `only`, just those outputs are
-    /// computed (the rest are placeholders no filter reads).
-    fn decoded(&mut self, stored: &RecordBatch, only: Option<&[usize]>) -> Result<RecordBatch> {
+    /// `stored` as a batch of the decoded schema, with what `pass` asks for computed
+    /// (the rest are placeholders nothing reads).
+    fn decoded(&mut self, stored: &RecordBatch, pass: Pass<'_>) -> Result<RecordBatch> {
+        let only = match pass {
+            Pass::Filters(Some(outputs)) => Some(outputs),
+            Pass::All | Pass::Filters(None) => None,
+        };
         let rows = stored.num_rows();
         let column = stored
             .column_by_name(tessera_tiles::writer::COLUMN)
             .map(|c| c.as_struct());
         let wanted = |k: usize| only.is_none_or(|o| o.contains(&k));
+        // The filters' pass computes just the casts the filters read: another cast of
+        // the same output must not fail on a row the filters remove.
+        let filter_casts = self.filter_casts.clone();
+        let wanted_cast = |c: usize| matches!(pass, Pass::All) || filter_casts.contains(&c);
         let mut typed_casts: Vec<Option<ArrayRef>> = Vec::with_capacity(self.plan.casts.len());
-        for (k, target) in &self.plan.casts {
+        for (c, (k, target)) in self.plan.casts.iter().enumerate() {
             typed_casts.push(match (self.sources[*k].typed(), column) {
-                (Some(leaf), Some(column)) if wanted(*k) => {
+                (Some(leaf), Some(column)) if wanted(*k) && wanted_cast(c) => {
                     typed_cast(column, leaf, target)?.map(|(array, served)| {
                         self.count(served);
                         array
@@ -748,10 +782,10 @@ impl FileDecoder {
         for field in &self.plan.partition_fields {
             arrays.push(relational_column(stored, field)?);
         }
-        for ((k, target), typed) in self.plan.casts.iter().zip(typed_casts) {
+        for (c, ((k, target), typed)) in self.plan.casts.iter().zip(typed_casts).enumerate() {
             arrays.push(match typed {
                 Some(array) => array,
-                None if !wanted(*k) => new_null_array(target, rows),
+                None if !wanted(*k) || !wanted_cast(c) => new_null_array(target, rows),
                 // As SQL's CAST would: an unparsable text is an error, not NULL.
                 None => cast_with_options(&arrays[base + k], target, &DEFAULT_CAST_OPTIONS)?,
             });

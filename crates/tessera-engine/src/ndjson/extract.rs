@@ -242,10 +242,27 @@ impl fmt::Display for ExtractionPlan {
 }
 
 impl ExtractionPlan {
-    /// The extracted outputs (indices into [`Self::outputs`]) the row filters read, or
-    /// `None` when a filter reads anything else (the raw document, partition values).
+    /// The extracted outputs (indices into [`Self::outputs`]) the row filters read,
+    /// directly or through a cast, or `None` when a filter reads anything else (the raw
+    /// document, partition values).
     pub fn filter_outputs(&self) -> Option<Vec<usize>> {
+        let (outputs, casts) = self.filter_reads()?;
+        let mut all: BTreeSet<usize> = outputs;
+        all.extend(casts.iter().map(|&c| self.casts[c].0));
+        Some(all.into_iter().collect())
+    }
+
+    /// The casts (indices into [`Self::casts`]) the row filters read.
+    pub fn filter_casts(&self) -> BTreeSet<usize> {
+        self.filter_reads()
+            .map(|(_, casts)| casts)
+            .unwrap_or_default()
+    }
+
+    /// (outputs, casts) the row filters read; `None` when they read anything else.
+    fn filter_reads(&self) -> Option<(BTreeSet<usize>, BTreeSet<usize>)> {
         let mut outputs = BTreeSet::new();
+        let mut casts = BTreeSet::new();
         let mut other = false;
         for filter in &self.row_filters {
             filter
@@ -258,7 +275,7 @@ impl ExtractionPlan {
                                 outputs.insert(k);
                             }
                             (_, Some(Ok(c))) => {
-                                outputs.insert(self.casts[c].0);
+                                casts.insert(c);
                             }
                             _ => other = true,
                         }
@@ -267,7 +284,7 @@ impl ExtractionPlan {
                 })
                 .ok()?;
         }
-        (!other).then(|| outputs.into_iter().collect())
+        (!other).then_some((outputs, casts))
     }
 }
 

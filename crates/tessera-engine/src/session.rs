@@ -124,6 +124,7 @@ impl TesseraSession {
         ));
         let state = SessionStateBuilder::new_from_existing(state)
             .with_catalog_list(catalogs)
+            .with_physical_optimizer_rule(Arc::new(managed::CastPushdown))
             .build();
         let ctx = SessionContext::new_with_state(state);
         locations.attach(ctx.state_weak_ref());

@@ -252,6 +252,14 @@ async fn typed_reads_answer_like_documents() {
     .await;
     assert!(metric(&plan, "values_binary") > 0, "{plan}");
     assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
+    // A cast an aggregate applies to a JSON access is computed by the scan, which
+    // reads typed integers as integers instead of rendering and parsing them.
+    let plan = analyze(
+        &session,
+        "SELECT sum(CAST(j->'nested'->>'x' AS BIGINT)) FROM t WHERE j->'nested'->>'y' = 'p'",
+    )
+    .await;
+    assert!(plan.contains("__tessera_pushed_cast_0"), "{plan}");
     // Dates and times are stored typed, each file in its own rendering, and a cast to
     // TIMESTAMP reads the typed values themselves.
     let described = rows(&session, "DESCRIBE t").await;

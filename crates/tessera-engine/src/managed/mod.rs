@@ -6,6 +6,7 @@
 //! and by `CREATE TABLE t AS SELECT ...` when `tessera.warehouse` names a location.
 //! `INSERT INTO`, `DELETE FROM` and `DESCRIBE` work on them.
 
+mod cast_pushdown;
 mod delete;
 mod describe;
 mod ingest;
@@ -28,6 +29,7 @@ use datafusion::logical_expr::CreateExternalTable;
 pub use tessera_table::VacuumReport;
 use tessera_table::{Table, TableOptions};
 
+pub use cast_pushdown::CastPushdown;
 pub use delete::delete;
 pub use describe::describe;
 pub use ingest::{IngestOutcome, ingest};

@@ -7,14 +7,20 @@
 //! `value` set = any other value (JSON null included) as Variant, an outlier; both null =
 //! the key is missing. For an object field, `value` holds the members that are not
 //! shredded (a partially shredded object), or the whole value when it is not an object.
+//!
+//! A path shredded as a list has `typed_value: List<element: {value, typed_value}>`
+//! (the spec's shredded array): every element of an array is in the list, typed when it
+//! has the element type, else (JSON null included) as Variant in the element's `value`.
+//! A value at the path that is no array goes to the path's own `value`.
 
 use std::sync::Arc;
 
 use arrow::array::NullBufferBuilder;
 use arrow::array::{
-    Array, ArrayRef, BinaryViewBuilder, BooleanBuilder, Float64Builder, Int64Builder,
-    StringBuilder, StructArray,
+    Array, ArrayBuilder, ArrayRef, BinaryViewBuilder, BooleanBuilder, Float64Builder, Int64Builder,
+    ListArray, StringBuilder, StructArray,
 };
+use arrow::buffer::OffsetBuffer;
 use arrow::datatypes::{DataType, Field, Fields};
 
 use crate::keypaths::Choice;
@@ -80,7 +86,30 @@ impl Typed {
 enum Shape {
     Leaf(Typed),
     Object(Object),
+    List(List),
 }
+
+/// A shredded list: one element pair per array element, the arrays' bounds and
+/// validity.
+struct List {
+    element: Box<Shredded>,
+    /// Element offsets, starting at 0; one more than rows.
+    offsets: Vec<i32>,
+    valid: NullBufferBuilder,
+}
+
+impl List {
+    /// Closes the current row's list after its elements were appended.
+    fn end_row(&mut self, valid: bool) {
+        // A file holds at most MAX_FILE_BYTES of JSON and every element takes a byte.
+        let end = i32::try_from(self.element.value.len()).expect("fewer than 2^31 elements");
+        self.offsets.push(end);
+        self.valid.append(valid);
+    }
+}
+
+/// Name of a shredded list's element field (the Parquet LIST convention).
+const ELEMENT: &str = "element";
 
 /// A shredded object: its shredded members (sorted by key) and its validity.
 struct Object {
@@ -160,11 +189,23 @@ fn build(
     tape: &Tape,
     choices: &[Choice],
     depth: usize,
-    leaf: Option<LeafType>,
+    leaf: Option<&Choice>,
     capacity: usize,
 ) -> Shredded {
     let shape = match leaf {
-        Some(ty) => Shape::Leaf(Typed::new(ty, capacity)),
+        Some(choice) if choice.list => {
+            let mut offsets = Vec::with_capacity(capacity + 1);
+            offsets.push(0);
+            Shape::List(List {
+                element: Box::new(Shredded {
+                    value: BinaryViewBuilder::with_capacity(capacity),
+                    shape: Shape::Leaf(Typed::new(choice.ty, capacity)),
+                }),
+                offsets,
+                valid: NullBufferBuilder::new(capacity),
+            })
+        }
+        Some(choice) => Shape::Leaf(Typed::new(choice.ty, capacity)),
         None => {
             let mut fields = Vec::new();
             let mut rest = choices;
@@ -173,7 +214,7 @@ fn build(
                 let n = rest.iter().take_while(|c| &c.path[depth] == key).count();
                 let (group, tail) = rest.split_at(n);
                 let leaf =
-                    (group.len() == 1 && group[0].path.len() == depth + 1).then_some(group[0].ty);
+                    (group.len() == 1 && group[0].path.len() == depth + 1).then(|| &group[0]);
                 assert!(
                     leaf.is_some() || group.iter().all(|c| c.path.len() > depth + 1),
                     "a shredded path is not a prefix of another"
@@ -224,6 +265,13 @@ fn append<'a>(
                 shredded.value.append_value(&buffer);
             }
         }
+        (Shape::List(list), Some(value)) if value.node().kind() == Kind::Array => {
+            for element in value.elements() {
+                append(&mut list.element, Some(element), encoder, residual, buffer);
+            }
+            list.end_row(true);
+            shredded.value.append_null();
+        }
         (Shape::Object(object), Some(value))
             if value.node().kind() == Kind::Object && !object.fields.is_empty() =>
         {
@@ -249,9 +297,9 @@ fn append<'a>(
                 append(&mut object.fields[i].1, member, encoder, residual, buffer);
             }
         }
-        // Not an object, or an object with nothing shredded (the root of a file that
-        // shreds no path): the whole value is the Variant.
-        (Shape::Object(_), Some(other)) => {
+        // Not an object (not an array for a list), or an object with nothing shredded
+        // (the root of a file that shreds no path): the whole value is the Variant.
+        (Shape::Object(_) | Shape::List(_), Some(other)) => {
             buffer.clear();
             encoder.encode(other, buffer);
             shredded.value.append_value(&buffer);
@@ -264,6 +312,7 @@ fn append<'a>(
 fn append_missing(shape: &mut Shape) {
     match shape {
         Shape::Leaf(typed) => typed.append_null(),
+        Shape::List(list) => list.end_row(false),
         Shape::Object(object) => {
             object.valid.append_null();
             for (_, field) in &mut object.fields {
@@ -279,6 +328,17 @@ fn finish(shredded: &mut Shredded) -> (ArrayRef, Option<ArrayRef>) {
     let value = Arc::new(shredded.value.finish()) as ArrayRef;
     let typed = match &mut shredded.shape {
         Shape::Leaf(typed) => typed.finish(),
+        Shape::List(list) => {
+            let element = Arc::new(pair(&mut list.element)) as ArrayRef;
+            let field = Field::new(ELEMENT, element.data_type().clone(), false);
+            let offsets = OffsetBuffer::new(std::mem::take(&mut list.offsets).into());
+            Arc::new(ListArray::new(
+                Arc::new(field),
+                offsets,
+                element,
+                list.valid.finish(),
+            ))
+        }
         Shape::Object(object) => {
             if object.fields.is_empty() {
                 return (value, None);
@@ -286,16 +346,7 @@ fn finish(shredded: &mut Shredded) -> (ArrayRef, Option<ArrayRef>) {
             let mut fields = Vec::with_capacity(object.fields.len());
             let mut columns = Vec::with_capacity(object.fields.len());
             for (name, field) in &mut object.fields {
-                let (value, typed) = finish(field);
-                let typed = typed.expect("a shredded field has a typed column");
-                let pair = StructArray::new(
-                    Fields::from(vec![
-                        Field::new("value", DataType::BinaryView, true),
-                        Field::new("typed_value", typed.data_type().clone(), true),
-                    ]),
-                    vec![value, typed],
-                    None,
-                );
+                let pair = pair(field);
                 fields.push(Field::new(name.as_str(), pair.data_type().clone(), false));
                 columns.push(Arc::new(pair) as ArrayRef);
             }
@@ -307,4 +358,18 @@ fn finish(shredded: &mut Shredded) -> (ArrayRef, Option<ArrayRef>) {
         }
     };
     (value, Some(typed))
+}
+
+/// The `{value, typed_value}` struct of a shredded field or list element.
+fn pair(shredded: &mut Shredded) -> StructArray {
+    let (value, typed) = finish(shredded);
+    let typed = typed.expect("a shredded field has a typed column");
+    StructArray::new(
+        Fields::from(vec![
+            Field::new("value", DataType::BinaryView, true),
+            Field::new("typed_value", typed.data_type().clone(), true),
+        ]),
+        vec![value, typed],
+        None,
+    )
 }

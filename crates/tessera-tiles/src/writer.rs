@@ -18,7 +18,7 @@ use parquet::schema::types::ColumnPath;
 use parquet_variant_compute::VariantArray;
 
 use crate::cluster::{cluster_keys, cluster_order, reorder_rows};
-use crate::keypaths::{Choice, Items, json_path, mine};
+use crate::keypaths::{Choice, Items, mine};
 use crate::reorder::{Partitioning, reorder};
 use crate::shred::Shredder;
 use crate::summary::{
@@ -126,10 +126,15 @@ pub fn write_file_with_columns(
         .iter()
         .map(|choice| path_stats(&column, choice))
         .collect::<Result<Vec<_>, _>>()?;
-    let keys: Vec<&Choice> = cluster_keys(&stats, column.len() as u64, options.cluster_keys)
-        .into_iter()
-        .map(|i| &mined.shredded[i])
-        .collect();
+    let keys: Vec<&Choice> = cluster_keys(
+        &mined.shredded,
+        &stats,
+        column.len() as u64,
+        options.cluster_keys,
+    )
+    .into_iter()
+    .map(|i| &mined.shredded[i])
+    .collect();
     // Relational columns move with their documents.
     let (column, columns) = match cluster_order(&column, &keys)? {
         Some(order) => (
@@ -150,7 +155,7 @@ pub fn write_file_with_columns(
                 .shredded
                 .iter()
                 .map(|c| ShreddedPath {
-                    path: json_path(&c.path),
+                    path: c.json_path(),
                     ty: c.ty,
                     frequency: c.frequency,
                 })
@@ -164,7 +169,8 @@ pub fn write_file_with_columns(
     Ok(WrittenFile { parquet, summary })
 }
 
-/// The `(value, typed_value)` pair of `path` inside a shredded Variant column.
+/// The `(value, typed_value)` pair of `path` inside a shredded Variant column (for a
+/// list, `typed_value` is the list).
 pub(crate) fn shredded_leaf<'a>(
     column: &'a StructArray,
     path: &[String],
@@ -182,10 +188,25 @@ pub(crate) fn shredded_leaf<'a>(
     Some((value, typed))
 }
 
+/// Statistics of a shredded path; for a list, of its typed elements, its binary count
+/// being the elements and the non-array values held as Variant.
 fn path_stats(column: &StructArray, choice: &Choice) -> Result<PathStats, TilesError> {
-    let path = json_path(&choice.path);
-    let (value, typed) = shredded_leaf(column, &choice.path)
-        .ok_or_else(|| TilesError::Internal(format!("shredded column for {path} is missing")))?;
+    let path = choice.json_path();
+    let missing = || TilesError::Internal(format!("shredded column for {path} is missing"));
+    let (value, typed) = shredded_leaf(column, &choice.path).ok_or_else(missing)?;
+    let present = |v: Option<&ArrayRef>| v.map_or(0, |v| (v.len() - v.null_count()) as u64);
+    let (typed, binary_count) = match choice.list {
+        true => {
+            let element = typed
+                .as_list_opt::<i32>()
+                .and_then(|list| list.values().as_struct_opt())
+                .ok_or_else(missing)?;
+            let element_value = element.column_by_name("value");
+            let element_typed = element.column_by_name("typed_value").ok_or_else(missing)?;
+            (element_typed, present(element_value) + present(value))
+        }
+        false => (typed, present(value)),
+    };
     let mut distinct = DistinctSketch::default();
     let (min, max, max_truncated) = match typed.data_type() {
         DataType::Int64 => {
@@ -250,7 +271,7 @@ fn path_stats(column: &StructArray, choice: &Choice) -> Result<PathStats, TilesE
         max_truncated,
         null_count: typed.null_count() as u64,
         typed_count,
-        binary_count: value.map_or(0, |v| (v.len() - v.null_count()) as u64),
+        binary_count,
         distinct,
     })
 }
@@ -266,14 +287,18 @@ fn truncate(s: &str) -> &str {
     &s[..end]
 }
 
-/// The Parquet column path of a shredded leaf's typed column.
-fn typed_column_path(path: &[String]) -> ColumnPath {
+/// The Parquet column path of a shredded leaf's typed column (for a list, of its
+/// elements' typed column, below Parquet's `list.element` groups).
+fn typed_column_path(choice: &Choice) -> ColumnPath {
     let mut parts = vec![COLUMN.to_string()];
-    for key in path {
+    for key in &choice.path {
         parts.push("typed_value".into());
         parts.push(key.clone());
     }
     parts.push("typed_value".into());
+    if choice.list {
+        parts.extend(["list", "element", "typed_value"].map(String::from));
+    }
     ColumnPath::new(parts)
 }
 
@@ -306,7 +331,7 @@ fn encode(
     // Integers (ids, timestamps, counters) are mostly distinct and close to their
     // neighbours: deltas compress them far better than a dictionary that overflows.
     for choice in shredded.iter().filter(|c| c.ty == LeafType::Int) {
-        let path = typed_column_path(&choice.path);
+        let path = typed_column_path(choice);
         properties = properties
             .set_column_dictionary_enabled(path.clone(), false)
             .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);

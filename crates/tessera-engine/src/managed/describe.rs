@@ -1,6 +1,8 @@
 //! `DESCRIBE` of a Tessera table: its columns in order (the document column as `json`,
 //! relational columns with their Arrow types), then every shredded path with its type,
 //! the share of documents served from that typed column, and how many files shred it.
+//! A path shredded as a list is named `$.a.b[*]`, typed by its elements, its share
+//! being the documents holding an array there.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -4,7 +4,8 @@
 //! with a constant path (`j->>'$.a.b'`, `json_get_int(j, 'n')`, ...) becomes a column of
 //! the scan (the same [`ExtractionPlan`] as the NDJSON scan uses), and each file answers
 //! it from its own shredding schema: a path the file shreds is read as its typed Parquet
-//! leaf plus the Variant binary of its outliers ([`super::leaves`]); a path whose first
+//! leaf plus the Variant binary of its outliers ([`super::leaves`]), an element of a
+//! path it shreds as a list from the list's typed elements; a path whose first
 //! key the file does not shred is found in each document's own Variant binary; any other
 //! access is answered from documents reconstructed from the Variant column, for that
 //! file only.
@@ -44,7 +45,9 @@ use parquet::arrow::arrow_reader::RowSelection;
 use parquet::schema::types::SchemaDescriptor;
 use tessera_table::{DataFile, FilePredicate, FileRead, OpenFile, Pacer, Snapshot, Traffic};
 
-use super::leaves::{BinaryPath, LeafKind, Served, ShreddedLeaf, read_leaf, typed_cast};
+use super::leaves::{
+    BinaryPath, LeafKind, Served, ShreddedElement, ShreddedLeaf, read_leaf, typed_cast,
+};
 use super::provider::external;
 use super::prune::{Constraint, constraints, intersect_ranges, page_bounds, row_group_bounds};
 use super::schedule::ScanPace;
@@ -408,6 +411,8 @@ impl FileOpener for TilesOpener {
 enum Source {
     /// A shredded path: its typed leaf (and outliers).
     Typed(ShreddedLeaf),
+    /// An element of a path shredded as a list: its typed elements (and outliers).
+    Element(ShreddedElement),
     /// A path the file does not shred: the document's own Variant binary.
     Binary(BinaryPath),
     /// Anything else: the reconstructed document text.
@@ -419,6 +424,9 @@ impl Source {
     fn find(column: &DataType, path: &[PathElem]) -> Self {
         if let Some(leaf) = ShreddedLeaf::find(column, path) {
             return Source::Typed(leaf);
+        }
+        if let Some(element) = ShreddedElement::find(column, path) {
+            return Source::Element(element);
         }
         BinaryPath::find(column, path).map_or(Source::Document, Source::Binary)
     }
@@ -438,6 +446,7 @@ impl Source {
     fn parquet_leaves(&self, column: &str, schema: &SchemaDescriptor) -> Vec<usize> {
         match self {
             Source::Typed(leaf) => leaf.parquet_leaves(column, schema),
+            Source::Element(element) => element.parquet_leaves(column, schema),
             Source::Binary(path) => path.parquet_leaves(column, schema),
             Source::Document => Vec::new(),
         }
@@ -725,6 +734,11 @@ impl FileDecoder {
                 _ if !needed(k) => arrays.push(new_null_array(&output.data_type(), rows)),
                 (Source::Typed(leaf), Some(column)) => {
                     let (array, served) = read_leaf(column, leaf, output)?;
+                    self.count(served);
+                    arrays.push(array);
+                }
+                (Source::Element(element), Some(column)) => {
+                    let (array, served) = element.read(column, output)?;
                     self.count(served);
                     arrays.push(array);
                 }

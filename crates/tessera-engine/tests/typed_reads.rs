@@ -148,6 +148,7 @@ const QUERIES: &[&str] = &[
     "SELECT sum(json_get_int(j, 'nums', 1)), sum((j->'nums'->> -1)::BIGINT), sum(json_get_float(j, 'nums', 0)) FROM T",
     "SELECT j->'nums'->>0, count(*) FROM T WHERE json_get_int(j, 'nums', 0) < 3 GROUP BY 1",
     "SELECT count(*), count(j->'tags'->>0) FROM T WHERE j->'tags' IS NOT NULL AND j->>'tags' >= '['",
+    "SELECT j->>'id', j->'tags', json_length(j->'tags'), j->'tags'->2->>'t', j->>'$.tags[2].t', j->'tags'->>'0' FROM T",
 ];
 
 /// Casts that fail on some value fail the same way everywhere.
@@ -261,6 +262,14 @@ async fn typed_reads_answer_like_documents() {
     .await;
     assert!(metric(&plan, "values_typed") > 4000, "{plan}");
     assert!(metric(&plan, "values_binary") > 3000, "{plan}");
+    assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
+    // Whole arrays and paths below an element are rebuilt from the list's columns.
+    let plan = analyze(
+        &session,
+        "SELECT count(j->'tags'), sum(json_length(j->'tags')), count(j->'tags'->2->>'t') FROM t",
+    )
+    .await;
+    assert!(metric(&plan, "values_binary") > 8000, "{plan}");
     assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
     let plan = analyze(&session, "SELECT sum(json_get_int(j, 'nums', 1)) FROM t").await;
     assert_eq!(metric(&plan, "values_typed"), 9000, "{plan}");

@@ -6,9 +6,10 @@
 //! path reads just those two leaves: the typed values are converted in bulk with the
 //! same semantics as the access on JSON text, and the few rows held in the binary are
 //! decoded one by one and patched in. An element of a path shredded as a list
-//! (`$.a.b[2]`) reads the list's typed elements and outliers the same way. Anything
-//! else (whole arrays, deeper paths below an index, objects, paths a file does not
-//! shred) is answered from the reconstructed document instead.
+//! (`$.a.b[2]`) reads the list's typed elements and outliers the same way; the whole
+//! list and paths below its elements are rebuilt from the list's columns alone. Anything
+//! else (objects, paths a file does not shred) is answered from the reconstructed
+//! document instead.
 
 use std::sync::Arc;
 
@@ -16,10 +17,11 @@ use arrow::array::{
     Array, ArrayRef, AsArray, StringViewBuilder, StructArray, UInt32Array, new_null_array,
 };
 use arrow::compute::{cast, interleave, take};
-use arrow::datatypes::{DataType, Fields, Float64Type};
+use arrow::datatypes::{DataType, Field, Fields, Float64Type};
 use datafusion::common::{DataFusionError, Result};
 use parquet::schema::types::SchemaDescriptor;
 use parquet_variant::Variant;
+use parquet_variant_compute::{VariantArray, unshred_variant};
 use tessera_tiles::variant::write_json;
 
 use crate::json::output::OutputBuilder;
@@ -191,14 +193,7 @@ impl ShreddedElement {
     pub fn parquet_leaves(&self, column: &str, schema: &SchemaDescriptor) -> Vec<usize> {
         let mut base: Vec<&str> = vec![column];
         base.extend(self.names.iter().map(String::as_str));
-        let list = [base.as_slice(), &[TYPED_VALUE]].concat();
-        let mut out: Vec<usize> = (0..schema.num_columns())
-            .filter(|&i| {
-                let leaf = schema.column(i);
-                let parts = leaf.path().parts();
-                parts.len() > list.len() && list.iter().zip(parts).all(|(a, b)| a == b)
-            })
-            .collect();
+        let mut out = leaves_below(schema, &[base.as_slice(), &[TYPED_VALUE]].concat());
         out.extend(leaf_index(schema, &[base.as_slice(), &[VALUE]].concat()));
         out.extend(leaf_index(schema, &[column, METADATA]));
         out.sort_unstable();
@@ -355,6 +350,106 @@ fn step<'m, 'v>(node: Variant<'m, 'v>, elem: &PathElem) -> Option<Variant<'m, 'v
         (Variant::List(list), PathElem::Index(i)) => list.get(element_at(*i, list.len())?),
         _ => None,
     }
+}
+
+/// A path through a list a file shreds that is no single element of it: the whole
+/// array (`$.a.b`) or a path below an element (`$.a.b[0].c`). Only the list path's
+/// columns are read; each row's value there is rebuilt as Variant and navigated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct ListPath {
+    /// `[typed_value, k1, typed_value, k2, ...]` below the document column, down to
+    /// the list path's `{value, typed_value}` pair.
+    names: Vec<String>,
+    /// The rest of the path below the list path.
+    rest: Vec<PathElem>,
+}
+
+impl ListPath {
+    /// `path` in a document column of type `column`, when a prefix of its keys is a
+    /// path shredded as a list.
+    pub fn find(column: &DataType, path: &[PathElem]) -> Option<Self> {
+        let keys = path
+            .iter()
+            .take_while(|e| matches!(e, PathElem::Key(_)))
+            .count();
+        (1..=keys).find_map(|end| {
+            let (names, fields) = shredded_field(column, &path[..end])?;
+            let typed = fields.find(TYPED_VALUE)?.1;
+            matches!(typed.data_type(), DataType::List(_)).then(|| Self {
+                names,
+                rest: path[end..].to_vec(),
+            })
+        })
+    }
+
+    /// Parquet leaf column indices to read (every leaf of the list path, the Variant
+    /// metadata), ascending.
+    pub fn parquet_leaves(&self, column: &str, schema: &SchemaDescriptor) -> Vec<usize> {
+        let mut base: Vec<&str> = vec![column];
+        base.extend(self.names.iter().map(String::as_str));
+        let mut out = leaves_below(schema, &base);
+        out.extend(leaf_index(schema, &[column, METADATA]));
+        out.sort_unstable();
+        out
+    }
+
+    /// The values of an access with `output` at this path, for every row of `column`.
+    pub fn read(&self, column: &StructArray, output: Output) -> Result<(ArrayRef, Served)> {
+        let pair = descend(column, &self.names)?;
+        let metadata = column
+            .column_by_name(METADATA)
+            .ok_or_else(|| missing(METADATA))?;
+        let value = pair.column_by_name(VALUE).ok_or_else(|| missing(VALUE))?;
+        let typed = pair
+            .column_by_name(TYPED_VALUE)
+            .ok_or_else(|| missing(TYPED_VALUE))?;
+        let fields = [(METADATA, metadata), (VALUE, value), (TYPED_VALUE, typed)];
+        let shredded = StructArray::try_new(
+            fields
+                .iter()
+                .map(|(name, a)| Field::new(*name, a.data_type().clone(), true))
+                .collect(),
+            fields.iter().map(|(_, a)| Arc::clone(a)).collect(),
+            None,
+        )?;
+        let variant = VariantArray::try_new(&shredded)?;
+        let variant = unshred_variant(&variant)?;
+        let mut builder = OutputBuilder::new(output, column.len());
+        let mut text = String::new();
+        let mut found = 0;
+        for row in 0..column.len() {
+            // Unshredding turns a missing value into a Variant null; the path is absent.
+            if value.is_null(row) && typed.is_null(row) {
+                builder.append_null();
+                continue;
+            }
+            match self.rest.iter().try_fold(variant.value(row), step) {
+                Some(v) => {
+                    found += 1;
+                    text.clear();
+                    write_json(&v, &mut text);
+                    builder.append(text.as_bytes(), Some(rendered_span(&text)));
+                }
+                None => builder.append_null(),
+            }
+        }
+        let served = Served {
+            typed: 0,
+            binary: found,
+        };
+        Ok((builder.finish(), served))
+    }
+}
+
+/// The Parquet leaves below the group at `path`.
+fn leaves_below(schema: &SchemaDescriptor, path: &[&str]) -> Vec<usize> {
+    (0..schema.num_columns())
+        .filter(|&i| {
+            let leaf = schema.column(i);
+            let parts = leaf.path().parts();
+            parts.len() > path.len() && path.iter().zip(parts).all(|(a, b)| a == b)
+        })
+        .collect()
 }
 
 /// The position of element `index` of an array of `len` elements (negative indexes

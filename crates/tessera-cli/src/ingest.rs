@@ -107,19 +107,20 @@ async fn tick(progress: Arc<WriteProgress>, started: Instant) {
 }
 
 /// Per shredded path: its type and the share of all ingested documents whose value came
-/// from the typed column.
+/// from the typed column (for a list: that held an array there, whatever its length).
 fn typed_paths(outcome: &IngestOutcome) -> Vec<(String, String, f64)> {
-    let mut paths: std::collections::BTreeMap<(String, String), u64> = Default::default();
+    let mut paths: std::collections::BTreeMap<(String, String), f64> = Default::default();
     for file in &outcome.write.files {
-        for (path, stats) in file.summary.schema.paths.iter().zip(&file.summary.stats) {
+        for path in &file.summary.schema.paths {
             let ty = format!("{:?}", path.ty).to_lowercase();
-            *paths.entry((path.path.clone(), ty)).or_default() += stats.typed_count;
+            *paths.entry((path.path.clone(), ty)).or_default() +=
+                path.frequency * file.summary.rows as f64;
         }
     }
     let documents = outcome.documents.max(1) as f64;
     paths
         .into_iter()
-        .map(|((path, ty), typed)| (path, ty, typed as f64 / documents))
+        .map(|((path, ty), typed)| (path, ty, typed / documents))
         .collect()
 }
 

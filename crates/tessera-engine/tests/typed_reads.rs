@@ -97,6 +97,28 @@ fn document(rng: &mut Rng, file: usize, row: usize, rows: usize) -> String {
         _ => format!("2023-{:02}-{:02}", 1 + rng.below(12), 1 + rng.below(28)),
     };
     write!(doc, r#","at":{at},"day":"{date}""#).unwrap();
+    write!(doc, r#","nums":[{},{}]"#, rng.below(50), rng.below(50)).unwrap();
+    // `tags`: short arrays of strings (shredded as a list), with elements of other
+    // types, empty arrays, values that are no array, or missing; in file 2 long
+    // arrays, which stay whole in the binary.
+    match rng.below(20) {
+        0 => {}
+        1 => doc.push_str(r#","tags":"none""#),
+        2 => doc.push_str(r#","tags":{"0":"x"}"#),
+        3 => doc.push_str(r#","tags":[]"#),
+        4 => doc.push_str(r#","tags":[null,7,{"t":1},[2],1.5,true]"#),
+        _ => {
+            let len = if file == 2 { 30 } else { 1 + rng.below(4) };
+            let tags: Vec<String> = (0..len)
+                .map(|k| match rng.below(15) {
+                    0 => "null".to_string(),
+                    1 => format!("{k}"),
+                    _ => format!(r#""t{}""#, rng.below(6)),
+                })
+                .collect();
+            write!(doc, r#","tags":[{}]"#, tags.join(",")).unwrap();
+        }
+    }
     doc.push('}');
     doc
 }
@@ -147,6 +169,14 @@ const QUERIES: &[&str] = &[
     // which the scan applies itself): non-integer `n` would fail the cast.
     "SELECT j->>'id', CAST(j->>'n' AS BIGINT) FROM T WHERE json_get_int(j, 'n') IS NOT NULL AND json_length(j) > 3",
     "SELECT sum(CAST(j->>'n' AS BIGINT)) FROM T WHERE json_get_int(j, 'n') IS NOT NULL AND json_length(j) > 3",
+    "SELECT j->>'id', j->'tags'->>0, j->'tags'->1, j->'tags'->> -1, j->'tags'-> -2, j->>'$.tags[2]', j->'tags'->>9, j->'tags'->> -40 FROM T",
+    "SELECT j->'tags'->>0, json_typeof(j->'tags'->0), count(*) FROM T GROUP BY 1, 2",
+    "SELECT json_get_str(j, 'tags', 1), json_get_int(j, 'tags', 0), json_get_bool(j, 'tags', -1), count(*) FROM T GROUP BY 1, 2, 3",
+    "SELECT j->>'id', j->'tags' FROM T WHERE j->'tags'->>0 = 't3' AND j->'tags'->>1 IS NOT NULL",
+    "SELECT sum(json_get_int(j, 'nums', 1)), sum((j->'nums'->> -1)::BIGINT), sum(json_get_float(j, 'nums', 0)) FROM T",
+    "SELECT j->'nums'->>0, count(*) FROM T WHERE json_get_int(j, 'nums', 0) < 3 GROUP BY 1",
+    "SELECT count(*), count(j->'tags'->>0) FROM T WHERE j->'tags' IS NOT NULL AND j->>'tags' >= '['",
+    "SELECT j->>'id', j->'tags', json_length(j->'tags'), j->'tags'->2->>'t', j->>'$.tags[2].t', j->'tags'->>'0' FROM T",
 ];
 
 /// Casts that fail on some value fail the same way everywhere.
@@ -277,6 +307,27 @@ async fn typed_reads_answer_like_documents() {
     .await;
     assert!(metric(&plan, "values_typed") > 15_000, "{plan}");
     assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
+    // Elements of short arrays come from the typed list; element outliers, values
+    // that are no array, and the long arrays of file 2 from the binary.
+    let plan = analyze(
+        &session,
+        "SELECT count(j->'tags'->>0), count(j->'tags'->> -1) FROM t",
+    )
+    .await;
+    assert!(metric(&plan, "values_typed") > 4000, "{plan}");
+    assert!(metric(&plan, "values_binary") > 3000, "{plan}");
+    assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
+    // Whole arrays and paths below an element are rebuilt from the list's columns.
+    let plan = analyze(
+        &session,
+        "SELECT count(j->'tags'), sum(json_length(j->'tags')), count(j->'tags'->2->>'t') FROM t",
+    )
+    .await;
+    assert!(metric(&plan, "values_binary") > 8000, "{plan}");
+    assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
+    let plan = analyze(&session, "SELECT sum(json_get_int(j, 'nums', 1)) FROM t").await;
+    assert_eq!(metric(&plan, "values_typed"), 9000, "{plan}");
+    assert_eq!(metric(&plan, "values_binary"), 0, "{plan}");
     session
         .sql("SET tessera.typed_reads = false")
         .await

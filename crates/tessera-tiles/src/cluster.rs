@@ -27,11 +27,19 @@ const MIN_KEY_TYPED_SHARE: f64 = 0.5;
 
 /// The shredded paths to cluster a file's rows by: the ones with the fewest distinct
 /// values lead, so each later key orders rows within the runs of the earlier ones. At
-/// most `limit` keys; indices into the file's shredded paths (and `stats`).
-pub(crate) fn cluster_keys(stats: &[PathStats], rows: u64, limit: usize) -> Vec<usize> {
+/// most `limit` keys; indices into the file's shredded paths `choices` (and `stats`).
+/// Lists are never keys: a row holds several elements, none of them its sort value.
+pub(crate) fn cluster_keys(
+    choices: &[Choice],
+    stats: &[PathStats],
+    rows: u64,
+    limit: usize,
+) -> Vec<usize> {
+    assert_eq!(choices.len(), stats.len(), "statistics per shredded path");
     let mut keys: Vec<(u64, &str, usize)> = stats
         .iter()
         .enumerate()
+        .filter(|&(i, _)| !choices[i].list)
         .filter(|(_, s)| s.typed_count as f64 >= MIN_KEY_TYPED_SHARE * rows as f64)
         .map(|(i, s)| (s.distinct.estimate(), s.path.as_str(), i))
         .filter(|&(distinct, _, _)| (2..=MAX_KEY_DISTINCT).contains(&distinct))
@@ -88,4 +96,36 @@ pub(crate) fn reorder_rows(
     assert_eq!(order.len(), column.len(), "a permutation of the rows");
     let taken: ArrayRef = arrow::compute::take(column, order, None).map_err(TilesError::variant)?;
     Ok(taken.as_struct().clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::summary::{DistinctSketch, LeafType};
+
+    #[test]
+    fn lists_are_never_cluster_keys() {
+        let mut distinct = DistinctSketch::default();
+        (0..3u8).for_each(|v| distinct.insert(&[v]));
+        let stats = |path: &str| PathStats {
+            path: path.into(),
+            min: None,
+            max: None,
+            max_truncated: false,
+            null_count: 0,
+            typed_count: 10,
+            binary_count: 0,
+            distinct: distinct.clone(),
+        };
+        let choice = |key: &str, list: bool| Choice {
+            path: vec![key.into()],
+            ty: LeafType::String,
+            frequency: 1.0,
+            list,
+            format: None,
+        };
+        let choices = [choice("langs", true), choice("kind", false)];
+        let stats = [stats("$.langs[*]"), stats("$.kind")];
+        assert_eq!(cluster_keys(&choices, &stats, 10, 3), vec![1]);
+    }
 }

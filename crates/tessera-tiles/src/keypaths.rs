@@ -1,13 +1,21 @@
 //! Key paths of documents and the choice of the paths a file shreds (seed 000, P3 §4.3).
 //!
 //! Each document becomes a set of items `(key path, JSON type)`, one per scalar it holds
-//! below nested objects; arrays are items of their own and kept whole (their elements
-//! stay in the Variant binary). Documents are cut into tiles of `tile_docs` (after
-//! [`crate::reorder`]); a tile extracts the items of its maximal frequent itemsets
-//! (those held by at least `threshold` of its documents, mined by
-//! [`crate::fpgrowth`]); the file shreds the union over its tiles, each path with its
-//! majority type across the file. Values of another type at a shredded path (JSON null
-//! included) are outliers: they stay in that field's Variant `value`, row by row.
+//! below nested objects; an array is an item of its own, and so is each of its first
+//! [`LEADING`] elements that is a scalar (`(p[i], type)`, seed 000 P3 §4.3 step 6: for
+//! arrays of `x` versus `x + c` elements only the first `x` are frequent in all
+//! documents). Documents are cut into tiles of `tile_docs` (after [`crate::reorder`]); a
+//! tile extracts the items of its maximal frequent itemsets (those held by at least
+//! `threshold` of its documents, mined by [`crate::fpgrowth`]); the file shreds the union
+//! over its tiles, each path with its majority type across the file. Values of another
+//! type at a shredded path (JSON null included) are outliers: they stay in that field's
+//! Variant `value`, row by row.
+//!
+//! An array path whose first element is frequent is shredded as a LIST of its elements'
+//! majority type, unless its arrays are long on average ([`MAX_LIST_MEAN_LEN`]):
+//! high-cardinality arrays (hashtags, mentions) stay whole in the binary. The Parquet
+//! Variant shredding spec shreds a list only whole, so every element of a shredded list
+//! is in it; elements of another type are per-element outliers.
 
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
@@ -50,6 +58,54 @@ impl ItemType {
 /// A key path: the object keys from the document root.
 pub type KeyPath = Vec<String>;
 
+/// Leading array elements itemized per array: arrays of one structure differ mostly in
+/// their tails, so a few leading positions tell whether a path holds short arrays of
+/// one element type, while the cost of collecting items stays bounded per array.
+pub const LEADING: usize = 4;
+
+/// Longest mean element count of the arrays at a path that is still shredded as a
+/// list: longer arrays are high-cardinality (hashtags, mentions, embeddings) and would
+/// cost a typed element per value for little skipping; they stay whole in the binary.
+pub const MAX_LIST_MEAN_LEN: u64 = 16;
+
+/// The JSONPath spelling of a path shredded as a list ends in this step: `$.a.b[*]`
+/// names the elements of the arrays at `$.a.b`.
+pub const LIST_STEP: &str = "[*]";
+
+/// The path of an item: object keys from the root and, for an element of an array,
+/// its position. Only the last step can be a position, as elements are itemized only
+/// when they are scalars.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ItemPath {
+    /// The object keys (for an element: the keys of its array).
+    pub keys: KeyPath,
+    /// The element's position in its array; `None` for a value under keys alone.
+    pub element: Option<usize>,
+}
+
+impl ItemPath {
+    /// The JSONPath spelling: `$.a.b`, or `$.a.b[2]` for an element.
+    pub fn json_path(&self) -> String {
+        let mut out = json_path(&self.keys);
+        if let Some(i) = self.element {
+            out.push_str(&format!("[{i}]"));
+        }
+        out
+    }
+}
+
+/// The arrays seen at one path.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ArrayCounts {
+    /// Arrays at the path (each occurrence, repeated keys included).
+    pub arrays: u64,
+    /// Their elements, all together.
+    pub elements: u64,
+}
+
+/// No path: an element position not seen yet.
+const NO_PATH: u32 = u32::MAX;
+
 /// Item types counted per path: the leaf types, then array, null and other.
 pub const TYPE_SLOTS: usize = 7;
 
@@ -77,8 +133,12 @@ const LEAVES: [LeafType; 4] = [
 /// The items of every document of a file: item `path * TYPE_SLOTS + slot(type)`.
 #[derive(Debug, Default)]
 pub struct Items {
-    /// Key path of each path id.
-    pub paths: Vec<KeyPath>,
+    /// Item path of each path id.
+    pub paths: Vec<ItemPath>,
+    /// Per path id, the arrays held there.
+    pub arrays: Vec<ArrayCounts>,
+    /// Per path id, the path ids of its leading elements ([`NO_PATH`]: not seen).
+    elements: Vec<[u32; LEADING]>,
     /// Items of all documents, document after document.
     pub items: Vec<u32>,
     /// End of each document's items in `items`.
@@ -133,18 +193,64 @@ fn collect_object<'a>(
     for (key, value) in object.members() {
         let child = (u64::from(parent) << 32) | u64::from(key.key_id());
         let id = *ids.entry(child).or_insert_with(|| {
-            let mut path = match parent {
+            let mut keys = match parent {
                 u32::MAX => Vec::new(),
-                p => out.paths[p as usize].clone(),
+                p => out.paths[p as usize].keys.clone(),
             };
-            path.push(key.str().to_string());
-            out.paths.push(path);
-            (out.paths.len() - 1) as u32
+            keys.push(key.str().to_string());
+            out.new_path(ItemPath {
+                keys,
+                element: None,
+            })
         });
         match ItemType::of(value.node().kind()) {
-            Some(ty) => out.items.push(id * TYPE_SLOTS as u32 + slot(ty) as u32),
+            Some(ItemType::Array) => {
+                out.push(id, ItemType::Array);
+                collect_array(value, id, out);
+            }
+            Some(ty) => out.push(id, ty),
             None => collect_object(value, id, ids, out),
         }
+    }
+}
+
+/// Counts the array at path `id` and itemizes its leading scalar elements; element
+/// paths are created once per path, so a document allocates nothing per element.
+fn collect_array(array: Value<'_>, id: u32, out: &mut Items) {
+    let counts = &mut out.arrays[id as usize];
+    counts.arrays += 1;
+    counts.elements += array.node().container_len() as u64;
+    for (i, element) in array.elements().take(LEADING).enumerate() {
+        let Some(ty) = ItemType::of(element.node().kind()).filter(|&t| t != ItemType::Array) else {
+            continue;
+        };
+        let mut element_id = out.elements[id as usize][i];
+        if element_id == NO_PATH {
+            element_id = out.new_path(ItemPath {
+                keys: out.paths[id as usize].keys.clone(),
+                element: Some(i),
+            });
+            out.elements[id as usize][i] = element_id;
+        }
+        out.push(element_id, ty);
+    }
+}
+
+impl Items {
+    /// A new path id for `path`.
+    fn new_path(&mut self, path: ItemPath) -> u32 {
+        self.paths.push(path);
+        self.arrays.push(ArrayCounts::default());
+        self.elements.push([NO_PATH; LEADING]);
+        u32::try_from(self.paths.len() - 1)
+            .ok()
+            .filter(|&id| id < u32::MAX / TYPE_SLOTS as u32)
+            .expect("fewer than 2^29 distinct paths per file")
+    }
+
+    /// Records item `(path id, ty)` for the current document.
+    fn push(&mut self, id: u32, ty: ItemType) {
+        self.items.push(id * TYPE_SLOTS as u32 + slot(ty) as u32);
     }
 }
 
@@ -153,12 +259,28 @@ fn collect_object<'a>(
 pub struct Choice {
     /// The key path.
     pub path: KeyPath,
-    /// Its typed column's type.
+    /// Its typed column's type (for a list: its elements' typed column).
     pub ty: LeafType,
-    /// Share of the file's documents with a value of that type at the path.
+    /// Share of the file's documents with a value of that type at the path (for a
+    /// list: with an array at the path, whose elements the typed list holds).
     pub frequency: f64,
     /// Of a `DateTime` path: the rendering its typed values have.
     pub format: Option<TimeFormat>,
+    /// The path holds arrays, shredded as a list of `ty` elements.
+    pub list: bool,
+}
+
+impl Choice {
+    /// The path's spelling in shredding schemas and statistics: `$.a.b`, and `$.a.b[*]`
+    /// for a list ([`LIST_STEP`]), so that no filter on the key path `$.a.b` mistakes
+    /// the elements' statistics for the statistics of its values.
+    pub fn json_path(&self) -> String {
+        let mut out = json_path(&self.path);
+        if self.list {
+            out.push_str(LIST_STEP);
+        }
+        out
+    }
 }
 
 /// What mining found in one file: the paths to shred and every other key path seen.
@@ -166,7 +288,9 @@ pub struct Choice {
 pub struct Mined {
     /// Paths to shred, sorted by path.
     pub shredded: Vec<Choice>,
-    /// All other key paths, in JSONPath spelling.
+    /// All other key paths, in JSONPath spelling, and the key paths of shredded lists:
+    /// those have no typed column of their own values, so to a filter on them they are
+    /// paths that may be present in the binary.
     pub unshredded: Vec<String>,
 }
 
@@ -178,7 +302,9 @@ pub const MAX_SHREDDED_PATHS: usize = 1024;
 /// tile's maximal frequent itemsets (FP-growth at `threshold`, within `budget`) name
 /// the paths it extracts; the file shreds the union over its tiles, each path typed by
 /// its majority leaf type over the file. Values of other types at a shredded path
-/// become per-row outliers.
+/// become per-row outliers. An array path becomes a list when its first element is
+/// frequent and its arrays are short ([`MAX_LIST_MEAN_LEN`]); when a path qualifies as
+/// both a scalar and a list, the type more documents hold wins.
 pub fn mine(
     items: &Items,
     order: &[usize],
@@ -212,22 +338,30 @@ pub fn mine(
         }
     }
     let mut mined = Mined::default();
+    let share = |n: u64| n as f64 / docs.max(1) as f64;
     for (id, path) in items.paths.iter().enumerate() {
-        let counts = &file[id * TYPE_SLOTS..(id + 1) * TYPE_SLOTS];
-        let (majority, n) = LEAVES
-            .iter()
-            .map(|&leaf| (leaf, counts[slot(ItemType::Leaf(leaf))]))
-            .max_by_key(|&(_, n)| n)
-            .expect("there are leaf types");
-        if frequent[id] && n > 0 {
-            mined.shredded.push(Choice {
-                path: path.clone(),
-                ty: majority,
-                frequency: n as f64 / docs.max(1) as f64,
-                format: None,
-            });
-        } else {
-            mined.unshredded.push(json_path(path));
+        // Element items only decide whether their array is shredded.
+        if path.element.is_some() {
+            continue;
+        }
+        let (majority, n) = majority_leaf(&file, std::iter::once(id as u32));
+        let scalar = (frequent[id] && n > 0).then_some((majority, n));
+        let choice = |(ty, n): (LeafType, u64), list: bool| Choice {
+            path: path.keys.clone(),
+            ty,
+            frequency: share(n),
+            list,
+            format: None,
+        };
+        match (scalar, list_choice(items, &file, &frequent, id)) {
+            (Some(s), list) if list.is_none_or(|(_, arrays)| s.1 >= arrays) => {
+                mined.shredded.push(choice(s, false));
+            }
+            (_, Some(list)) => {
+                mined.shredded.push(choice(list, true));
+                mined.unshredded.push(json_path(&path.keys));
+            }
+            _ => mined.unshredded.push(json_path(&path.keys)),
         }
     }
     if mined.shredded.len() > MAX_SHREDDED_PATHS {
@@ -257,7 +391,47 @@ pub fn mine(
         .unshredded
         .extend(shadowed.iter().map(|c| json_path(&c.path)));
     mined.unshredded.sort();
+    mined.unshredded.dedup();
     mined
+}
+
+/// The majority leaf type over the items of the paths `ids`, with its count.
+fn majority_leaf(file: &[u64], ids: impl Iterator<Item = u32> + Clone) -> (LeafType, u64) {
+    LEAVES
+        .iter()
+        .map(|&leaf| {
+            let n = ids
+                .clone()
+                .map(|id| file[id as usize * TYPE_SLOTS + slot(ItemType::Leaf(leaf))])
+                .sum();
+            (leaf, n)
+        })
+        .max_by_key(|&(_, n)| n)
+        .expect("there are leaf types")
+}
+
+/// Path `id` as a list: its elements' majority type over the leading elements seen and
+/// the documents holding an array there, when its first element is frequent and its
+/// arrays are short.
+fn list_choice(
+    items: &Items,
+    file: &[u64],
+    frequent: &[bool],
+    id: usize,
+) -> Option<(LeafType, u64)> {
+    let first = items.elements[id][0];
+    if first == NO_PATH || !frequent[first as usize] {
+        return None;
+    }
+    let counts = items.arrays[id];
+    if counts.elements > MAX_LIST_MEAN_LEN * counts.arrays {
+        return None;
+    }
+    let leading = items.elements[id].iter().copied().filter(|&e| e != NO_PATH);
+    let (ty, n) = majority_leaf(file, leading);
+    assert!(n > 0, "a frequent first element has a leaf type");
+    let documents = file[id * TYPE_SLOTS + slot(ItemType::Array)];
+    Some((ty, documents))
 }
 
 /// The JSONPath spelling of a key path: `$.a.b`, with `$."odd key"` where needed.
@@ -295,7 +469,7 @@ mod tests {
 
     /// (path, type) of an item id.
     fn decode(items: &Items, item: u32) -> (String, ItemType) {
-        let path = json_path(&items.paths[item as usize / TYPE_SLOTS]);
+        let path = items.paths[item as usize / TYPE_SLOTS].json_path();
         let all = [
             ItemType::Leaf(LeafType::Bool),
             ItemType::Leaf(LeafType::Int),
@@ -319,7 +493,7 @@ mod tests {
         let shredded = mined
             .shredded
             .iter()
-            .map(|c| (json_path(&c.path), c.ty, c.frequency))
+            .map(|c| (c.json_path(), c.ty, c.frequency))
             .collect();
         (mined, shredded)
     }
@@ -356,6 +530,7 @@ mod tests {
                 ("$.a".to_string(), ItemType::Leaf(LeafType::Int)),
                 ("$.b.c".to_string(), ItemType::Leaf(LeafType::String)),
                 ("$.b.d".to_string(), ItemType::Array),
+                ("$.b.d[0]".to_string(), ItemType::Leaf(LeafType::Int)),
                 ("$.e".to_string(), ItemType::Null),
                 ("$.f".to_string(), ItemType::Leaf(LeafType::Float)),
             ]
@@ -399,6 +574,97 @@ mod tests {
         let (mined, shredded) = mine_in_order(&d, 8, 0.3);
         assert_eq!(shredded, vec![("$.a".to_string(), LeafType::Int, 0.4)]);
         assert_eq!(mined.unshredded, vec!["$.a.b".to_string()]);
+    }
+
+    /// The sorted (path, type) items of document `doc`.
+    fn decoded(items: &Items, doc: usize) -> Vec<(String, ItemType)> {
+        let mut out: Vec<_> = items.of(doc).iter().map(|&i| decode(items, i)).collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    #[test]
+    fn leading_scalar_elements_are_items() {
+        let d = items_of(&[
+            r#"{"a":[1,"x",null,2.5,true],"b":[[1],{"k":1},7],"c":[]}"#,
+            r#"{"a":[{"k":1},2]}"#,
+        ]);
+        let int = ItemType::Leaf(LeafType::Int);
+        assert_eq!(
+            decoded(&d, 0),
+            vec![
+                ("$.a".to_string(), ItemType::Array),
+                ("$.a[0]".to_string(), int),
+                ("$.a[1]".to_string(), ItemType::Leaf(LeafType::String)),
+                ("$.a[2]".to_string(), ItemType::Null),
+                ("$.a[3]".to_string(), ItemType::Leaf(LeafType::Float)),
+                // Nested arrays and objects stay whole; only positions 0..LEADING count.
+                ("$.b".to_string(), ItemType::Array),
+                ("$.b[2]".to_string(), int),
+                ("$.c".to_string(), ItemType::Array),
+            ]
+        );
+        // Element paths are shared between documents.
+        assert_eq!(
+            decoded(&d, 1),
+            vec![
+                ("$.a".to_string(), ItemType::Array),
+                ("$.a[1]".to_string(), int),
+            ]
+        );
+        let counts =
+            |path: &str| d.arrays[d.paths.iter().position(|p| p.json_path() == path).unwrap()];
+        assert_eq!(
+            counts("$.a"),
+            ArrayCounts {
+                arrays: 2,
+                elements: 7
+            }
+        );
+        assert_eq!(
+            counts("$.c"),
+            ArrayCounts {
+                arrays: 1,
+                elements: 0
+            }
+        );
+        assert_eq!(counts("$.a[0]"), ArrayCounts::default());
+    }
+
+    #[test]
+    fn short_arrays_with_a_frequent_first_element_are_lists() {
+        let long = format!(
+            "[{}]",
+            (1..=20)
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let d = items_of(&[
+            &format!(r#"{{"t":["x","y"],"long":{long},"m":[1]}}"#),
+            &format!(r#"{{"t":["z"],"long":{long},"m":[2]}}"#),
+            &format!(r#"{{"t":["w",1],"long":{long},"m":3}}"#),
+            r#"{"t":[],"long":5,"m":4}"#,
+        ]);
+        // Tiles of two documents, each item needed in both.
+        let (mined, shredded) = mine_in_order(&d, 2, 0.6);
+        // $.t[0] is a string in both documents of tile 1; the leading elements hold 4
+        // strings and 1 integer; all 4 documents hold an array at $.t. $.long[0] is
+        // frequent in tile 1 too, but its arrays hold 20 elements on average. $.m[0] is
+        // frequent in tile 1 and the integer $.m in tile 2: 2 documents each, and the
+        // tie goes to the scalar.
+        assert_eq!(
+            shredded,
+            vec![
+                ("$.m".to_string(), LeafType::Int, 0.5),
+                ("$.t[*]".to_string(), LeafType::String, 1.0),
+            ]
+        );
+        assert!(mined.shredded.iter().all(|c| c.list == (c.path == ["t"])));
+        assert_eq!(
+            mined.unshredded,
+            vec!["$.long".to_string(), "$.t".to_string()]
+        );
     }
 
     #[test]

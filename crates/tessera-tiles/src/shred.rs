@@ -7,15 +7,21 @@
 //! `value` set = any other value (JSON null included) as Variant, an outlier; both null =
 //! the key is missing. For an object field, `value` holds the members that are not
 //! shredded (a partially shredded object), or the whole value when it is not an object.
+//!
+//! A path shredded as a list has `typed_value: List<element: {value, typed_value}>`
+//! (the spec's shredded array): every element of an array is in the list, typed when it
+//! has the element type, else (JSON null included) as Variant in the element's `value`.
+//! A value at the path that is no array goes to the path's own `value`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::NullBufferBuilder;
 use arrow::array::{
-    Array, ArrayRef, BinaryViewBuilder, BooleanBuilder, Date32Array, Float64Builder, Int64Builder,
-    StringBuilder, StructArray,
+    Array, ArrayBuilder, ArrayRef, BinaryViewBuilder, BooleanBuilder, Date32Array, Float64Builder,
+    Int64Builder, ListArray, StringBuilder, StructArray,
 };
+use arrow::buffer::OffsetBuffer;
 use arrow::datatypes::{
     DataType, Field, Fields, TimeUnit, TimestampMicrosecondType, TimestampNanosecondType,
 };
@@ -121,7 +127,30 @@ impl Typed {
 enum Shape {
     Leaf(Typed),
     Object(Object),
+    List(List),
 }
+
+/// A shredded list: one element pair per array element, the arrays' bounds and
+/// validity.
+struct List {
+    element: Box<Shredded>,
+    /// Element offsets, starting at 0; one more than rows.
+    offsets: Vec<i32>,
+    valid: NullBufferBuilder,
+}
+
+impl List {
+    /// Closes the current row's list after its elements were appended.
+    fn end_row(&mut self, valid: bool) {
+        // A file holds at most MAX_FILE_BYTES of JSON and every element takes a byte.
+        let end = i32::try_from(self.element.value.len()).expect("fewer than 2^31 elements");
+        self.offsets.push(end);
+        self.valid.append(valid);
+    }
+}
+
+/// Name of a shredded list's element field (the Parquet LIST convention).
+const ELEMENT: &str = "element";
 
 /// A shredded object: its shredded members (sorted by key) and its validity.
 struct Object {
@@ -205,6 +234,18 @@ fn build(
     capacity: usize,
 ) -> Shredded {
     let shape = match leaf {
+        Some(choice) if choice.list => {
+            let mut offsets = Vec::with_capacity(capacity + 1);
+            offsets.push(0);
+            Shape::List(List {
+                element: Box::new(Shredded {
+                    value: BinaryViewBuilder::with_capacity(capacity),
+                    shape: Shape::Leaf(Typed::new(choice, capacity)),
+                }),
+                offsets,
+                valid: NullBufferBuilder::new(capacity),
+            })
+        }
         Some(choice) => Shape::Leaf(Typed::new(choice, capacity)),
         None => {
             let mut fields = Vec::new();
@@ -265,6 +306,13 @@ fn append<'a>(
                 shredded.value.append_value(&buffer);
             }
         }
+        (Shape::List(list), Some(value)) if value.node().kind() == Kind::Array => {
+            for element in value.elements() {
+                append(&mut list.element, Some(element), encoder, residual, buffer);
+            }
+            list.end_row(true);
+            shredded.value.append_null();
+        }
         (Shape::Object(object), Some(value))
             if value.node().kind() == Kind::Object && !object.fields.is_empty() =>
         {
@@ -290,9 +338,9 @@ fn append<'a>(
                 append(&mut object.fields[i].1, member, encoder, residual, buffer);
             }
         }
-        // Not an object, or an object with nothing shredded (the root of a file that
-        // shreds no path): the whole value is the Variant.
-        (Shape::Object(_), Some(other)) => {
+        // Not an object (not an array for a list), or an object with nothing shredded
+        // (the root of a file that shreds no path): the whole value is the Variant.
+        (Shape::Object(_) | Shape::List(_), Some(other)) => {
             buffer.clear();
             encoder.encode(other, buffer);
             shredded.value.append_value(&buffer);
@@ -305,6 +353,7 @@ fn append<'a>(
 fn append_missing(shape: &mut Shape) {
     match shape {
         Shape::Leaf(typed) => typed.append_null(),
+        Shape::List(list) => list.end_row(false),
         Shape::Object(object) => {
             object.valid.append_null();
             for (_, field) in &mut object.fields {
@@ -320,6 +369,18 @@ fn finish(shredded: &mut Shredded) -> (ArrayRef, Option<(Field, ArrayRef)>) {
     let value = Arc::new(shredded.value.finish()) as ArrayRef;
     let (typed, metadata) = match &mut shredded.shape {
         Shape::Leaf(typed) => typed.finish(),
+        Shape::List(list) => {
+            let element = Arc::new(pair(&mut list.element)) as ArrayRef;
+            let field = Field::new(ELEMENT, element.data_type().clone(), false);
+            let offsets = OffsetBuffer::new(std::mem::take(&mut list.offsets).into());
+            let list: ArrayRef = Arc::new(ListArray::new(
+                Arc::new(field),
+                offsets,
+                element,
+                list.valid.finish(),
+            ));
+            (list, HashMap::new())
+        }
         Shape::Object(object) => {
             if object.fields.is_empty() {
                 return (value, None);
@@ -327,16 +388,7 @@ fn finish(shredded: &mut Shredded) -> (ArrayRef, Option<(Field, ArrayRef)>) {
             let mut fields = Vec::with_capacity(object.fields.len());
             let mut columns = Vec::with_capacity(object.fields.len());
             for (name, field) in &mut object.fields {
-                let (value, typed) = finish(field);
-                let (typed_field, typed) = typed.expect("a shredded field has a typed column");
-                let pair = StructArray::new(
-                    Fields::from(vec![
-                        Field::new("value", DataType::BinaryView, true),
-                        typed_field,
-                    ]),
-                    vec![value, typed],
-                    None,
-                );
+                let pair = pair(field);
                 fields.push(Field::new(name.as_str(), pair.data_type().clone(), false));
                 columns.push(Arc::new(pair) as ArrayRef);
             }
@@ -350,4 +402,18 @@ fn finish(shredded: &mut Shredded) -> (ArrayRef, Option<(Field, ArrayRef)>) {
     };
     let field = Field::new("typed_value", typed.data_type().clone(), true).with_metadata(metadata);
     (value, Some((field, typed)))
+}
+
+/// The `{value, typed_value}` struct of a shredded field or list element.
+fn pair(shredded: &mut Shredded) -> StructArray {
+    let (value, typed) = finish(shredded);
+    let (typed_field, typed) = typed.expect("a shredded field has a typed column");
+    StructArray::new(
+        Fields::from(vec![
+            Field::new("value", DataType::BinaryView, true),
+            typed_field,
+        ]),
+        vec![value, typed],
+        None,
+    )
 }

@@ -30,7 +30,9 @@ pub enum LeafType {
 /// One path of a file's shredding schema.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct ShreddedPath {
-    /// The path in JSONPath form as the engine spells it: `$.commit.record.langs[0]`.
+    /// The path in JSONPath form as the engine spells it: `$.commit.collection`; a path
+    /// shredded as a list is spelled `$.commit.record.langs[*]` and typed, counted and
+    /// bounded by its elements.
     pub path: String,
     /// The type of the typed column; values of other types stay in the Variant binary.
     pub ty: LeafType,

@@ -119,6 +119,13 @@ impl Node {
     pub fn float(&self) -> f64 {
         f64::from_bits(self.payload)
     }
+
+    /// The element count of an `Array` node (member count of an `Object`), read
+    /// without walking the children.
+    pub fn container_len(&self) -> usize {
+        debug_assert!(matches!(self.kind, Kind::Array | Kind::Object));
+        self.len as usize
+    }
 }
 
 /// Why a document is not valid JSON: where (byte offset in the document) and what was

@@ -19,7 +19,7 @@ use parquet_variant_compute::VariantArray;
 
 use crate::cluster::{cluster_keys, cluster_order, reorder_rows};
 use crate::datetime::{FORMAT_METADATA_KEY, SAMPLES, TimeFormat};
-use crate::keypaths::{Choice, Items, json_path, mine};
+use crate::keypaths::{Choice, Items, mine};
 use crate::reorder::{Partitioning, reorder};
 use crate::shred::Shredder;
 use crate::summary::{
@@ -129,10 +129,15 @@ pub fn write_file_with_columns(
         .iter()
         .map(|choice| path_stats(&column, choice))
         .collect::<Result<Vec<_>, _>>()?;
-    let keys: Vec<&Choice> = cluster_keys(&stats, column.len() as u64, options.cluster_keys)
-        .into_iter()
-        .map(|i| &mined.shredded[i])
-        .collect();
+    let keys: Vec<&Choice> = cluster_keys(
+        &mined.shredded,
+        &stats,
+        column.len() as u64,
+        options.cluster_keys,
+    )
+    .into_iter()
+    .map(|i| &mined.shredded[i])
+    .collect();
     // Relational columns move with their documents.
     let (column, columns) = match cluster_order(&column, &keys)? {
         Some(order) => (
@@ -154,7 +159,7 @@ pub fn write_file_with_columns(
                 .iter()
                 .zip(&stats)
                 .map(|(c, stats)| ShreddedPath {
-                    path: json_path(&c.path),
+                    path: c.json_path(),
                     ty: c.ty,
                     // Mining counted strings; only those in the format are typed.
                     frequency: match c.format {
@@ -177,7 +182,10 @@ pub fn write_file_with_columns(
 /// ([`TimeFormat::detect`]); samples are spread over the whole file.
 fn type_dates_and_times(tape: &Tape, texts: &[&[u8]], choices: &mut [Choice]) {
     let stride = (texts.len() / (4 * SAMPLES)).max(1);
-    for choice in choices.iter_mut().filter(|c| c.ty == LeafType::String) {
+    for choice in choices
+        .iter_mut()
+        .filter(|c| c.ty == LeafType::String && !c.list)
+    {
         let Some(keys) = choice
             .path
             .iter()
@@ -204,7 +212,8 @@ fn type_dates_and_times(tape: &Tape, texts: &[&[u8]], choices: &mut [Choice]) {
     }
 }
 
-/// The `(value, typed_value)` pair of `path` inside a shredded Variant column.
+/// The `(value, typed_value)` pair of `path` inside a shredded Variant column (for a
+/// list, `typed_value` is the list).
 pub(crate) fn shredded_leaf<'a>(
     column: &'a StructArray,
     path: &[String],
@@ -222,10 +231,40 @@ pub(crate) fn shredded_leaf<'a>(
     Some((value, typed))
 }
 
+/// The typed values of a shredded path (for a list, of its elements) and how many of
+/// its values sit in the Variant binary (for a list, the elements and the non-array
+/// values held as Variant).
+fn typed_values<'a>(
+    column: &'a StructArray,
+    choice: &Choice,
+) -> Result<(&'a ArrayRef, u64), TilesError> {
+    let missing = || {
+        TilesError::Internal(format!(
+            "shredded column for {} is missing",
+            choice.json_path()
+        ))
+    };
+    let (value, typed) = shredded_leaf(column, &choice.path).ok_or_else(missing)?;
+    let present = |v: Option<&ArrayRef>| v.map_or(0, |v| (v.len() - v.null_count()) as u64);
+    Ok(match choice.list {
+        true => {
+            let element = typed
+                .as_list_opt::<i32>()
+                .and_then(|list| list.values().as_struct_opt())
+                .ok_or_else(missing)?;
+            let element_value = element.column_by_name("value");
+            let element_typed = element.column_by_name("typed_value").ok_or_else(missing)?;
+            (element_typed, present(element_value) + present(value))
+        }
+        false => (typed, present(value)),
+    })
+}
+
+/// Statistics of a shredded path; for a list, of its typed elements, its binary count
+/// being the elements and the non-array values held as Variant.
 fn path_stats(column: &StructArray, choice: &Choice) -> Result<PathStats, TilesError> {
-    let path = json_path(&choice.path);
-    let (value, typed) = shredded_leaf(column, &choice.path)
-        .ok_or_else(|| TilesError::Internal(format!("shredded column for {path} is missing")))?;
+    let path = choice.json_path();
+    let (typed, binary_count) = typed_values(column, choice)?;
     let mut distinct = DistinctSketch::default();
     // Dates and times are summarized by their stored integers.
     let stored;
@@ -299,7 +338,7 @@ fn path_stats(column: &StructArray, choice: &Choice) -> Result<PathStats, TilesE
         max_truncated,
         null_count: typed.null_count() as u64,
         typed_count,
-        binary_count: value.map_or(0, |v| (v.len() - v.null_count()) as u64),
+        binary_count,
         distinct,
     })
 }
@@ -315,14 +354,18 @@ fn truncate(s: &str) -> &str {
     &s[..end]
 }
 
-/// The Parquet column path of a shredded leaf's typed column.
-fn typed_column_path(path: &[String]) -> ColumnPath {
+/// The Parquet column path of a shredded leaf's typed column (for a list, of its
+/// elements' typed column, below Parquet's `list.element` groups).
+fn typed_column_path(choice: &Choice) -> ColumnPath {
     let mut parts = vec![COLUMN.to_string()];
-    for key in path {
+    for key in &choice.path {
         parts.push("typed_value".into());
         parts.push(key.clone());
     }
     parts.push("typed_value".into());
+    if choice.list {
+        parts.extend(["list", "element", "typed_value"].map(String::from));
+    }
     ColumnPath::new(parts)
 }
 
@@ -358,15 +401,13 @@ fn encode(
         .iter()
         .filter(|c| matches!(c.ty, LeafType::Int | LeafType::DateTime))
     {
-        let (_, typed) = shredded_leaf(column, &choice.path).ok_or_else(|| {
-            TilesError::Internal(format!("shredded column {:?} is missing", choice.path))
-        })?;
+        let (typed, _) = typed_values(column, choice)?;
         let stored = arrow::compute::cast(typed, &DataType::Int64).map_err(TilesError::variant)?;
         let encoding = match delta_width(stored.as_primitive::<Int64Type>()) {
             Some(bits) if bits <= MAX_DELTA_BITS => Encoding::DELTA_BINARY_PACKED,
             _ => Encoding::PLAIN,
         };
-        let path = typed_column_path(&choice.path);
+        let path = typed_column_path(choice);
         properties = properties
             .set_column_dictionary_enabled(path.clone(), false)
             .set_column_encoding(path, encoding);

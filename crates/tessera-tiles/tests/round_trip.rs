@@ -175,6 +175,112 @@ fn random_heterogeneous_documents_round_trip() {
     }
 }
 
+/// What one document holds at `$.tags`: mostly short arrays of strings, with elements
+/// of every other type, empty arrays, and values that are no array at all.
+fn tags(random: &mut Random, i: usize) -> Option<Value> {
+    Some(match i % 10 {
+        0 => return None,
+        1 => random.scalar(),
+        2 => json!([]),
+        3 => Value::Array((0..random.below(5)).map(|_| random.scalar()).collect()),
+        _ => Value::Array(
+            (0..1 + random.below(6))
+                .map(|k| json!(format!("t{}", (i as u64 + k) % 13)))
+                .collect(),
+        ),
+    })
+}
+
+#[test]
+fn short_arrays_are_shredded_as_lists_and_round_trip() {
+    for seed in 0..10 {
+        let mut random = Random(seed);
+        let docs: Vec<String> = (0..400)
+            .map(|i| {
+                let mut doc = json!({
+                    "ids": [i, i + 1],
+                    // High-cardinality: 40 elements each, kept whole in the binary.
+                    "long": (0..40).map(|k| i * 40 + k).collect::<Vec<_>>(),
+                    "deep": {"langs": ["en", "de"]},
+                });
+                if let Some(tags) = tags(&mut random, i) {
+                    doc["tags"] = tags;
+                }
+                doc.to_string()
+            })
+            .collect();
+        let options = TilesOptions {
+            tile_docs: 64,
+            row_group_docs: 128,
+            ..TilesOptions::default()
+        };
+        let written = assert_round_trip(&docs, &options);
+        let summary = &written.summary;
+        assert_shredded(
+            summary,
+            &[
+                ("$.ids[*]", LeafType::Int),
+                ("$.tags[*]", LeafType::String),
+                ("$.deep.langs[*]", LeafType::String),
+            ],
+        );
+        assert!(summary.schema.get("$.long[*]").is_none(), "seed {seed}");
+        assert!(summary.schema.get("$.tags").is_none(), "seed {seed}");
+        // The key paths of lists and of whole arrays count as present for filters.
+        for path in ["$.tags", "$.long", "$.ids"] {
+            assert!(summary.unshredded_paths.may_contain(path), "{path}");
+        }
+        let stats = |path: &str| summary.stats.iter().find(|s| s.path == path).unwrap();
+        let ids = stats("$.ids[*]");
+        assert_eq!((ids.typed_count, ids.binary_count), (800, 0));
+        assert_eq!(ids.min, Some(tessera_tiles::summary::StatValue::Int(0)));
+        // Every element that is no string, and every value that is no array, sits in
+        // the binary; string elements are typed.
+        let values: Vec<Value> = docs
+            .iter()
+            .filter_map(|d| {
+                serde_json::from_str::<Value>(d)
+                    .unwrap()
+                    .get("tags")
+                    .cloned()
+            })
+            .collect();
+        let elements: Vec<&Value> = values
+            .iter()
+            .filter_map(Value::as_array)
+            .flatten()
+            .collect();
+        let strings = elements.iter().filter(|e| e.is_string()).count() as u64;
+        let binary = (elements.len() as u64 - strings)
+            + values.iter().filter(|v| !v.is_array()).count() as u64;
+        let tags = stats("$.tags[*]");
+        assert_eq!(
+            (tags.typed_count, tags.binary_count),
+            (strings, binary),
+            "seed {seed}"
+        );
+        let frequency = summary.schema.get("$.tags[*]").unwrap().frequency;
+        let arrays = values.iter().filter(|v| v.is_array()).count();
+        assert_eq!(frequency, arrays as f64 / docs.len() as f64);
+        // Integer elements are delta-encoded like integer leaves.
+        let reader = ParquetRecordBatchReaderBuilder::try_new(written.parquet.clone()).unwrap();
+        let group = reader.metadata().row_group(0);
+        let column = (0..group.num_columns())
+            .map(|c| group.column(c))
+            .find(|c| {
+                c.column_path().string() == "j.typed_value.ids.typed_value.list.element.typed_value"
+            })
+            .expect("the typed elements of $.ids");
+        assert!(
+            column
+                .encodings()
+                .any(|e| e == parquet::basic::Encoding::DELTA_BINARY_PACKED),
+            "{:?}",
+            column.encodings().collect::<Vec<_>>()
+        );
+    }
+}
+
 #[test]
 fn outliers_of_every_kind_round_trip_at_nested_paths() {
     // `$.a.b` is a string in most documents; the others hold every other JSON type

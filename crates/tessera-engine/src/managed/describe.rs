@@ -2,6 +2,8 @@
 //! relational columns with their Arrow types), then every shredded path with its type,
 //! the share of documents served from that typed column, and how many files shred it.
 //! Dates and times show their rendering: `date_time '%Y-%m-%dT%H:%M:%S%.3fZ'`.
+//! A path shredded as a list is named `$.a.b[*]`, typed by its elements, its share
+//! being the documents holding an array there.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

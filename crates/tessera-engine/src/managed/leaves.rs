@@ -5,17 +5,23 @@
 //! JSON nulls) in the Variant binary next to them (`...b.value`). An access to such a
 //! path reads just those two leaves: the typed values are converted in bulk with the
 //! same semantics as the access on JSON text, and the few rows held in the binary are
-//! decoded one by one and patched in. Anything else (paths with array indexes, objects,
-//! paths a file does not shred) is answered from the reconstructed document instead.
+//! decoded one by one and patched in. An element of a path shredded as a list
+//! (`$.a.b[2]`) reads the list's typed elements and outliers the same way; the whole
+//! list and paths below its elements are rebuilt from the list's columns alone. Anything
+//! else (objects, paths a file does not shred) is answered from the reconstructed
+//! document instead.
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, StringViewBuilder, StructArray, new_null_array};
-use arrow::compute::{cast, interleave};
+use arrow::array::{
+    Array, ArrayRef, AsArray, StringViewBuilder, StructArray, UInt32Array, new_null_array,
+};
+use arrow::compute::{cast, interleave, take};
 use arrow::datatypes::{DataType, Field, Fields, Float64Type, Int64Type, TimeUnit};
 use datafusion::common::{DataFusionError, Result};
 use parquet::schema::types::SchemaDescriptor;
 use parquet_variant::Variant;
+use parquet_variant_compute::{VariantArray, unshred_variant};
 use tessera_tiles::datetime::{FORMAT_METADATA_KEY, TimeFormat};
 use tessera_tiles::variant::write_json;
 
@@ -79,32 +85,13 @@ impl ShreddedLeaf {
     /// The shredded leaf of `path` in a document column of type `column`, when the path
     /// is a chain of keys ending in a typed scalar.
     pub fn find(column: &DataType, path: &[PathElem]) -> Option<Self> {
-        if path.is_empty() {
-            return None;
-        }
-        let mut names = Vec::with_capacity(path.len() * 2);
-        let mut fields: &Fields = struct_fields(column)?;
-        let mut has_value = false;
-        for (i, elem) in path.iter().enumerate() {
-            let PathElem::Key(key) = elem else {
-                return None;
-            };
-            let typed = fields.find(TYPED_VALUE)?.1;
-            let field = struct_fields(typed.data_type())?.find(key)?.1;
-            let field_fields = struct_fields(field.data_type())?;
-            names.push(TYPED_VALUE.to_string());
-            names.push(key.clone());
-            fields = field_fields;
-            if i + 1 == path.len() {
-                has_value = fields.find(VALUE).is_some();
-            }
-        }
+        let (names, fields) = shredded_field(column, path)?;
         let leaf = fields.find(TYPED_VALUE)?.1;
         let kind = LeafKind::of(leaf)?;
         Some(Self {
             names,
             kind,
-            has_value,
+            has_value: fields.find(VALUE).is_some(),
         })
     }
 
@@ -136,17 +123,163 @@ impl ShreddedLeaf {
 
     /// The typed and outlier arrays of this path in a decoded document column.
     fn arrays<'a>(&self, column: &'a StructArray) -> Result<(&'a ArrayRef, Option<&'a ArrayRef>)> {
-        let mut node = column;
-        for name in &self.names {
-            node = node
-                .column_by_name(name)
-                .and_then(|c| c.as_struct_opt())
-                .ok_or_else(|| missing(name))?;
-        }
+        let node = descend(column, &self.names)?;
         let typed = node
             .column_by_name(TYPED_VALUE)
             .ok_or_else(|| missing(TYPED_VALUE))?;
         Ok((typed, node.column_by_name(VALUE)))
+    }
+}
+
+/// The field names `[typed_value, k1, typed_value, k2, ...]` of a chain of keys through
+/// the shredded fields of a document column of type `column`, and the fields of the
+/// last key's `{value, typed_value}` pair.
+fn shredded_field<'a>(
+    column: &'a DataType,
+    path: &[PathElem],
+) -> Option<(Vec<String>, &'a Fields)> {
+    if path.is_empty() {
+        return None;
+    }
+    let mut names = Vec::with_capacity(path.len() * 2);
+    let mut fields: &Fields = struct_fields(column)?;
+    for elem in path {
+        let PathElem::Key(key) = elem else {
+            return None;
+        };
+        let typed = fields.find(TYPED_VALUE)?.1;
+        let field = struct_fields(typed.data_type())?.find(key)?.1;
+        fields = struct_fields(field.data_type())?;
+        names.push(TYPED_VALUE.to_string());
+        names.push(key.clone());
+    }
+    Some((names, fields))
+}
+
+/// The struct at `names` below a decoded document column.
+fn descend<'a>(column: &'a StructArray, names: &[String]) -> Result<&'a StructArray> {
+    names.iter().try_fold(column, |node, name| {
+        node.column_by_name(name)
+            .and_then(|c| c.as_struct_opt())
+            .ok_or_else(|| missing(name))
+    })
+}
+
+/// One element (by index) of a path a file shreds as a list (`$.a.b[2]`): read from
+/// the list's typed elements and their outliers, the arrays' bounds, and the Variant of
+/// the rows whose value at the path is no array.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct ShreddedElement {
+    /// `[typed_value, k1, typed_value, k2, ...]` below the document column, down to
+    /// the list path's `{value, typed_value}` pair.
+    names: Vec<String>,
+    /// The type of the typed elements.
+    kind: LeafKind,
+    /// The element; negative indexes count from the end.
+    index: i64,
+}
+
+impl ShreddedElement {
+    /// The element of `path` in a document column of type `column`, when the path is a
+    /// chain of keys to a shredded list of typed scalars followed by one index.
+    pub fn find(column: &DataType, path: &[PathElem]) -> Option<Self> {
+        let (PathElem::Index(index), keys) = path.split_last()? else {
+            return None;
+        };
+        let (names, fields) = shredded_field(column, keys)?;
+        let DataType::List(element) = fields.find(TYPED_VALUE)?.1.data_type() else {
+            return None;
+        };
+        let element = struct_fields(element.data_type())?;
+        element.find(VALUE)?;
+        let kind = LeafKind::of(element.find(TYPED_VALUE)?.1)?;
+        Some(Self {
+            names,
+            kind,
+            index: *index,
+        })
+    }
+
+    /// Parquet leaf column indices to read (the typed elements and their outliers, the
+    /// list path's own outliers, the Variant metadata), ascending.
+    pub fn parquet_leaves(&self, column: &str, schema: &SchemaDescriptor) -> Vec<usize> {
+        let mut base: Vec<&str> = vec![column];
+        base.extend(self.names.iter().map(String::as_str));
+        let mut out = leaves_below(schema, &[base.as_slice(), &[TYPED_VALUE]].concat());
+        out.extend(leaf_index(schema, &[base.as_slice(), &[VALUE]].concat()));
+        out.extend(leaf_index(schema, &[column, METADATA]));
+        out.sort_unstable();
+        out
+    }
+
+    /// The values of an access with `output` at this element, for every row of
+    /// `column` (a decoded document column holding at least [`Self::parquet_leaves`]).
+    ///
+    /// Tessera's writer puts every array at the path in the list, so a row whose value
+    /// sits in the path's binary holds no array and its element is NULL; navigating
+    /// that binary anyway keeps the answer exact for any spec-compliant file.
+    pub fn read(&self, column: &StructArray, output: Output) -> Result<(ArrayRef, Served)> {
+        let pair = descend(column, &self.names)?;
+        let list = pair
+            .column_by_name(TYPED_VALUE)
+            .and_then(|c| c.as_list_opt::<i32>())
+            .ok_or_else(|| missing(TYPED_VALUE))?;
+        let element = list
+            .values()
+            .as_struct_opt()
+            .ok_or_else(|| missing("element"))?;
+        let typed = element
+            .column_by_name(TYPED_VALUE)
+            .ok_or_else(|| missing(TYPED_VALUE))?;
+        let element_value = element
+            .column_by_name(VALUE)
+            .ok_or_else(|| missing(VALUE))?;
+        let offsets = list.value_offsets();
+        // Per row, where its element sits among all elements (None: no such element).
+        let positions: UInt32Array = (0..list.len())
+            .map(|row| {
+                let start = usize::try_from(offsets[row]).ok()?;
+                let len = usize::try_from(offsets[row + 1]).ok()? - start;
+                let at = element_at(self.index, len).filter(|_| list.is_valid(row))?;
+                u32::try_from(start + at).ok()
+            })
+            .collect();
+        let taken = take(typed.as_ref(), &positions, None)?;
+        let converted = convert_typed(&taken, self.kind, output)?;
+        let outer = pair.column_by_name(VALUE);
+        let patched: Vec<usize> = (0..list.len())
+            .filter(|&row| match positions.is_valid(row) {
+                true => element_value.is_valid(positions.value(row) as usize),
+                false => outer.is_some_and(|v| v.is_valid(row)),
+            })
+            .collect();
+        let metadata = column.column_by_name(METADATA);
+        let mut found = 0;
+        let array = patch(converted, output, &patched, |row, text| {
+            let metadata = metadata.ok_or_else(|| missing(METADATA))?;
+            let value = match positions.is_valid(row) {
+                true => {
+                    let at = positions.value(row) as usize;
+                    variant_at(metadata, row, element_value, at)?
+                }
+                false => {
+                    let outer = outer.expect("rows patched from the path's binary have one");
+                    let value = variant_at(metadata, row, outer, row)?;
+                    match step(value, &PathElem::Index(self.index)) {
+                        Some(value) => value,
+                        None => return Ok(false),
+                    }
+                }
+            };
+            found += 1;
+            write_json(&value, text);
+            Ok(true)
+        })?;
+        let served = Served {
+            typed: taken.len() - taken.null_count(),
+            binary: found,
+        };
+        Ok((array, served))
     }
 }
 
@@ -226,16 +359,165 @@ impl BinaryPath {
 fn step<'m, 'v>(node: Variant<'m, 'v>, elem: &PathElem) -> Option<Variant<'m, 'v>> {
     match (node, elem) {
         (Variant::Object(object), PathElem::Key(key)) => object.get(key),
-        (Variant::List(list), PathElem::Index(i)) => {
-            let at = if *i < 0 {
-                list.len().checked_sub(i.unsigned_abs() as usize)?
-            } else {
-                usize::try_from(*i).ok()?
-            };
-            list.get(at)
-        }
+        (Variant::List(list), PathElem::Index(i)) => list.get(element_at(*i, list.len())?),
         _ => None,
     }
+}
+
+/// A path through a list a file shreds that is no single element of it: the whole
+/// array (`$.a.b`) or a path below an element (`$.a.b[0].c`). Only the list path's
+/// columns are read; each row's value there is rebuilt as Variant and navigated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct ListPath {
+    /// `[typed_value, k1, typed_value, k2, ...]` below the document column, down to
+    /// the list path's `{value, typed_value}` pair.
+    names: Vec<String>,
+    /// The rest of the path below the list path.
+    rest: Vec<PathElem>,
+}
+
+impl ListPath {
+    /// `path` in a document column of type `column`, when a prefix of its keys is a
+    /// path shredded as a list.
+    pub fn find(column: &DataType, path: &[PathElem]) -> Option<Self> {
+        let keys = path
+            .iter()
+            .take_while(|e| matches!(e, PathElem::Key(_)))
+            .count();
+        (1..=keys).find_map(|end| {
+            let (names, fields) = shredded_field(column, &path[..end])?;
+            let typed = fields.find(TYPED_VALUE)?.1;
+            matches!(typed.data_type(), DataType::List(_)).then(|| Self {
+                names,
+                rest: path[end..].to_vec(),
+            })
+        })
+    }
+
+    /// Parquet leaf column indices to read (every leaf of the list path, the Variant
+    /// metadata), ascending.
+    pub fn parquet_leaves(&self, column: &str, schema: &SchemaDescriptor) -> Vec<usize> {
+        let mut base: Vec<&str> = vec![column];
+        base.extend(self.names.iter().map(String::as_str));
+        let mut out = leaves_below(schema, &base);
+        out.extend(leaf_index(schema, &[column, METADATA]));
+        out.sort_unstable();
+        out
+    }
+
+    /// The values of an access with `output` at this path, for every row of `column`.
+    pub fn read(&self, column: &StructArray, output: Output) -> Result<(ArrayRef, Served)> {
+        let pair = descend(column, &self.names)?;
+        let metadata = column
+            .column_by_name(METADATA)
+            .ok_or_else(|| missing(METADATA))?;
+        let value = pair.column_by_name(VALUE).ok_or_else(|| missing(VALUE))?;
+        let typed = pair
+            .column_by_name(TYPED_VALUE)
+            .ok_or_else(|| missing(TYPED_VALUE))?;
+        let fields = [(METADATA, metadata), (VALUE, value), (TYPED_VALUE, typed)];
+        let shredded = StructArray::try_new(
+            fields
+                .iter()
+                .map(|(name, a)| Field::new(*name, a.data_type().clone(), true))
+                .collect(),
+            fields.iter().map(|(_, a)| Arc::clone(a)).collect(),
+            None,
+        )?;
+        let variant = VariantArray::try_new(&shredded)?;
+        let variant = unshred_variant(&variant)?;
+        let mut builder = OutputBuilder::new(output, column.len());
+        let mut text = String::new();
+        let mut found = 0;
+        for row in 0..column.len() {
+            // Unshredding turns a missing value into a Variant null; the path is absent.
+            if value.is_null(row) && typed.is_null(row) {
+                builder.append_null();
+                continue;
+            }
+            match self.rest.iter().try_fold(variant.value(row), step) {
+                Some(v) => {
+                    found += 1;
+                    text.clear();
+                    write_json(&v, &mut text);
+                    builder.append(text.as_bytes(), Some(rendered_span(&text)));
+                }
+                None => builder.append_null(),
+            }
+        }
+        let served = Served {
+            typed: 0,
+            binary: found,
+        };
+        Ok((builder.finish(), served))
+    }
+}
+
+/// The Parquet leaves below the group at `path`.
+fn leaves_below(schema: &SchemaDescriptor, path: &[&str]) -> Vec<usize> {
+    (0..schema.num_columns())
+        .filter(|&i| {
+            let leaf = schema.column(i);
+            let parts = leaf.path().parts();
+            parts.len() > path.len() && path.iter().zip(parts).all(|(a, b)| a == b)
+        })
+        .collect()
+}
+
+/// The position of element `index` of an array of `len` elements (negative indexes
+/// count from the end), if it has one.
+fn element_at(index: i64, len: usize) -> Option<usize> {
+    let at = match index < 0 {
+        true => len.checked_sub(usize::try_from(index.unsigned_abs()).ok()?)?,
+        false => usize::try_from(index).ok()?,
+    };
+    (at < len).then_some(at)
+}
+
+/// The Variant of row `row`'s metadata and of `value[at]`.
+fn variant_at<'a>(
+    metadata: &'a ArrayRef,
+    row: usize,
+    value: &'a ArrayRef,
+    at: usize,
+) -> Result<Variant<'a, 'a>> {
+    Variant::try_new(binary_at(metadata, row)?, binary_at(value, at)?)
+        .map_err(|e| DataFusionError::External(Box::new(e)))
+}
+
+/// `converted` with the values of `rows` (ascending) replaced by what `render` writes as
+/// JSON text for each of them (a row it returns false for becomes NULL), converted as
+/// an access with `output` sees them.
+fn patch(
+    converted: ArrayRef,
+    output: Output,
+    rows: &[usize],
+    mut render: impl FnMut(usize, &mut String) -> Result<bool>,
+) -> Result<ArrayRef> {
+    if rows.is_empty() {
+        return Ok(converted);
+    }
+    let mut patch = OutputBuilder::new(output, rows.len());
+    let mut text = String::new();
+    for &row in rows {
+        text.clear();
+        match render(row, &mut text)? {
+            true => patch.append(text.as_bytes(), Some(rendered_span(&text))),
+            false => patch.append_null(),
+        }
+    }
+    let patch = cast(&patch.finish(), converted.data_type())?;
+    let mut next = rows.iter().copied().enumerate().peekable();
+    let indices: Vec<(usize, usize)> = (0..converted.len())
+        .map(|row| match next.peek() {
+            Some(&(k, r)) if r == row => {
+                next.next();
+                (1, k)
+            }
+            _ => (0, row),
+        })
+        .collect();
+    Ok(interleave(&[converted.as_ref(), patch.as_ref()], &indices)?)
 }
 
 fn missing(name: &str) -> DataFusionError {
@@ -282,38 +564,14 @@ pub(super) fn read_leaf(
         typed: typed.len() - typed.null_count(),
         binary: outliers.len(),
     };
-    if outliers.is_empty() {
-        return Ok((converted, served));
-    }
-    let value = value.expect("outliers come from the value column");
-    let metadata = column
-        .column_by_name(METADATA)
-        .ok_or_else(|| missing(METADATA))?;
-    let mut patch = OutputBuilder::new(output, outliers.len());
-    let mut text = String::new();
-    for &row in &outliers {
-        let variant = Variant::try_new(binary_at(metadata, row)?, binary_at(value, row)?)
-            .map_err(|e| DataFusionError::External(Box::new(e)))?;
-        text.clear();
-        write_json(&variant, &mut text);
-        patch.append(text.as_bytes(), Some(rendered_span(&text)));
-    }
-    let patch = patch.finish();
-    let patch = cast(&patch, converted.data_type())?;
-    let mut next = outliers.iter().copied().enumerate().peekable();
-    let indices: Vec<(usize, usize)> = (0..converted.len())
-        .map(|row| match next.peek() {
-            Some(&(k, r)) if r == row => {
-                next.next();
-                (1, k)
-            }
-            _ => (0, row),
-        })
-        .collect();
-    Ok((
-        interleave(&[converted.as_ref(), patch.as_ref()], &indices)?,
-        served,
-    ))
+    let metadata = column.column_by_name(METADATA);
+    let array = patch(converted, output, &outliers, |row, text| {
+        let value = value.expect("outliers come from the value column");
+        let metadata = metadata.ok_or_else(|| missing(METADATA))?;
+        write_json(&variant_at(metadata, row, value, row)?, text);
+        Ok(true)
+    })?;
+    Ok((array, served))
 }
 
 /// `CAST(<text of the path> AS target)` straight from the typed leaf, when that is exact

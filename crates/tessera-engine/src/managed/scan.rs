@@ -4,7 +4,9 @@
 //! with a constant path (`j->>'$.a.b'`, `json_get_int(j, 'n')`, ...) becomes a column of
 //! the scan (the same [`ExtractionPlan`] as the NDJSON scan uses), and each file answers
 //! it from its own shredding schema: a path the file shreds is read as its typed Parquet
-//! leaf plus the Variant binary of its outliers ([`super::leaves`]); a path whose first
+//! leaf plus the Variant binary of its outliers ([`super::leaves`]), an element of a
+//! path it shreds as a list from the list's typed elements (other paths through the
+//! list from the list's columns alone); a path whose first
 //! key the file does not shred is found in each document's own Variant binary; any other
 //! access is answered from documents reconstructed from the Variant column, for that
 //! file only.
@@ -19,7 +21,7 @@ use std::sync::atomic::Ordering;
 
 use arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, RecordBatch, RecordBatchOptions, StringViewArray,
-    new_null_array,
+    StructArray, new_null_array,
 };
 use arrow::compute::{and, cast_with_options, filter_record_batch};
 use arrow::datatypes::{DataType, Field};
@@ -45,13 +47,15 @@ use parquet::arrow::arrow_reader::RowSelection;
 use parquet::schema::types::SchemaDescriptor;
 use tessera_table::{DataFile, FilePredicate, FileRead, OpenFile, Pacer, Snapshot, Traffic};
 
-use super::leaves::{BinaryPath, LeafKind, Served, ShreddedLeaf, read_leaf, typed_cast};
+use super::leaves::{
+    BinaryPath, LeafKind, ListPath, Served, ShreddedElement, ShreddedLeaf, read_leaf, typed_cast,
+};
 use super::provider::external;
 use super::prune::{Constraint, constraints, intersect_ranges, page_bounds, row_group_bounds};
 use super::schedule::ScanPace;
-use crate::json::Scanner;
 use crate::json::output::OutputBuilder;
 use crate::json::path::PathElem;
+use crate::json::{Output, Scanner};
 use crate::ndjson::extract::ExtractionPlan;
 
 /// Scans the data files of one Tessera table snapshot.
@@ -409,6 +413,10 @@ impl FileOpener for TilesOpener {
 enum Source {
     /// A shredded path: its typed leaf (and outliers).
     Typed(ShreddedLeaf),
+    /// An element of a path shredded as a list: its typed elements (and outliers).
+    Element(ShreddedElement),
+    /// Any other path through a list: the list path's columns, rebuilt as Variant.
+    List(ListPath),
     /// A path the file does not shred: the document's own Variant binary.
     Binary(BinaryPath),
     /// Anything else: the reconstructed document text.
@@ -420,6 +428,12 @@ impl Source {
     fn find(column: &DataType, path: &[PathElem]) -> Self {
         if let Some(leaf) = ShreddedLeaf::find(column, path) {
             return Source::Typed(leaf);
+        }
+        if let Some(element) = ShreddedElement::find(column, path) {
+            return Source::Element(element);
+        }
+        if let Some(list) = ListPath::find(column, path) {
+            return Source::List(list);
         }
         BinaryPath::find(column, path).map_or(Source::Document, Source::Binary)
     }
@@ -435,10 +449,27 @@ impl Source {
         matches!(self, Source::Document)
     }
 
+    /// The values of an access with `output`, for every row of a decoded document
+    /// column; documents are read by the caller, which reconstructs them once for all
+    /// outputs.
+    fn read(&self, column: &StructArray, output: Output) -> Result<(ArrayRef, Served)> {
+        match self {
+            Source::Typed(leaf) => read_leaf(column, leaf, output),
+            Source::Element(element) => element.read(column, output),
+            Source::List(list) => list.read(column, output),
+            Source::Binary(path) => path.read(column, output),
+            Source::Document => Err(DataFusionError::Internal(
+                "documents are read once per batch, not per output".into(),
+            )),
+        }
+    }
+
     /// The Parquet leaves it reads (none for documents, which read every leaf).
     fn parquet_leaves(&self, column: &str, schema: &SchemaDescriptor) -> Vec<usize> {
         match self {
             Source::Typed(leaf) => leaf.parquet_leaves(column, schema),
+            Source::Element(element) => element.parquet_leaves(column, schema),
+            Source::List(list) => list.parquet_leaves(column, schema),
             Source::Binary(path) => path.parquet_leaves(column, schema),
             Source::Document => Vec::new(),
         }
@@ -757,13 +788,8 @@ impl FileDecoder {
         for (k, (source, &(_, output))) in self.sources.iter().zip(&self.plan.outputs).enumerate() {
             match (source, column) {
                 _ if !needed(k) => arrays.push(new_null_array(&output.data_type(), rows)),
-                (Source::Typed(leaf), Some(column)) => {
-                    let (array, served) = read_leaf(column, leaf, output)?;
-                    self.count(served);
-                    arrays.push(array);
-                }
-                (Source::Binary(path), Some(column)) => {
-                    let (array, served) = path.read(column, output)?;
+                (source, Some(column)) if !source.is_document() => {
+                    let (array, served) = source.read(column, output)?;
                     self.count(served);
                     arrays.push(array);
                 }

@@ -46,6 +46,16 @@ pub enum Zone {
     Offset(i16),
 }
 
+impl Zone {
+    /// Seconds the rendering's clock is ahead of UTC.
+    fn seconds_east(self) -> i64 {
+        match self {
+            Zone::Offset(minutes) => i64::from(minutes) * 60,
+            Zone::Naive | Zone::Utc => 0,
+        }
+    }
+}
+
 /// One exact rendering of dates or timestamps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TimeFormat {
@@ -186,10 +196,7 @@ impl TimeFormat {
         if rest != zone_text(zone).as_bytes() {
             return None;
         }
-        let offset = match zone {
-            Zone::Offset(minutes) => i64::from(minutes) * 60,
-            Zone::Naive | Zone::Utc => 0,
-        };
+        let offset = zone.seconds_east();
         let seconds = days * 86_400 + i64::from(hours * 3600 + minutes * 60 + seconds) - offset;
         let (per_second, scale) = self.units();
         seconds
@@ -210,10 +217,7 @@ impl TimeFormat {
             return;
         };
         let (per_second, scale) = self.units();
-        let offset = match zone {
-            Zone::Offset(minutes) => i64::from(minutes) * 60,
-            Zone::Naive | Zone::Utc => 0,
-        };
+        let offset = zone.seconds_east();
         let seconds = value.div_euclid(per_second).saturating_add(offset);
         let fraction = value.rem_euclid(per_second) / scale;
         write_date(seconds.div_euclid(86_400), out);

@@ -611,10 +611,10 @@ pub fn read_json(column: &dyn Array) -> Result<ArrayRef, TilesError> {
     Ok(Arc::new(builder.finish()))
 }
 
-/// `column` with every typed date/time column (marked by its field's format) replaced
-/// by the texts it was parsed from, which unshredding then turns back into the
-/// documents' strings.
-fn texts_of_dates_and_times(column: &StructArray) -> Result<StructArray, TilesError> {
+/// `column` (a shredded Variant column, or any `{value, typed_value}` pair of one) with
+/// every typed date/time column (marked by its field's format) replaced by the texts it
+/// was parsed from, which unshredding then turns back into the documents' strings.
+pub fn texts_of_dates_and_times(column: &StructArray) -> Result<StructArray, TilesError> {
     let (fields, columns, nulls) = column.clone().into_parts();
     let mut out_fields = Vec::with_capacity(fields.len());
     let mut out_columns = Vec::with_capacity(columns.len());

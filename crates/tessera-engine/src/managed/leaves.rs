@@ -6,10 +6,11 @@
 //! path reads just those two leaves: the typed values are converted in bulk with the
 //! same semantics as the access on JSON text, and the few rows held in the binary are
 //! decoded one by one and patched in. An element of a path shredded as a list
-//! (`$.a.b[2]`) reads the list's typed elements and outliers the same way; the whole
-//! list and paths below its elements are rebuilt from the list's columns alone. Anything
-//! else (objects, paths a file does not shred) is answered from the reconstructed
-//! document instead.
+//! (`$.a.b[2]`) reads the list's typed elements and outliers the same way. Any other
+//! path below a shredded field (a whole object or list, a key the object does not
+//! shred, a path below a list element) is rebuilt from that field's columns alone, and
+//! a path whose first key the file does not shred is read from the documents' own
+//! binary; only what none of these answers reads reconstructed documents.
 
 use std::sync::Arc;
 
@@ -24,6 +25,7 @@ use parquet_variant::Variant;
 use parquet_variant_compute::{VariantArray, unshred_variant};
 use tessera_tiles::datetime::{FORMAT_METADATA_KEY, TimeFormat};
 use tessera_tiles::variant::write_json;
+use tessera_tiles::writer::texts_of_dates_and_times;
 
 use crate::json::output::OutputBuilder;
 use crate::json::path::PathElem;
@@ -364,38 +366,39 @@ fn step<'m, 'v>(node: Variant<'m, 'v>, elem: &PathElem) -> Option<Variant<'m, 'v
     }
 }
 
-/// A path through a list a file shreds that is no single element of it: the whole
-/// array (`$.a.b`) or a path below an element (`$.a.b[0].c`). Only the list path's
-/// columns are read; each row's value there is rebuilt as Variant and navigated.
+/// A path below a shredded field that no single typed leaf answers: a whole array or
+/// object the file shreds (`$.a.b`), a path below an element of a list (`$.a.b[0].c`),
+/// or a key a shredded object does not shred (`$.a.z`, in the object's own binary).
+/// Only the columns of the longest shredded prefix are read; each row's value there is
+/// rebuilt as Variant and navigated, instead of rebuilding the whole document.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct ListPath {
+pub(super) struct SubtreePath {
     /// `[typed_value, k1, typed_value, k2, ...]` below the document column, down to
-    /// the list path's `{value, typed_value}` pair.
+    /// the shredded prefix's `{value, typed_value}` pair.
     names: Vec<String>,
-    /// The rest of the path below the list path.
+    /// The rest of the path below the prefix.
     rest: Vec<PathElem>,
 }
 
-impl ListPath {
-    /// `path` in a document column of type `column`, when a prefix of its keys is a
-    /// path shredded as a list.
+impl SubtreePath {
+    /// `path` in a document column of type `column`, at its longest prefix of keys the
+    /// file shreds.
     pub fn find(column: &DataType, path: &[PathElem]) -> Option<Self> {
         let keys = path
             .iter()
             .take_while(|e| matches!(e, PathElem::Key(_)))
             .count();
-        (1..=keys).find_map(|end| {
-            let (names, fields) = shredded_field(column, &path[..end])?;
-            let typed = fields.find(TYPED_VALUE)?.1;
-            matches!(typed.data_type(), DataType::List(_)).then(|| Self {
+        (1..=keys).rev().find_map(|end| {
+            let (names, _) = shredded_field(column, &path[..end])?;
+            Some(Self {
                 names,
                 rest: path[end..].to_vec(),
             })
         })
     }
 
-    /// Parquet leaf column indices to read (every leaf of the list path, the Variant
-    /// metadata), ascending.
+    /// Parquet leaf column indices to read (every leaf of the shredded prefix, the
+    /// Variant metadata), ascending.
     pub fn parquet_leaves(&self, column: &str, schema: &SchemaDescriptor) -> Vec<usize> {
         let mut base: Vec<&str> = vec![column];
         base.extend(self.names.iter().map(String::as_str));
@@ -415,15 +418,24 @@ impl ListPath {
         let typed = pair
             .column_by_name(TYPED_VALUE)
             .ok_or_else(|| missing(TYPED_VALUE))?;
-        let fields = [(METADATA, metadata), (VALUE, value), (TYPED_VALUE, typed)];
+        // The pair's own fields keep their metadata: the format of typed dates and times.
+        let field = |name: &str| {
+            pair.fields()
+                .find(name)
+                .map(|(_, f)| Arc::clone(f))
+                .ok_or_else(|| missing(name))
+        };
         let shredded = StructArray::try_new(
-            fields
-                .iter()
-                .map(|(name, a)| Field::new(*name, a.data_type().clone(), true))
-                .collect(),
-            fields.iter().map(|(_, a)| Arc::clone(a)).collect(),
+            vec![
+                Arc::new(Field::new(METADATA, metadata.data_type().clone(), true)),
+                field(VALUE)?,
+                field(TYPED_VALUE)?,
+            ]
+            .into(),
+            vec![Arc::clone(metadata), Arc::clone(value), Arc::clone(typed)],
             None,
         )?;
+        let shredded = texts_of_dates_and_times(&shredded).map_err(super::provider::external)?;
         let variant = VariantArray::try_new(&shredded)?;
         let variant = unshred_variant(&variant)?;
         let mut builder = OutputBuilder::new(output, column.len());

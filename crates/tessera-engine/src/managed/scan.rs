@@ -48,7 +48,7 @@ use parquet::schema::types::SchemaDescriptor;
 use tessera_table::{DataFile, FilePredicate, FileRead, OpenFile, Pacer, Snapshot, Traffic};
 
 use super::leaves::{
-    BinaryPath, LeafKind, ListPath, Served, ShreddedElement, ShreddedLeaf, read_leaf, typed_cast,
+    BinaryPath, LeafKind, Served, ShreddedElement, ShreddedLeaf, SubtreePath, read_leaf, typed_cast,
 };
 use super::provider::external;
 use super::prune::{Constraint, constraints, intersect_ranges, page_bounds, row_group_bounds};
@@ -415,8 +415,8 @@ enum Source {
     Typed(ShreddedLeaf),
     /// An element of a path shredded as a list: its typed elements (and outliers).
     Element(ShreddedElement),
-    /// Any other path through a list: the list path's columns, rebuilt as Variant.
-    List(ListPath),
+    /// Any other path below a shredded field: that field's columns, rebuilt as Variant.
+    Subtree(SubtreePath),
     /// A path the file does not shred: the document's own Variant binary.
     Binary(BinaryPath),
     /// Anything else: the reconstructed document text.
@@ -432,8 +432,8 @@ impl Source {
         if let Some(element) = ShreddedElement::find(column, path) {
             return Source::Element(element);
         }
-        if let Some(list) = ListPath::find(column, path) {
-            return Source::List(list);
+        if let Some(subtree) = SubtreePath::find(column, path) {
+            return Source::Subtree(subtree);
         }
         BinaryPath::find(column, path).map_or(Source::Document, Source::Binary)
     }
@@ -456,7 +456,7 @@ impl Source {
         match self {
             Source::Typed(leaf) => read_leaf(column, leaf, output),
             Source::Element(element) => element.read(column, output),
-            Source::List(list) => list.read(column, output),
+            Source::Subtree(subtree) => subtree.read(column, output),
             Source::Binary(path) => path.read(column, output),
             Source::Document => Err(DataFusionError::Internal(
                 "documents are read once per batch, not per output".into(),
@@ -469,7 +469,7 @@ impl Source {
         match self {
             Source::Typed(leaf) => leaf.parquet_leaves(column, schema),
             Source::Element(element) => element.parquet_leaves(column, schema),
-            Source::List(list) => list.parquet_leaves(column, schema),
+            Source::Subtree(subtree) => subtree.parquet_leaves(column, schema),
             Source::Binary(path) => path.parquet_leaves(column, schema),
             Source::Document => Vec::new(),
         }

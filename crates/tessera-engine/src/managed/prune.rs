@@ -27,7 +27,7 @@ use parquet::file::page_index::column_index::ColumnIndexMetaData;
 use parquet::file::page_index::offset_index::OffsetIndexMetaData;
 use parquet::file::statistics::Statistics;
 use tessera_tiles::keypaths::json_path;
-use tessera_tiles::summary::{FileSummary, LeafType, StatValue};
+use tessera_tiles::summary::{FileSummary, LeafType, ShreddedPath, StatValue};
 
 use super::leaves::LeafKind;
 use crate::json::Output;
@@ -228,10 +228,9 @@ impl Constraint {
             (LeafKind::String, Output::Text | Output::Str, false)
             | (LeafKind::Int, Output::Int | Output::Float, false)
             | (LeafKind::Float, Output::Float, false)
-            | (LeafKind::Bool, Output::Bool, false) => true,
-            // Statistics hold the stored integers, not the texts accesses compare.
-            (LeafKind::DateTime(_), _, _) => return true,
-            (LeafKind::String, Output::Json, false)
+            | (LeafKind::Bool, Output::Bool, false)
+            | (LeafKind::DateTime(_), Output::Text | Output::Str, false) => true,
+            (LeafKind::String | LeafKind::DateTime(_), Output::Json, false)
             | (
                 LeafKind::Int | LeafKind::Float | LeafKind::Bool,
                 Output::Text | Output::Json,
@@ -284,16 +283,20 @@ impl Constraint {
         let Some(stats) = summary.stats.iter().find(|s| s.path == path) else {
             return true;
         };
-        let Some(kind) = leaf_kind(shredded.ty) else {
+        let Some(kind) = leaf_kind(shredded) else {
             return true;
+        };
+        let bound = |v: &Option<StatValue>| match v {
+            Some(StatValue::Int(stored_value)) => stored(kind, Some(*stored_value)),
+            other => other.clone(),
         };
         self.may_match(&Bounds {
             kind,
-            min: stats.min.clone(),
+            min: bound(&stats.min),
             max: if stats.max_truncated {
                 None
             } else {
-                stats.max.clone()
+                bound(&stats.max)
             },
             outliers: stats.binary_count > 0,
             no_typed: stats.typed_count == 0,
@@ -341,13 +344,13 @@ pub(super) fn row_group_bounds(
     let no_typed = stats.null_count_opt()? == rows;
     let exact = |v: Option<StatValue>, is_exact: bool| v.filter(|_| is_exact);
     let (min, max) = match (kind, stats) {
-        (LeafKind::Int, Statistics::Int64(s)) => (
-            s.min_opt().map(|v| StatValue::Int(*v)),
-            s.max_opt().map(|v| StatValue::Int(*v)),
+        (LeafKind::Int | LeafKind::DateTime(_), Statistics::Int64(s)) => (
+            stored(kind, s.min_opt().copied()),
+            stored(kind, s.max_opt().copied()),
         ),
-        (LeafKind::Int, Statistics::Int32(s)) => (
-            s.min_opt().map(|v| StatValue::Int(i64::from(*v))),
-            s.max_opt().map(|v| StatValue::Int(i64::from(*v))),
+        (LeafKind::Int | LeafKind::DateTime(_), Statistics::Int32(s)) => (
+            stored(kind, s.min_opt().map(|v| i64::from(*v))),
+            stored(kind, s.max_opt().map(|v| i64::from(*v))),
         ),
         (LeafKind::Float, Statistics::Double(s)) => (
             s.min_opt().map(|v| StatValue::Float(*v)),
@@ -440,13 +443,13 @@ fn page_min_max(
     page: usize,
 ) -> (Option<StatValue>, Option<StatValue>) {
     match (kind, index) {
-        (LeafKind::Int, ColumnIndexMetaData::INT64(i)) => (
-            i.min_value(page).map(|v| StatValue::Int(*v)),
-            i.max_value(page).map(|v| StatValue::Int(*v)),
+        (LeafKind::Int | LeafKind::DateTime(_), ColumnIndexMetaData::INT64(i)) => (
+            stored(kind, i.min_value(page).copied()),
+            stored(kind, i.max_value(page).copied()),
         ),
-        (LeafKind::Int, ColumnIndexMetaData::INT32(i)) => (
-            i.min_value(page).map(|v| StatValue::Int(i64::from(*v))),
-            i.max_value(page).map(|v| StatValue::Int(i64::from(*v))),
+        (LeafKind::Int | LeafKind::DateTime(_), ColumnIndexMetaData::INT32(i)) => (
+            stored(kind, i.min_value(page).map(|v| i64::from(*v))),
+            stored(kind, i.max_value(page).map(|v| i64::from(*v))),
         ),
         (LeafKind::Float, ColumnIndexMetaData::DOUBLE(i)) => (
             i.min_value(page).map(|v| StatValue::Float(*v)),
@@ -482,15 +485,35 @@ pub(super) fn intersect_ranges(a: &[Range<usize>], b: &[Range<usize>]) -> Vec<Ra
     out
 }
 
-/// The kind of leaf a manifest type is stored as, when accesses read it directly.
-pub(super) fn leaf_kind(ty: LeafType) -> Option<LeafKind> {
-    match ty {
+/// The kind of leaf a manifest path is stored as, when accesses read it directly.
+pub(super) fn leaf_kind(path: &ShreddedPath) -> Option<LeafKind> {
+    match path.ty {
         LeafType::Bool => Some(LeafKind::Bool),
         LeafType::Int => Some(LeafKind::Int),
         LeafType::Float => Some(LeafKind::Float),
         LeafType::String => Some(LeafKind::String),
-        LeafType::DateTime => None,
+        LeafType::DateTime => path
+            .format
+            .as_deref()
+            .and_then(|f| f.parse().ok())
+            .map(LeafKind::DateTime),
     }
+}
+
+/// A statistic of an integer-stored leaf as accesses see it: the integer, or for a date
+/// or time its text. One format renders a file's typed values at a fixed width with a
+/// 4-digit year and one zone, so their texts sort as the values do and the rendered
+/// bounds bound the texts.
+fn stored(kind: LeafKind, value: Option<i64>) -> Option<StatValue> {
+    let value = value?;
+    Some(match kind {
+        LeafKind::DateTime(format) => {
+            let mut text = String::new();
+            format.render(value, &mut text);
+            StatValue::String(text)
+        }
+        _ => StatValue::Int(value),
+    })
 }
 
 /// The order of two statistics values, numbers across int and float; `None` when they

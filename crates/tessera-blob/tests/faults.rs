@@ -13,7 +13,7 @@ use tessera_blob::endpoints::Endpoints;
 use tessera_blob::s3::{ClientParts, S3Client};
 use tessera_blob::uring_store::UringS3Store;
 use tessera_blob::{Hedging, RetrievalOptions, S3ClientKind, StoreFactory};
-use tessera_testkit::{Direction, MinioServer, Proxy, Toxic, Toxiproxy};
+use tessera_testkit::{Direction, MinioServer, Proxy, Toxic, Toxiproxy, fault_retrieval_options};
 
 mod common;
 use common::{bounded, random_bytes};
@@ -66,22 +66,6 @@ impl Rig {
     }
 }
 
-/// Options for fault tests: stalls detected after 1 s, quick backoff, no hedging
-/// (hedging has its own test), so each fault meets the retry logic alone.
-fn fault_options() -> RetrievalOptions {
-    RetrievalOptions {
-        max_attempts: 4,
-        base_backoff: Duration::from_millis(10),
-        stall_timeout: Duration::from_secs(1),
-        attempt_timeout: Duration::from_secs(60),
-        hedging: Hedging {
-            enabled: false,
-            ..Hedging::default()
-        },
-        ..RetrievalOptions::default()
-    }
-}
-
 /// Closes each connection after `kib` KiB of responses.
 fn limit_kib(kib: u64) -> Toxic {
     Toxic::LimitData { bytes: kib * 1024 }
@@ -115,7 +99,7 @@ async fn added_latency_delays_but_keeps_the_bytes() {
             jitter_ms: 10,
         },
     );
-    let client = rig.client(fault_options());
+    let client = rig.client(fault_retrieval_options());
     assert_exact(&rig, &client, &ranges(4 * MIB, 16, 200 * KIB)).await;
     let whole = bounded("whole GET", client.get(KEY, None)).await.unwrap();
     assert!(whole == rig.data, "whole object differs");
@@ -130,7 +114,7 @@ async fn a_per_connection_bandwidth_cap_keeps_the_bytes() {
             kib_per_second: 4096,
         },
     );
-    let client = rig.client(fault_options());
+    let client = rig.client(fault_retrieval_options());
     assert_exact(&rig, &client, &ranges(4 * MIB, 8, 512 * KIB)).await;
 }
 
@@ -146,7 +130,7 @@ async fn responses_sliced_into_tiny_segments_keep_the_bytes() {
             delay_us: 5,
         },
     );
-    let client = rig.client(fault_options());
+    let client = rig.client(fault_retrieval_options());
     assert_exact(&rig, &client, &ranges(MIB, 4, 64 * KIB)).await;
     let (size, _) = bounded("HEAD", client.head(KEY)).await.unwrap();
     assert_eq!(size, MIB as u64);
@@ -158,7 +142,7 @@ async fn truncated_connections_are_retried_on_fresh_connections() {
     // Each connection carries 600 KiB, so a kept-alive connection is cut in the middle
     // of its third 256 KiB response; a fresh connection always carries a whole one.
     rig.toxic("limit", limit_kib(600));
-    let client = rig.client(fault_options());
+    let client = rig.client(fault_retrieval_options());
     for range in ranges(4 * MIB, 12, 256 * KIB) {
         let got = bounded("GET", client.get(KEY, Some(range.clone())))
             .await
@@ -177,7 +161,7 @@ async fn truncated_connections_are_retried_on_fresh_connections() {
 async fn a_response_always_cut_short_is_a_clear_error() {
     let rig = Rig::start(2 * MIB, 5).await;
     rig.toxic("limit", limit_kib(100));
-    let options = fault_options();
+    let options = fault_retrieval_options();
     let attempts = u64::from(options.max_attempts);
     let client = rig.client(options);
     let err = bounded("GET", client.get(KEY, Some(0..MIB as u64)))
@@ -200,7 +184,7 @@ async fn a_response_always_cut_short_is_a_clear_error() {
 #[tokio::test]
 async fn reset_connections_fail_clearly_and_the_client_recovers() {
     let rig = Rig::start(MIB, 6).await;
-    let client = rig.client(fault_options());
+    let client = rig.client(fault_retrieval_options());
     // Kept-alive connections exist before the fault.
     assert_exact(&rig, &client, &ranges(MIB, 4, 10 * KIB)).await;
     rig.toxic("reset", Toxic::ResetPeer { after_ms: 0 });
@@ -219,7 +203,7 @@ async fn reset_connections_fail_clearly_and_the_client_recovers() {
 #[tokio::test]
 async fn a_stalled_connection_times_out_and_the_client_recovers() {
     let rig = Rig::start(MIB, 7).await;
-    let client = rig.client(fault_options());
+    let client = rig.client(fault_retrieval_options());
     // No data moves and the connection stays open: only the stall limit ends it.
     rig.toxic("stall", Toxic::Timeout { close_after_ms: 0 });
     let err = bounded("GET", client.get(KEY, Some(0..1000)))
@@ -235,7 +219,7 @@ async fn faults_through_the_store_end_in_one_sentence() {
     let rig = Rig::start(64 * KIB, 8).await;
     let factory = StoreFactory::with_options(
         common::config(&rig.minio, &rig.proxy.endpoint()),
-        fault_options(),
+        fault_retrieval_options(),
     );
     let store = factory.open_s3(BUCKET, S3ClientKind::Uring).unwrap();
     let path = Path::from(KEY);
@@ -297,7 +281,7 @@ async fn hedges_rescue_requests_on_a_stalled_address() {
             min_samples: 8,
             min_delay: Duration::from_millis(50),
         },
-        ..fault_options()
+        ..fault_retrieval_options()
     };
     let parts = ClientParts {
         endpoints: Some(endpoints),
@@ -340,7 +324,7 @@ async fn hedges_rescue_requests_on_a_stalled_address() {
 #[tokio::test]
 async fn the_store_accounts_for_requests_and_bytes() {
     let rig = Rig::start(42 * MIB, 10).await;
-    let client = rig.client(fault_options());
+    let client = rig.client(fault_retrieval_options());
     let stats = client.stats().clone();
     let store = UringS3Store::new(
         client,
@@ -377,7 +361,7 @@ async fn the_store_accounts_for_requests_and_bytes() {
 #[tokio::test]
 async fn a_create_only_put_whose_answer_is_lost_is_not_retried_into_a_false_conflict() {
     let rig = Rig::start(KIB, 13).await;
-    let client = rig.client(fault_options());
+    let client = rig.client(fault_retrieval_options());
     rig.toxic("limit", limit_kib(0));
     let body = random_bytes(10 * KIB, 14);
     let err = bounded(

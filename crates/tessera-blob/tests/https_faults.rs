@@ -4,11 +4,10 @@
 
 use std::ops::Range;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
+use tessera_blob::RetrievalOptions;
 use tessera_blob::s3::S3Client;
-use tessera_blob::{Hedging, RetrievalOptions};
 use tessera_testkit::{Direction, MinioOptions, MinioServer, Proxy, Toxic, Toxiproxy};
 
 mod common;
@@ -52,15 +51,8 @@ impl Rig {
     /// hedging, so each fault meets the retry logic alone.
     fn client_to(&self, endpoint: &str) -> S3Client {
         let options = RetrievalOptions {
-            max_attempts: 4,
-            base_backoff: Duration::from_millis(10),
-            stall_timeout: Duration::from_secs(1),
-            hedging: Hedging {
-                enabled: false,
-                ..Hedging::default()
-            },
             ca_file: self.minio.ca_file().map(std::path::Path::to_path_buf),
-            ..RetrievalOptions::default()
+            ..tessera_testkit::fault_retrieval_options()
         };
         S3Client::with_options(
             common::config(&self.minio, endpoint),

@@ -15,7 +15,7 @@ use object_store::{
     CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
     PutMultipartOptions, PutOptions, PutPayload, PutResult,
 };
-use tessera_table::{FileRead, Pacer, Table, TableError, TableOptions};
+use tessera_table::{FileRead, OpenFile, Pacer, Table, TableError, TableOptions};
 use tessera_testkit::MinioServer;
 
 mod common;
@@ -331,6 +331,18 @@ impl Pacer for FixedPace {
     fn processed(&self, _bytes: u64, _nanos: u64) {}
 }
 
+/// The values of the Int64 column that `read` decodes from `open`.
+async fn read_values(open: &OpenFile, read: FileRead) -> Vec<i64> {
+    let batches: Vec<RecordBatch> = open.read(read).unwrap().try_collect().await.unwrap();
+    batches
+        .iter()
+        .flat_map(|b| {
+            let c = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+            c.values().to_vec()
+        })
+        .collect()
+}
+
 /// Reading ahead changes how column chunks are fetched, never what is read: any budget,
 /// with or without deleted rows and chosen row groups, gives the plain read's rows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -356,24 +368,15 @@ async fn readahead_reads_what_a_plain_read_reads_on_minio() {
     assert_eq!(open.metadata().num_row_groups(), 20);
     let read =
         |pacer: Option<Arc<FixedPace>>, skip_deleted: bool, row_groups: Option<Vec<usize>>| {
-            let stream = open
-                .read(FileRead {
+            read_values(
+                &open,
+                FileRead {
                     skip_deleted,
                     row_groups,
                     pacer: pacer.map(|p| p as Arc<dyn Pacer>),
                     ..FileRead::default()
-                })
-                .unwrap();
-            async move {
-                let batches: Vec<RecordBatch> = stream.try_collect().await.unwrap();
-                batches
-                    .iter()
-                    .flat_map(|b| {
-                        let c = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
-                        c.values().to_vec()
-                    })
-                    .collect::<Vec<i64>>()
-            }
+                },
+            )
         };
     for (skip_deleted, groups) in [(false, None), (true, None), (true, Some(vec![0, 3, 4, 19]))] {
         let plain = read(None, skip_deleted, groups.clone()).await;
@@ -429,23 +432,14 @@ async fn readahead_fetches_only_selected_pages_on_minio() {
         ]))
     };
     let read = |pacer: Option<Arc<dyn Pacer>>| {
-        let stream = open
-            .read(FileRead {
+        read_values(
+            &open,
+            FileRead {
                 rows: selection(),
                 pacer,
                 ..FileRead::default()
-            })
-            .unwrap();
-        async move {
-            let batches: Vec<RecordBatch> = stream.try_collect().await.unwrap();
-            batches
-                .iter()
-                .flat_map(|b| {
-                    let c = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
-                    c.values().to_vec()
-                })
-                .collect::<Vec<i64>>()
-        }
+            },
+        )
     };
     let expected: Vec<i64> = [&values[50_000..50_010], &values[390_000..390_010]].concat();
     assert_eq!(read(None).await, expected);

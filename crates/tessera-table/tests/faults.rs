@@ -20,9 +20,8 @@ use object_store::{
     CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
     ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload, PutResult,
 };
-use tessera_blob::{Hedging, RetrievalOptions};
 use tessera_table::{NewFile, Table, TableError, TableOptions};
-use tessera_testkit::{Direction, MinioServer, Proxy, Toxic, Toxiproxy};
+use tessera_testkit::{Direction, MinioServer, Proxy, Toxic, Toxiproxy, fault_retrieval_options};
 use tokio::sync::Notify;
 
 mod common;
@@ -77,6 +76,34 @@ struct Fault {
     /// Further store calls after a faulted PUT that meet the toxic too (the writer's
     /// first look at the table after the failure).
     linger: usize,
+}
+
+impl Fault {
+    /// `puts` PUTs to `target` reset before the server sees them, after `skip` clean
+    /// ones.
+    fn reset(target: Target, skip: usize, puts: usize) -> Self {
+        Self {
+            target,
+            direction: Direction::Upstream,
+            toxic: Toxic::ResetPeer { after_ms: 0 },
+            skip,
+            puts,
+            linger: 0,
+        }
+    }
+
+    /// The answer to the first manifest PUT meets `toxic` (the PUT itself may land),
+    /// and so does the writer's next store call.
+    fn manifest_answer(toxic: Toxic) -> Self {
+        Self {
+            target: Target::Manifest,
+            direction: Direction::Downstream,
+            toxic,
+            skip: 0,
+            puts: 1,
+            linger: 1,
+        }
+    }
 }
 
 /// What happened to one faulted PUT.
@@ -237,27 +264,22 @@ impl ObjectStore for FaultyStore {
         options: GetOptions,
     ) -> object_store::Result<GetResult> {
         let counted = self.shared.starts_call();
-        let result = self.inner.get_opts(location, options).await;
         // The body is read now, so a lingering toxic meets it.
-        let result = match result {
-            Ok(got) => {
-                let meta = got.meta.clone();
-                let range = got.range.clone();
-                let attributes = got.attributes.clone();
-                match got.bytes().await {
-                    Ok(bytes) => Ok(GetResult {
-                        payload: object_store::GetResultPayload::Stream(
-                            futures::stream::once(async move { Ok(bytes) }).boxed(),
-                        ),
-                        meta,
-                        range,
-                        attributes,
-                    }),
-                    Err(e) => Err(e),
-                }
-            }
-            Err(e) => Err(e),
-        };
+        let result = async {
+            let got = self.inner.get_opts(location, options).await?;
+            let (meta, range, attributes) =
+                (got.meta.clone(), got.range.clone(), got.attributes.clone());
+            let bytes = got.bytes().await?;
+            Ok(GetResult {
+                payload: object_store::GetResultPayload::Stream(
+                    futures::stream::once(async move { Ok(bytes) }).boxed(),
+                ),
+                meta,
+                range,
+                attributes,
+            })
+        }
+        .await;
         self.shared.after_call(counted).await;
         result
     }
@@ -306,29 +328,13 @@ struct Rig {
     direct: Arc<dyn ObjectStore>,
 }
 
-/// Retrieval options for faults: stalls end after 1 s, quick backoff, no hedging (a
-/// hedge would be a second connection outside the test's control).
-fn fault_options() -> RetrievalOptions {
-    RetrievalOptions {
-        max_attempts: 4,
-        base_backoff: Duration::from_millis(10),
-        stall_timeout: Duration::from_secs(1),
-        attempt_timeout: Duration::from_secs(60),
-        hedging: Hedging {
-            enabled: false,
-            ..Hedging::default()
-        },
-        ..RetrievalOptions::default()
-    }
-}
-
 impl Rig {
     async fn start() -> Self {
         let minio = MinioServer::start();
         minio.create_bucket(BUCKET);
         let toxiproxy = Toxiproxy::start();
         let proxy = toxiproxy.proxy("minio", minio.port());
-        let direct = open_store(&minio, &minio.endpoint(), BUCKET, fault_options());
+        let direct = open_store(&minio, &minio.endpoint(), BUCKET, fault_retrieval_options());
         let table = Table::create(direct.clone(), Path::from(TABLE), TableOptions::default())
             .await
             .unwrap();
@@ -350,7 +356,12 @@ impl Rig {
             counters: Mutex::default(),
         });
         let store: Arc<dyn ObjectStore> = Arc::new(FaultyStore {
-            inner: open_store(&self.minio, &self.proxy.endpoint(), BUCKET, fault_options()),
+            inner: open_store(
+                &self.minio,
+                &self.proxy.endpoint(),
+                BUCKET,
+                fault_retrieval_options(),
+            ),
             witness: self.direct.clone(),
             shared: shared.clone(),
             pause,
@@ -426,14 +437,7 @@ fn log(shared: &Shared) -> Vec<Faulted> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_data_file_put_commits_nothing_and_a_retry_commits_once() {
     let rig = Rig::start().await;
-    let fault = Fault {
-        target: Target::DataFile,
-        direction: Direction::Upstream,
-        toxic: Toxic::ResetPeer { after_ms: 0 },
-        skip: 1,
-        puts: 1,
-        linger: 0,
-    };
+    let fault = Fault::reset(Target::DataFile, 1, 1);
     let (writer, shared) = rig.writer(fault, None).await;
     let err = bounded("failed data file", async {
         let files = write_files(&writer).await?;
@@ -475,14 +479,7 @@ async fn a_failed_data_file_put_commits_nothing_and_a_retry_commits_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_manifest_put_that_never_arrives_is_retried_and_lands_once() {
     let rig = Rig::start().await;
-    let fault = Fault {
-        target: Target::Manifest,
-        direction: Direction::Upstream,
-        toxic: Toxic::ResetPeer { after_ms: 0 },
-        skip: 0,
-        puts: 1,
-        linger: 0,
-    };
+    let fault = Fault::reset(Target::Manifest, 0, 1);
     let (writer, shared) = rig.writer(fault, None).await;
     let files = bounded("data files", write_files(&writer)).await.unwrap();
     let version = bounded("commit", writer.commit_append(files))
@@ -512,14 +509,7 @@ async fn a_manifest_put_that_never_arrives_is_retried_and_lands_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn manifest_puts_that_always_fail_are_a_clear_error_and_commit_nothing() {
     let rig = Rig::start().await;
-    let fault = Fault {
-        target: Target::Manifest,
-        direction: Direction::Upstream,
-        toxic: Toxic::ResetPeer { after_ms: 0 },
-        skip: 0,
-        puts: usize::MAX,
-        linger: 0,
-    };
+    let fault = Fault::reset(Target::Manifest, 0, usize::MAX);
     let (writer, shared) = rig.writer(fault, None).await;
     let files = bounded("data files", write_files(&writer)).await.unwrap();
     let err = bounded("commit", writer.commit_append(files.clone()))
@@ -555,14 +545,7 @@ async fn a_manifest_put_whose_answer_is_lost_is_committed_exactly_once() {
     ];
     for (name, toxic, must_land) in cases {
         let rig = Rig::start().await;
-        let fault = Fault {
-            target: Target::Manifest,
-            direction: Direction::Downstream,
-            toxic,
-            skip: 0,
-            puts: 1,
-            linger: 1,
-        };
+        let fault = Fault::manifest_answer(toxic);
         let (writer, shared) = rig.writer(fault, None).await;
         let files = bounded("data files", write_files(&writer)).await.unwrap();
         let version = bounded("commit", writer.commit_append(files))
@@ -619,14 +602,7 @@ fn with_b() -> Vec<i64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_answer_racing_another_writer_is_committed_exactly_once() {
     let rig = Rig::start().await;
-    let fault = Fault {
-        target: Target::Manifest,
-        direction: Direction::Downstream,
-        toxic: Toxic::LimitData { bytes: 0 },
-        skip: 0,
-        puts: 1,
-        linger: 1,
-    };
+    let fault = Fault::manifest_answer(Toxic::LimitData { bytes: 0 });
     let (commit_a, shared, b_version) = race_with_b(&rig, fault).await;
     assert_eq!(b_version, 3, "B lost version 2 to A's landed PUT");
     let a_version = bounded("A's commit", commit_a).await.unwrap().unwrap();
@@ -643,14 +619,7 @@ async fn a_lost_answer_racing_another_writer_is_committed_exactly_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_put_that_lost_the_race_is_committed_once_on_top() {
     let rig = Rig::start().await;
-    let fault = Fault {
-        target: Target::Manifest,
-        direction: Direction::Upstream,
-        toxic: Toxic::ResetPeer { after_ms: 0 },
-        skip: 0,
-        puts: 1,
-        linger: 0,
-    };
+    let fault = Fault::reset(Target::Manifest, 0, 1);
     let (commit_a, shared, b_version) = race_with_b(&rig, fault).await;
     assert_eq!(b_version, 2);
     assert_eq!(bounded("A's commit", commit_a).await.unwrap().unwrap(), 3);

@@ -16,4 +16,4 @@ mod toxiproxy;
 pub use certs::TestCa;
 pub use minio::{MinioOptions, MinioServer};
 pub use process::find_tool;
-pub use toxiproxy::{Direction, Proxy, Toxic, Toxiproxy};
+pub use toxiproxy::{Direction, Proxy, Toxic, Toxiproxy, fault_retrieval_options};

@@ -252,3 +252,20 @@ impl Drop for Toxiproxy {
         let _ = self.child.wait();
     }
 }
+
+/// Retrieval options for tests that inject faults: stalls end after 1 s, backoff is
+/// short and hedging is off (a hedge would be a second connection outside the test's
+/// control), so each fault meets the retry logic alone.
+pub fn fault_retrieval_options() -> tessera_blob::RetrievalOptions {
+    tessera_blob::RetrievalOptions {
+        max_attempts: 4,
+        base_backoff: Duration::from_millis(10),
+        stall_timeout: Duration::from_secs(1),
+        attempt_timeout: Duration::from_secs(60),
+        hedging: tessera_blob::Hedging {
+            enabled: false,
+            ..tessera_blob::Hedging::default()
+        },
+        ..tessera_blob::RetrievalOptions::default()
+    }
+}

@@ -42,6 +42,16 @@ fn assert_round_trip(docs: &[String], options: &TilesOptions) -> WrittenFile {
     written
 }
 
+/// Options for a few hundred documents: small tiles and row groups, so that tiles,
+/// partitions and row groups are many.
+fn small_tiles() -> TilesOptions {
+    TilesOptions {
+        tile_docs: 64,
+        row_group_docs: 128,
+        ..TilesOptions::default()
+    }
+}
+
 /// Checks that each path is shredded with its type.
 fn assert_shredded(summary: &FileSummary, expected: &[(&str, LeafType)]) {
     for &(path, ty) in expected {
@@ -146,12 +156,7 @@ fn random_heterogeneous_documents_round_trip() {
                 _ => random.object(3).to_string(),
             })
             .collect();
-        let options = TilesOptions {
-            tile_docs: 64,
-            row_group_docs: 128,
-            ..TilesOptions::default()
-        };
-        let written = assert_round_trip(&docs, &options);
+        let written = assert_round_trip(&docs, &small_tiles());
         let summary = &written.summary;
         assert_shredded(
             summary,
@@ -209,12 +214,7 @@ fn short_arrays_are_shredded_as_lists_and_round_trip() {
                 doc.to_string()
             })
             .collect();
-        let options = TilesOptions {
-            tile_docs: 64,
-            row_group_docs: 128,
-            ..TilesOptions::default()
-        };
-        let written = assert_round_trip(&docs, &options);
+        let written = assert_round_trip(&docs, &small_tiles());
         let summary = &written.summary;
         assert_shredded(
             summary,

@@ -205,13 +205,7 @@ impl ShreddedElement {
     /// Parquet leaf column indices to read (the typed elements and their outliers, the
     /// list path's own outliers, the Variant metadata), ascending.
     pub fn parquet_leaves(&self, column: &str, schema: &SchemaDescriptor) -> Vec<usize> {
-        let mut base: Vec<&str> = vec![column];
-        base.extend(self.names.iter().map(String::as_str));
-        let mut out = leaves_below(schema, &[base.as_slice(), &[TYPED_VALUE]].concat());
-        out.extend(leaf_index(schema, &[base.as_slice(), &[VALUE]].concat()));
-        out.extend(leaf_index(schema, &[column, METADATA]));
-        out.sort_unstable();
-        out
+        pair_leaves(column, &self.names, schema)
     }
 
     /// The values of an access with `output` at this element, for every row of
@@ -400,12 +394,7 @@ impl SubtreePath {
     /// Parquet leaf column indices to read (every leaf of the shredded prefix, the
     /// Variant metadata), ascending.
     pub fn parquet_leaves(&self, column: &str, schema: &SchemaDescriptor) -> Vec<usize> {
-        let mut base: Vec<&str> = vec![column];
-        base.extend(self.names.iter().map(String::as_str));
-        let mut out = leaves_below(schema, &base);
-        out.extend(leaf_index(schema, &[column, METADATA]));
-        out.sort_unstable();
-        out
+        pair_leaves(column, &self.names, schema)
     }
 
     /// The values of an access with `output` at this path, for every row of `column`.
@@ -463,6 +452,17 @@ impl SubtreePath {
         };
         Ok((builder.finish(), served))
     }
+}
+
+/// Every Parquet leaf of the `{value, typed_value}` pair at `names` below the document
+/// column `column`, and the Variant metadata, ascending.
+fn pair_leaves(column: &str, names: &[String], schema: &SchemaDescriptor) -> Vec<usize> {
+    let mut base: Vec<&str> = vec![column];
+    base.extend(names.iter().map(String::as_str));
+    let mut out = leaves_below(schema, &base);
+    out.extend(leaf_index(schema, &[column, METADATA]));
+    out.sort_unstable();
+    out
 }
 
 /// The Parquet leaves below the group at `path`.

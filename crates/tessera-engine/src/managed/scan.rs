@@ -661,8 +661,11 @@ struct FileDecoder {
     metrics: TilesMetrics,
     /// The file's reader already applied the filters (late materialization).
     filters_applied: bool,
+    /// The outputs the filters read (`None`: they read more than outputs), computed
+    /// once instead of per batch.
+    filter_outputs: Option<Arc<[usize]>>,
     /// The casts (indices into the plan's casts) the filters read.
-    filter_casts: BTreeSet<usize>,
+    filter_casts: Arc<BTreeSet<usize>>,
 }
 
 impl FileDecoder {
@@ -679,7 +682,8 @@ impl FileDecoder {
             .any(Source::is_document)
             .then(|| Scanner::new(Arc::clone(&plan.trie)));
         Ok(Self {
-            filter_casts: plan.filter_casts(),
+            filter_outputs: plan.filter_outputs().map(Arc::from),
+            filter_casts: Arc::new(plan.filter_casts()),
             referenced: (0..plan.outputs.len())
                 .map(|k| plan.is_referenced(k, !filters_applied))
                 .collect(),
@@ -700,7 +704,7 @@ impl FileDecoder {
             // Filters the reader did not apply run first, on what they read, so that the
             // projection's casts (which fail on bad text) see only passing rows, as in
             // SQL.
-            let outputs = self.plan.filter_outputs();
+            let outputs = self.filter_outputs.clone();
             let probe = self.decoded(stored, Pass::Filters(outputs.as_deref()))?;
             let mask = self.mask(&probe)?.expect("there are filters");
             let complete = outputs.is_none() && self.filter_casts.len() == self.plan.casts.len();
@@ -734,7 +738,7 @@ impl FileDecoder {
         let wanted = |k: usize| only.is_none_or(|o| o.contains(&k));
         // The filters' pass computes just the casts the filters read: another cast of
         // the same output must not fail on a row the filters remove.
-        let filter_casts = self.filter_casts.clone();
+        let filter_casts = Arc::clone(&self.filter_casts);
         let wanted_cast = |c: usize| matches!(pass, Pass::All) || filter_casts.contains(&c);
         let mut typed_casts: Vec<Option<ArrayRef>> = Vec::with_capacity(self.plan.casts.len());
         for (c, (k, target)) in self.plan.casts.iter().enumerate() {

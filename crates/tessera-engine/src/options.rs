@@ -109,6 +109,10 @@ extensions_options! {
         /// and skip files by their statistics (true, default); false answers every JSON
         /// access from the reconstructed documents (for comparison and diagnosis).
         pub typed_reads: bool, default = true
+        /// Whether aggregates over Tessera tables group low-cardinality string paths on
+        /// their dictionary codes (true, default); false leaves grouping to DataFusion
+        /// (for comparison and diagnosis).
+        pub group_on_codes: bool, default = true
     }
 }
 

@@ -125,6 +125,7 @@ impl TesseraSession {
         let state = SessionStateBuilder::new_from_existing(state)
             .with_catalog_list(catalogs)
             .with_physical_optimizer_rule(Arc::new(managed::CastPushdown))
+            .with_physical_optimizer_rule(Arc::new(managed::GroupOnCodes))
             .build();
         let ctx = SessionContext::new_with_state(state);
         locations.attach(ctx.state_weak_ref());

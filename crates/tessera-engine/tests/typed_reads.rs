@@ -364,6 +364,88 @@ async fn typed_reads_answer_like_documents() {
     assert_eq!(metric(&plan, "values_typed"), 0, "{plan}");
 }
 
+/// Aggregates grouped on text paths, written against a table named `T`, and whether
+/// they are grouped on dictionary codes over the table.
+const GROUPED: &[(&str, bool)] = &[
+    ("SELECT j->>'kind', count(*) FROM T GROUP BY 1", true),
+    // `n` is typed as integers with string outliers (and strings in half of file 1):
+    // its texts are rendered, then grouped on codes.
+    (
+        "SELECT j->>'n', count(*), sum(json_get_int(j, 'n')) FROM T GROUP BY 1",
+        true,
+    ),
+    (
+        "SELECT j->'nested'->>'y', j->>'kind', count(*), max(j->>'id') FROM T GROUP BY 1, 2",
+        true,
+    ),
+    (
+        "SELECT j->>'only_here', count(*), min(json_get_float(j, 'f')) FROM T GROUP BY 1",
+        true,
+    ),
+    (
+        "SELECT j->>'kind', hour(CAST(j->>'at' AS TIMESTAMP)) AS h, count(*) FROM T WHERE j->>'flag' = 'true' GROUP BY 1, 2",
+        true,
+    ),
+    (
+        "SELECT j->>'kind', json_get_bool(j, 'flag'), count(*) FILTER (WHERE json_get_int(j, 'n') > 100), round(avg(json_get_float(j, 'f')), 6) FROM T GROUP BY 1, 2",
+        true,
+    ),
+    // DataFusion groups on (kind, n) first, on codes, then counts the pairs.
+    (
+        "SELECT j->>'kind', count(DISTINCT j->>'n') FROM T GROUP BY 1",
+        true,
+    ),
+    // 9000 distinct ids: more than codes pay for.
+    ("SELECT j->>'id', count(*) FROM T GROUP BY 1", false),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grouping_on_codes_answers_like_strings() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = session_with_table(dir.path(), "true").await;
+    let set = |option: &str| {
+        let session = &session;
+        let option = option.to_string();
+        async move { session.sql(&format!("SET {option}")).await.unwrap() }
+    };
+    let mut failures = Vec::new();
+    for &(query, on_codes) in GROUPED {
+        let on_table = query.replace("FROM T", "FROM t");
+        let expected = rows(&session, &query.replace("FROM T", "FROM raw")).await;
+        let coded = rows(&session, &on_table).await;
+        let plan = analyze(&session, &on_table).await;
+        set("tessera.group_on_codes = false").await;
+        let strings = rows(&session, &on_table).await;
+        set("tessera.group_on_codes = true").await;
+        set("tessera.typed_reads = false").await;
+        let untyped = rows(&session, &on_table).await;
+        set("tessera.typed_reads = true").await;
+        assert!(expected.len() > 1, "{query} returns groups");
+        if coded != expected || strings != expected || untyped != expected {
+            failures.push(format!(
+                "{query}\n  raw:     {:?}\n  coded:   {:?}\n  strings: {:?}\n  untyped: {:?}",
+                &expected[..expected.len().min(5)],
+                &coded[..coded.len().min(5)],
+                &strings[..strings.len().min(5)],
+                &untyped[..untyped.len().min(5)],
+            ));
+        }
+        assert_eq!(plan.contains("CodeAggregateExec"), on_codes, "{plan}");
+        if on_codes {
+            assert!(metric(&plan, "dictionaries") > 0, "{plan}");
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // `kind` is a string in every document: every value is handed on as a code of the
+    // dictionaries the files store, none as a string.
+    let plan = analyze(&session, "SELECT j->>'kind', count(*) FROM t GROUP BY 1").await;
+    assert_eq!(metric(&plan, "values_coded"), 9000, "{plan}");
+    set("tessera.group_on_codes = false").await;
+    let plan = analyze(&session, "SELECT j->>'kind', count(*) FROM t GROUP BY 1").await;
+    assert!(!plan.contains("CodeAggregateExec"), "{plan}");
+    assert_eq!(metric(&plan, "values_coded"), 0, "{plan}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typed_reads_honour_deletes() {
     let dir = tempfile::tempdir().unwrap();

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use arrow::array::BooleanArray;
 use arrow::array::RecordBatch;
-use arrow::datatypes::{DataType, Schema, SchemaRef};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::error::ArrowError;
 use bytes::Bytes;
 use futures::future::BoxFuture;
@@ -156,6 +156,10 @@ pub struct FileRead {
     pub predicate: Option<FilePredicate>,
     /// Fetch column chunks ahead of the decoder, as far as the pacer allows.
     pub pacer: Option<Arc<dyn Pacer>>,
+    /// String leaf columns (Parquet leaf indices) to decode as `Dictionary(Int32, Utf8)`:
+    /// the codes and the chunk's dictionary as they are stored, instead of one string
+    /// per row, for consumers that work on codes (grouping).
+    pub dictionaries: Vec<usize>,
 }
 
 /// Chooses the rows of a file to decode from some of its columns, so the other columns
@@ -264,10 +268,15 @@ impl OpenFile {
             readahead.start();
             reader.readahead = Some(Arc::new(readahead));
         }
-        let mut builder =
-            ParquetRecordBatchStreamBuilder::new_with_metadata(reader, self.metadata.clone())
-                .with_batch_size(read.batch_rows.unwrap_or(BATCH_ROWS))
-                .with_row_groups(row_groups.clone());
+        let metadata = match read.dictionaries.as_slice() {
+            [] => self.metadata.clone(),
+            leaves => self
+                .with_dictionaries(leaves)
+                .map_err(parquet_error(&path))?,
+        };
+        let mut builder = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, metadata)
+            .with_batch_size(read.batch_rows.unwrap_or(BATCH_ROWS))
+            .with_row_groups(row_groups.clone());
         if let Some(leaves) = &read.leaves {
             let schema = self.metadata().file_metadata().schema_descr();
             builder =
@@ -289,6 +298,28 @@ impl OpenFile {
                 source,
             })
             .boxed())
+    }
+
+    /// The reader metadata with the string leaves `leaves` decoded as dictionaries.
+    fn with_dictionaries(&self, leaves: &[usize]) -> Result<ArrowReaderMetadata, ParquetError> {
+        let descriptor = self.metadata().file_metadata().schema_descr();
+        let mut fields: Vec<Field> = self
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        for &leaf in leaves {
+            let parts = descriptor.column(leaf).path().parts().to_vec();
+            let Some(field) = fields.iter_mut().find(|f| f.name() == &parts[0]) else {
+                return Err(ParquetError::General(format!("no field for leaf {leaf}")));
+            };
+            *field = as_dictionary(field, &parts[1..])?;
+        }
+        ArrowReaderMetadata::try_new(
+            Arc::clone(self.metadata()),
+            ArrowReaderOptions::new().with_schema(Arc::new(Schema::new(fields))),
+        )
     }
 
     /// The byte ranges the decoder will ask for, (row group, range) in decode order:
@@ -381,6 +412,44 @@ fn as_views(data_type: &DataType) -> DataType {
                 .collect(),
         ),
         other => other.clone(),
+    }
+}
+
+/// `field` with its string leaf at `path` (names below `field`) as
+/// `Dictionary(Int32, Utf8)`.
+fn as_dictionary(field: &Field, path: &[String]) -> Result<Field, ParquetError> {
+    match (field.data_type(), path) {
+        (DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View, []) => {
+            let dictionary =
+                DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+            Ok(field.clone().with_data_type(dictionary))
+        }
+        (DataType::Struct(children), [name, rest @ ..]) => {
+            let mut found = false;
+            let children = children
+                .iter()
+                .map(|child| match child.name() == name {
+                    true => {
+                        found = true;
+                        as_dictionary(child, rest)
+                    }
+                    false => Ok(child.as_ref().clone()),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            match found {
+                true => Ok(field
+                    .clone()
+                    .with_data_type(DataType::Struct(children.into()))),
+                false => Err(ParquetError::General(format!(
+                    "no field {name} below {}",
+                    field.name()
+                ))),
+            }
+        }
+        (other, _) => Err(ParquetError::General(format!(
+            "{} of type {other} is no string leaf at {path:?}",
+            field.name()
+        ))),
     }
 }
 

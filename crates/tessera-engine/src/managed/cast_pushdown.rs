@@ -62,7 +62,7 @@ impl PhysicalOptimizerRule for CastPushdown {
 /// below it, when its input is one and something was moved.
 fn push_casts(aggregate: &AggregateExec) -> Result<Option<Arc<dyn ExecutionPlan>>> {
     let input = aggregate.input();
-    if !is_tessera_scan(input) {
+    if tiles_scan(input).is_none() {
         return Ok(None);
     }
     let width = input.schema().fields().len();
@@ -124,21 +124,12 @@ fn push_casts(aggregate: &AggregateExec) -> Result<Option<Arc<dyn ExecutionPlan>
     if casts.is_empty() {
         return Ok(None);
     }
-    let schema = input.schema();
-    let mut projection: Vec<ProjectionExpr> = schema
-        .fields()
-        .iter()
+    let pushed = casts
+        .into_iter()
         .enumerate()
-        .map(|(i, f)| ProjectionExpr::new(Arc::new(Column::new(f.name(), i)), f.name().clone()))
+        .map(|(k, cast)| (cast, format!("{PUSHED_CAST_PREFIX}{k}")))
         .collect();
-    projection.extend(
-        casts
-            .into_iter()
-            .enumerate()
-            .map(|(k, cast)| ProjectionExpr::new(cast, format!("{PUSHED_CAST_PREFIX}{k}"))),
-    );
-    let projection = ProjectionExec::try_new(projection, Arc::clone(input))?;
-    let Some(scan) = input.try_swapping_with_projection(&projection)? else {
+    let Some(scan) = with_scan_outputs(input, pushed)? else {
         return Ok(None);
     };
     let group_by = PhysicalGroupBy::new(
@@ -160,9 +151,33 @@ fn push_casts(aggregate: &AggregateExec) -> Result<Option<Arc<dyn ExecutionPlan>
     Ok(Some(Arc::new(rewritten)))
 }
 
-/// Whether `plan` is a scan of a Tessera table.
-fn is_tessera_scan(plan: &Arc<dyn ExecutionPlan>) -> bool {
-    plan.downcast_ref::<DataSourceExec>()
-        .and_then(|scan| scan.data_source().downcast_ref::<FileScanConfig>())
-        .is_some_and(|config| config.file_source().downcast_ref::<TilesSource>().is_some())
+/// `scan` (a Tessera scan) with `outputs` (expressions over its output, with their
+/// names) computed by it as further columns after its own, when it takes them.
+pub(super) fn with_scan_outputs(
+    scan: &Arc<dyn ExecutionPlan>,
+    outputs: Vec<(Arc<dyn PhysicalExpr>, String)>,
+) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+    let schema = scan.schema();
+    let mut projection: Vec<ProjectionExpr> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| ProjectionExpr::new(Arc::new(Column::new(f.name(), i)), f.name().clone()))
+        .collect();
+    projection.extend(
+        outputs
+            .into_iter()
+            .map(|(expr, name)| ProjectionExpr::new(expr, name)),
+    );
+    let projection = ProjectionExec::try_new(projection, Arc::clone(scan))?;
+    scan.try_swapping_with_projection(&projection)
+}
+
+/// The file scan configuration and source of `plan` when it scans a Tessera table.
+pub(super) fn tiles_scan(plan: &Arc<dyn ExecutionPlan>) -> Option<(&FileScanConfig, &TilesSource)> {
+    let config = plan
+        .downcast_ref::<DataSourceExec>()?
+        .data_source()
+        .downcast_ref::<FileScanConfig>()?;
+    Some((config, config.file_source().downcast_ref::<TilesSource>()?))
 }

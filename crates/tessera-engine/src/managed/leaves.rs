@@ -30,6 +30,7 @@ use tessera_tiles::writer::texts_of_dates_and_times;
 use crate::json::output::OutputBuilder;
 use crate::json::path::PathElem;
 use crate::json::{Kind, Output, Span};
+use crate::ndjson::extract::dictionary_text;
 
 /// Names of the Variant shredding columns (Parquet Variant shredding specification).
 const TYPED_VALUE: &str = "typed_value";
@@ -587,13 +588,18 @@ pub(super) fn read_leaf(
 }
 
 /// `CAST(<text of the path> AS target)` straight from the typed leaf, when that is exact
-/// for every row of `column`: the leaf holds integers (for BIGINT or DOUBLE) or doubles
-/// (for DOUBLE) and no row of the batch sits in the binary. `None` otherwise.
+/// for every row of `column`: the leaf holds integers (for BIGINT or DOUBLE), doubles
+/// (for DOUBLE), dates or times (for DATE or TIMESTAMP) or strings decoded as a
+/// dictionary (for [`dictionary_text`]), and no row of the batch sits in the binary.
+/// `None` otherwise.
 pub(super) fn typed_cast(
     column: &StructArray,
     leaf: &ShreddedLeaf,
     target: &DataType,
 ) -> Result<Option<(ArrayRef, Served)>> {
+    if *target == dictionary_text() {
+        return stored_dictionary(column, leaf, target);
+    }
     let exact = matches!(
         (leaf.kind, target),
         (LeafKind::Int, DataType::Int64)
@@ -630,6 +636,25 @@ pub(super) fn typed_cast(
         binary: 0,
     };
     Ok(Some((cast(typed, target)?, served)))
+}
+
+/// The codes and dictionary of a string leaf the reader decoded as a dictionary, when no
+/// row of the batch sits in the binary. A JSON string's text is the string itself.
+fn stored_dictionary(
+    column: &StructArray,
+    leaf: &ShreddedLeaf,
+    target: &DataType,
+) -> Result<Option<(ArrayRef, Served)>> {
+    let (typed, value) = leaf.arrays(column)?;
+    let stored = leaf.kind == LeafKind::String && typed.data_type() == target;
+    if !stored || value.is_some_and(|v| v.null_count() < v.len()) {
+        return Ok(None);
+    }
+    let served = Served {
+        typed: typed.len() - typed.null_count(),
+        binary: 0,
+    };
+    Ok(Some((Arc::clone(typed), served)))
 }
 
 /// Whether every date or time of `typed` (Date32 or Timestamp) is a timestamp in

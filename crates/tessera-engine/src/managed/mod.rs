@@ -7,8 +7,10 @@
 //! `INSERT INTO`, `DELETE FROM` and `DESCRIBE` work on them.
 
 mod cast_pushdown;
+mod code_aggregate;
 mod delete;
 mod describe;
+mod group_on_codes;
 mod ingest;
 mod leaves;
 mod open;
@@ -32,6 +34,7 @@ use tessera_table::{Table, TableOptions};
 pub use cast_pushdown::CastPushdown;
 pub use delete::delete;
 pub use describe::describe;
+pub use group_on_codes::GroupOnCodes;
 pub use ingest::{IngestOutcome, ingest};
 pub use open::{check_declared, declared_columns, table_root, table_url};
 pub use provider::ManagedTable;

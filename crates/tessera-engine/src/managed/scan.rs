@@ -54,9 +54,9 @@ use super::provider::external;
 use super::prune::{Constraint, constraints, intersect_ranges, page_bounds, row_group_bounds};
 use super::schedule::ScanPace;
 use crate::json::output::OutputBuilder;
-use crate::json::path::PathElem;
+use crate::json::path::{PathElem, display_path};
 use crate::json::{Output, Scanner};
-use crate::ndjson::extract::ExtractionPlan;
+use crate::ndjson::extract::{ExtractionPlan, dictionary_text};
 
 /// Scans the data files of one Tessera table snapshot.
 #[derive(Clone)]
@@ -105,6 +105,22 @@ impl TilesSource {
         .with_typed_casts()
     }
 
+    /// The JSON path of output `index` when it is a text access (`j->>'$.a.b'`) and
+    /// nothing else, as manifests spell paths (`$.a.b`).
+    pub(super) fn text_path(&self, index: usize) -> Option<String> {
+        let plan = self.extraction().ok()?;
+        let column = plan
+            .projection
+            .as_ref()
+            .get(index)?
+            .expr
+            .downcast_ref::<Column>()?
+            .index();
+        let k = column.checked_sub(usize::from(plan.raw))?;
+        let &(slot, output) = plan.outputs.get(k)?;
+        (output == Output::Text).then(|| display_path(plan.trie.path(slot)))
+    }
+
     /// Whether the scan still outputs the table's columns as they are, so that filters
     /// offered to it are expressions over the table schema.
     fn outputs_table_columns(&self) -> bool {
@@ -144,6 +160,8 @@ struct TilesMetrics {
     values_typed: Count,
     values_binary: Count,
     values_reconstructed: Count,
+    /// Typed values handed on as the codes of a stored dictionary (grouping on codes).
+    values_coded: Count,
 }
 
 impl TilesMetrics {
@@ -163,6 +181,7 @@ impl TilesMetrics {
             values_typed: counter("values_typed"),
             values_binary: counter("values_binary"),
             values_reconstructed: counter("values_reconstructed"),
+            values_coded: counter("values_coded"),
         }
     }
 }
@@ -365,6 +384,10 @@ impl FileOpener for TilesOpener {
                 leaves.sort_unstable();
                 leaves
             });
+            let dictionaries = match whole {
+                true => Vec::new(),
+                false => dictionary_leaves(&plan, &sources, column.name(), schema),
+            };
             let predicate = late_predicate(&plan, &sources, column.name(), schema, &metrics)?;
             let filters_applied = predicate.is_some();
             let checks = leaf_checks(&open, &column, &constraints);
@@ -390,6 +413,7 @@ impl FileOpener for TilesOpener {
                     batch_rows: Some(batch_size),
                     predicate,
                     pacer: Some(pace),
+                    dictionaries,
                 })
                 .map_err(external)?;
             let mut decoder =
@@ -474,6 +498,35 @@ impl Source {
             Source::Document => Vec::new(),
         }
     }
+}
+
+/// The string leaves to decode as dictionaries: those of the text accesses the plan
+/// casts to [`dictionary_text`] (a grouping on codes), when the file shreds them as
+/// strings and nothing reads them but typed reads (which turn codes into strings where
+/// they need strings).
+fn dictionary_leaves(
+    plan: &ExtractionPlan,
+    sources: &[Source],
+    column: &str,
+    schema: &SchemaDescriptor,
+) -> Vec<usize> {
+    let others: BTreeSet<usize> = sources
+        .iter()
+        .filter(|s| s.typed().is_none())
+        .flat_map(|s| s.parquet_leaves(column, schema))
+        .collect();
+    let mut leaves: Vec<usize> = plan
+        .casts
+        .iter()
+        .filter(|(_, target)| *target == dictionary_text())
+        .filter_map(|&(k, _)| sources[k].typed())
+        .filter(|leaf| leaf.kind == LeafKind::String)
+        .filter_map(|leaf| leaf.parquet_columns(column, schema).0)
+        .filter(|leaf| !others.contains(leaf))
+        .collect();
+    leaves.sort_unstable();
+    leaves.dedup();
+    leaves
 }
 
 /// The Parquet leaf columns that hold `outputs` (indices into `sources`), ascending.
@@ -746,6 +799,9 @@ impl FileDecoder {
                 (Some(leaf), Some(column)) if wanted(*k) && wanted_cast(c) => {
                     typed_cast(column, leaf, target)?.map(|(array, served)| {
                         self.count(served);
+                        if *target == dictionary_text() {
+                            self.metrics.values_coded.add(served.typed);
+                        }
                         array
                     })
                 }

@@ -24,6 +24,29 @@ use crate::json::{Output, access_output};
 
 /// Name prefix of the columns holding extracted paths inside a scan.
 const EXTRACTED_PREFIX: &str = "__tessera_json_";
+/// The type a grouping on codes reads a text access as: the dictionary codes of a
+/// string column as stored, instead of one string per row.
+pub fn dictionary_text() -> DataType {
+    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
+}
+
+/// Whether `CAST(<access with output> AS target)` is a decoded column of its own: a
+/// number or date/time of a text or JSON access, or the dictionary of a text access.
+fn is_typed_cast(output: Output, target: &DataType) -> bool {
+    let numeric = matches!(
+        target,
+        DataType::Int64
+            | DataType::Float64
+            | DataType::Date32
+            | DataType::Timestamp(TimeUnit::Nanosecond, None)
+    );
+    match output {
+        Output::Text => numeric || *target == dictionary_text(),
+        Output::Json => numeric,
+        _ => false,
+    }
+}
+
 /// Name prefix of the columns holding numeric casts of extracted text.
 const CAST_PREFIX: &str = "__tessera_cast_";
 
@@ -127,9 +150,11 @@ impl ExtractionPlan {
         })
     }
 
-    /// The same plan with every `CAST(<extracted text> AS BIGINT | DOUBLE)` in the
+    /// The same plan with every `CAST(<extracted text> AS BIGINT | DOUBLE | ...)` in the
     /// projection and filters read from a decoded column of its own (seed 000 P3 §4.3
-    /// step 8: a numeric cast of a value stored as a number needs no text).
+    /// step 8: a numeric cast of a value stored as a number needs no text), and every
+    /// cast of a text access to [`dictionary_text`] too (a string stored with a
+    /// dictionary needs no string per row).
     pub fn with_typed_casts(mut self) -> Result<Self> {
         let base = self.decoded_schema.fields().len();
         let mut casts: Vec<(usize, DataType)> = Vec::new();
@@ -149,16 +174,7 @@ impl ExtractionPlan {
                         .parse::<usize>()
                         .ok()
                 });
-                let Some(k) = source.filter(|&k| {
-                    matches!(self.outputs[k].1, Output::Text | Output::Json)
-                        && matches!(
-                            target,
-                            DataType::Int64
-                                | DataType::Float64
-                                | DataType::Date32
-                                | DataType::Timestamp(TimeUnit::Nanosecond, None)
-                        )
-                }) else {
+                let Some(k) = source.filter(|&k| is_typed_cast(self.outputs[k].1, &target)) else {
                     return Ok(Transformed::no(e));
                 };
                 let c = match casts.iter().position(|(ck, ct)| *ck == k && *ct == target) {

@@ -1,0 +1,633 @@
+//! The partial phase of an aggregation grouped on dictionary codes.
+//!
+//! DataFusion groups strings by hashing and comparing every row's bytes (and turns
+//! dictionary arrays back into strings first). A Tessera scan can hand a low-cardinality
+//! string path over as the codes and dictionary the file stores; this operator then
+//! maps each dictionary once to group keys and every row by its code, so a row costs an
+//! array lookup instead of a string hash (issue 5, item 3). It replaces a
+//! `Partial` [`AggregateExec`](datafusion::physical_plan::aggregates::AggregateExec)
+//! and outputs exactly its schema (group values as the original strings, then each
+//! aggregate's state), so the `Final` aggregate above it is unchanged.
+//!
+//! Group keys other than codes are small integers (`hour(...)`, dates, flags), mapped
+//! through a hash table of their values. The number of groups held is bounded: at
+//! `max_groups` the partial states are emitted and grouping starts afresh, which a
+//! partial aggregation may always do (the final phase merges them).
+
+use std::fmt;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch, StringArray};
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, Int32Type, Int64Type, SchemaRef};
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{DataFusionError, HashMap, Result, ScalarValue};
+use datafusion::execution::TaskContext;
+use datafusion::logical_expr::{EmitTo, GroupsAccumulator};
+use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{
+    BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
+};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
+    apply_expression_roots,
+};
+use futures::{StreamExt, TryStreamExt};
+
+use crate::ndjson::extract::dictionary_text;
+
+/// Most group keys one operator combines: their ids pack into one `u128`.
+pub const MAX_KEYS: usize = 4;
+
+/// Groups held before the partial states are emitted.
+pub const MAX_GROUPS: usize = 1 << 16;
+
+/// The id of a NULL key; values get ids from 1 on.
+const NULL_ID: u32 = 0;
+
+/// A `Partial` aggregation whose group keys are dictionary codes or small integers.
+#[derive(Debug)]
+pub struct CodeAggregateExec {
+    input: Arc<dyn ExecutionPlan>,
+    /// Group key expressions over the input, with their output names; each evaluates to
+    /// [`dictionary_text`] or to an integer, boolean, date or time.
+    keys: Vec<(Arc<dyn PhysicalExpr>, String)>,
+    aggregates: Vec<Arc<AggregateFunctionExpr>>,
+    /// Per aggregate, its `FILTER (WHERE ...)` over the input.
+    filters: Vec<Option<Arc<dyn PhysicalExpr>>>,
+    /// The replaced partial aggregate's output schema: keys, then aggregate states.
+    schema: SchemaRef,
+    max_groups: usize,
+    properties: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl CodeAggregateExec {
+    /// Groups `input` on `keys` and computes the partial states of `aggregates`, with
+    /// output `schema` (the partial aggregate's being replaced). Every aggregate must
+    /// support grouped accumulation.
+    pub fn try_new(
+        input: Arc<dyn ExecutionPlan>,
+        keys: Vec<(Arc<dyn PhysicalExpr>, String)>,
+        aggregates: Vec<Arc<AggregateFunctionExpr>>,
+        filters: Vec<Option<Arc<dyn PhysicalExpr>>>,
+        schema: SchemaRef,
+        max_groups: usize,
+    ) -> Result<Self> {
+        assert!(
+            !keys.is_empty() && keys.len() <= MAX_KEYS,
+            "1..={MAX_KEYS} keys"
+        );
+        assert_eq!(
+            aggregates.len(),
+            filters.len(),
+            "one filter slot per aggregate"
+        );
+        assert!(max_groups > 0, "room for a group");
+        let states: usize = aggregates
+            .iter()
+            .map(|a| a.state_fields().map(|f| f.len()))
+            .sum::<Result<usize>>()?;
+        if schema.fields().len() != keys.len() + states {
+            return Err(DataFusionError::Internal(format!(
+                "schema of {} fields for {} keys and {states} states",
+                schema.fields().len(),
+                keys.len()
+            )));
+        }
+        if let Some(a) = aggregates
+            .iter()
+            .find(|a| !a.groups_accumulator_supported())
+        {
+            return Err(DataFusionError::Internal(format!(
+                "{} has no grouped accumulator",
+                a.name()
+            )));
+        }
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(Arc::clone(&schema)),
+            input.properties().partitioning.clone(),
+            EmissionType::Final,
+            Boundedness::Bounded,
+        );
+        Ok(Self {
+            input,
+            keys,
+            aggregates,
+            filters,
+            schema,
+            max_groups,
+            properties: Arc::new(properties),
+            metrics: ExecutionPlanMetricsSet::new(),
+        })
+    }
+}
+
+impl DisplayAs for CodeAggregateExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        let keys: Vec<String> = self
+            .keys
+            .iter()
+            .map(|(e, name)| format!("{e} as {name}"))
+            .collect();
+        let aggregates: Vec<&str> = self.aggregates.iter().map(|a| a.name()).collect();
+        write!(
+            f,
+            "CodeAggregateExec: mode=Partial, gby=[{}], aggr=[{}]",
+            keys.join(", "),
+            aggregates.join(", ")
+        )
+    }
+}
+
+impl ExecutionPlan for CodeAggregateExec {
+    fn name(&self) -> &str {
+        "CodeAggregateExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        let arguments: Vec<Arc<dyn PhysicalExpr>> = self
+            .aggregates
+            .iter()
+            .flat_map(|a| a.expressions())
+            .collect();
+        apply_expression_roots(
+            self.keys
+                .iter()
+                .map(|(e, _)| e)
+                .chain(&arguments)
+                .chain(self.filters.iter().flatten()),
+            f,
+        )
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        mut children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let (Some(input), true) = (children.pop(), children.is_empty()) else {
+            return Err(DataFusionError::Internal(
+                "CodeAggregateExec has one input".into(),
+            ));
+        };
+        Ok(Arc::new(Self::try_new(
+            input,
+            self.keys.clone(),
+            self.aggregates.clone(),
+            self.filters.clone(),
+            Arc::clone(&self.schema),
+            self.max_groups,
+        )?))
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        let input = self.input.execute(partition, context)?;
+        let mut grouping = Grouping {
+            keys: self
+                .keys
+                .iter()
+                .map(|(e, _)| (Arc::clone(e), KeyIds::default()))
+                .collect(),
+            groups: GroupIndex::default(),
+            aggregates: self.aggregates.clone(),
+            filters: self.filters.clone(),
+            accumulators: Vec::new(),
+            schema: Arc::clone(&self.schema),
+            max_groups: self.max_groups,
+            dictionaries: MetricBuilder::new(&self.metrics).counter("dictionaries", partition),
+        };
+        grouping.reset()?;
+        let baseline = BaselineMetrics::new(&self.metrics, partition);
+        let stream =
+            futures::stream::try_unfold((input, Some(grouping)), move |(mut input, grouping)| {
+                let baseline = baseline.clone();
+                async move {
+                    let Some(mut grouping) = grouping else {
+                        return Ok(None);
+                    };
+                    while let Some(batch) = input.next().await.transpose()? {
+                        let timer = baseline.elapsed_compute().timer();
+                        grouping.update(&batch)?;
+                        timer.done();
+                        if grouping.held() >= grouping.max_groups {
+                            let emitted = grouping.emit()?;
+                            baseline.record_output(emitted.num_rows());
+                            return Ok(Some((emitted, (input, Some(grouping)))));
+                        }
+                    }
+                    let emitted = grouping.emit()?;
+                    baseline.record_output(emitted.num_rows());
+                    baseline.done();
+                    Ok(Some((emitted, (input, None))))
+                }
+            })
+            .try_filter(|batch| futures::future::ready(batch.num_rows() > 0));
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            Arc::clone(&self.schema),
+            stream,
+        )))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+}
+
+/// The ids of one group key's values within one grouping.
+#[derive(Default)]
+struct KeyIds {
+    /// Per id (from 1), the value; strings for codes, scalars for other keys.
+    values: Vec<KeyValue>,
+    texts: HashMap<String, u32>,
+    numbers: HashMap<i64, u32>,
+    /// The last dictionary seen (kept alive so its address identifies it) and the id of
+    /// each of its entries.
+    dictionary: Option<(ArrayRef, Vec<u32>)>,
+}
+
+/// One distinct value of a group key.
+enum KeyValue {
+    Text(String),
+    Scalar(ScalarValue),
+}
+
+impl KeyIds {
+    /// The id of every row of `array`, appended to `ids`; `true` when a new dictionary
+    /// was mapped.
+    fn ids(&mut self, array: &ArrayRef, ids: &mut Vec<u32>) -> Result<bool> {
+        ids.clear();
+        if *array.data_type() == dictionary_text() {
+            let dictionary = array.as_dictionary::<Int32Type>();
+            let mapped = self.map_dictionary(dictionary.values())?;
+            let codes = self
+                .dictionary
+                .as_ref()
+                .map(|(_, c)| c.as_slice())
+                .unwrap_or(&[]);
+            ids.extend(dictionary.keys().iter().map(|key| match key {
+                Some(key) => codes[key as usize],
+                None => NULL_ID,
+            }));
+            return Ok(mapped);
+        }
+        let numbers = cast(array, &DataType::Int64)?;
+        let numbers = numbers.as_primitive::<Int64Type>();
+        for row in 0..array.len() {
+            ids.push(match numbers.is_valid(row) {
+                false => NULL_ID,
+                true => match self.numbers.get(&numbers.value(row)) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.next_id();
+                        self.numbers.insert(numbers.value(row), id);
+                        self.values
+                            .push(KeyValue::Scalar(ScalarValue::try_from_array(array, row)?));
+                        id
+                    }
+                },
+            });
+        }
+        Ok(false)
+    }
+
+    /// Maps the entries of `values` (a dictionary's strings) to ids, unless it is the
+    /// dictionary mapped last; `true` when it was mapped now.
+    fn map_dictionary(&mut self, values: &ArrayRef) -> Result<bool> {
+        if self
+            .dictionary
+            .as_ref()
+            .is_some_and(|(last, _)| Arc::ptr_eq(last, values))
+        {
+            return Ok(false);
+        }
+        let strings = values.as_string_opt::<i32>().ok_or_else(|| {
+            DataFusionError::Internal(format!("dictionary of {}", values.data_type()))
+        })?;
+        let mut codes = Vec::with_capacity(strings.len());
+        for text in strings.iter() {
+            codes.push(match text {
+                None => NULL_ID,
+                Some(text) => match self.texts.get(text) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.next_id();
+                        self.texts.insert(text.to_string(), id);
+                        self.values.push(KeyValue::Text(text.to_string()));
+                        id
+                    }
+                },
+            });
+        }
+        self.dictionary = Some((Arc::clone(values), codes));
+        Ok(true)
+    }
+
+    fn next_id(&self) -> u32 {
+        u32::try_from(self.values.len() + 1).expect("ids of at most max_groups values fit")
+    }
+
+    /// The values of `ids` as an array of type `data_type`.
+    fn array(&self, ids: &[u32], data_type: &DataType) -> Result<ArrayRef> {
+        let value = |id: u32| (id != NULL_ID).then(|| &self.values[id as usize - 1]);
+        if self.numbers.is_empty() && self.texts.len() == self.values.len() {
+            let texts: StringArray = ids
+                .iter()
+                .map(|&id| match value(id) {
+                    Some(KeyValue::Text(text)) => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            return Ok(cast(&texts, data_type)?);
+        }
+        let null = ScalarValue::try_from(data_type)?;
+        let scalars = ids.iter().map(|&id| match value(id) {
+            Some(KeyValue::Scalar(scalar)) => Ok(scalar.clone()),
+            Some(KeyValue::Text(_)) => Err(DataFusionError::Internal(
+                "a key mixes codes and other values".into(),
+            )),
+            None => Ok(null.clone()),
+        });
+        let scalars = scalars.collect::<Result<Vec<_>>>()?;
+        ScalarValue::iter_to_array(scalars)
+    }
+}
+
+/// Group indices of key id combinations.
+#[derive(Default)]
+struct GroupIndex {
+    /// With one key: the group of each id (`u32::MAX`: none yet).
+    dense: Vec<u32>,
+    /// With several keys: the group of each packed combination of ids.
+    packed: HashMap<u128, u32>,
+    /// Per key, the id of each group.
+    ids: Vec<Vec<u32>>,
+    len: usize,
+}
+
+impl GroupIndex {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The group of each row, given each key's ids of the rows.
+    fn assign(&mut self, keys: &[Vec<u32>], rows: usize, groups: &mut Vec<usize>) {
+        if self.ids.len() != keys.len() {
+            self.ids = vec![Vec::new(); keys.len()];
+        }
+        groups.clear();
+        for row in 0..rows {
+            let group = match keys {
+                [only] => {
+                    let id = only[row] as usize;
+                    if id >= self.dense.len() {
+                        self.dense.resize(id + 1, u32::MAX);
+                    }
+                    match self.dense[id] {
+                        u32::MAX => {
+                            self.dense[id] = self.len as u32;
+                            self.push(keys, row)
+                        }
+                        group => group as usize,
+                    }
+                }
+                _ => {
+                    let packed = keys
+                        .iter()
+                        .fold(0u128, |acc, ids| (acc << 32) | u128::from(ids[row]));
+                    match self.packed.get(&packed) {
+                        Some(&group) => group as usize,
+                        None => {
+                            self.packed.insert(packed, self.len as u32);
+                            self.push(keys, row)
+                        }
+                    }
+                }
+            };
+            groups.push(group);
+        }
+    }
+
+    fn push(&mut self, keys: &[Vec<u32>], row: usize) -> usize {
+        for (ids, key) in self.ids.iter_mut().zip(keys) {
+            ids.push(key[row]);
+        }
+        self.len += 1;
+        self.len - 1
+    }
+}
+
+/// The state of one partition's grouping.
+struct Grouping {
+    keys: Vec<(Arc<dyn PhysicalExpr>, KeyIds)>,
+    groups: GroupIndex,
+    aggregates: Vec<Arc<AggregateFunctionExpr>>,
+    filters: Vec<Option<Arc<dyn PhysicalExpr>>>,
+    accumulators: Vec<Box<dyn GroupsAccumulator>>,
+    schema: SchemaRef,
+    max_groups: usize,
+    dictionaries: Count,
+}
+
+impl Grouping {
+    /// Groups or distinct values of a key held, whichever is more: what bounds memory.
+    fn held(&self) -> usize {
+        let values = self.keys.iter().map(|(_, ids)| ids.values.len());
+        values.fold(self.groups.len(), usize::max)
+    }
+
+    /// Adds the rows of `batch` to their groups' accumulators.
+    fn update(&mut self, batch: &RecordBatch) -> Result<()> {
+        let rows = batch.num_rows();
+        let mut key_ids: Vec<Vec<u32>> = Vec::with_capacity(self.keys.len());
+        for (expr, ids) in &mut self.keys {
+            let array = expr.evaluate(batch)?.into_array(rows)?;
+            let mut out = Vec::with_capacity(rows);
+            if ids.ids(&array, &mut out)? {
+                self.dictionaries.add(1);
+            }
+            key_ids.push(out);
+        }
+        let mut groups = Vec::with_capacity(rows);
+        self.groups.assign(&key_ids, rows, &mut groups);
+        let total = self.groups.len();
+        for ((aggregate, filter), accumulator) in self
+            .aggregates
+            .iter()
+            .zip(&self.filters)
+            .zip(&mut self.accumulators)
+        {
+            let values = aggregate
+                .expressions()
+                .iter()
+                .map(|e| e.evaluate(batch)?.into_array(rows))
+                .collect::<Result<Vec<_>>>()?;
+            let filter: Option<BooleanArray> = match filter {
+                Some(f) => Some(f.evaluate(batch)?.into_array(rows)?.as_boolean().clone()),
+                None => None,
+            };
+            accumulator.update_batch(&values, &groups, filter.as_ref(), total)?;
+        }
+        Ok(())
+    }
+
+    /// The partial states of every group held, after which grouping starts afresh.
+    fn emit(&mut self) -> Result<RecordBatch> {
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.schema.fields().len());
+        for (k, (_, ids)) in self.keys.iter().enumerate() {
+            let group_ids = self.groups.ids.get(k).map_or(&[][..], Vec::as_slice);
+            columns.push(ids.array(group_ids, self.schema.field(k).data_type())?);
+        }
+        for accumulator in &mut self.accumulators {
+            columns.extend(accumulator.state(EmitTo::All)?);
+        }
+        let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)?;
+        self.reset()?;
+        Ok(batch)
+    }
+
+    /// Forgets every group and key value; fresh accumulators.
+    fn reset(&mut self) -> Result<()> {
+        self.groups = GroupIndex::default();
+        for (_, ids) in &mut self.keys {
+            *ids = KeyIds::default();
+        }
+        self.accumulators = self
+            .aggregates
+            .iter()
+            .map(|a| a.create_groups_accumulator())
+            .collect::<Result<Vec<_>>>()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use arrow::array::{DictionaryArray, Int32Array, Int64Array};
+    use arrow::datatypes::{Field, Schema};
+    use datafusion::datasource::memory::MemorySourceConfig;
+    use datafusion::functions_aggregate::sum::sum_udaf;
+    use datafusion::physical_expr::aggregate::AggregateExprBuilder;
+    use datafusion::physical_expr::expressions::col;
+    use datafusion::physical_plan::collect;
+    use datafusion::prelude::SessionContext;
+
+    use super::*;
+
+    type Key = (Option<String>, Option<i32>);
+
+    /// Batches of (codes, small integer, value) rows, each batch with its own
+    /// dictionary, nulls in both keys; and the sum of values per key.
+    fn input() -> (SchemaRef, Vec<RecordBatch>, BTreeMap<Key, i64>) {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("s", dictionary_text(), true),
+            Field::new("h", DataType::Int32, true),
+            Field::new("v", DataType::Int64, false),
+        ]));
+        let mut expected: BTreeMap<Key, i64> = BTreeMap::new();
+        let mut batches = Vec::new();
+        for b in 0..5i32 {
+            let words: Vec<String> = (0..4).map(|w| format!("w{}", (w + b) % 6)).collect();
+            let dictionary = Arc::new(StringArray::from(words.clone())) as ArrayRef;
+            let codes: Vec<Option<i32>> = (0..40).map(|r| (r % 7 != 0).then_some(r % 4)).collect();
+            let hours: Vec<Option<i32>> = (0..40).map(|r| (r % 5 != 0).then_some(r % 3)).collect();
+            let values: Vec<i64> = (0..40).map(|r| i64::from(r * (b + 1))).collect();
+            for ((code, hour), value) in codes.iter().zip(&hours).zip(&values) {
+                let word = code.map(|c| words[c as usize].clone());
+                *expected.entry((word, *hour)).or_default() += value;
+            }
+            let keys = DictionaryArray::<Int32Type>::try_new(codes.into(), dictionary).unwrap();
+            let columns: Vec<ArrayRef> = vec![
+                Arc::new(keys),
+                Arc::new(Int32Array::from(hours)),
+                Arc::new(Int64Array::from(values)),
+            ];
+            batches.push(RecordBatch::try_new(Arc::clone(&schema), columns).unwrap());
+        }
+        (schema, batches, expected)
+    }
+
+    /// Partial sums per key, emitted whenever `max_groups` groups are held, add up to
+    /// the sums of the whole input.
+    #[tokio::test]
+    async fn partial_states_add_up_at_any_group_limit() {
+        let (schema, batches, expected) = input();
+        let sum = AggregateExprBuilder::new(sum_udaf(), vec![col("v", &schema).unwrap()])
+            .schema(Arc::clone(&schema))
+            .alias("sum(v)")
+            .build()
+            .unwrap();
+        let mut fields = vec![
+            Field::new("s", DataType::Utf8View, true),
+            Field::new("h", DataType::Int32, true),
+        ];
+        fields.extend(
+            sum.state_fields()
+                .unwrap()
+                .iter()
+                .map(|f| f.as_ref().clone()),
+        );
+        let output = Arc::new(Schema::new(fields));
+        for max_groups in [1, 3, 7, MAX_GROUPS] {
+            let input = MemorySourceConfig::try_new_exec(
+                std::slice::from_ref(&batches),
+                Arc::clone(&schema),
+                None,
+            )
+            .unwrap();
+            let keys = vec![
+                (col("s", &schema).unwrap(), "s".to_string()),
+                (col("h", &schema).unwrap(), "h".to_string()),
+            ];
+            let exec = CodeAggregateExec::try_new(
+                input,
+                keys,
+                vec![Arc::new(sum.clone())],
+                vec![None],
+                Arc::clone(&output),
+                max_groups,
+            )
+            .unwrap();
+            let out = collect(Arc::new(exec), SessionContext::new().task_ctx())
+                .await
+                .unwrap();
+            let mut sums: BTreeMap<Key, i64> = BTreeMap::new();
+            for batch in &out {
+                let words = cast(batch.column(0), &DataType::Utf8).unwrap();
+                let words = words.as_string::<i32>();
+                let hours = batch.column(1).as_primitive::<Int32Type>();
+                let partial = batch.column(2).as_primitive::<Int64Type>();
+                for row in 0..batch.num_rows() {
+                    let word = words.is_valid(row).then(|| words.value(row).to_string());
+                    let hour = hours.is_valid(row).then(|| hours.value(row));
+                    *sums.entry((word, hour)).or_default() += partial.value(row);
+                }
+            }
+            assert_eq!(sums, expected, "max_groups {max_groups}");
+            let emitted: usize = out.iter().map(RecordBatch::num_rows).sum();
+            match max_groups {
+                MAX_GROUPS => assert_eq!(emitted, expected.len()),
+                _ => assert!(out.len() > 1 && emitted > expected.len(), "{max_groups}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! Low-cardinality string paths are grouped on their dictionary codes.
+//!
+//! A physical optimizer rule: a `Partial` aggregate over a Tessera scan whose GROUP BY
+//! keys are text accesses to low-cardinality paths (at most [`LOW_CARDINALITY`]
+//! distinct values by the manifest's sketches) and small integers becomes a
+//! [`CodeAggregateExec`]; the scan reads those paths as `Dictionary(Int32, Utf8)`, the
+//! codes and dictionary each file stores. Anything else (distinct or ordered
+//! aggregates, grouping sets, string keys of high cardinality) is left to DataFusion.
+
+use std::sync::Arc;
+
+use arrow::datatypes::DataType;
+use datafusion::common::Result;
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::datasource::physical_plan::FileScanConfig;
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::expressions::{CastExpr, Column};
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::InputOrderMode;
+use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
+use tessera_tiles::summary::DistinctSketch;
+
+use super::cast_pushdown::{tiles_scan, with_scan_outputs};
+use super::code_aggregate::{CodeAggregateExec, MAX_GROUPS, MAX_KEYS};
+use super::scan::SnapshotFile;
+use crate::ndjson::extract::dictionary_text;
+use crate::options::TesseraOptions;
+
+/// Most distinct values (estimated over the scanned files) of a path grouped on codes:
+/// beyond, mapping each file's dictionary costs about what hashing its rows does.
+pub const LOW_CARDINALITY: u64 = 4096;
+
+/// Name prefix of the dictionary columns this rule adds to a scan.
+const CODES_PREFIX: &str = "__tessera_codes_";
+
+/// The physical optimizer rule; it runs after [`super::CastPushdown`].
+#[derive(Debug, Default)]
+pub struct GroupOnCodes;
+
+impl PhysicalOptimizerRule for GroupOnCodes {
+    fn optimize(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        config: &ConfigOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let enabled = config
+            .extensions
+            .get::<TesseraOptions>()
+            .is_none_or(|o| o.group_on_codes);
+        if !enabled {
+            return Ok(plan);
+        }
+        plan.transform_up(|node| {
+            let Some(aggregate) = node.downcast_ref::<AggregateExec>() else {
+                return Ok(Transformed::no(node));
+            };
+            Ok(match on_codes(aggregate)? {
+                Some(rewritten) => Transformed::yes(rewritten),
+                None => Transformed::no(node),
+            })
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        "tessera_group_on_codes"
+    }
+
+    fn schema_check(&self) -> bool {
+        true
+    }
+}
+
+/// One GROUP BY key of an aggregate the rule rewrites.
+enum Key {
+    /// Scan output `index`, a text access to a low-cardinality path.
+    Codes(usize),
+    /// An integer-like expression, grouped by value.
+    Value(Arc<dyn PhysicalExpr>),
+}
+
+/// `aggregate` as a [`CodeAggregateExec`] over a scan that outputs codes, when it
+/// qualifies.
+fn on_codes(aggregate: &AggregateExec) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+    let input = aggregate.input();
+    let Some((config, source)) = tiles_scan(input) else {
+        return Ok(None);
+    };
+    let group_by = aggregate.group_expr();
+    let plain = *aggregate.mode() == AggregateMode::Partial
+        && !group_by.has_grouping_set()
+        && (1..=MAX_KEYS).contains(&group_by.expr().len())
+        && *aggregate.input_order_mode() == InputOrderMode::Linear
+        && aggregate.limit_options().is_none()
+        && aggregate.aggr_expr().iter().all(|a| {
+            a.groups_accumulator_supported() && !a.is_distinct() && a.order_bys().is_empty()
+        });
+    if !plain {
+        return Ok(None);
+    }
+    let schema = input.schema();
+    let mut keys = Vec::with_capacity(group_by.expr().len());
+    for (expr, _) in group_by.expr() {
+        let codes = expr
+            .downcast_ref::<Column>()
+            .filter(|c| {
+                source
+                    .text_path(c.index())
+                    .is_some_and(|path| low_cardinality(config, &path))
+            })
+            .map(|c| Key::Codes(c.index()));
+        let key = match codes {
+            Some(key) => key,
+            None if is_integer_like(&expr.data_type(&schema)?) => Key::Value(Arc::clone(expr)),
+            None => return Ok(None),
+        };
+        keys.push(key);
+    }
+    let codes: Vec<(Arc<dyn PhysicalExpr>, String)> = keys
+        .iter()
+        .filter_map(|key| match key {
+            Key::Codes(index) => Some(*index),
+            Key::Value(_) => None,
+        })
+        .enumerate()
+        .map(|(n, index)| {
+            let column = Arc::new(Column::new(schema.field(index).name(), index));
+            let cast: Arc<dyn PhysicalExpr> =
+                Arc::new(CastExpr::new(column, dictionary_text(), None));
+            (cast, format!("{CODES_PREFIX}{n}"))
+        })
+        .collect();
+    if codes.is_empty() {
+        return Ok(None);
+    }
+    let Some(scan) = with_scan_outputs(input, codes)? else {
+        return Ok(None);
+    };
+    let width = schema.fields().len();
+    let mut n = 0;
+    let key_exprs = keys
+        .into_iter()
+        .zip(group_by.expr())
+        .map(|(key, (_, name))| {
+            let expr: Arc<dyn PhysicalExpr> = match key {
+                Key::Codes(_) => {
+                    n += 1;
+                    Arc::new(Column::new(
+                        &format!("{CODES_PREFIX}{}", n - 1),
+                        width + n - 1,
+                    ))
+                }
+                Key::Value(expr) => expr,
+            };
+            (expr, name.clone())
+        })
+        .collect();
+    let rewritten = CodeAggregateExec::try_new(
+        scan,
+        key_exprs,
+        aggregate.aggr_expr().to_vec(),
+        aggregate.filter_expr().to_vec(),
+        aggregate.schema(),
+        MAX_GROUPS,
+    )?;
+    Ok(Some(Arc::new(rewritten)))
+}
+
+/// Whether the files `config` scans hold at most [`LOW_CARDINALITY`] distinct typed
+/// values at `path`, by the union of their sketches (files that do not shred the path
+/// hold it in the binary, which stays rare).
+fn low_cardinality(config: &FileScanConfig, path: &str) -> bool {
+    let mut union: Option<DistinctSketch> = None;
+    for file in config.file_groups.iter().flat_map(|g| g.iter()) {
+        let Some(entry) = file.extensions.get_arc::<SnapshotFile>() else {
+            return false;
+        };
+        if let Some(stats) = entry.file.summary.stats.iter().find(|s| s.path == path) {
+            union
+                .get_or_insert_with(DistinctSketch::default)
+                .merge(&stats.distinct);
+        }
+    }
+    union.is_some_and(|sketch| sketch.estimate() <= LOW_CARDINALITY)
+}
+
+/// Whether values of `data_type` are grouped exactly by their value as a 64-bit integer.
+fn is_integer_like(data_type: &DataType) -> bool {
+    data_type.is_integer() && *data_type != DataType::UInt64
+        || matches!(
+            data_type,
+            DataType::Boolean | DataType::Date32 | DataType::Date64 | DataType::Timestamp(_, _)
+        )
+}

@@ -48,6 +48,13 @@ pub const MAX_GROUPS: usize = 1 << 16;
 /// The id of a NULL key; values get ids from 1 on.
 const NULL_ID: u32 = 0;
 
+/// Integer keys below this are looked up by value in an array instead of hashed.
+const SMALL_NUMBERS: usize = 1024;
+
+/// With two keys whose ids are both below this, the group is looked up in a table of
+/// `PAIR_IDS²` entries instead of hashed.
+const PAIR_IDS: u32 = 256;
+
 /// A `Partial` aggregation whose group keys are dictionary codes or small integers.
 #[derive(Debug)]
 pub struct CodeAggregateExec {
@@ -257,6 +264,9 @@ struct KeyIds {
     /// Per id (from 1), the value; strings for codes, scalars for other keys.
     values: Vec<KeyValue>,
     texts: HashMap<String, u32>,
+    /// Ids of numbers in `0..SMALL_NUMBERS` (hours, flags), by number; NULL_ID: none yet.
+    small: Vec<u32>,
+    /// Ids of other numbers.
     numbers: HashMap<i64, u32>,
     /// The last dictionary seen (kept alive so its address identifies it) and the id of
     /// each of its entries.
@@ -291,18 +301,35 @@ impl KeyIds {
         let numbers = cast(array, &DataType::Int64)?;
         let numbers = numbers.as_primitive::<Int64Type>();
         for row in 0..array.len() {
-            ids.push(match numbers.is_valid(row) {
-                false => NULL_ID,
-                true => match self.numbers.get(&numbers.value(row)) {
-                    Some(&id) => id,
-                    None => {
-                        let id = self.next_id();
-                        self.numbers.insert(numbers.value(row), id);
-                        self.values
-                            .push(KeyValue::Scalar(ScalarValue::try_from_array(array, row)?));
-                        id
+            if numbers.is_null(row) {
+                ids.push(NULL_ID);
+                continue;
+            }
+            let number = numbers.value(row);
+            let small = usize::try_from(number).ok().filter(|&n| n < SMALL_NUMBERS);
+            let known = match small {
+                Some(n) => self.small.get(n).copied().filter(|&id| id != NULL_ID),
+                None => self.numbers.get(&number).copied(),
+            };
+            ids.push(match known {
+                Some(id) => id,
+                None => {
+                    let id = self.next_id();
+                    match small {
+                        Some(n) => {
+                            if n >= self.small.len() {
+                                self.small.resize(n + 1, NULL_ID);
+                            }
+                            self.small[n] = id;
+                        }
+                        None => {
+                            self.numbers.insert(number, id);
+                        }
                     }
-                },
+                    self.values
+                        .push(KeyValue::Scalar(ScalarValue::try_from_array(array, row)?));
+                    id
+                }
             });
         }
         Ok(false)
@@ -347,7 +374,7 @@ impl KeyIds {
     /// The values of `ids` as an array of type `data_type`.
     fn array(&self, ids: &[u32], data_type: &DataType) -> Result<ArrayRef> {
         let value = |id: u32| (id != NULL_ID).then(|| &self.values[id as usize - 1]);
-        if self.numbers.is_empty() && self.texts.len() == self.values.len() {
+        if self.texts.len() == self.values.len() {
             let texts: StringArray = ids
                 .iter()
                 .map(|&id| match value(id) {
@@ -373,9 +400,10 @@ impl KeyIds {
 /// Group indices of key id combinations.
 #[derive(Default)]
 struct GroupIndex {
-    /// With one key: the group of each id (`u32::MAX`: none yet).
+    /// With one key: the group of each id; with two: of each pair of ids below
+    /// [`PAIR_IDS`] (`u32::MAX`: none yet).
     dense: Vec<u32>,
-    /// With several keys: the group of each packed combination of ids.
+    /// Other combinations of ids: the group of each, packed.
     packed: HashMap<u128, u32>,
     /// Per key, the id of each group.
     ids: Vec<Vec<u32>>,
@@ -393,35 +421,60 @@ impl GroupIndex {
             self.ids = vec![Vec::new(); keys.len()];
         }
         groups.clear();
-        for row in 0..rows {
-            let group = match keys {
-                [only] => {
-                    let id = only[row] as usize;
+        match keys {
+            [only] => {
+                for (row, &id) in only.iter().enumerate().take(rows) {
+                    let id = id as usize;
                     if id >= self.dense.len() {
                         self.dense.resize(id + 1, u32::MAX);
                     }
-                    match self.dense[id] {
+                    let group = match self.dense[id] {
                         u32::MAX => {
                             self.dense[id] = self.len as u32;
                             self.push(keys, row)
                         }
                         group => group as usize,
-                    }
+                    };
+                    groups.push(group);
                 }
-                _ => {
-                    let packed = keys
-                        .iter()
-                        .fold(0u128, |acc, ids| (acc << 32) | u128::from(ids[row]));
-                    match self.packed.get(&packed) {
-                        Some(&group) => group as usize,
-                        None => {
-                            self.packed.insert(packed, self.len as u32);
-                            self.push(keys, row)
+            }
+            [first, second] => {
+                for row in 0..rows {
+                    let (a, b) = (first[row], second[row]);
+                    let group = match a < PAIR_IDS && b < PAIR_IDS {
+                        true => {
+                            if self.dense.is_empty() {
+                                self.dense = vec![u32::MAX; (PAIR_IDS * PAIR_IDS) as usize];
+                            }
+                            let slot = (a * PAIR_IDS + b) as usize;
+                            match self.dense[slot] {
+                                u32::MAX => {
+                                    self.dense[slot] = self.len as u32;
+                                    self.push(keys, row)
+                                }
+                                group => group as usize,
+                            }
                         }
-                    }
+                        false => self.hashed(keys, row),
+                    };
+                    groups.push(group);
                 }
-            };
-            groups.push(group);
+            }
+            _ => (0..rows).for_each(|row| groups.push(self.hashed(keys, row))),
+        }
+    }
+
+    /// The group of row `row` through the hash table of packed ids.
+    fn hashed(&mut self, keys: &[Vec<u32>], row: usize) -> usize {
+        let packed = keys
+            .iter()
+            .fold(0u128, |acc, ids| (acc << 32) | u128::from(ids[row]));
+        match self.packed.get(&packed) {
+            Some(&group) => group as usize,
+            None => {
+                self.packed.insert(packed, self.len as u32);
+                self.push(keys, row)
+            }
         }
     }
 
@@ -535,8 +588,11 @@ mod tests {
 
     type Key = (Option<String>, Option<i32>);
 
-    /// Batches of (codes, small integer, value) rows, each batch with its own
-    /// dictionary, nulls in both keys; and the sum of values per key.
+    const ROWS: i32 = 400;
+
+    /// Batches of (codes, integer, value) rows, each batch with its own dictionary,
+    /// nulls in both keys; and the sum of values per key. The integers are small, and
+    /// in odd batches large ones, more than a pair table holds.
     fn input() -> (SchemaRef, Vec<RecordBatch>, BTreeMap<Key, i64>) {
         let schema = Arc::new(Schema::new(vec![
             Field::new("s", dictionary_text(), true),
@@ -548,9 +604,12 @@ mod tests {
         for b in 0..5i32 {
             let words: Vec<String> = (0..4).map(|w| format!("w{}", (w + b) % 6)).collect();
             let dictionary = Arc::new(StringArray::from(words.clone())) as ArrayRef;
-            let codes: Vec<Option<i32>> = (0..40).map(|r| (r % 7 != 0).then_some(r % 4)).collect();
-            let hours: Vec<Option<i32>> = (0..40).map(|r| (r % 5 != 0).then_some(r % 3)).collect();
-            let values: Vec<i64> = (0..40).map(|r| i64::from(r * (b + 1))).collect();
+            let codes: Vec<Option<i32>> =
+                (0..ROWS).map(|r| (r % 7 != 0).then_some(r % 4)).collect();
+            let hours: Vec<Option<i32>> = (0..ROWS)
+                .map(|r| (r % 5 != 0).then_some(if b % 2 == 0 { r % 3 } else { r * 1000 - b }))
+                .collect();
+            let values: Vec<i64> = (0..ROWS).map(|r| i64::from(r * (b + 1))).collect();
             for ((code, hour), value) in codes.iter().zip(&hours).zip(&values) {
                 let word = code.map(|c| words[c as usize].clone());
                 *expected.entry((word, *hour)).or_default() += value;
@@ -567,7 +626,8 @@ mod tests {
     }
 
     /// Partial sums per key, emitted whenever `max_groups` groups are held, add up to
-    /// the sums of the whole input.
+    /// the sums of the whole input, with two keys (pair table and hashing) and three (a
+    /// copy of the first; hashing only).
     #[tokio::test]
     async fn partial_states_add_up_at_any_group_limit() {
         let (schema, batches, expected) = input();
@@ -576,34 +636,45 @@ mod tests {
             .alias("sum(v)")
             .build()
             .unwrap();
-        let mut fields = vec![
-            Field::new("s", DataType::Utf8View, true),
-            Field::new("h", DataType::Int32, true),
+        let cases = [
+            (2, 1),
+            (2, 3),
+            (2, 7),
+            (2, MAX_GROUPS),
+            (3, 5),
+            (3, MAX_GROUPS),
         ];
-        fields.extend(
-            sum.state_fields()
-                .unwrap()
-                .iter()
-                .map(|f| f.as_ref().clone()),
-        );
-        let output = Arc::new(Schema::new(fields));
-        for max_groups in [1, 3, 7, MAX_GROUPS] {
+        for (width, max_groups) in cases {
+            let mut fields = vec![
+                Field::new("s", DataType::Utf8View, true),
+                Field::new("h", DataType::Int32, true),
+                Field::new("s2", DataType::Utf8View, true),
+            ];
+            fields.truncate(width);
+            fields.extend(
+                sum.state_fields()
+                    .unwrap()
+                    .iter()
+                    .map(|f| f.as_ref().clone()),
+            );
+            let mut keys = vec![
+                (col("s", &schema).unwrap(), "s".to_string()),
+                (col("h", &schema).unwrap(), "h".to_string()),
+                (col("s", &schema).unwrap(), "s2".to_string()),
+            ];
+            keys.truncate(width);
             let input = MemorySourceConfig::try_new_exec(
                 std::slice::from_ref(&batches),
                 Arc::clone(&schema),
                 None,
             )
             .unwrap();
-            let keys = vec![
-                (col("s", &schema).unwrap(), "s".to_string()),
-                (col("h", &schema).unwrap(), "h".to_string()),
-            ];
             let exec = CodeAggregateExec::try_new(
                 input,
                 keys,
                 vec![Arc::new(sum.clone())],
                 vec![None],
-                Arc::clone(&output),
+                Arc::new(Schema::new(fields)),
                 max_groups,
             )
             .unwrap();
@@ -615,14 +686,14 @@ mod tests {
                 let words = cast(batch.column(0), &DataType::Utf8).unwrap();
                 let words = words.as_string::<i32>();
                 let hours = batch.column(1).as_primitive::<Int32Type>();
-                let partial = batch.column(2).as_primitive::<Int64Type>();
+                let partial = batch.column(width).as_primitive::<Int64Type>();
                 for row in 0..batch.num_rows() {
                     let word = words.is_valid(row).then(|| words.value(row).to_string());
                     let hour = hours.is_valid(row).then(|| hours.value(row));
                     *sums.entry((word, hour)).or_default() += partial.value(row);
                 }
             }
-            assert_eq!(sums, expected, "max_groups {max_groups}");
+            assert_eq!(sums, expected, "{width} keys, max_groups {max_groups}");
             let emitted: usize = out.iter().map(RecordBatch::num_rows).sum();
             match max_groups {
                 MAX_GROUPS => assert_eq!(emitted, expected.len()),

@@ -22,7 +22,7 @@ use datafusion::physical_plan::InputOrderMode;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use tessera_tiles::summary::DistinctSketch;
 
-use super::cast_pushdown::{tiles_scan, with_scan_outputs};
+use super::aggregate_scan::{AggregateParts, tiles_scan};
 use super::code_aggregate::{CodeAggregateExec, MAX_GROUPS, MAX_KEYS};
 use super::scan::SnapshotFile;
 use crate::ndjson::extract::dictionary_text;
@@ -73,25 +73,16 @@ impl PhysicalOptimizerRule for GroupOnCodes {
     }
 }
 
-/// One GROUP BY key of an aggregate the rule rewrites.
-enum Key {
-    /// Scan output `index`, a text access to a low-cardinality path.
-    Codes(usize),
-    /// An integer-like expression, grouped by value.
-    Value(Arc<dyn PhysicalExpr>),
-}
-
 /// `aggregate` as a [`CodeAggregateExec`] over a scan that outputs codes, when it
 /// qualifies.
 fn on_codes(aggregate: &AggregateExec) -> Result<Option<Arc<dyn ExecutionPlan>>> {
     let input = aggregate.input();
-    let Some((config, source)) = tiles_scan(input) else {
+    let (Some((config, source)), Some(parts)) = (tiles_scan(input), AggregateParts::of(aggregate))
+    else {
         return Ok(None);
     };
-    let group_by = aggregate.group_expr();
     let plain = *aggregate.mode() == AggregateMode::Partial
-        && !group_by.has_grouping_set()
-        && (1..=MAX_KEYS).contains(&group_by.expr().len())
+        && (1..=MAX_KEYS).contains(&parts.groups.len())
         && *aggregate.input_order_mode() == InputOrderMode::Linear
         && aggregate.limit_options().is_none()
         && aggregate.aggr_expr().iter().all(|a| {
@@ -101,67 +92,43 @@ fn on_codes(aggregate: &AggregateExec) -> Result<Option<Arc<dyn ExecutionPlan>>>
         return Ok(None);
     }
     let schema = input.schema();
-    let mut keys = Vec::with_capacity(group_by.expr().len());
-    for (expr, _) in group_by.expr() {
-        let codes = expr
-            .downcast_ref::<Column>()
-            .filter(|c| {
-                source
-                    .text_path(c.index())
-                    .is_some_and(|path| low_cardinality(config, &path))
-            })
-            .map(|c| Key::Codes(c.index()));
-        let key = match codes {
-            Some(key) => key,
-            None if is_integer_like(&expr.data_type(&schema)?) => Key::Value(Arc::clone(expr)),
+    let width = schema.fields().len();
+    let mut codes: Vec<(Arc<dyn PhysicalExpr>, String)> = Vec::new();
+    let mut groups = Vec::with_capacity(parts.groups.len());
+    for (expr, name) in &parts.groups {
+        let coded = expr.downcast_ref::<Column>().filter(|c| {
+            source
+                .text_path(c.index())
+                .is_some_and(|path| low_cardinality(config, &path))
+        });
+        let key: Arc<dyn PhysicalExpr> = match coded {
+            Some(column) => {
+                let cast = CastExpr::new(Arc::new(column.clone()), dictionary_text(), None);
+                let output = format!("{CODES_PREFIX}{}", codes.len());
+                let key = Column::new(&output, width + codes.len());
+                codes.push((Arc::new(cast), output));
+                Arc::new(key)
+            }
+            None if is_integer_like(&expr.data_type(&schema)?) => Arc::clone(expr),
             None => return Ok(None),
         };
-        keys.push(key);
+        groups.push((key, name.clone()));
     }
-    let codes: Vec<(Arc<dyn PhysicalExpr>, String)> = keys
-        .iter()
-        .filter_map(|key| match key {
-            Key::Codes(index) => Some(*index),
-            Key::Value(_) => None,
-        })
-        .enumerate()
-        .map(|(n, index)| {
-            let column = Arc::new(Column::new(schema.field(index).name(), index));
-            let cast: Arc<dyn PhysicalExpr> =
-                Arc::new(CastExpr::new(column, dictionary_text(), None));
-            (cast, format!("{CODES_PREFIX}{n}"))
-        })
-        .collect();
     if codes.is_empty() {
         return Ok(None);
     }
-    let Some(scan) = with_scan_outputs(input, codes)? else {
+    let parts = AggregateParts { groups, ..parts };
+    let Some((scan, parts)) = parts.over_scan_with(input, codes)? else {
         return Ok(None);
     };
-    let width = schema.fields().len();
-    let mut n = 0;
-    let key_exprs = keys
-        .into_iter()
-        .zip(group_by.expr())
-        .map(|(key, (_, name))| {
-            let expr: Arc<dyn PhysicalExpr> = match key {
-                Key::Codes(_) => {
-                    n += 1;
-                    Arc::new(Column::new(
-                        &format!("{CODES_PREFIX}{}", n - 1),
-                        width + n - 1,
-                    ))
-                }
-                Key::Value(expr) => expr,
-            };
-            (expr, name.clone())
-        })
-        .collect();
+    let Some(functions) = parts.functions(aggregate) else {
+        return Ok(None);
+    };
     let rewritten = CodeAggregateExec::try_new(
         scan,
-        key_exprs,
-        aggregate.aggr_expr().to_vec(),
-        aggregate.filter_expr().to_vec(),
+        parts.groups,
+        functions,
+        parts.filters,
         aggregate.schema(),
         MAX_GROUPS,
     )?;

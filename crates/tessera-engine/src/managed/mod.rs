@@ -6,6 +6,7 @@
 //! and by `CREATE TABLE t AS SELECT ...` when `tessera.warehouse` names a location.
 //! `INSERT INTO`, `DELETE FROM` and `DESCRIBE` work on them.
 
+mod aggregate_scan;
 mod cast_pushdown;
 mod code_aggregate;
 mod delete;

@@ -719,7 +719,28 @@ struct FileDecoder {
     filter_outputs: Option<Arc<[usize]>>,
     /// The casts (indices into the plan's casts) the filters read.
     filter_casts: Arc<BTreeSet<usize>>,
+    /// All-null columns handed out for outputs nothing reads, most recent last.
+    placeholders: Vec<ArrayRef>,
 }
+
+/// An all-null column of `rows` rows for what nothing reads: one array per type and
+/// length, kept in `kept` and shared by the batches (most have the same length), not
+/// zeroed afresh.
+fn placeholder(kept: &mut Vec<ArrayRef>, data_type: &DataType, rows: usize) -> ArrayRef {
+    let fits = |a: &ArrayRef| a.data_type() == data_type && a.len() == rows;
+    if let Some(array) = kept.iter().find(|a| fits(a)) {
+        return Arc::clone(array);
+    }
+    let array = new_null_array(data_type, rows);
+    if kept.len() == MAX_PLACEHOLDERS {
+        kept.remove(0);
+    }
+    kept.push(Arc::clone(&array));
+    array
+}
+
+/// Placeholder columns a file decoder keeps (types times batch lengths in use at once).
+const MAX_PLACEHOLDERS: usize = 8;
 
 impl FileDecoder {
     fn new(
@@ -746,6 +767,7 @@ impl FileDecoder {
             projector,
             metrics,
             filters_applied,
+            placeholders: Vec::new(),
         })
     }
 
@@ -847,7 +869,11 @@ impl FileDecoder {
         let mut fallback: Vec<(usize, OutputBuilder)> = Vec::new();
         for (k, (source, &(_, output))) in self.sources.iter().zip(&self.plan.outputs).enumerate() {
             match (source, column) {
-                _ if !needed(k) => arrays.push(new_null_array(&output.data_type(), rows)),
+                _ if !needed(k) => arrays.push(placeholder(
+                    &mut self.placeholders,
+                    &output.data_type(),
+                    rows,
+                )),
                 (source, Some(column)) if !source.is_document() => {
                     let (array, served) = source.read(column, output)?;
                     self.count(served);
@@ -871,7 +897,9 @@ impl FileDecoder {
         for (c, ((k, target), typed)) in self.plan.casts.iter().zip(typed_casts).enumerate() {
             arrays.push(match typed {
                 Some(array) => array,
-                None if !wanted(*k) || !wanted_cast(c) => new_null_array(target, rows),
+                None if !wanted(*k) || !wanted_cast(c) => {
+                    placeholder(&mut self.placeholders, target, rows)
+                }
                 // As SQL's CAST would: an unparsable text is an error, not NULL.
                 None => cast_with_options(&arrays[base + k], target, &DEFAULT_CAST_OPTIONS)?,
             });

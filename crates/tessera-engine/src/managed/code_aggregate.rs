@@ -292,10 +292,19 @@ impl KeyIds {
                 .as_ref()
                 .map(|(_, c)| c.as_slice())
                 .unwrap_or(&[]);
-            ids.extend(dictionary.keys().iter().map(|key| match key {
-                Some(key) => codes[key as usize],
-                None => NULL_ID,
-            }));
+            // Straight over the key buffer (a null row's slot holds any key), then the
+            // null rows.
+            let keys = dictionary.keys();
+            ids.extend(
+                keys.values()
+                    .iter()
+                    .map(|&key| codes.get(key as usize).copied().unwrap_or(NULL_ID)),
+            );
+            if let Some(nulls) = keys.nulls().filter(|n| n.null_count() > 0) {
+                for row in (0..ids.len()).filter(|&row| nulls.is_null(row)) {
+                    ids[row] = NULL_ID;
+                }
+            }
             return Ok(mapped);
         }
         let numbers = cast(array, &DataType::Int64)?;

@@ -124,6 +124,7 @@ impl TesseraSession {
         ));
         let state = SessionStateBuilder::new_from_existing(state)
             .with_catalog_list(catalogs)
+            .with_physical_optimizer_rule(Arc::new(managed::IntegerTextMinMax))
             .with_physical_optimizer_rule(Arc::new(managed::CastPushdown))
             .with_physical_optimizer_rule(Arc::new(managed::GroupOnCodes))
             .build();

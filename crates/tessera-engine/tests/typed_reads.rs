@@ -446,6 +446,87 @@ async fn grouping_on_codes_answers_like_strings() {
     assert_eq!(metric(&plan, "values_coded"), 0, "{plan}");
 }
 
+/// MIN and MAX of the text of an integer path equal the texts of the integers' MIN and
+/// MAX when every file holds only non-negative integers of one number of digits there;
+/// the table then aggregates the integers. Otherwise (other digit counts, an outlier)
+/// texts are compared as texts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn min_max_of_integer_texts_read_integers() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let files: Vec<String> = (0..3)
+        .map(|file| {
+            let text: String = (0..2000)
+                .map(|_| {
+                    // `t`: 16 digits everywhere; `u`: 2 or 3 digits, so "100" < "95".
+                    format!(
+                        "{{\"g\":\"{}\",\"t\":{},\"u\":{}}}\n",
+                        ["a", "b", "c"][rng.below(3) as usize],
+                        1_700_000_000_000_000 + rng.below(1_000_000_000),
+                        10 + rng.below(200)
+                    )
+                })
+                .collect();
+            let path = dir.path().join(format!("part{file}.json"));
+            std::fs::write(&path, text).unwrap();
+            path.display().to_string()
+        })
+        .collect();
+    let session = session_with_raw(&files, "true").await;
+    let table = dir.path().join("table").display().to_string();
+    session
+        .sql(&format!(
+            "CREATE EXTERNAL TABLE t STORED AS TESSERA LOCATION '{table}'"
+        ))
+        .await
+        .unwrap();
+    for file in &files {
+        rows(&session, &format!("INSERT INTO t SELECT j FROM '{file}'")).await;
+    }
+    let queries = [
+        (
+            "SELECT j->>'g', min(j->>'t'), max(j->>'t'), count(*) FROM T GROUP BY 1",
+            true,
+        ),
+        (
+            "SELECT min(j->>'t'), max(j->>'u'), min(j->>'u') FROM T",
+            true,
+        ),
+        ("SELECT j->>'g', max(j->>'u') FROM T GROUP BY 1", false),
+    ];
+    compare_min_max(&session, &queries).await;
+    // A text among the integers: every text is compared as text again.
+    let outlier = dir.path().join("outlier.json");
+    std::fs::write(&outlier, "{\"g\":\"a\",\"t\":\"1\",\"u\":5}\n").unwrap();
+    rows(
+        &session,
+        &format!("INSERT INTO t SELECT j FROM '{}'", outlier.display()),
+    )
+    .await;
+    let files = [files, vec![outlier.display().to_string()]].concat();
+    let session = session_with_raw(&files, "true").await;
+    session
+        .sql(&format!(
+            "CREATE EXTERNAL TABLE t STORED AS TESSERA LOCATION '{table}'"
+        ))
+        .await
+        .unwrap();
+    compare_min_max(&session, &queries.map(|(query, _)| (query, false))).await;
+}
+
+/// Runs each query over `raw` and `t`, compares the answers and checks whether the
+/// table's plan aggregated integers (a cast pushed into the scan).
+async fn compare_min_max(session: &TesseraSession, queries: &[(&str, bool)]) {
+    for &(query, on_integers) in queries {
+        let on_table = query.replace("FROM T", "FROM t");
+        let expected = rows(session, &query.replace("FROM T", "FROM raw")).await;
+        assert_eq!(rows(session, &on_table).await, expected, "{query}");
+        let plan = analyze(session, &on_table).await;
+        let pushed = plan.contains("__tessera_pushed_cast_");
+        assert_eq!(pushed, on_integers, "{query}\n{plan}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typed_reads_honour_deletes() {
     let dir = tempfile::tempdir().unwrap();

@@ -395,6 +395,11 @@ const GROUPED: &[(&str, bool)] = &[
         "SELECT j->>'kind', count(DISTINCT j->>'n') FROM T GROUP BY 1",
         true,
     ),
+    // With other aggregates, the distinct values are collected per code.
+    (
+        "SELECT j->>'kind', count(*), count(DISTINCT j->>'n'), count(DISTINCT j->'nested'->>'y') FILTER (WHERE json_get_int(j, 'id') % 2 = 0) FROM T GROUP BY 1",
+        true,
+    ),
     // 9000 distinct ids: more than codes pay for.
     ("SELECT j->>'id', count(*) FROM T GROUP BY 1", false),
 ];

@@ -17,9 +17,12 @@
 use std::fmt;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch, StringArray};
+use arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, ListArray, RecordBatch, StringArray, StringViewBuilder,
+};
+use arrow::buffer::OffsetBuffer;
 use arrow::compute::cast;
-use arrow::datatypes::{DataType, Int32Type, Int64Type, SchemaRef};
+use arrow::datatypes::{DataType, Int32Type, Int64Type, Schema, SchemaRef};
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, HashMap, Result, ScalarValue};
 use datafusion::execution::TaskContext;
@@ -36,6 +39,8 @@ use datafusion::physical_plan::{
     apply_expression_roots,
 };
 use futures::{StreamExt, TryStreamExt};
+use hashbrown::{DefaultHashBuilder, HashTable};
+use std::hash::BuildHasher;
 
 use crate::ndjson::extract::dictionary_text;
 
@@ -105,10 +110,11 @@ impl CodeAggregateExec {
                 keys.len()
             )));
         }
-        if let Some(a) = aggregates
-            .iter()
-            .find(|a| !a.groups_accumulator_supported())
-        {
+        let input_schema = input.schema();
+        let unsupported = |a: &&Arc<AggregateFunctionExpr>| {
+            !a.groups_accumulator_supported() && !is_distinct_string_count(a, &input_schema)
+        };
+        if let Some(a) = aggregates.iter().find(unsupported) {
             return Err(DataFusionError::Internal(format!(
                 "{} has no grouped accumulator",
                 a.name()
@@ -217,6 +223,7 @@ impl ExecutionPlan for CodeAggregateExec {
             aggregates: self.aggregates.clone(),
             filters: self.filters.clone(),
             accumulators: Vec::new(),
+            input_schema: self.input.schema(),
             schema: Arc::clone(&self.schema),
             max_groups: self.max_groups,
             dictionaries: MetricBuilder::new(&self.metrics).counter("dictionaries", partition),
@@ -234,7 +241,7 @@ impl ExecutionPlan for CodeAggregateExec {
                         let timer = baseline.elapsed_compute().timer();
                         grouping.update(&batch)?;
                         timer.done();
-                        if grouping.held() >= grouping.max_groups {
+                        if grouping.held() >= grouping.max_groups || grouping.distinct_full() {
                             let emitted = grouping.emit()?;
                             baseline.record_output(emitted.num_rows());
                             return Ok(Some((emitted, (input, Some(grouping)))));
@@ -502,10 +509,34 @@ struct Grouping {
     groups: GroupIndex,
     aggregates: Vec<Arc<AggregateFunctionExpr>>,
     filters: Vec<Option<Arc<dyn PhysicalExpr>>>,
-    accumulators: Vec<Box<dyn GroupsAccumulator>>,
+    accumulators: Vec<Accumulation>,
+    /// The input's schema, which aggregate arguments are typed by.
+    input_schema: SchemaRef,
     schema: SchemaRef,
     max_groups: usize,
     dictionaries: Count,
+}
+
+/// How one aggregate accumulates per group.
+enum Accumulation {
+    /// DataFusion's grouped accumulator of the function.
+    Grouped(Box<dyn GroupsAccumulator>),
+    /// `COUNT(DISTINCT <string>)`, which DataFusion accumulates per group through an
+    /// adapter that copies each group's rows out of every batch.
+    Distinct(DistinctStrings),
+}
+
+/// Whether `aggregate` is `COUNT(DISTINCT <string>)` over `schema`, which this operator
+/// accumulates itself.
+pub fn is_distinct_string_count(aggregate: &AggregateFunctionExpr, schema: &Schema) -> bool {
+    let args = aggregate.expressions();
+    aggregate.is_distinct()
+        && aggregate.fun().name() == "count"
+        && aggregate.order_bys().is_empty()
+        && args.len() == 1
+        && args[0]
+            .data_type(schema)
+            .is_ok_and(|t| matches!(t, DataType::Utf8 | DataType::Utf8View))
 }
 
 impl Grouping {
@@ -513,6 +544,14 @@ impl Grouping {
     fn held(&self) -> usize {
         let values = self.keys.iter().map(|(_, ids)| ids.values.len());
         values.fold(self.groups.len(), usize::max)
+    }
+
+    /// Whether the distinct values held have reached their bound.
+    fn distinct_full(&self) -> bool {
+        self.accumulators.iter().any(|a| match a {
+            Accumulation::Distinct(distinct) => distinct.bytes.len() >= MAX_DISTINCT_BYTES,
+            Accumulation::Grouped(_) => false,
+        })
     }
 
     /// Adds the rows of `batch` to their groups' accumulators.
@@ -545,7 +584,14 @@ impl Grouping {
                 Some(f) => Some(f.evaluate(batch)?.into_array(rows)?.as_boolean().clone()),
                 None => None,
             };
-            accumulator.update_batch(&values, &groups, filter.as_ref(), total)?;
+            match accumulator {
+                Accumulation::Grouped(grouped) => {
+                    grouped.update_batch(&values, &groups, filter.as_ref(), total)?
+                }
+                Accumulation::Distinct(distinct) => {
+                    distinct.update(&values[0], &groups, filter.as_ref())?
+                }
+            }
         }
         Ok(())
     }
@@ -557,8 +603,15 @@ impl Grouping {
             let group_ids = self.groups.ids.get(k).map_or(&[][..], Vec::as_slice);
             columns.push(ids.array(group_ids, self.schema.field(k).data_type())?);
         }
+        let groups = self.groups.len();
         for accumulator in &mut self.accumulators {
-            columns.extend(accumulator.state(EmitTo::All)?);
+            let state_field = self.schema.field(columns.len());
+            match accumulator {
+                Accumulation::Grouped(grouped) => columns.extend(grouped.state(EmitTo::All)?),
+                Accumulation::Distinct(distinct) => {
+                    columns.push(distinct.state(groups, state_field.data_type())?)
+                }
+            }
         }
         let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)?;
         self.reset()?;
@@ -571,22 +624,111 @@ impl Grouping {
         for (_, ids) in &mut self.keys {
             *ids = KeyIds::default();
         }
+        let input = Arc::clone(&self.input_schema);
         self.accumulators = self
             .aggregates
             .iter()
-            .map(|a| a.create_groups_accumulator())
+            .map(|a| match is_distinct_string_count(a, &input) {
+                true => Ok(Accumulation::Distinct(DistinctStrings::default())),
+                false => a.create_groups_accumulator().map(Accumulation::Grouped),
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(())
     }
 }
 
+/// Bytes of distinct values held before the partial states are emitted.
+const MAX_DISTINCT_BYTES: usize = 64 << 20;
+
+/// The distinct non-null strings of every group, for `COUNT(DISTINCT ...)`: one byte
+/// arena and one hash table of (group, offset, length), no allocation per value.
+#[derive(Default)]
+struct DistinctStrings {
+    bytes: Vec<u8>,
+    entries: HashTable<(u32, u32, u32)>,
+    hasher: DefaultHashBuilder,
+}
+
+impl DistinctStrings {
+    /// Adds the value of each row (`values`, strings) to its group's set.
+    fn update(
+        &mut self,
+        values: &ArrayRef,
+        groups: &[usize],
+        filter: Option<&BooleanArray>,
+    ) -> Result<()> {
+        let strings = cast(values, &DataType::Utf8View)?;
+        let strings = strings.as_string_view();
+        let Self {
+            bytes,
+            entries,
+            hasher,
+        } = self;
+        for (row, &group) in groups.iter().enumerate() {
+            let skipped = filter.is_some_and(|f| !f.is_valid(row) || !f.value(row));
+            if strings.is_null(row) || skipped {
+                continue;
+            }
+            let group = u32::try_from(group).expect("groups are bounded by max_groups");
+            let value = strings.value(row).as_bytes();
+            let hash = hasher.hash_one((group, value));
+            let stored = |&(g, at, len): &(u32, u32, u32)| {
+                g == group && &bytes[at as usize..(at + len) as usize] == value
+            };
+            if entries.find(hash, stored).is_some() {
+                continue;
+            }
+            let at = u32::try_from(bytes.len()).expect("MAX_DISTINCT_BYTES bounds the arena");
+            let len = u32::try_from(value.len()).expect("a string value fits in 4 GiB");
+            bytes.extend_from_slice(value);
+            let rehash = |&(g, at, len): &(u32, u32, u32)| {
+                hasher.hash_one((g, &bytes[at as usize..(at + len) as usize]))
+            };
+            entries.insert_unique(hash, (group, at, len), rehash);
+        }
+        Ok(())
+    }
+
+    /// The state of `groups` groups as DataFusion's COUNT(DISTINCT) keeps it, a list of
+    /// the distinct values per group (`data_type`), after which the sets are empty.
+    fn state(&mut self, groups: usize, data_type: &DataType) -> Result<ArrayRef> {
+        let DataType::List(item) = data_type else {
+            return Err(DataFusionError::Internal(format!(
+                "COUNT(DISTINCT) state of type {data_type}"
+            )));
+        };
+        let mut sorted: Vec<(u32, u32, u32)> = self.entries.drain().collect();
+        sorted.sort_unstable_by_key(|&(group, _, _)| group);
+        let mut lengths = vec![0usize; groups];
+        for &(group, _, _) in &sorted {
+            lengths[group as usize] += 1;
+        }
+        let mut values = StringViewBuilder::with_capacity(sorted.len());
+        for &(_, at, len) in &sorted {
+            let text = std::str::from_utf8(&self.bytes[at as usize..(at + len) as usize])
+                .map_err(|e| DataFusionError::Internal(format!("a stored string: {e}")))?;
+            values.append_value(text);
+        }
+        self.bytes.clear();
+        let values = cast(&(Arc::new(values.finish()) as ArrayRef), item.data_type())?;
+        let offsets = OffsetBuffer::from_lengths(lengths);
+        Ok(Arc::new(ListArray::try_new(
+            Arc::clone(item),
+            offsets,
+            values,
+            None,
+        )?))
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
+    use std::collections::{BTreeMap, BTreeSet};
 
-    use arrow::array::{DictionaryArray, Int32Array, Int64Array};
+    use arrow::array::{DictionaryArray, Int32Array, Int64Array, StringViewArray};
     use arrow::datatypes::{Field, Schema};
     use datafusion::datasource::memory::MemorySourceConfig;
+    use datafusion::functions_aggregate::count::count_udaf;
     use datafusion::functions_aggregate::sum::sum_udaf;
     use datafusion::physical_expr::aggregate::AggregateExprBuilder;
     use datafusion::physical_expr::expressions::col;
@@ -597,18 +739,23 @@ mod tests {
 
     type Key = (Option<String>, Option<i32>);
 
+    /// Per key: the sum of `v` and the distinct non-null strings of `d`.
+    type Expected = BTreeMap<Key, (i64, BTreeSet<String>)>;
+
     const ROWS: i32 = 400;
 
-    /// Batches of (codes, integer, value) rows, each batch with its own dictionary,
-    /// nulls in both keys; and the sum of values per key. The integers are small, and
-    /// in odd batches large ones, more than a pair table holds.
-    fn input() -> (SchemaRef, Vec<RecordBatch>, BTreeMap<Key, i64>) {
+    /// Batches of (codes, integer, value, string) rows, each batch with its own
+    /// dictionary, nulls in both keys and in the strings; and what each key aggregates.
+    /// The integers are small, and in odd batches large ones, more than a pair table
+    /// holds.
+    fn input() -> (SchemaRef, Vec<RecordBatch>, Expected) {
         let schema = Arc::new(Schema::new(vec![
             Field::new("s", dictionary_text(), true),
             Field::new("h", DataType::Int32, true),
             Field::new("v", DataType::Int64, false),
+            Field::new("d", DataType::Utf8View, true),
         ]));
-        let mut expected: BTreeMap<Key, i64> = BTreeMap::new();
+        let mut expected = Expected::new();
         let mut batches = Vec::new();
         for b in 0..5i32 {
             let words: Vec<String> = (0..4).map(|w| format!("w{}", (w + b) % 6)).collect();
@@ -619,30 +766,46 @@ mod tests {
                 .map(|r| (r % 5 != 0).then_some(if b % 2 == 0 { r % 3 } else { r * 1000 - b }))
                 .collect();
             let values: Vec<i64> = (0..ROWS).map(|r| i64::from(r * (b + 1))).collect();
-            for ((code, hour), value) in codes.iter().zip(&hours).zip(&values) {
+            let strings: Vec<Option<String>> = (0..ROWS)
+                .map(|r| {
+                    (r % 11 != 0).then(|| format!("a rather long string {}", (r * 7 + b) % 53))
+                })
+                .collect();
+            for (((code, hour), value), string) in
+                codes.iter().zip(&hours).zip(&values).zip(&strings)
+            {
                 let word = code.map(|c| words[c as usize].clone());
-                *expected.entry((word, *hour)).or_default() += value;
+                let entry = expected.entry((word, *hour)).or_default();
+                entry.0 += value;
+                entry.1.extend(string.clone());
             }
             let keys = DictionaryArray::<Int32Type>::try_new(codes.into(), dictionary).unwrap();
             let columns: Vec<ArrayRef> = vec![
                 Arc::new(keys),
                 Arc::new(Int32Array::from(hours)),
                 Arc::new(Int64Array::from(values)),
+                Arc::new(StringViewArray::from(strings)),
             ];
             batches.push(RecordBatch::try_new(Arc::clone(&schema), columns).unwrap());
         }
         (schema, batches, expected)
     }
 
-    /// Partial sums per key, emitted whenever `max_groups` groups are held, add up to
-    /// the sums of the whole input, with two keys (pair table and hashing) and three (a
-    /// copy of the first; hashing only).
+    /// Partial sums and distinct sets per key, emitted whenever `max_groups` groups are
+    /// held, add up to the sums and sets of the whole input, with two keys (pair table
+    /// and hashing) and three (a copy of the first; hashing only).
     #[tokio::test]
     async fn partial_states_add_up_at_any_group_limit() {
         let (schema, batches, expected) = input();
         let sum = AggregateExprBuilder::new(sum_udaf(), vec![col("v", &schema).unwrap()])
             .schema(Arc::clone(&schema))
             .alias("sum(v)")
+            .build()
+            .unwrap();
+        let distinct = AggregateExprBuilder::new(count_udaf(), vec![col("d", &schema).unwrap()])
+            .schema(Arc::clone(&schema))
+            .distinct()
+            .alias("count(DISTINCT d)")
             .build()
             .unwrap();
         let cases = [
@@ -660,12 +823,10 @@ mod tests {
                 Field::new("s2", DataType::Utf8View, true),
             ];
             fields.truncate(width);
-            fields.extend(
-                sum.state_fields()
-                    .unwrap()
-                    .iter()
-                    .map(|f| f.as_ref().clone()),
-            );
+            for aggregate in [&sum, &distinct] {
+                let states = aggregate.state_fields().unwrap();
+                fields.extend(states.iter().map(|f| f.as_ref().clone()));
+            }
             let mut keys = vec![
                 (col("s", &schema).unwrap(), "s".to_string()),
                 (col("h", &schema).unwrap(), "h".to_string()),
@@ -681,8 +842,8 @@ mod tests {
             let exec = CodeAggregateExec::try_new(
                 input,
                 keys,
-                vec![Arc::new(sum.clone())],
-                vec![None],
+                vec![Arc::new(sum.clone()), Arc::new(distinct.clone())],
+                vec![None, None],
                 Arc::new(Schema::new(fields)),
                 max_groups,
             )
@@ -690,19 +851,24 @@ mod tests {
             let out = collect(Arc::new(exec), SessionContext::new().task_ctx())
                 .await
                 .unwrap();
-            let mut sums: BTreeMap<Key, i64> = BTreeMap::new();
+            let mut got = Expected::new();
             for batch in &out {
                 let words = cast(batch.column(0), &DataType::Utf8).unwrap();
                 let words = words.as_string::<i32>();
                 let hours = batch.column(1).as_primitive::<Int32Type>();
                 let partial = batch.column(width).as_primitive::<Int64Type>();
+                let sets = batch.column(width + 1).as_list::<i32>();
                 for row in 0..batch.num_rows() {
                     let word = words.is_valid(row).then(|| words.value(row).to_string());
                     let hour = hours.is_valid(row).then(|| hours.value(row));
-                    *sums.entry((word, hour)).or_default() += partial.value(row);
+                    let entry = got.entry((word, hour)).or_default();
+                    entry.0 += partial.value(row);
+                    let set = sets.value(row);
+                    let set = set.as_string_view();
+                    entry.1.extend(set.iter().map(|v| v.unwrap().to_string()));
                 }
             }
-            assert_eq!(sums, expected, "{width} keys, max_groups {max_groups}");
+            assert_eq!(got, expected, "{width} keys, max_groups {max_groups}");
             let emitted: usize = out.iter().map(RecordBatch::num_rows).sum();
             match max_groups {
                 MAX_GROUPS => assert_eq!(emitted, expected.len()),

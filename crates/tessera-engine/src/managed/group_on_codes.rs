@@ -23,7 +23,7 @@ use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use tessera_tiles::summary::DistinctSketch;
 
 use super::aggregate_scan::{AggregateParts, tiles_scan};
-use super::code_aggregate::{CodeAggregateExec, MAX_GROUPS, MAX_KEYS};
+use super::code_aggregate::{CodeAggregateExec, MAX_GROUPS, MAX_KEYS, is_distinct_string_count};
 use super::scan::SnapshotFile;
 use crate::ndjson::extract::dictionary_text;
 use crate::options::TesseraOptions;
@@ -87,6 +87,7 @@ fn on_codes(aggregate: &AggregateExec) -> Result<Option<Arc<dyn ExecutionPlan>>>
         && aggregate.limit_options().is_none()
         && aggregate.aggr_expr().iter().all(|a| {
             a.groups_accumulator_supported() && !a.is_distinct() && a.order_bys().is_empty()
+                || is_distinct_string_count(a, &input.schema())
         });
     if !plain {
         return Ok(None);

@@ -195,16 +195,21 @@ const FAILING: &[&str] = &[
 /// A session with the generated files in `dir` as view `raw` (each file's rows that pass
 /// `keep`) and ingested, one INSERT per file, into the Tessera table `t`.
 async fn session_with_table(dir: &Path, keep: &str) -> TesseraSession {
-    let files = write_files(dir);
+    session_over(&write_files(dir), dir, keep).await
+}
+
+/// A session with `files` as view `raw` (the rows that pass `keep`) and ingested, one
+/// INSERT per file, into the Tessera table `t` in `dir`.
+async fn session_over(files: &[String], dir: &Path, keep: &str) -> TesseraSession {
     let table = dir.join("table").display().to_string();
-    let session = session_with_raw(&files, keep).await;
+    let session = session_with_raw(files, keep).await;
     session
         .sql(&format!(
             "CREATE EXTERNAL TABLE t STORED AS TESSERA LOCATION '{table}'"
         ))
         .await
         .unwrap();
-    for file in &files {
+    for file in files {
         rows(&session, &format!("INSERT INTO t SELECT j FROM '{file}'")).await;
     }
     session
@@ -477,17 +482,8 @@ async fn min_max_of_integer_texts_read_integers() {
             path.display().to_string()
         })
         .collect();
-    let session = session_with_raw(&files, "true").await;
+    let session = session_over(&files, dir.path(), "true").await;
     let table = dir.path().join("table").display().to_string();
-    session
-        .sql(&format!(
-            "CREATE EXTERNAL TABLE t STORED AS TESSERA LOCATION '{table}'"
-        ))
-        .await
-        .unwrap();
-    for file in &files {
-        rows(&session, &format!("INSERT INTO t SELECT j FROM '{file}'")).await;
-    }
     let queries = [
         (
             "SELECT j->>'g', min(j->>'t'), max(j->>'t'), count(*) FROM T GROUP BY 1",

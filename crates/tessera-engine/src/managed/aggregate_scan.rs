@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use datafusion::common::Result;
+use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::datasource::physical_plan::FileScanConfig;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::physical_expr::PhysicalExpr;
@@ -177,6 +178,24 @@ impl AggregateParts {
         let parts = self.map(|e| reassign_expr_columns(e, &narrowed_schema))?;
         Ok(Some((narrowed, parts)))
     }
+}
+
+/// `plan` with every aggregate that `rewrite` rewrites (bottom up) replaced by the
+/// rewritten plan.
+pub(super) fn rewrite_aggregates(
+    plan: Arc<dyn ExecutionPlan>,
+    rewrite: impl Fn(&AggregateExec) -> Result<Option<Arc<dyn ExecutionPlan>>>,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    plan.transform_up(|node| {
+        let Some(aggregate) = node.downcast_ref::<AggregateExec>() else {
+            return Ok(Transformed::no(node));
+        };
+        Ok(match rewrite(aggregate)? {
+            Some(rewritten) => Transformed::yes(rewritten),
+            None => Transformed::no(node),
+        })
+    })
+    .map(|t| t.data)
 }
 
 /// The file scan configuration and source of `plan` when it scans a Tessera table.

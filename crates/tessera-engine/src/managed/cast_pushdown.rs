@@ -19,7 +19,7 @@ use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::aggregates::AggregateExec;
 
-use super::aggregate_scan::{AggregateParts, tiles_scan};
+use super::aggregate_scan::{AggregateParts, rewrite_aggregates, tiles_scan};
 
 /// Name prefix of the scan outputs this rule adds.
 const PUSHED_CAST_PREFIX: &str = "__tessera_pushed_cast_";
@@ -35,16 +35,7 @@ impl PhysicalOptimizerRule for CastPushdown {
         plan: Arc<dyn ExecutionPlan>,
         _config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        plan.transform_up(|node| {
-            let Some(aggregate) = node.downcast_ref::<AggregateExec>() else {
-                return Ok(Transformed::no(node));
-            };
-            Ok(match push_casts(aggregate)? {
-                Some(rewritten) => Transformed::yes(rewritten),
-                None => Transformed::no(node),
-            })
-        })
-        .map(|t| t.data)
+        rewrite_aggregates(plan, push_casts)
     }
 
     fn name(&self) -> &str {

@@ -12,7 +12,6 @@ use std::sync::Arc;
 use arrow::datatypes::DataType;
 use datafusion::common::Result;
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::datasource::physical_plan::FileScanConfig;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::{CastExpr, Column};
@@ -22,7 +21,7 @@ use datafusion::physical_plan::InputOrderMode;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use tessera_tiles::summary::DistinctSketch;
 
-use super::aggregate_scan::{AggregateParts, tiles_scan};
+use super::aggregate_scan::{AggregateParts, rewrite_aggregates, tiles_scan};
 use super::code_aggregate::{CodeAggregateExec, MAX_GROUPS, MAX_KEYS, is_distinct_string_count};
 use super::scan::SnapshotFile;
 use crate::ndjson::extract::dictionary_text;
@@ -52,16 +51,7 @@ impl PhysicalOptimizerRule for GroupOnCodes {
         if !enabled {
             return Ok(plan);
         }
-        plan.transform_up(|node| {
-            let Some(aggregate) = node.downcast_ref::<AggregateExec>() else {
-                return Ok(Transformed::no(node));
-            };
-            Ok(match on_codes(aggregate)? {
-                Some(rewritten) => Transformed::yes(rewritten),
-                None => Transformed::no(node),
-            })
-        })
-        .map(|t| t.data)
+        rewrite_aggregates(plan, on_codes)
     }
 
     fn name(&self) -> &str {

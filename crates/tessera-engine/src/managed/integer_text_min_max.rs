@@ -14,7 +14,6 @@ use std::sync::Arc;
 use arrow::datatypes::DataType;
 use datafusion::common::Result;
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::datasource::physical_plan::FileScanConfig;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::aggregate::{AggregateExprBuilder, AggregateFunctionExpr};
@@ -27,7 +26,7 @@ use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 use tessera_tiles::summary::{LeafType, StatValue};
 
-use super::aggregate_scan::tiles_scan;
+use super::aggregate_scan::{rewrite_aggregates, tiles_scan};
 use super::scan::SnapshotFile;
 
 /// The physical optimizer rule; it runs before [`super::CastPushdown`], which then has
@@ -41,16 +40,7 @@ impl PhysicalOptimizerRule for IntegerTextMinMax {
         plan: Arc<dyn ExecutionPlan>,
         _config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        plan.transform_down(|node| {
-            let Some(aggregate) = node.downcast_ref::<AggregateExec>() else {
-                return Ok(Transformed::no(node));
-            };
-            Ok(match on_integers(aggregate)? {
-                Some(rewritten) => Transformed::yes(rewritten),
-                None => Transformed::no(node),
-            })
-        })
-        .map(|t| t.data)
+        rewrite_aggregates(plan, on_integers)
     }
 
     fn name(&self) -> &str {

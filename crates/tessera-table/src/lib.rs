@@ -25,8 +25,8 @@
 //! # }
 //! ```
 
+mod cache;
 pub mod error;
-mod footers;
 pub mod manifest;
 pub mod readahead;
 pub mod snapshot;

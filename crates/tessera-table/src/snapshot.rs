@@ -25,8 +25,8 @@ use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataR
 use tessera_blob::RequestStats;
 use tessera_blob::accounting;
 
+use crate::cache;
 use crate::error::TableError;
-use crate::footers;
 use crate::manifest::{DataFile, Manifest};
 use crate::readahead::{Pacer, Readahead};
 
@@ -103,15 +103,19 @@ impl Snapshot {
             traffic: Arc::clone(&traffic),
             readahead: None,
         };
-        let footer = (self.store.to_string(), reader.key.to_string(), file.size);
-        let metadata = match footers::get(&footer) {
+        let footer = (
+            self.store.to_string(),
+            reader.key.to_string(),
+            file.size.to_string(),
+        );
+        let metadata = match cache::footer(&footer) {
             Some(metadata) => metadata,
             None => {
                 let metadata = reader
                     .get_metadata(None)
                     .await
                     .map_err(parquet_error(&file.path))?;
-                footers::put(footer, Arc::clone(&metadata));
+                cache::keep_footer(footer, Arc::clone(&metadata));
                 metadata
             }
         };

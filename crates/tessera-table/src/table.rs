@@ -15,9 +15,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use futures::TryStreamExt;
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use tessera_tiles::summary::FileSummary;
 
+use crate::cache;
 use crate::error::TableError;
 use crate::manifest::{
     DataFile, DeletionVector, FORMAT, Manifest, TableColumn, manifest_key, version_of,
@@ -497,27 +498,55 @@ impl Table {
         Ok(manifest)
     }
 
-    async fn versions(&self) -> Result<Vec<u64>, TableError> {
+    /// The committed manifests, by version ascending.
+    async fn manifests(&self) -> Result<Vec<(u64, ObjectMeta)>, TableError> {
         let dir = self.key("_tessera");
-        let objects: Vec<_> = self.store.list(Some(&dir)).try_collect().await?;
-        let mut versions: Vec<u64> = objects
-            .iter()
-            .filter_map(|o| version_of(o.location.as_ref()))
+        let objects: Vec<ObjectMeta> = self.store.list(Some(&dir)).try_collect().await?;
+        let mut manifests: Vec<(u64, ObjectMeta)> = objects
+            .into_iter()
+            .filter_map(|o| Some((version_of(o.location.as_ref())?, o)))
             .collect();
-        versions.sort_unstable();
-        Ok(versions)
+        manifests.sort_unstable_by_key(|(version, _)| *version);
+        Ok(manifests)
+    }
+
+    async fn versions(&self) -> Result<Vec<u64>, TableError> {
+        Ok(self
+            .manifests()
+            .await?
+            .into_iter()
+            .map(|(v, _)| v)
+            .collect())
     }
 
     async fn latest_version(&self) -> Result<Option<u64>, TableError> {
         Ok(self.versions().await?.last().copied())
     }
 
+    /// The newest manifest; parsed once per process (repeated queries of a table that
+    /// did not change read only the listing).
     async fn latest(&self) -> Result<Manifest, TableError> {
-        let version = self
-            .latest_version()
+        let (version, meta) = self
+            .manifests()
             .await?
+            .pop()
             .ok_or_else(|| TableError::NotFound(self.location()))?;
-        self.read_manifest(version).await
+        let key = (
+            self.store.to_string(),
+            meta.location.to_string(),
+            format!(
+                "{} {} {}",
+                meta.size,
+                meta.last_modified.to_rfc3339(),
+                meta.e_tag.as_deref().unwrap_or_default()
+            ),
+        );
+        if let Some(manifest) = cache::manifest(&key) {
+            return Ok(manifest.as_ref().clone());
+        }
+        let manifest = self.read_manifest(version).await?;
+        cache::keep_manifest(key, Arc::new(manifest.clone()), meta.size as usize);
+        Ok(manifest)
     }
 
     /// The store key of `relative` (a data file's path in the manifest) below the

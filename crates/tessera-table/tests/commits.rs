@@ -9,6 +9,7 @@ use std::time::Duration;
 use arrow::array::{Int64Array, RecordBatch};
 use futures::TryStreamExt;
 use futures::stream::BoxStream;
+use object_store::ObjectStoreExt;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{
@@ -66,6 +67,38 @@ async fn appends_and_snapshots_in_memory_and_on_disk() {
     let dir = tempfile::tempdir().unwrap();
     let local = object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap();
     appends_and_snapshots(Arc::new(local)).await;
+}
+
+/// Manifests are kept in memory across snapshots, yet a table deleted and created again
+/// at the same place (same version numbers, manifests of the same size) is read afresh.
+async fn a_table_created_again_in_place_is_read_afresh(store: Arc<dyn ObjectStore>) {
+    for values_in in [[1, 2, 3], [4, 5, 6]] {
+        let prefix = Path::from("t/again");
+        let stale: Vec<Path> = store
+            .list(Some(&prefix))
+            .map_ok(|o| o.location)
+            .try_collect()
+            .await
+            .unwrap();
+        for location in stale {
+            store.delete(&location).await.unwrap();
+        }
+        let table = Table::create(store.clone(), prefix, TableOptions::default())
+            .await
+            .unwrap();
+        let file = data_file(&table, &values_in).await.unwrap();
+        assert_eq!(table.commit_append(vec![file]).await.unwrap(), 1);
+        assert_eq!(values(&table.snapshot().await.unwrap()).await, values_in);
+        assert_eq!(values(&table.snapshot().await.unwrap()).await, values_in);
+    }
+}
+
+#[tokio::test]
+async fn tables_created_again_in_place_are_read_afresh() {
+    a_table_created_again_in_place_is_read_afresh(Arc::new(InMemory::new())).await;
+    let dir = tempfile::tempdir().unwrap();
+    let local = object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap();
+    a_table_created_again_in_place_is_read_afresh(Arc::new(local)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -35,5 +35,5 @@ pub mod table;
 pub use error::TableError;
 pub use manifest::{DataFile, DeletionVector, JSON_TYPE, Manifest, TableColumn};
 pub use readahead::Pacer;
-pub use snapshot::{FilePredicate, FileRead, OpenFile, Snapshot, Traffic};
+pub use snapshot::{FilePredicate, FileRead, OpenFile, Snapshot, Traffic, dictionary_type};
 pub use table::{FileDeletes, MAX_COMMIT_ATTEMPTS, NewFile, Table, TableOptions, VacuumReport};

@@ -47,11 +47,12 @@ const MAX_COALESCED: u64 = 16 << 20;
 pub struct Snapshot {
     store: Arc<dyn ObjectStore>,
     prefix: Path,
-    manifest: Manifest,
+    /// Shared with the process's manifest cache: snapshots of one version hold one copy.
+    manifest: Arc<Manifest>,
 }
 
 impl Snapshot {
-    pub(crate) fn new(store: Arc<dyn ObjectStore>, prefix: Path, manifest: Manifest) -> Self {
+    pub(crate) fn new(store: Arc<dyn ObjectStore>, prefix: Path, manifest: Arc<Manifest>) -> Self {
         Self {
             store,
             prefix,
@@ -160,10 +161,15 @@ pub struct FileRead {
     pub predicate: Option<FilePredicate>,
     /// Fetch column chunks ahead of the decoder, as far as the pacer allows.
     pub pacer: Option<Arc<dyn Pacer>>,
-    /// String leaf columns (Parquet leaf indices) to decode as `Dictionary(Int32, Utf8)`:
+    /// String leaf columns (Parquet leaf indices) to decode as [`dictionary_type`]:
     /// the codes and the chunk's dictionary as they are stored, instead of one string
     /// per row, for consumers that work on codes (grouping).
     pub dictionaries: Vec<usize>,
+}
+
+/// The type [`FileRead::dictionaries`] decodes string leaves as.
+pub fn dictionary_type() -> DataType {
+    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
 }
 
 /// Chooses the rows of a file to decode from some of its columns, so the other columns
@@ -420,35 +426,29 @@ fn as_views(data_type: &DataType) -> DataType {
 }
 
 /// `field` with its string leaf at `path` (names below `field`) as
-/// `Dictionary(Int32, Utf8)`.
+/// [`dictionary_type`].
 fn as_dictionary(field: &Field, path: &[String]) -> Result<Field, ParquetError> {
     match (field.data_type(), path) {
         (DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View, []) => {
-            let dictionary =
-                DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
-            Ok(field.clone().with_data_type(dictionary))
+            Ok(field.clone().with_data_type(dictionary_type()))
         }
         (DataType::Struct(children), [name, rest @ ..]) => {
-            let mut found = false;
+            if children.find(name).is_none() {
+                return Err(ParquetError::General(format!(
+                    "no field {name} below {}",
+                    field.name()
+                )));
+            }
             let children = children
                 .iter()
                 .map(|child| match child.name() == name {
-                    true => {
-                        found = true;
-                        as_dictionary(child, rest)
-                    }
+                    true => as_dictionary(child, rest),
                     false => Ok(child.as_ref().clone()),
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            match found {
-                true => Ok(field
-                    .clone()
-                    .with_data_type(DataType::Struct(children.into()))),
-                false => Err(ParquetError::General(format!(
-                    "no field {name} below {}",
-                    field.name()
-                ))),
-            }
+            Ok(field
+                .clone()
+                .with_data_type(DataType::Struct(children.into())))
         }
         (other, _) => Err(ParquetError::General(format!(
             "{} of type {other} is no string leaf at {path:?}",

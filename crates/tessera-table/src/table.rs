@@ -143,14 +143,15 @@ impl Table {
             columns: Vec::new(),
         };
         let manifest = table.latest().await?;
-        let columns = table_columns(&manifest.json_column, manifest.columns).map_err(|e| {
-            TableError::Manifest {
-                path: format!("{}/{}", table.location(), manifest_key(manifest.version)),
-                reason: e.to_string(),
-            }
-        })?;
+        let columns =
+            table_columns(&manifest.json_column, manifest.columns.clone()).map_err(|e| {
+                TableError::Manifest {
+                    path: format!("{}/{}", table.location(), manifest_key(manifest.version)),
+                    reason: e.to_string(),
+                }
+            })?;
         Ok(Self {
-            json_column: manifest.json_column,
+            json_column: manifest.json_column.clone(),
             columns,
             ..table
         })
@@ -219,7 +220,7 @@ impl Table {
         Ok(Snapshot::new(
             Arc::clone(&self.store),
             self.prefix.clone(),
-            self.read_manifest(version).await?,
+            Arc::new(self.read_manifest(version).await?),
         ))
     }
 
@@ -350,7 +351,7 @@ impl Table {
                     continue;
                 }
             };
-            let mut files = base.files;
+            let mut files = base.files.clone();
             change(&mut files)?;
             let manifest = self.manifest(base.version + 1, files, &commit_id);
             match self.put_manifest(&manifest).await {
@@ -523,9 +524,9 @@ impl Table {
         Ok(self.versions().await?.last().copied())
     }
 
-    /// The newest manifest; parsed once per process (repeated queries of a table that
-    /// did not change read only the listing).
-    async fn latest(&self) -> Result<Manifest, TableError> {
+    /// The newest manifest; parsed once per process and shared (repeated queries of a
+    /// table that did not change read only the listing).
+    async fn latest(&self) -> Result<Arc<Manifest>, TableError> {
         let (version, meta) = self
             .manifests()
             .await?
@@ -542,10 +543,10 @@ impl Table {
             ),
         );
         if let Some(manifest) = cache::manifest(&key) {
-            return Ok(manifest.as_ref().clone());
+            return Ok(manifest);
         }
-        let manifest = self.read_manifest(version).await?;
-        cache::keep_manifest(key, Arc::new(manifest.clone()), meta.size as usize);
+        let manifest = Arc::new(self.read_manifest(version).await?);
+        cache::keep_manifest(key, Arc::clone(&manifest), meta.size as usize);
         Ok(manifest)
     }
 

@@ -20,7 +20,8 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::aggregates::{AggregateExec, PhysicalGroupBy};
 use datafusion::physical_plan::projection::{ProjectionExec, ProjectionExpr};
 
-use super::scan::TilesSource;
+use super::scan::{SnapshotFile, TilesSource};
+use tessera_tiles::summary::FileSummary;
 
 /// Every expression an aggregate evaluates over its input, by role.
 pub(super) struct AggregateParts {
@@ -196,6 +197,20 @@ pub(super) fn rewrite_aggregates(
         })
     })
     .map(|t| t.data)
+}
+
+/// The manifest summaries of every file `config` scans (`None` when one is not a file
+/// of a Tessera snapshot).
+pub(super) fn scanned_summaries(config: &FileScanConfig) -> Option<Vec<&FileSummary>> {
+    config
+        .file_groups
+        .iter()
+        .flat_map(|g| g.iter())
+        .map(|file| {
+            let entry = file.extensions.get::<SnapshotFile>()?;
+            Some(&entry.file.summary)
+        })
+        .collect()
 }
 
 /// The file scan configuration and source of `plan` when it scans a Tessera table.

@@ -4,26 +4,25 @@
 //! keys are text accesses to low-cardinality paths (at most [`LOW_CARDINALITY`]
 //! distinct values by the manifest's sketches) and small integers becomes a
 //! [`CodeAggregateExec`]; the scan reads those paths as `Dictionary(Int32, Utf8)`, the
-//! codes and dictionary each file stores. Anything else (distinct or ordered
-//! aggregates, grouping sets, string keys of high cardinality) is left to DataFusion.
+//! codes and dictionary each file stores. Anything else (distinct aggregates other than
+//! `COUNT(DISTINCT <string>)`, ordered aggregates, grouping sets, string keys of high
+//! cardinality) is left to DataFusion.
 
 use std::sync::Arc;
 
 use arrow::datatypes::DataType;
 use datafusion::common::Result;
 use datafusion::common::config::ConfigOptions;
-use datafusion::datasource::physical_plan::FileScanConfig;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::{CastExpr, Column};
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::InputOrderMode;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
-use tessera_tiles::summary::DistinctSketch;
+use tessera_tiles::summary::{DistinctSketch, FileSummary};
 
-use super::aggregate_scan::{AggregateParts, rewrite_aggregates, tiles_scan};
+use super::aggregate_scan::{AggregateParts, rewrite_aggregates, scanned_summaries, tiles_scan};
 use super::code_aggregate::{CodeAggregateExec, MAX_GROUPS, MAX_KEYS, is_distinct_string_count};
-use super::scan::SnapshotFile;
 use crate::ndjson::extract::dictionary_text;
 use crate::options::TesseraOptions;
 
@@ -71,26 +70,28 @@ fn on_codes(aggregate: &AggregateExec) -> Result<Option<Arc<dyn ExecutionPlan>>>
     else {
         return Ok(None);
     };
+    let schema = input.schema();
     let plain = *aggregate.mode() == AggregateMode::Partial
         && (1..=MAX_KEYS).contains(&parts.groups.len())
         && *aggregate.input_order_mode() == InputOrderMode::Linear
         && aggregate.limit_options().is_none()
         && aggregate.aggr_expr().iter().all(|a| {
             a.groups_accumulator_supported() && !a.is_distinct() && a.order_bys().is_empty()
-                || is_distinct_string_count(a, &input.schema())
+                || is_distinct_string_count(a, &schema)
         });
-    if !plain {
+    let Some(summaries) = scanned_summaries(config).filter(|_| plain) else {
         return Ok(None);
-    }
-    let schema = input.schema();
+    };
+    let text_paths = source.text_paths();
     let width = schema.fields().len();
     let mut codes: Vec<(Arc<dyn PhysicalExpr>, String)> = Vec::new();
     let mut groups = Vec::with_capacity(parts.groups.len());
     for (expr, name) in &parts.groups {
         let coded = expr.downcast_ref::<Column>().filter(|c| {
-            source
-                .text_path(c.index())
-                .is_some_and(|path| low_cardinality(config, &path))
+            text_paths
+                .get(c.index())
+                .and_then(Option::as_deref)
+                .is_some_and(|path| low_cardinality(&summaries, path))
         });
         let key: Arc<dyn PhysicalExpr> = match coded {
             Some(column) => {
@@ -126,20 +127,18 @@ fn on_codes(aggregate: &AggregateExec) -> Result<Option<Arc<dyn ExecutionPlan>>>
     Ok(Some(Arc::new(rewritten)))
 }
 
-/// Whether the files `config` scans hold at most [`LOW_CARDINALITY`] distinct typed
-/// values at `path`, by the union of their sketches (files that do not shred the path
-/// hold it in the binary, which stays rare).
-fn low_cardinality(config: &FileScanConfig, path: &str) -> bool {
+/// Whether the scanned files (`summaries`) hold at most [`LOW_CARDINALITY`] distinct
+/// typed values at `path`, by the union of their sketches (files that do not shred the
+/// path hold it in the binary, which stays rare).
+fn low_cardinality(summaries: &[&FileSummary], path: &str) -> bool {
     let mut union: Option<DistinctSketch> = None;
-    for file in config.file_groups.iter().flat_map(|g| g.iter()) {
-        let Some(entry) = file.extensions.get_arc::<SnapshotFile>() else {
-            return false;
-        };
-        if let Some(stats) = entry.file.summary.stats.iter().find(|s| s.path == path) {
-            union
-                .get_or_insert_with(DistinctSketch::default)
-                .merge(&stats.distinct);
-        }
+    for stats in summaries
+        .iter()
+        .filter_map(|summary| summary.stats.iter().find(|s| s.path == path))
+    {
+        union
+            .get_or_insert_with(DistinctSketch::default)
+            .merge(&stats.distinct);
     }
     union.is_some_and(|sketch| sketch.estimate() <= LOW_CARDINALITY)
 }

@@ -14,7 +14,6 @@ use std::sync::Arc;
 use arrow::datatypes::DataType;
 use datafusion::common::Result;
 use datafusion::common::config::ConfigOptions;
-use datafusion::datasource::physical_plan::FileScanConfig;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::aggregate::{AggregateExprBuilder, AggregateFunctionExpr};
 use datafusion::physical_expr::expressions::{CastExpr, Column};
@@ -24,10 +23,9 @@ use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::projection::{ProjectionExec, ProjectionExpr};
 use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
-use tessera_tiles::summary::{LeafType, StatValue};
+use tessera_tiles::summary::{FileSummary, LeafType, StatValue};
 
-use super::aggregate_scan::{rewrite_aggregates, tiles_scan};
-use super::scan::SnapshotFile;
+use super::aggregate_scan::{rewrite_aggregates, scanned_summaries, tiles_scan};
 
 /// The physical optimizer rule; it runs before [`super::CastPushdown`], which then has
 /// the scan read the integers.
@@ -91,6 +89,10 @@ fn rewrite(
     let Some((config, source)) = tiles_scan(scan) else {
         return Ok(None);
     };
+    let Some(summaries) = scanned_summaries(config) else {
+        return Ok(None);
+    };
+    let text_paths = source.text_paths();
     let schema = scan.schema();
     let mut changed = Vec::new();
     let mut functions: Vec<Arc<AggregateFunctionExpr>> = Vec::new();
@@ -99,9 +101,10 @@ fn rewrite(
         let args = function.expressions();
         let column = match (name, args.as_slice()) {
             ("min" | "max", [arg]) => arg.downcast_ref::<Column>().filter(|c| {
-                source
-                    .text_path(c.index())
-                    .is_some_and(|path| ordered_integers(config, &path))
+                text_paths
+                    .get(c.index())
+                    .and_then(Option::as_deref)
+                    .is_some_and(|path| ordered_integers(&summaries, path))
             }),
             _ => None,
         };
@@ -170,15 +173,11 @@ fn rewrite(
     )?)))
 }
 
-/// Whether, in every file `config` scans, `path` is shredded as integers with no value
-/// in the binary, and all of them are non-negative with one number of digits.
-fn ordered_integers(config: &FileScanConfig, path: &str) -> bool {
+/// Whether, in every scanned file (`summaries`), `path` is shredded as integers with no
+/// value in the binary, and all of them are non-negative with one number of digits.
+fn ordered_integers(summaries: &[&FileSummary], path: &str) -> bool {
     let mut digits: Option<usize> = None;
-    for file in config.file_groups.iter().flat_map(|g| g.iter()) {
-        let Some(entry) = file.extensions.get_arc::<SnapshotFile>() else {
-            return false;
-        };
-        let summary = &entry.file.summary;
+    for summary in summaries {
         let typed = summary
             .schema
             .get(path)

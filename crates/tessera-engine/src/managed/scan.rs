@@ -105,20 +105,20 @@ impl TilesSource {
         .with_typed_casts()
     }
 
-    /// The JSON path of output `index` when it is a text access (`j->>'$.a.b'`) and
-    /// nothing else, as manifests spell paths (`$.a.b`).
-    pub(super) fn text_path(&self, index: usize) -> Option<String> {
-        let plan = self.extraction().ok()?;
-        let column = plan
-            .projection
-            .as_ref()
-            .get(index)?
-            .expr
-            .downcast_ref::<Column>()?
-            .index();
-        let k = column.checked_sub(usize::from(plan.raw))?;
-        let &(slot, output) = plan.outputs.get(k)?;
-        (output == Output::Text).then(|| display_path(plan.trie.path(slot)))
+    /// Per output, its JSON path when it is a text access (`j->>'$.a.b'`) and nothing
+    /// else, as manifests spell paths (`$.a.b`).
+    pub(super) fn text_paths(&self) -> Vec<Option<String>> {
+        let Ok(plan) = self.extraction() else {
+            return Vec::new();
+        };
+        let text_path = |expr: &Arc<dyn PhysicalExpr>| {
+            let column = expr.downcast_ref::<Column>()?.index();
+            let &(slot, output) = plan
+                .outputs
+                .get(column.checked_sub(usize::from(plan.raw))?)?;
+            (output == Output::Text).then(|| display_path(plan.trie.path(slot)))
+        };
+        plan.projection.iter().map(|p| text_path(&p.expr)).collect()
     }
 
     /// Whether the scan still outputs the table's columns as they are, so that filters

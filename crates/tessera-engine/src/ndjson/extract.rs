@@ -25,9 +25,10 @@ use crate::json::{Output, access_output};
 /// Name prefix of the columns holding extracted paths inside a scan.
 const EXTRACTED_PREFIX: &str = "__tessera_json_";
 /// The type a grouping on codes reads a text access as: the dictionary codes of a
-/// string column as stored, instead of one string per row.
+/// string column as stored, instead of one string per row (what Tessera tables decode
+/// dictionary-encoded string leaves as).
 pub fn dictionary_text() -> DataType {
-    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
+    tessera_table::dictionary_type()
 }
 
 /// Whether `CAST(<access with output> AS target)` is a decoded column of its own: a

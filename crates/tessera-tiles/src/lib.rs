@@ -55,7 +55,8 @@ pub struct TilesOptions {
     pub itemset_budget: usize,
     /// Rows per Parquet row group.
     pub row_group_docs: usize,
-    /// zstd level of the Parquet pages.
+    /// zstd level of the Parquet pages other than typed leaves (those favour decoding
+    /// speed: see `writer::text_compression`).
     pub zstd_level: i32,
     /// Most low-cardinality shredded paths rows are ordered by ([`cluster`]); 0 keeps
     /// the tiles' order.

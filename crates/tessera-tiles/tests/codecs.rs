@@ -1,0 +1,108 @@
+//! Typed leaves, which queries read, are compressed for decoding speed; the rest of a
+//! file for size. Files read back to the documents written either way.
+
+use parquet::basic::Compression;
+use parquet::file::reader::{FileReader, SerializedFileReader};
+use serde_json::Value;
+use tessera_tiles::{TilesOptions, read_json, write_file};
+
+/// The codec of each column chunk of the first row group, by dotted column path.
+fn codecs(parquet: bytes::Bytes) -> Vec<(String, Compression)> {
+    let reader = SerializedFileReader::new(parquet).unwrap();
+    let group = reader.metadata().row_group(0);
+    group
+        .columns()
+        .iter()
+        .map(|c| (c.column_path().string(), c.compression()))
+        .collect()
+}
+
+fn codec_of(codecs: &[(String, Compression)], path: &str) -> Compression {
+    codecs
+        .iter()
+        .find(|(p, _)| p == path)
+        .unwrap_or_else(|| panic!("no column {path} in {codecs:?}"))
+        .1
+}
+
+#[test]
+fn typed_leaves_favour_decoding_speed() {
+    // A 3-valued `kind`, a unique `id` string, steadily rising `at` integers, a float,
+    // and a `mixed` path that is mostly strings with some numbers (outliers).
+    let docs: Vec<String> = (0..4000)
+        .map(|i| {
+            let mixed = match i % 10 {
+                0 => Value::from(i),
+                _ => Value::from(format!("m{}", i % 9)),
+            };
+            let kind = ["a", "b", "c"][i % 3];
+            serde_json::json!({
+                "kind": kind,
+                "id": format!("did:plc:{:024x}", i * 7919),
+                "at": 1_700_000_000_000_000u64 + i as u64 * 1000,
+                "score": i as f64 / 7.0,
+                "mixed": mixed,
+                "note": {"text": format!("free text {i} with words")},
+            })
+            .to_string()
+        })
+        .collect();
+    let raw: Vec<&[u8]> = docs.iter().map(|d| d.as_bytes()).collect();
+    let written = write_file(&raw, &TilesOptions::default()).unwrap();
+    let codecs = codecs(written.parquet.clone());
+    let zstd = |p: &str| matches!(codec_of(&codecs, p), Compression::ZSTD(_));
+    assert_eq!(
+        codec_of(&codecs, "j.typed_value.kind.typed_value"),
+        Compression::UNCOMPRESSED
+    );
+    assert_eq!(
+        codec_of(&codecs, "j.typed_value.mixed.typed_value"),
+        Compression::UNCOMPRESSED
+    );
+    assert_eq!(
+        codec_of(&codecs, "j.typed_value.id.typed_value"),
+        Compression::LZ4_RAW
+    );
+    assert_eq!(
+        codec_of(&codecs, "j.typed_value.note.typed_value.text.typed_value"),
+        Compression::LZ4_RAW
+    );
+    assert_eq!(
+        codec_of(&codecs, "j.typed_value.at.typed_value"),
+        Compression::UNCOMPRESSED
+    );
+    // Outlier binaries: empty ones hold only levels; `mixed` has numbers in its binary.
+    assert_eq!(
+        codec_of(&codecs, "j.typed_value.kind.value"),
+        Compression::UNCOMPRESSED
+    );
+    assert!(zstd("j.typed_value.mixed.value"));
+    // Floats, the document's residual binary and its metadata stay compressed for size.
+    assert!(zstd("j.typed_value.score.typed_value"));
+    assert!(zstd("j.value"));
+    assert!(zstd("j.metadata"));
+
+    // Every document reads back as written (rows are reordered by clustering).
+    let reader =
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(written.parquet)
+            .unwrap()
+            .build()
+            .unwrap();
+    let mut back: Vec<Value> = Vec::new();
+    for batch in reader {
+        let text = read_json(batch.unwrap().column(0).as_ref()).unwrap();
+        let text = arrow::array::AsArray::as_string::<i32>(&text);
+        back.extend(
+            text.iter()
+                .map(|t| serde_json::from_str(t.unwrap()).unwrap()),
+        );
+    }
+    let mut expected: Vec<Value> = docs
+        .iter()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let order = |v: &Value| v["id"].as_str().unwrap().to_string();
+    back.sort_by_key(order);
+    expected.sort_by_key(order);
+    assert_eq!(back, expected);
+}

@@ -363,11 +363,7 @@ fn truncate(s: &str) -> &str {
 /// The Parquet column path of a shredded leaf's typed column (for a list, of its
 /// elements' typed column, below Parquet's `list.element` groups).
 fn typed_column_path(choice: &Choice) -> ColumnPath {
-    let mut parts = vec![COLUMN.to_string()];
-    for key in &choice.path {
-        parts.push("typed_value".into());
-        parts.push(key.clone());
-    }
+    let mut parts = field_parts(choice);
     parts.push("typed_value".into());
     if choice.list {
         parts.extend(["list", "element", "typed_value"].map(String::from));
@@ -377,13 +373,19 @@ fn typed_column_path(choice: &Choice) -> ColumnPath {
 
 /// The Parquet column of the Variant binary holding `choice`'s values of other types.
 fn outlier_column_path(choice: &Choice) -> ColumnPath {
+    let mut parts = field_parts(choice);
+    parts.push("value".into());
+    ColumnPath::new(parts)
+}
+
+/// The Parquet path of the shredded field group of `choice`.
+fn field_parts(choice: &Choice) -> Vec<String> {
     let mut parts = vec![COLUMN.to_string()];
     for key in &choice.path {
         parts.push("typed_value".into());
         parts.push(key.clone());
     }
-    parts.push("value".into());
-    ColumnPath::new(parts)
+    parts
 }
 
 fn encode(

@@ -10,6 +10,7 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
+use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use tessera_engine::{SessionOptions, TesseraSession};
 
@@ -36,38 +37,24 @@ async fn main() -> anyhow::Result<()> {
     let s3 = tessera_blob::S3Config::resolve(&Default::default(), &|_| None)?;
     let session = TesseraSession::new(s3, SessionOptions::default())?;
     let table = dir.path().join("events");
-    session
-        .sql(&format!(
-            "CREATE EXTERNAL TABLE events STORED AS TESSERA LOCATION '{}'",
-            table.display()
-        ))
-        .await?
-        .collect()
-        .await?;
-    session
-        .sql(&format!(
-            "INSERT INTO events SELECT j FROM '{}'",
-            file.display()
-        ))
-        .await?
-        .collect()
-        .await?;
+    let create = format!(
+        "CREATE EXTERNAL TABLE events STORED AS TESSERA LOCATION '{}'",
+        table.display()
+    );
+    run(&session, &create).await?;
+    run(
+        &session,
+        &format!("INSERT INTO events SELECT j FROM '{}'", file.display()),
+    )
+    .await?;
 
     for codes in [true, false] {
-        session
-            .sql(&format!("SET tessera.group_on_codes = {codes}"))
-            .await?
-            .collect()
-            .await?;
+        run(&session, &format!("SET tessera.group_on_codes = {codes}")).await?;
         let started = Instant::now();
-        let answer = session.sql(QUERY).await?.collect().await?;
+        let answer = run(&session, QUERY).await?;
         let elapsed = started.elapsed();
-        let plan = session
-            .sql(&format!("EXPLAIN {QUERY}"))
-            .await?
-            .collect()
-            .await?;
-        let plan = pretty_format_batches(&plan)?.to_string();
+        let plan =
+            pretty_format_batches(&run(&session, &format!("EXPLAIN {QUERY}")).await?)?.to_string();
         let grouped_by = match plan.contains("CodeAggregateExec") {
             true => "CodeAggregateExec (dictionary codes)",
             false => "AggregateExec (strings)",
@@ -76,4 +63,9 @@ async fn main() -> anyhow::Result<()> {
         println!("{}", pretty_format_batches(&answer)?);
     }
     Ok(())
+}
+
+/// Runs one statement to completion.
+async fn run(session: &TesseraSession, sql: &str) -> anyhow::Result<Vec<RecordBatch>> {
+    Ok(session.sql(sql).await?.collect().await?)
 }

@@ -15,11 +15,13 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, StringViewBuilder, StructArray, UInt32Array, new_null_array,
+    Array, ArrayRef, AsArray, Int32Array, StringViewBuilder, StructArray, UInt32Array,
+    new_null_array,
 };
 use arrow::compute::{cast, interleave, take};
-use arrow::datatypes::{DataType, Field, Fields, Float64Type, Int64Type, TimeUnit};
+use arrow::datatypes::{DataType, Field, Fields, Float64Type, Int32Type, Int64Type, TimeUnit};
 use datafusion::common::{DataFusionError, Result};
+use parquet::file::metadata::ParquetMetaData;
 use parquet::schema::types::SchemaDescriptor;
 use parquet_variant::Variant;
 use parquet_variant_compute::{VariantArray, unshred_variant};
@@ -98,14 +100,27 @@ impl ShreddedLeaf {
         })
     }
 
-    /// Parquet leaf column indices to read for this path (the typed leaf, its outlier
-    /// binary and, when outliers are possible, the Variant metadata), ascending.
-    pub fn parquet_leaves(&self, column: &str, schema: &SchemaDescriptor) -> Vec<usize> {
+    /// Parquet leaf column indices to read for this path in `file` (the typed leaf and,
+    /// when the file may hold outliers there, their binary and the Variant metadata),
+    /// ascending.
+    pub fn parquet_leaves(&self, column: &str, file: &ParquetMetaData) -> Vec<usize> {
+        let schema = file.file_metadata().schema_descr();
         let (typed, value) = self.parquet_columns(column, schema);
+        // A file whose statistics show no outlier at the path need not read the
+        // outliers, nor the document metadata that decodes them.
+        let value = value.filter(|&v| !all_null(file, v));
         let metadata = value.and_then(|_| leaf_index(schema, &[column, METADATA]));
         let mut out: Vec<usize> = [typed, value, metadata].into_iter().flatten().collect();
         out.sort_unstable();
         out
+    }
+
+    /// Whether `file` has an outlier column at this path that its statistics show to be
+    /// empty (so reads leave it out).
+    pub fn outliers_absent(&self, column: &str, file: &ParquetMetaData) -> bool {
+        let schema = file.file_metadata().schema_descr();
+        let (_, value) = self.parquet_columns(column, schema);
+        value.is_some_and(|v| all_null(file, v))
     }
 
     /// The Parquet leaf indices of the typed column and of the outlier column.
@@ -551,6 +566,16 @@ fn leaf_index(schema: &SchemaDescriptor, path: &[&str]) -> Option<usize> {
     (0..schema.num_columns()).find(|&i| path.iter().eq(schema.column(i).path().parts().iter()))
 }
 
+/// Whether Parquet leaf `leaf` is null in every row of `file`, by its column chunk
+/// statistics (`false` when a chunk has none).
+fn all_null(file: &ParquetMetaData, leaf: usize) -> bool {
+    file.row_groups().iter().all(|group| {
+        let chunk = group.column(leaf);
+        let nulls = chunk.statistics().and_then(|s| s.null_count_opt());
+        nulls == u64::try_from(chunk.num_values()).ok()
+    })
+}
+
 /// How many values of an access came from typed columns and how many from the binary.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Served {
@@ -655,6 +680,23 @@ fn stored_dictionary(
         binary: 0,
     };
     Ok(Some((Arc::clone(typed), served)))
+}
+
+/// The codes of a string leaf the reader decoded as a dictionary, and the dictionary's
+/// values as an access with `output` reads them, when no row of the batch sits in the
+/// binary: the access's value at a row is then the value its code points to, so a
+/// filter on the access can be judged once per distinct value.
+pub(super) fn coded_values(
+    column: &StructArray,
+    leaf: &ShreddedLeaf,
+    output: Output,
+) -> Result<Option<(Int32Array, ArrayRef, Served)>> {
+    let Some((codes, served)) = stored_dictionary(column, leaf, &dictionary_text())? else {
+        return Ok(None);
+    };
+    let codes = codes.as_dictionary::<Int32Type>();
+    let values = convert_typed(codes.values(), leaf.kind, output)?;
+    Ok(Some((codes.keys().clone(), values, served)))
 }
 
 /// Whether every date or time of `typed` (Date32 or Timestamp) is a timestamp in

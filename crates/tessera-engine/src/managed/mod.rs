@@ -9,6 +9,7 @@
 mod aggregate_scan;
 mod cast_pushdown;
 mod code_aggregate;
+mod coded_filters;
 mod delete;
 mod describe;
 mod group_on_codes;

@@ -44,11 +44,15 @@ use datafusion::physical_plan::{DisplayFormatType, apply_expression_roots};
 use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStore;
 use parquet::arrow::arrow_reader::RowSelection;
+use parquet::basic::Encoding;
+use parquet::file::metadata::ParquetMetaData;
 use parquet::schema::types::SchemaDescriptor;
 use tessera_table::{DataFile, FilePredicate, FileRead, OpenFile, Pacer, Snapshot, Traffic};
 
+use super::coded_filters::CodedOutput;
 use super::leaves::{
-    BinaryPath, LeafKind, Served, ShreddedElement, ShreddedLeaf, SubtreePath, read_leaf, typed_cast,
+    BinaryPath, LeafKind, Served, ShreddedElement, ShreddedLeaf, SubtreePath, coded_values,
+    read_leaf, typed_cast,
 };
 use super::provider::external;
 use super::prune::{Constraint, constraints, intersect_ranges, page_bounds, row_group_bounds};
@@ -160,8 +164,11 @@ struct TilesMetrics {
     values_typed: Count,
     values_binary: Count,
     values_reconstructed: Count,
-    /// Typed values handed on as the codes of a stored dictionary (grouping on codes).
+    /// Typed values handed on as the codes of a stored dictionary (grouping on codes,
+    /// filters judged per distinct value).
     values_coded: Count,
+    /// Outlier columns of read paths left unread: the file's statistics show none.
+    outlier_columns_skipped: Count,
 }
 
 impl TilesMetrics {
@@ -182,6 +189,7 @@ impl TilesMetrics {
             values_binary: counter("values_binary"),
             values_reconstructed: counter("values_reconstructed"),
             values_coded: counter("values_coded"),
+            outlier_columns_skipped: counter("outlier_columns_skipped"),
         }
     }
 }
@@ -221,8 +229,10 @@ impl FileSource for TilesSource {
             true => constraints(&self.filters),
             false => Vec::new(),
         };
+        let plan = Arc::new(self.extraction()?);
         Ok(Arc::new(TilesOpener {
-            plan: Arc::new(self.extraction()?),
+            coded: Arc::new(CodedOutput::of(&plan)?),
+            plan,
             constraints: Arc::new(constraints),
             typed_reads: self.typed_reads,
             pace: Arc::clone(&self.pace),
@@ -333,6 +343,8 @@ pub struct SnapshotFile {
 /// Opens the files of one partition of a Tessera table scan.
 struct TilesOpener {
     plan: Arc<ExtractionPlan>,
+    /// The outputs whose filters can be judged on dictionary codes.
+    coded: Arc<Vec<CodedOutput>>,
     constraints: Arc<Vec<Constraint>>,
     typed_reads: bool,
     pace: Arc<ScanPace>,
@@ -349,6 +361,7 @@ impl FileOpener for TilesOpener {
             )));
         };
         let plan = Arc::clone(&self.plan);
+        let coded = Arc::clone(&self.coded);
         let constraints = Arc::clone(&self.constraints);
         let metrics = self.metrics.clone();
         let batch_size = self.batch_size;
@@ -376,19 +389,34 @@ impl FileOpener for TilesOpener {
                 })
                 .collect();
             let whole = plan.raw || sources.iter().any(Source::is_document);
+            if !whole {
+                let skipped = sources
+                    .iter()
+                    .filter_map(Source::typed)
+                    .filter(|leaf| leaf.outliers_absent(column.name(), open.metadata()))
+                    .count();
+                metrics.outlier_columns_skipped.add(skipped);
+            }
             let schema = open.metadata().file_metadata().schema_descr();
             let parquet_leaves = (!whole).then(|| {
                 let all: Vec<usize> = (0..sources.len()).collect();
-                let mut leaves = leaf_columns(&sources, &all, column.name(), schema);
+                let mut leaves = leaf_columns(&sources, &all, column.name(), open.metadata());
                 leaves.extend(relational_leaves(&plan, schema));
                 leaves.sort_unstable();
                 leaves
             });
             let dictionaries = match whole {
                 true => Vec::new(),
-                false => dictionary_leaves(&plan, &sources, column.name(), schema),
+                false => dictionary_leaves(&plan, &coded, &sources, column.name(), open.metadata()),
             };
-            let predicate = late_predicate(&plan, &sources, column.name(), schema, &metrics)?;
+            let predicate = late_predicate(
+                &plan,
+                &coded,
+                &sources,
+                column.name(),
+                &metrics,
+                open.metadata(),
+            )?;
             let filters_applied = predicate.is_some();
             let checks = leaf_checks(&open, &column, &constraints);
             let row_groups = surviving_row_groups(&open, &checks);
@@ -416,8 +444,13 @@ impl FileOpener for TilesOpener {
                     dictionaries,
                 })
                 .map_err(external)?;
-            let mut decoder =
-                FileDecoder::new(Arc::clone(&plan), sources, metrics.clone(), filters_applied)?;
+            let mut decoder = FileDecoder::new(
+                Arc::clone(&plan),
+                coded,
+                sources,
+                metrics.clone(),
+                filters_applied,
+            )?;
             let traffic = Arc::clone(open.traffic());
             let counted = metrics.clone();
             let batches = stream
@@ -489,9 +522,10 @@ impl Source {
     }
 
     /// The Parquet leaves it reads (none for documents, which read every leaf).
-    fn parquet_leaves(&self, column: &str, schema: &SchemaDescriptor) -> Vec<usize> {
+    fn parquet_leaves(&self, column: &str, file: &ParquetMetaData) -> Vec<usize> {
+        let schema = file.file_metadata().schema_descr();
         match self {
-            Source::Typed(leaf) => leaf.parquet_leaves(column, schema),
+            Source::Typed(leaf) => leaf.parquet_leaves(column, file),
             Source::Element(element) => element.parquet_leaves(column, schema),
             Source::Subtree(subtree) => subtree.parquet_leaves(column, schema),
             Source::Binary(path) => path.parquet_leaves(column, schema),
@@ -500,28 +534,40 @@ impl Source {
     }
 }
 
-/// The string leaves to decode as dictionaries: those of the text accesses the plan
-/// casts to [`dictionary_text`] (a grouping on codes), when the file shreds them as
-/// strings and nothing reads them but typed reads (which turn codes into strings where
-/// they need strings).
+/// The string leaves to decode as dictionaries, when the file shreds them as strings and
+/// nothing reads them but typed reads (which turn codes into strings where they need
+/// strings): those of the text accesses the plan casts to [`dictionary_text`] (a
+/// grouping on codes), and those of the filters judged on codes where every page of the
+/// leaf is dictionary-encoded (elsewhere the reader would build a dictionary by
+/// hashing every value).
 fn dictionary_leaves(
     plan: &ExtractionPlan,
+    coded: &[CodedOutput],
     sources: &[Source],
     column: &str,
-    schema: &SchemaDescriptor,
+    metadata: &ParquetMetaData,
 ) -> Vec<usize> {
+    let schema = metadata.file_metadata().schema_descr();
     let others: BTreeSet<usize> = sources
         .iter()
         .filter(|s| s.typed().is_none())
-        .flat_map(|s| s.parquet_leaves(column, schema))
+        .flat_map(|s| s.parquet_leaves(column, metadata))
         .collect();
-    let mut leaves: Vec<usize> = plan
+    let string_leaf = |k: usize| {
+        let leaf = sources[k].typed().filter(|l| l.kind == LeafKind::String)?;
+        leaf.parquet_columns(column, schema).0
+    };
+    let grouped = plan
         .casts
         .iter()
         .filter(|(_, target)| *target == dictionary_text())
-        .filter_map(|&(k, _)| sources[k].typed())
-        .filter(|leaf| leaf.kind == LeafKind::String)
-        .filter_map(|leaf| leaf.parquet_columns(column, schema).0)
+        .filter_map(|&(k, _)| string_leaf(k));
+    let filtered = coded
+        .iter()
+        .filter_map(|c| string_leaf(c.output))
+        .filter(|&leaf| dictionary_encoded(metadata, leaf));
+    let mut leaves: Vec<usize> = grouped
+        .chain(filtered)
         .filter(|leaf| !others.contains(leaf))
         .collect();
     leaves.sort_unstable();
@@ -529,16 +575,28 @@ fn dictionary_leaves(
     leaves
 }
 
+/// Whether every data page of Parquet leaf `leaf` in every row group is
+/// dictionary-encoded.
+fn dictionary_encoded(metadata: &ParquetMetaData, leaf: usize) -> bool {
+    metadata.row_groups().iter().all(|group| {
+        let chunk = group.column(leaf);
+        chunk.dictionary_page_offset().is_some()
+            && chunk.page_encoding_stats_mask().is_some_and(|mask| {
+                mask.is_only(Encoding::RLE_DICTIONARY) || mask.is_only(Encoding::PLAIN_DICTIONARY)
+            })
+    })
+}
+
 /// The Parquet leaf columns that hold `outputs` (indices into `sources`), ascending.
 fn leaf_columns(
     sources: &[Source],
     outputs: &[usize],
     column: &str,
-    schema: &SchemaDescriptor,
+    file: &ParquetMetaData,
 ) -> Vec<usize> {
     let mut indices: Vec<usize> = outputs
         .iter()
-        .flat_map(|&k| sources[k].parquet_leaves(column, schema))
+        .flat_map(|&k| sources[k].parquet_leaves(column, file))
         .collect();
     indices.sort_unstable();
     indices.dedup();
@@ -582,10 +640,11 @@ fn relational_leaves(plan: &ExtractionPlan, schema: &SchemaDescriptor) -> Vec<us
 /// only for the rows that pass.
 fn late_predicate(
     plan: &Arc<ExtractionPlan>,
+    coded: &Arc<Vec<CodedOutput>>,
     sources: &[Source],
     column: &str,
-    schema: &SchemaDescriptor,
     metrics: &TilesMetrics,
+    file: &ParquetMetaData,
 ) -> Result<Option<FilePredicate>> {
     let Some(outputs) = plan.filter_outputs() else {
         return Ok(None);
@@ -593,14 +652,16 @@ fn late_predicate(
     if outputs.is_empty() || outputs.iter().any(|&k| sources[k].is_document()) {
         return Ok(None);
     }
-    let columns = leaf_columns(sources, &outputs, column, schema);
-    let mut decoder = FileDecoder::new(Arc::clone(plan), sources.to_vec(), metrics.clone(), false)?;
+    let columns = leaf_columns(sources, &outputs, column, file);
+    let mut decoder = FileDecoder::new(
+        Arc::clone(plan),
+        Arc::clone(coded),
+        sources.to_vec(),
+        metrics.clone(),
+        false,
+    )?;
     let keep = move |batch: RecordBatch| -> std::result::Result<BooleanArray, ArrowError> {
-        let rows = batch.num_rows();
-        let decoded = decoder.decoded(&batch, Pass::Filters(Some(&outputs)))?;
-        Ok(decoder
-            .mask(&decoded)?
-            .unwrap_or_else(|| BooleanArray::from(vec![true; rows])))
+        Ok(decoder.filter_mask(&batch, &outputs)?)
     };
     Ok(Some(FilePredicate {
         leaves: columns,
@@ -721,6 +782,8 @@ struct FileDecoder {
     filter_casts: Arc<BTreeSet<usize>>,
     /// All-null columns handed out for outputs nothing reads, most recent last.
     placeholders: Vec<ArrayRef>,
+    /// The outputs whose filters can be judged on dictionary codes.
+    coded: Arc<Vec<CodedOutput>>,
 }
 
 /// An all-null column of `rows` rows for what nothing reads: one array per type and
@@ -745,6 +808,7 @@ const MAX_PLACEHOLDERS: usize = 8;
 impl FileDecoder {
     fn new(
         plan: Arc<ExtractionPlan>,
+        coded: Arc<Vec<CodedOutput>>,
         sources: Vec<Source>,
         metrics: TilesMetrics,
         filters_applied: bool,
@@ -768,6 +832,7 @@ impl FileDecoder {
             metrics,
             filters_applied,
             placeholders: Vec::new(),
+            coded,
         })
     }
 
@@ -780,12 +845,19 @@ impl FileDecoder {
             // projection's casts (which fail on bad text) see only passing rows, as in
             // SQL.
             let outputs = self.filter_outputs.clone();
-            let probe = self.decoded(stored, Pass::Filters(outputs.as_deref()))?;
-            let mask = self.mask(&probe)?.expect("there are filters");
             let complete = outputs.is_none() && self.filter_casts.len() == self.plan.casts.len();
             if complete {
+                let probe = self.decoded(stored, Pass::Filters(None))?;
+                let mask = self.mask(&probe, &[])?;
                 filter_record_batch(&probe, &mask)?
             } else {
+                let mask = match outputs.as_deref() {
+                    Some(outputs) => self.filter_mask(stored, outputs)?,
+                    None => {
+                        let probe = self.decoded(stored, Pass::Filters(None))?;
+                        self.mask(&probe, &[])?
+                    }
+                };
                 let passing = filter_record_batch(stored, &mask)?;
                 if passing.num_rows() == 0 {
                     return Ok(None);
@@ -953,17 +1025,68 @@ impl FileDecoder {
         Ok(())
     }
 
-    /// Which rows of a decoded batch pass every pushed filter (`None`: no filters).
-    fn mask(&self, batch: &RecordBatch) -> Result<Option<BooleanArray>> {
+    /// Which rows of a stored batch pass every pushed filter, when the filters read the
+    /// extracted `outputs` and their casts: filters on dictionary-encoded paths are
+    /// judged on the codes ([`CodedOutput`]), the others on the outputs they read.
+    fn filter_mask(&mut self, stored: &RecordBatch, outputs: &[usize]) -> Result<BooleanArray> {
+        let column = stored
+            .column_by_name(tessera_tiles::writer::COLUMN)
+            .map(|c| c.as_struct());
+        let mut judged = vec![false; self.plan.row_filters.len()];
+        let mut coded_outputs = Vec::new();
         let mut mask: Option<BooleanArray> = None;
-        for filter in &self.plan.row_filters {
-            let passed = filter.evaluate(batch)?.into_array(batch.num_rows())?;
-            let passed = passed.as_boolean().clone();
-            mask = Some(match mask {
-                None => passed,
-                Some(m) => and(&m, &passed)?,
-            });
+        for coded in self.coded.iter() {
+            let leaf = self.sources[coded.output].typed();
+            let (_, output) = self.plan.outputs[coded.output];
+            let Some((codes, values, served)) = column
+                .zip(leaf)
+                .map(|(column, leaf)| coded_values(column, leaf, output))
+                .transpose()?
+                .flatten()
+            else {
+                continue;
+            };
+            self.count(served);
+            self.metrics.values_coded.add(served.typed);
+            mask = Some(conjoin(mask, coded.mask(&codes, &values)?)?);
+            coded.filters.iter().for_each(|&f| judged[f] = true);
+            coded_outputs.push(coded.output);
         }
-        Ok(mask)
+        if judged.iter().all(|&j| j) {
+            return Ok(mask.expect("there are filters"));
+        }
+        let rest: Vec<usize> = outputs
+            .iter()
+            .copied()
+            .filter(|k| !coded_outputs.contains(k))
+            .collect();
+        let decoded = self.decoded(stored, Pass::Filters(Some(&rest)))?;
+        let others = self.mask(&decoded, &judged)?;
+        match mask {
+            Some(mask) => conjoin(Some(mask), others),
+            None => Ok(others),
+        }
     }
+
+    /// Which rows of a decoded batch pass every pushed filter not already `judged`
+    /// (indices into the row filters; all rows when every filter is).
+    fn mask(&self, batch: &RecordBatch, judged: &[bool]) -> Result<BooleanArray> {
+        let mut mask: Option<BooleanArray> = None;
+        for (f, filter) in self.plan.row_filters.iter().enumerate() {
+            if judged.get(f).copied().unwrap_or(false) {
+                continue;
+            }
+            let passed = filter.evaluate(batch)?.into_array(batch.num_rows())?;
+            mask = Some(conjoin(mask, passed.as_boolean().clone())?);
+        }
+        Ok(mask.unwrap_or_else(|| BooleanArray::from(vec![true; batch.num_rows()])))
+    }
+}
+
+/// `mask AND passed` (`passed` alone when there is no mask yet).
+fn conjoin(mask: Option<BooleanArray>, passed: BooleanArray) -> Result<BooleanArray> {
+    Ok(match mask {
+        None => passed,
+        Some(mask) => and(&mask, &passed)?,
+    })
 }

@@ -280,28 +280,73 @@ impl ExtractionPlan {
     fn filter_reads(&self) -> Option<(BTreeSet<usize>, BTreeSet<usize>)> {
         let mut outputs = BTreeSet::new();
         let mut casts = BTreeSet::new();
-        let mut other = false;
         for filter in &self.row_filters {
-            filter
-                .apply(|e| {
-                    if let Some(c) = e.downcast_ref::<Column>() {
-                        let extracted = c.name().strip_prefix(EXTRACTED_PREFIX);
-                        let cast = c.name().strip_prefix(CAST_PREFIX);
-                        match (extracted.map(str::parse), cast.map(str::parse::<usize>)) {
-                            (Some(Ok(k)), _) => {
-                                outputs.insert(k);
-                            }
-                            (_, Some(Ok(c))) => {
-                                casts.insert(c);
-                            }
-                            _ => other = true,
-                        }
-                    }
-                    Ok(TreeNodeRecursion::Continue)
-                })
-                .ok()?;
+            let reads = FilterReads::of(filter)?;
+            outputs.extend(reads.outputs);
+            casts.extend(reads.casts);
         }
-        (!other).then_some((outputs, casts))
+        Some((outputs, casts))
+    }
+
+    /// Per row filter, the extracted output it reads when that is all it reads (the
+    /// output's own column: no cast of it, nothing else), and the outputs the other
+    /// filters read directly or through casts; `None` when a filter reads anything but
+    /// outputs and casts.
+    pub fn single_output_filters(&self) -> Option<(Vec<Option<usize>>, BTreeSet<usize>)> {
+        let mut singles = Vec::with_capacity(self.row_filters.len());
+        let mut others = BTreeSet::new();
+        for filter in &self.row_filters {
+            let reads = FilterReads::of(filter)?;
+            let single = match (reads.outputs.len(), reads.casts.is_empty()) {
+                (1, true) => reads.outputs.first().copied(),
+                _ => None,
+            };
+            if single.is_none() {
+                others.extend(&reads.outputs);
+                others.extend(reads.casts.iter().map(|&c| self.casts[c].0));
+            }
+            singles.push(single);
+        }
+        Some((singles, others))
+    }
+}
+
+/// The decoded columns one row filter reads.
+struct FilterReads {
+    /// Extracted outputs read directly.
+    outputs: BTreeSet<usize>,
+    /// Casts (indices into [`ExtractionPlan::casts`]) read.
+    casts: BTreeSet<usize>,
+}
+
+impl FilterReads {
+    /// What `filter` reads; `None` when it reads a column that is neither an output nor
+    /// a cast (the raw document, partition values).
+    fn of(filter: &Arc<dyn PhysicalExpr>) -> Option<Self> {
+        let mut reads = Self {
+            outputs: BTreeSet::new(),
+            casts: BTreeSet::new(),
+        };
+        let mut other = false;
+        filter
+            .apply(|e| {
+                if let Some(c) = e.downcast_ref::<Column>() {
+                    let extracted = c.name().strip_prefix(EXTRACTED_PREFIX);
+                    let cast = c.name().strip_prefix(CAST_PREFIX);
+                    match (extracted.map(str::parse), cast.map(str::parse::<usize>)) {
+                        (Some(Ok(k)), _) => {
+                            reads.outputs.insert(k);
+                        }
+                        (_, Some(Ok(c))) => {
+                            reads.casts.insert(c);
+                        }
+                        _ => other = true,
+                    }
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })
+            .ok()?;
+        (!other).then_some(reads)
     }
 }
 

@@ -444,6 +444,11 @@ const GROUPED: &[(&str, bool)] = &[
         "SELECT j->>'kind', count(*), count(DISTINCT j->>'n'), count(DISTINCT j->'nested'->>'y') FILTER (WHERE json_get_int(j, 'id') % 2 = 0) FROM T GROUP BY 1",
         true,
     ),
+    // Distinct values met as codes (`kind` repeats) and as strings (`id` does not).
+    (
+        "SELECT j->'nested'->>'y', count(DISTINCT j->>'kind'), count(DISTINCT j->>'id') FROM T GROUP BY 1",
+        true,
+    ),
     // 9000 distinct ids: more than codes pay for.
     ("SELECT j->>'id', count(*) FROM T GROUP BY 1", false),
 ];
@@ -485,6 +490,20 @@ async fn grouping_on_codes_answers_like_strings() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The distinct values of a path whose values repeat are met as codes too.
+    let plan = analyze(
+        &session,
+        "SELECT j->'nested'->>'y', count(DISTINCT j->>'kind'), count(DISTINCT j->>'id') FROM t GROUP BY 1",
+    )
+    .await;
+    assert!(
+        plan.contains("CAST(json_get_text(j@0, kind) AS Dictionary"),
+        "{plan}"
+    );
+    assert!(
+        !plan.contains("CAST(json_get_text(j@0, id) AS Dictionary"),
+        "{plan}"
+    );
     // `kind` is a string in every document: every value is handed on as a code of the
     // dictionaries the files store, none as a string.
     let plan = analyze(&session, "SELECT j->>'kind', count(*) FROM t GROUP BY 1").await;

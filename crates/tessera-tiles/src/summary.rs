@@ -100,6 +100,19 @@ pub struct PathStats {
     pub distinct: DistinctSketch,
 }
 
+impl PathStats {
+    /// Whether the typed values repeat enough that one dictionary of them all pays for
+    /// itself: each distinct value [`MIN_REPEATS`] times on average or more. Writers
+    /// keep such string leaves dictionary-encoded whatever the dictionary's size, so
+    /// readers can work on codes.
+    pub fn values_repeat(&self) -> bool {
+        self.distinct.estimate().saturating_mul(MIN_REPEATS) <= self.typed_count
+    }
+}
+
+/// Mean occurrences per distinct value from which [`PathStats::values_repeat`].
+pub const MIN_REPEATS: u64 = 2;
+
 /// Number of registers of a [`DistinctSketch`] as a power of two: 2^8 registers give
 /// about 6.5% standard error in 256 bytes per path and file.
 const SKETCH_BITS: u32 = 8;

@@ -1,7 +1,8 @@
 //! Typed leaves, which queries read, are compressed for decoding speed; the rest of a
-//! file for size. Files read back to the documents written either way.
+//! file for size; string leaves whose values repeat keep their dictionary. Files read
+//! back to the documents written either way.
 
-use parquet::basic::Compression;
+use parquet::basic::{Compression, Encoding};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use serde_json::Value;
 use tessera_tiles::{TilesOptions, read_json, write_file};
@@ -104,4 +105,41 @@ fn typed_leaves_favour_decoding_speed() {
     back.sort_by_key(order);
     expected.sort_by_key(order);
     assert_eq!(back, expected);
+}
+
+#[test]
+fn repeating_strings_keep_their_dictionary() {
+    // `user`: 12,000 distinct 100-byte values, each 5 times (a 1.2 MB dictionary, past
+    // Parquet's default page limit); `event`: a distinct 100-byte value per document.
+    let pad = "x".repeat(90);
+    let docs: Vec<String> = (0..60_000)
+        .map(|i| {
+            serde_json::json!({
+                "user": format!("{pad}{:010}", i % 12_000),
+                "event": format!("{pad}{i:010}"),
+            })
+            .to_string()
+        })
+        .collect();
+    let raw: Vec<&[u8]> = docs.iter().map(|d| d.as_bytes()).collect();
+    let options = TilesOptions {
+        row_group_docs: docs.len(),
+        ..TilesOptions::default()
+    };
+    let written = write_file(&raw, &options).unwrap();
+    let reader = SerializedFileReader::new(written.parquet).unwrap();
+    assert_eq!(reader.metadata().num_row_groups(), 1);
+    let all_dictionary = |path: &str| {
+        let group = reader.metadata().row_group(0);
+        let chunk = group
+            .columns()
+            .iter()
+            .find(|c| c.column_path().string() == path)
+            .unwrap_or_else(|| panic!("no column {path}"));
+        chunk
+            .page_encoding_stats_mask()
+            .is_some_and(|mask| mask.is_only(Encoding::RLE_DICTIONARY))
+    };
+    assert!(all_dictionary("j.typed_value.user.typed_value"));
+    assert!(!all_dictionary("j.typed_value.event.typed_value"));
 }

@@ -39,7 +39,7 @@ use datafusion::physical_plan::{
     apply_expression_roots,
 };
 use futures::{StreamExt, TryStreamExt};
-use hashbrown::{DefaultHashBuilder, HashTable};
+use hashbrown::{DefaultHashBuilder, HashSet, HashTable};
 use std::hash::BuildHasher;
 
 use crate::ndjson::extract::dictionary_text;
@@ -357,7 +357,7 @@ impl KeyIds {
         if self
             .dictionary
             .as_ref()
-            .is_some_and(|(last, _)| Arc::ptr_eq(last, values))
+            .is_some_and(|(last, _)| same_dictionary(last, values))
         {
             return Ok(false);
         }
@@ -534,9 +534,9 @@ pub fn is_distinct_string_count(aggregate: &AggregateFunctionExpr, schema: &Sche
         && aggregate.fun().name() == "count"
         && aggregate.order_bys().is_empty()
         && args.len() == 1
-        && args[0]
-            .data_type(schema)
-            .is_ok_and(|t| matches!(t, DataType::Utf8 | DataType::Utf8View))
+        && args[0].data_type(schema).is_ok_and(|t| {
+            matches!(t, DataType::Utf8 | DataType::Utf8View) || t == dictionary_text()
+        })
 }
 
 impl Grouping {
@@ -641,50 +641,78 @@ impl Grouping {
 const MAX_DISTINCT_BYTES: usize = 64 << 20;
 
 /// The distinct non-null strings of every group, for `COUNT(DISTINCT ...)`: one byte
-/// arena and one hash table of (group, offset, length), no allocation per value.
+/// arena and one hash table of (group, offset, length), no allocation per value. Values
+/// that come as dictionary codes are added once per (group, code) of a dictionary.
 #[derive(Default)]
 struct DistinctStrings {
     bytes: Vec<u8>,
     entries: HashTable<(u32, u32, u32)>,
     hasher: DefaultHashBuilder,
+    /// The dictionary the last codes index, with the (group, code) pairs met in it.
+    coded: Option<(ArrayRef, HashSet<u64>)>,
 }
 
+/// (group, code) pairs a [`DistinctStrings`] remembers per dictionary before it starts
+/// afresh (it then adds some strings again, which the arena holds once anyway).
+const MAX_CODE_PAIRS: usize = 1 << 22;
+
 impl DistinctStrings {
-    /// Adds the value of each row (`values`, strings) to its group's set.
+    /// Adds the value of each row (`values`, strings or [`dictionary_text`] codes) to its
+    /// group's set.
     fn update(
         &mut self,
         values: &ArrayRef,
         groups: &[usize],
         filter: Option<&BooleanArray>,
     ) -> Result<()> {
+        let skipped = |row: usize| filter.is_some_and(|f| !f.is_valid(row) || !f.value(row));
+        if let Some(codes) = values.as_dictionary_opt::<Int32Type>() {
+            let strings = codes.values().as_string_opt::<i32>().ok_or_else(|| {
+                DataFusionError::Internal(format!("dictionary of {}", codes.values().data_type()))
+            })?;
+            let (_, met) = match self.coded.take() {
+                Some((last, met))
+                    if same_dictionary(&last, codes.values()) && met.len() < MAX_CODE_PAIRS =>
+                {
+                    self.coded.insert((last, met))
+                }
+                _ => self
+                    .coded
+                    .insert((Arc::clone(codes.values()), HashSet::new())),
+            };
+            let keys = codes.keys();
+            for (row, &group) in groups.iter().enumerate() {
+                if keys.is_null(row) || skipped(row) {
+                    continue;
+                }
+                let code = usize::try_from(keys.value(row)).expect("dictionary keys are valid");
+                let pair = (group as u64) << 32 | code as u64;
+                if met.insert(pair) && strings.is_valid(code) {
+                    add_distinct(
+                        &mut self.bytes,
+                        &mut self.entries,
+                        &self.hasher,
+                        group,
+                        strings.value(code).as_bytes(),
+                    );
+                }
+            }
+            return Ok(());
+        }
         let strings = cast(values, &DataType::Utf8View)?;
         let strings = strings.as_string_view();
-        let Self {
-            bytes,
-            entries,
-            hasher,
-        } = self;
         for (row, &group) in groups.iter().enumerate() {
-            let skipped = filter.is_some_and(|f| !f.is_valid(row) || !f.value(row));
-            if strings.is_null(row) || skipped {
+            if strings.is_null(row) || skipped(row) {
                 continue;
             }
-            let group = u32::try_from(group).expect("groups are bounded by max_groups");
             let value = strings.value(row).as_bytes();
-            let hash = hasher.hash_one((group, value));
-            let stored = |&(g, at, len): &(u32, u32, u32)| {
-                g == group && &bytes[at as usize..(at + len) as usize] == value
-            };
-            if entries.find(hash, stored).is_some() {
-                continue;
-            }
-            let at = u32::try_from(bytes.len()).expect("MAX_DISTINCT_BYTES bounds the arena");
-            let len = u32::try_from(value.len()).expect("a string value fits in 4 GiB");
-            bytes.extend_from_slice(value);
-            let rehash = |&(g, at, len): &(u32, u32, u32)| {
-                hasher.hash_one((g, &bytes[at as usize..(at + len) as usize]))
-            };
-            entries.insert_unique(hash, (group, at, len), rehash);
+            add_distinct(
+                &mut self.bytes,
+                &mut self.entries,
+                &self.hasher,
+                group,
+                value,
+            );
         }
         Ok(())
     }
@@ -721,6 +749,46 @@ impl DistinctStrings {
     }
 }
 
+/// Adds `value` to the set of `group` (an arena `bytes` and a table of (group, offset,
+/// length) entries hashed by `hasher`), unless it is there already.
+fn add_distinct(
+    bytes: &mut Vec<u8>,
+    entries: &mut HashTable<(u32, u32, u32)>,
+    hasher: &DefaultHashBuilder,
+    group: usize,
+    value: &[u8],
+) {
+    let group = u32::try_from(group).expect("groups are bounded by max_groups");
+    let hash = hasher.hash_one((group, value));
+    let stored = |&(g, at, len): &(u32, u32, u32)| {
+        g == group && &bytes[at as usize..(at + len) as usize] == value
+    };
+    if entries.find(hash, stored).is_some() {
+        return;
+    }
+    let at = u32::try_from(bytes.len()).expect("MAX_DISTINCT_BYTES bounds the arena");
+    let len = u32::try_from(value.len()).expect("a string value fits in 4 GiB");
+    bytes.extend_from_slice(value);
+    let rehash = |&(g, at, len): &(u32, u32, u32)| {
+        hasher.hash_one((g, &bytes[at as usize..(at + len) as usize]))
+    };
+    entries.insert_unique(hash, (group, at, len), rehash);
+}
+
+/// Whether dictionaries `a` and `b` are the same: the Parquet reader hands the dictionary
+/// of a column chunk out with every batch as a new array over the same buffers, which
+/// cannot be reused for other values while `a` holds them.
+fn same_dictionary(a: &ArrayRef, b: &ArrayRef) -> bool {
+    match (a.as_string_opt::<i32>(), b.as_string_opt::<i32>()) {
+        (Some(a), Some(b)) => {
+            a.len() == b.len()
+                && a.offsets().inner().inner().as_ptr() == b.offsets().inner().inner().as_ptr()
+                && a.values().as_ptr() == b.values().as_ptr()
+        }
+        _ => Arc::ptr_eq(a, b),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::{BTreeMap, BTreeSet};
@@ -739,24 +807,32 @@ mod tests {
 
     type Key = (Option<String>, Option<i32>);
 
-    /// Per key: the sum of `v` and the distinct non-null strings of `d`.
-    type Expected = BTreeMap<Key, (i64, BTreeSet<String>)>;
+    /// Per key: the sum of `v`, the distinct non-null strings of `d`, and those of `dc`
+    /// (the same strings as dictionary codes).
+    type Expected = BTreeMap<Key, (i64, BTreeSet<String>, BTreeSet<String>)>;
 
     const ROWS: i32 = 400;
 
-    /// Batches of (codes, integer, value, string) rows, each batch with its own
-    /// dictionary, nulls in both keys and in the strings; and what each key aggregates.
-    /// The integers are small, and in odd batches large ones, more than a pair table
-    /// holds.
+    /// Batches of (codes, integer, value, string, string codes) rows, each batch with
+    /// its own key dictionary, nulls in both keys and in the strings; and what each key
+    /// aggregates. The integers are small, and in odd batches large ones, more than a
+    /// pair table holds. The string codes index one dictionary in the first three
+    /// batches (a null among its values) and a copy of it in the others.
     fn input() -> (SchemaRef, Vec<RecordBatch>, Expected) {
         let schema = Arc::new(Schema::new(vec![
             Field::new("s", dictionary_text(), true),
             Field::new("h", DataType::Int32, true),
             Field::new("v", DataType::Int64, false),
             Field::new("d", DataType::Utf8View, true),
+            Field::new("dc", dictionary_text(), true),
         ]));
         let mut expected = Expected::new();
         let mut batches = Vec::new();
+        let palette: Vec<Option<String>> = (0..53)
+            .map(|k| Some(format!("a rather long string {k}")))
+            .chain([None])
+            .collect();
+        let shared = Arc::new(StringArray::from(palette.clone())) as ArrayRef;
         for b in 0..5i32 {
             let words: Vec<String> = (0..4).map(|w| format!("w{}", (w + b) % 6)).collect();
             let dictionary = Arc::new(StringArray::from(words.clone())) as ArrayRef;
@@ -771,6 +847,18 @@ mod tests {
                     (r % 11 != 0).then(|| format!("a rather long string {}", (r * 7 + b) % 53))
                 })
                 .collect();
+            // A null string is a null code or the code of the dictionary's null.
+            let string_codes: Vec<Option<i32>> = (0..ROWS)
+                .map(|r| match (r % 11, r % 22) {
+                    (0, 0) => None,
+                    (0, _) => Some(53),
+                    _ => Some((r * 7 + b) % 53),
+                })
+                .collect();
+            let string_dictionary = match b {
+                0..3 => Arc::clone(&shared),
+                _ => Arc::new(StringArray::from(palette.clone())) as ArrayRef,
+            };
             for (((code, hour), value), string) in
                 codes.iter().zip(&hours).zip(&values).zip(&strings)
             {
@@ -778,13 +866,18 @@ mod tests {
                 let entry = expected.entry((word, *hour)).or_default();
                 entry.0 += value;
                 entry.1.extend(string.clone());
+                entry.2.extend(string.clone());
             }
             let keys = DictionaryArray::<Int32Type>::try_new(codes.into(), dictionary).unwrap();
+            let string_codes =
+                DictionaryArray::<Int32Type>::try_new(string_codes.into(), string_dictionary)
+                    .unwrap();
             let columns: Vec<ArrayRef> = vec![
                 Arc::new(keys),
                 Arc::new(Int32Array::from(hours)),
                 Arc::new(Int64Array::from(values)),
                 Arc::new(StringViewArray::from(strings)),
+                Arc::new(string_codes),
             ];
             batches.push(RecordBatch::try_new(Arc::clone(&schema), columns).unwrap());
         }
@@ -808,6 +901,10 @@ mod tests {
             .alias("count(DISTINCT d)")
             .build()
             .unwrap();
+        // As the grouping-on-codes rule makes it: over strings, then fed their codes.
+        let coded = distinct
+            .with_new_expressions(vec![col("dc", &schema).unwrap()], vec![])
+            .unwrap();
         let cases = [
             (2, 1),
             (2, 3),
@@ -823,7 +920,7 @@ mod tests {
                 Field::new("s2", DataType::Utf8View, true),
             ];
             fields.truncate(width);
-            for aggregate in [&sum, &distinct] {
+            for aggregate in [&sum, &distinct, &coded] {
                 let states = aggregate.state_fields().unwrap();
                 fields.extend(states.iter().map(|f| f.as_ref().clone()));
             }
@@ -842,8 +939,12 @@ mod tests {
             let exec = CodeAggregateExec::try_new(
                 input,
                 keys,
-                vec![Arc::new(sum.clone()), Arc::new(distinct.clone())],
-                vec![None, None],
+                vec![
+                    Arc::new(sum.clone()),
+                    Arc::new(distinct.clone()),
+                    Arc::new(coded.clone()),
+                ],
+                vec![None, None, None],
                 Arc::new(Schema::new(fields)),
                 max_groups,
             )
@@ -858,6 +959,7 @@ mod tests {
                 let hours = batch.column(1).as_primitive::<Int32Type>();
                 let partial = batch.column(width).as_primitive::<Int64Type>();
                 let sets = batch.column(width + 1).as_list::<i32>();
+                let coded_sets = batch.column(width + 2).as_list::<i32>();
                 for row in 0..batch.num_rows() {
                     let word = words.is_valid(row).then(|| words.value(row).to_string());
                     let hour = hours.is_valid(row).then(|| hours.value(row));
@@ -866,6 +968,9 @@ mod tests {
                     let set = sets.value(row);
                     let set = set.as_string_view();
                     entry.1.extend(set.iter().map(|v| v.unwrap().to_string()));
+                    let set = coded_sets.value(row);
+                    let set = set.as_string_view();
+                    entry.2.extend(set.iter().map(|v| v.unwrap().to_string()));
                 }
             }
             assert_eq!(got, expected, "{width} keys, max_groups {max_groups}");

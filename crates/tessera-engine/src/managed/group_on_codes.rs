@@ -109,7 +109,33 @@ fn on_codes(aggregate: &AggregateExec) -> Result<Option<Arc<dyn ExecutionPlan>>>
     if codes.is_empty() {
         return Ok(None);
     }
-    let parts = AggregateParts { groups, ..parts };
+    // `COUNT(DISTINCT <text>)` of a path whose values repeat in every file reads codes
+    // too: the operator then meets each value once per file and group, not per row.
+    let mut arguments = parts.arguments;
+    for (function, args) in aggregate.aggr_expr().iter().zip(&mut arguments) {
+        let coded = match args.as_slice() {
+            [arg] if is_distinct_string_count(function, &schema) => {
+                arg.downcast_ref::<Column>().cloned().filter(|c| {
+                    text_paths
+                        .get(c.index())
+                        .and_then(Option::as_deref)
+                        .is_some_and(|path| values_repeat(&summaries, path))
+                })
+            }
+            _ => None,
+        };
+        if let Some(column) = coded {
+            let cast = CastExpr::new(Arc::new(column), dictionary_text(), None);
+            let output = format!("{CODES_PREFIX}{}", codes.len());
+            args[0] = Arc::new(Column::new(&output, width + codes.len()));
+            codes.push((Arc::new(cast), output));
+        }
+    }
+    let parts = AggregateParts {
+        groups,
+        arguments,
+        ..parts
+    };
     let Some((scan, parts)) = parts.over_scan_with(input, codes)? else {
         return Ok(None);
     };
@@ -141,6 +167,17 @@ fn low_cardinality(summaries: &[&FileSummary], path: &str) -> bool {
             .merge(&stats.distinct);
     }
     union.is_some_and(|sketch| sketch.estimate() <= LOW_CARDINALITY)
+}
+
+/// Whether the values at `path` repeat in every scanned file that shreds it
+/// ([`tessera_tiles::summary::PathStats::values_repeat`]), so that its writer kept the
+/// path's dictionary.
+fn values_repeat(summaries: &[&FileSummary], path: &str) -> bool {
+    let mut stats = summaries
+        .iter()
+        .filter_map(|summary| summary.stats.iter().find(|s| s.path == path))
+        .peekable();
+    stats.peek().is_some() && stats.all(|s| s.values_repeat())
 }
 
 /// Whether values of `data_type` are grouped exactly by their value as a 64-bit integer.

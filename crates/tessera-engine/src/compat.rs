@@ -3,10 +3,10 @@
 
 use std::sync::{Arc, LazyLock};
 
-use arrow::array::{Array, ArrayRef, Int64Builder, TimestampMicrosecondArray};
+use arrow::array::{Array, ArrayRef, AsArray, Int32Array, Int64Builder, TimestampMicrosecondArray};
 use arrow::compute::cast;
-use arrow::datatypes::{DataType, TimeUnit};
-use chrono::{DateTime, Datelike};
+use arrow::datatypes::{DataType, Int64Type, TimeUnit};
+use chrono::{DateTime, Datelike, Utc};
 use datafusion::common::{Result, ScalarValue, exec_err, plan_err};
 use datafusion::logical_expr::scalar_doc_sections::DOC_SECTION_DATETIME;
 use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
@@ -46,6 +46,46 @@ impl TimePart {
             arg,
         ])
     }
+
+    /// Microseconds per cycle and per unit of a part of the day that naive timestamps
+    /// give by integer arithmetic (without a time zone a day is 24 hours of 60 minutes).
+    fn day_fraction(&self) -> Option<(i64, i64)> {
+        const MICROS_PER_MINUTE: i64 = 60_000_000;
+        match self.part {
+            "hour" => Some((24 * 60 * MICROS_PER_MINUTE, 60 * MICROS_PER_MINUTE)),
+            "minute" => Some((60 * MICROS_PER_MINUTE, MICROS_PER_MINUTE)),
+            _ => None,
+        }
+    }
+}
+
+/// The hour or minute (`fraction`, see [`TimePart::day_fraction`]) of every naive
+/// timestamp of `array`, as `date_part` gives it but without a calendar date per value:
+/// `date_part` goes through chrono, which spends most of its time on the year and day
+/// the part does not need. Timestamps chrono cannot represent are NULL there and here.
+fn part_of_day(array: &ArrayRef, (cycle, one): (i64, i64)) -> Result<ArrayRef> {
+    let DataType::Timestamp(unit, None) = array.data_type() else {
+        return exec_err!("{} is not a naive timestamp", array.data_type());
+    };
+    let (per_second, cycle, one) = match unit {
+        TimeUnit::Second => (1, cycle / 1_000_000, one / 1_000_000),
+        TimeUnit::Millisecond => (1_000, cycle / 1_000, one / 1_000),
+        TimeUnit::Microsecond => (1_000_000, cycle, one),
+        TimeUnit::Nanosecond => (1_000_000_000, cycle * 1_000, one * 1_000),
+    };
+    let seconds = DateTime::<Utc>::MIN_UTC.timestamp()..=DateTime::<Utc>::MAX_UTC.timestamp();
+    let values = cast(array, &DataType::Int64)?;
+    let parts: Int32Array = values
+        .as_primitive::<Int64Type>()
+        .iter()
+        .map(|v| {
+            let v = v?;
+            seconds.contains(&v.div_euclid(per_second)).then(|| {
+                i32::try_from(v.rem_euclid(cycle) / one).expect("a part of a day fits 32 bits")
+            })
+        })
+        .collect();
+    Ok(Arc::new(parts))
 }
 
 static TIME_PART_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
@@ -72,18 +112,35 @@ impl ScalarUDFImpl for TimePart {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        // Planning always simplifies this call into `date_part`.
-        exec_err!(
-            "{} must be simplified into date_part before execution ({} rows)",
-            self.part,
-            args.number_rows
-        )
+        // Planning simplifies every call but hours and minutes of naive timestamps into
+        // `date_part`.
+        let (Some(fraction), [arg]) = (self.day_fraction(), args.args.as_slice()) else {
+            return exec_err!(
+                "{} must be simplified into date_part before execution ({} rows)",
+                self.part,
+                args.number_rows
+            );
+        };
+        Ok(match arg {
+            ColumnarValue::Array(array) => ColumnarValue::Array(part_of_day(array, fraction)?),
+            ColumnarValue::Scalar(scalar) => {
+                let part = part_of_day(&scalar.to_array()?, fraction)?;
+                ColumnarValue::Scalar(ScalarValue::try_from_array(&part, 0)?)
+            }
+        })
     }
 
-    fn simplify(&self, mut args: Vec<Expr>, _info: &SimplifyContext) -> Result<ExprSimplifyResult> {
-        match args.pop() {
-            Some(arg) if args.is_empty() => Ok(ExprSimplifyResult::Simplified(self.rewrite(arg))),
-            _ => plan_err!("{} takes one argument", self.part),
+    fn simplify(&self, mut args: Vec<Expr>, info: &SimplifyContext) -> Result<ExprSimplifyResult> {
+        let arg = match args.pop() {
+            Some(arg) if args.is_empty() => arg,
+            _ => return plan_err!("{} takes one argument", self.part),
+        };
+        // Hours and minutes of naive timestamps are computed here; anything else is
+        // date_part's.
+        let naive = matches!(info.get_data_type(&arg), Ok(DataType::Timestamp(_, None)));
+        match (self.day_fraction(), naive) {
+            (Some(_), true) => Ok(ExprSimplifyResult::Original(vec![arg])),
+            _ => Ok(ExprSimplifyResult::Simplified(self.rewrite(arg))),
         }
     }
 
@@ -257,6 +314,44 @@ fn is_temporal(t: &DataType) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hours_and_minutes_are_date_parts() {
+        use arrow::array::Int64Array;
+        use arrow::compute::kernels::temporal::{DatePart, date_part};
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut values: Vec<Option<i64>> = vec![Some(i64::MIN), Some(i64::MAX), Some(0), None];
+        for _ in 0..5_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = x as i64;
+            values.extend([
+                Some(v),
+                Some(v >> 16),
+                Some(v >> 24),
+                Some(v >> 40),
+                Some(-1 - v % 7),
+            ]);
+        }
+        let values: ArrayRef = Arc::new(Int64Array::from(values));
+        let units = [
+            TimeUnit::Second,
+            TimeUnit::Millisecond,
+            TimeUnit::Microsecond,
+            TimeUnit::Nanosecond,
+        ];
+        for unit in units {
+            let array = cast(&values, &DataType::Timestamp(unit, None)).unwrap();
+            for (part, expected) in [("hour", DatePart::Hour), ("minute", DatePart::Minute)] {
+                let fraction = TimePart::new(part).day_fraction().unwrap();
+                let fast = part_of_day(&array, fraction).unwrap();
+                let slow = date_part(&array, expected).unwrap();
+                assert_eq!(fast.as_ref(), slow.as_ref(), "{part} of {unit:?}");
+                assert!(fast.null_count() > 0 || unit == TimeUnit::Nanosecond);
+            }
+        }
+    }
 
     #[test]
     fn periods_count_boundaries() {

@@ -18,7 +18,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, ListArray, RecordBatch, StringArray, StringViewBuilder,
+    Array, ArrayRef, AsArray, BooleanArray, DictionaryArray, ListArray, RecordBatch, StringArray,
+    StringViewBuilder,
 };
 use arrow::buffer::OffsetBuffer;
 use arrow::compute::cast;
@@ -42,6 +43,7 @@ use futures::{StreamExt, TryStreamExt};
 use hashbrown::{DefaultHashBuilder, HashSet, HashTable};
 use std::hash::BuildHasher;
 
+use super::leaves::same_dictionary;
 use crate::ndjson::extract::dictionary_text;
 
 /// Most group keys one operator combines: their ids pack into one `u128`.
@@ -549,7 +551,7 @@ impl Grouping {
     /// Whether the distinct values held have reached their bound.
     fn distinct_full(&self) -> bool {
         self.accumulators.iter().any(|a| match a {
-            Accumulation::Distinct(distinct) => distinct.bytes.len() >= MAX_DISTINCT_BYTES,
+            Accumulation::Distinct(distinct) => distinct.sets.bytes.len() >= MAX_DISTINCT_BYTES,
             Accumulation::Grouped(_) => false,
         })
     }
@@ -640,25 +642,22 @@ impl Grouping {
 /// Bytes of distinct values held before the partial states are emitted.
 const MAX_DISTINCT_BYTES: usize = 64 << 20;
 
-/// The distinct non-null strings of every group, for `COUNT(DISTINCT ...)`: one byte
-/// arena and one hash table of (group, offset, length), no allocation per value. Values
-/// that come as dictionary codes are added once per (group, code) of a dictionary.
+/// The distinct non-null strings of every group, for `COUNT(DISTINCT ...)`. Values that
+/// come as dictionary codes are added once per (group, code) of a dictionary.
 #[derive(Default)]
 struct DistinctStrings {
-    bytes: Vec<u8>,
-    entries: HashTable<(u32, u32, u32)>,
-    hasher: DefaultHashBuilder,
+    sets: StringSets,
     /// The dictionary the last codes index, with the (group, code) pairs met in it.
     coded: Option<(ArrayRef, HashSet<u64>)>,
 }
 
 /// (group, code) pairs a [`DistinctStrings`] remembers per dictionary before it starts
-/// afresh (it then adds some strings again, which the arena holds once anyway).
+/// afresh (it then adds some strings again, which the sets hold once anyway).
 const MAX_CODE_PAIRS: usize = 1 << 22;
 
 impl DistinctStrings {
     /// Adds the value of each row (`values`, strings or [`dictionary_text`] codes) to its
-    /// group's set.
+    /// group's set, unless `filter` rejects the row.
     fn update(
         &mut self,
         values: &ArrayRef,
@@ -667,52 +666,45 @@ impl DistinctStrings {
     ) -> Result<()> {
         let skipped = |row: usize| filter.is_some_and(|f| !f.is_valid(row) || !f.value(row));
         if let Some(codes) = values.as_dictionary_opt::<Int32Type>() {
-            let strings = codes.values().as_string_opt::<i32>().ok_or_else(|| {
-                DataFusionError::Internal(format!("dictionary of {}", codes.values().data_type()))
-            })?;
-            let (_, met) = match self.coded.take() {
-                Some((last, met))
-                    if same_dictionary(&last, codes.values()) && met.len() < MAX_CODE_PAIRS =>
-                {
-                    self.coded.insert((last, met))
-                }
-                _ => self
-                    .coded
-                    .insert((Arc::clone(codes.values()), HashSet::new())),
-            };
-            let keys = codes.keys();
-            for (row, &group) in groups.iter().enumerate() {
-                if keys.is_null(row) || skipped(row) {
-                    continue;
-                }
-                let code = usize::try_from(keys.value(row)).expect("dictionary keys are valid");
-                let pair = (group as u64) << 32 | code as u64;
-                if met.insert(pair) && strings.is_valid(code) {
-                    add_distinct(
-                        &mut self.bytes,
-                        &mut self.entries,
-                        &self.hasher,
-                        group,
-                        strings.value(code).as_bytes(),
-                    );
-                }
-            }
-            return Ok(());
+            return self.update_codes(codes, groups, skipped);
         }
         let strings = cast(values, &DataType::Utf8View)?;
         let strings = strings.as_string_view();
         for (row, &group) in groups.iter().enumerate() {
-            if strings.is_null(row) || skipped(row) {
+            if strings.is_valid(row) && !skipped(row) {
+                self.sets.add(group, strings.value(row).as_bytes());
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Self::update`] for values as codes into a dictionary of strings.
+    fn update_codes(
+        &mut self,
+        codes: &DictionaryArray<Int32Type>,
+        groups: &[usize],
+        skipped: impl Fn(usize) -> bool,
+    ) -> Result<()> {
+        let dictionary = codes.values();
+        let strings = dictionary.as_string_opt::<i32>().ok_or_else(|| {
+            DataFusionError::Internal(format!("dictionary of {}", dictionary.data_type()))
+        })?;
+        let known = self.coded.as_ref().is_some_and(|(last, met)| {
+            same_dictionary(last, dictionary) && met.len() < MAX_CODE_PAIRS
+        });
+        if !known {
+            self.coded = Some((Arc::clone(dictionary), HashSet::new()));
+        }
+        let (_, met) = self.coded.as_mut().expect("a dictionary was just recorded");
+        let keys = codes.keys();
+        for (row, &group) in groups.iter().enumerate() {
+            if keys.is_null(row) || skipped(row) {
                 continue;
             }
-            let value = strings.value(row).as_bytes();
-            add_distinct(
-                &mut self.bytes,
-                &mut self.entries,
-                &self.hasher,
-                group,
-                value,
-            );
+            let code = usize::try_from(keys.value(row)).expect("dictionary keys are valid");
+            if met.insert((group as u64) << 32 | code as u64) && strings.is_valid(code) {
+                self.sets.add(group, strings.value(code).as_bytes());
+            }
         }
         Ok(())
     }
@@ -725,7 +717,8 @@ impl DistinctStrings {
                 "COUNT(DISTINCT) state of type {data_type}"
             )));
         };
-        let mut sorted: Vec<(u32, u32, u32)> = self.entries.drain().collect();
+        let StringSets { bytes, entries, .. } = &mut self.sets;
+        let mut sorted: Vec<(u32, u32, u32)> = entries.drain().collect();
         sorted.sort_unstable_by_key(|&(group, _, _)| group);
         let mut lengths = vec![0usize; groups];
         for &(group, _, _) in &sorted {
@@ -733,11 +726,11 @@ impl DistinctStrings {
         }
         let mut values = StringViewBuilder::with_capacity(sorted.len());
         for &(_, at, len) in &sorted {
-            let text = std::str::from_utf8(&self.bytes[at as usize..(at + len) as usize])
+            let text = std::str::from_utf8(&bytes[at as usize..(at + len) as usize])
                 .map_err(|e| DataFusionError::Internal(format!("a stored string: {e}")))?;
             values.append_value(text);
         }
-        self.bytes.clear();
+        bytes.clear();
         let values = cast(&(Arc::new(values.finish()) as ArrayRef), item.data_type())?;
         let offsets = OffsetBuffer::from_lengths(lengths);
         Ok(Arc::new(ListArray::try_new(
@@ -749,43 +742,38 @@ impl DistinctStrings {
     }
 }
 
-/// Adds `value` to the set of `group` (an arena `bytes` and a table of (group, offset,
-/// length) entries hashed by `hasher`), unless it is there already.
-fn add_distinct(
-    bytes: &mut Vec<u8>,
-    entries: &mut HashTable<(u32, u32, u32)>,
-    hasher: &DefaultHashBuilder,
-    group: usize,
-    value: &[u8],
-) {
-    let group = u32::try_from(group).expect("groups are bounded by max_groups");
-    let hash = hasher.hash_one((group, value));
-    let stored = |&(g, at, len): &(u32, u32, u32)| {
-        g == group && &bytes[at as usize..(at + len) as usize] == value
-    };
-    if entries.find(hash, stored).is_some() {
-        return;
-    }
-    let at = u32::try_from(bytes.len()).expect("MAX_DISTINCT_BYTES bounds the arena");
-    let len = u32::try_from(value.len()).expect("a string value fits in 4 GiB");
-    bytes.extend_from_slice(value);
-    let rehash = |&(g, at, len): &(u32, u32, u32)| {
-        hasher.hash_one((g, &bytes[at as usize..(at + len) as usize]))
-    };
-    entries.insert_unique(hash, (group, at, len), rehash);
+/// Sets of strings, one per group, in one byte arena and one hash table of (group,
+/// offset, length): no allocation per value.
+#[derive(Default)]
+struct StringSets {
+    bytes: Vec<u8>,
+    entries: HashTable<(u32, u32, u32)>,
+    hasher: DefaultHashBuilder,
 }
 
-/// Whether dictionaries `a` and `b` are the same: the Parquet reader hands the dictionary
-/// of a column chunk out with every batch as a new array over the same buffers, which
-/// cannot be reused for other values while `a` holds them.
-fn same_dictionary(a: &ArrayRef, b: &ArrayRef) -> bool {
-    match (a.as_string_opt::<i32>(), b.as_string_opt::<i32>()) {
-        (Some(a), Some(b)) => {
-            a.len() == b.len()
-                && a.offsets().inner().inner().as_ptr() == b.offsets().inner().inner().as_ptr()
-                && a.values().as_ptr() == b.values().as_ptr()
+impl StringSets {
+    /// Adds `value` to the set of `group`, unless it is there already.
+    fn add(&mut self, group: usize, value: &[u8]) {
+        let Self {
+            bytes,
+            entries,
+            hasher,
+        } = self;
+        let group = u32::try_from(group).expect("groups are bounded by max_groups");
+        let hash = hasher.hash_one((group, value));
+        let stored = |&(g, at, len): &(u32, u32, u32)| {
+            g == group && &bytes[at as usize..(at + len) as usize] == value
+        };
+        if entries.find(hash, stored).is_some() {
+            return;
         }
-        _ => Arc::ptr_eq(a, b),
+        let at = u32::try_from(bytes.len()).expect("MAX_DISTINCT_BYTES bounds the arena");
+        let len = u32::try_from(value.len()).expect("a string value fits in 4 GiB");
+        bytes.extend_from_slice(value);
+        let rehash = |&(g, at, len): &(u32, u32, u32)| {
+            hasher.hash_one((g, &bytes[at as usize..(at + len) as usize]))
+        };
+        entries.insert_unique(hash, (group, at, len), rehash);
     }
 }
 

@@ -4,8 +4,8 @@
 //! values, a code per row). A pushed filter that reads one access to such a path and
 //! nothing else (`j->>'$.kind' = 'commit'`, `IN (...)`, `LIKE`, `IS NULL`) is a function
 //! of the path's value alone, so the scan evaluates it on the dictionary's values (plus
-//! one null, for rows without the path) and looks each row's verdict up by its code,
-//! instead of building and comparing a string per row. Files or batches where the path
+//! one null, for rows without the path), once per dictionary, and looks each row's
+//! verdict up by its code, instead of building and comparing a string per row. Files or batches where the path
 //! is not stored that way (outliers in the binary, no dictionary) fall back to the
 //! row-by-row evaluation.
 
@@ -71,39 +71,45 @@ impl CodedOutput {
         Ok(coded)
     }
 
-    /// Which rows pass every filter of this output, given each row's code into `values`
-    /// (a null code: the row has no value).
-    pub fn mask(&self, codes: &Int32Array, values: &ArrayRef) -> Result<BooleanArray> {
-        let distinct = values.len();
-        // The verdict for a null value sits after the values' own.
+    /// Whether a row with each of `values` passes every filter of this output, and, last,
+    /// whether a row without a value does.
+    pub fn verdicts(&self, values: &ArrayRef) -> Result<Vec<bool>> {
+        let entries = values.len() + 1;
         let with_null = arrow::compute::concat(&[
             values.as_ref(),
             arrow::array::new_null_array(values.data_type(), 1).as_ref(),
         ])?;
         let batch = RecordBatch::try_new(Arc::clone(&self.values_schema), vec![with_null])?;
-        let mut verdicts = vec![true; distinct + 1];
+        let mut verdicts = vec![true; entries];
         for filter in &self.on_values {
-            let passed = filter.evaluate(&batch)?.into_array(distinct + 1)?;
+            let passed = filter.evaluate(&batch)?.into_array(entries)?;
             let passed = passed.as_boolean();
             for (verdict, i) in verdicts.iter_mut().zip(0..) {
                 *verdict &= passed.is_valid(i) && passed.value(i);
             }
         }
-        let keys = codes.values();
-        let passes = match codes.nulls() {
-            None => BooleanBuffer::collect_bool(codes.len(), |row| {
-                verdicts[usize::try_from(keys[row]).unwrap_or(distinct)]
-            }),
-            Some(nulls) => BooleanBuffer::collect_bool(codes.len(), |row| {
-                let code = match nulls.is_valid(row) {
-                    true => usize::try_from(keys[row]).unwrap_or(distinct),
-                    false => distinct,
-                };
-                verdicts[code]
-            }),
-        };
-        Ok(BooleanArray::new(passes, None))
+        Ok(verdicts)
     }
+}
+
+/// Which rows pass, given each row's code (a null code: the row has no value) and the
+/// [`CodedOutput::verdicts`] of the values the codes index.
+pub(super) fn coded_mask(codes: &Int32Array, verdicts: &[bool]) -> BooleanArray {
+    let null = verdicts.len() - 1;
+    let keys = codes.values();
+    let passes = match codes.nulls() {
+        None => BooleanBuffer::collect_bool(codes.len(), |row| {
+            verdicts[usize::try_from(keys[row]).unwrap_or(null)]
+        }),
+        Some(nulls) => BooleanBuffer::collect_bool(codes.len(), |row| {
+            let code = match nulls.is_valid(row) {
+                true => usize::try_from(keys[row]).unwrap_or(null),
+                false => null,
+            };
+            verdicts[code]
+        }),
+    };
+    BooleanArray::new(passes, None)
 }
 
 /// `filter` with its one column (named `name`) read from column 0 of a batch.

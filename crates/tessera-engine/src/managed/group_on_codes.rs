@@ -19,7 +19,7 @@ use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::InputOrderMode;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
-use tessera_tiles::summary::{DistinctSketch, FileSummary};
+use tessera_tiles::summary::{DistinctSketch, FileSummary, PathStats};
 
 use super::aggregate_scan::{AggregateParts, rewrite_aggregates, scanned_summaries, tiles_scan};
 use super::code_aggregate::{CodeAggregateExec, MAX_GROUPS, MAX_KEYS, is_distinct_string_count};
@@ -83,24 +83,21 @@ fn on_codes(aggregate: &AggregateExec) -> Result<Option<Arc<dyn ExecutionPlan>>>
         return Ok(None);
     };
     let text_paths = source.text_paths();
+    // The text access `expr` reads, when it is a column of the scan whose path `holds`.
+    let text_access = |expr: &Arc<dyn PhysicalExpr>, holds: &dyn Fn(&str) -> bool| {
+        expr.downcast_ref::<Column>().cloned().filter(|c| {
+            text_paths
+                .get(c.index())
+                .and_then(Option::as_deref)
+                .is_some_and(holds)
+        })
+    };
     let width = schema.fields().len();
     let mut codes: Vec<(Arc<dyn PhysicalExpr>, String)> = Vec::new();
     let mut groups = Vec::with_capacity(parts.groups.len());
     for (expr, name) in &parts.groups {
-        let coded = expr.downcast_ref::<Column>().filter(|c| {
-            text_paths
-                .get(c.index())
-                .and_then(Option::as_deref)
-                .is_some_and(|path| low_cardinality(&summaries, path))
-        });
-        let key: Arc<dyn PhysicalExpr> = match coded {
-            Some(column) => {
-                let cast = CastExpr::new(Arc::new(column.clone()), dictionary_text(), None);
-                let output = format!("{CODES_PREFIX}{}", codes.len());
-                let key = Column::new(&output, width + codes.len());
-                codes.push((Arc::new(cast), output));
-                Arc::new(key)
-            }
+        let key = match text_access(expr, &|path| low_cardinality(&summaries, path)) {
+            Some(column) => add_codes(&mut codes, width, column),
             None if is_integer_like(&expr.data_type(&schema)?) => Arc::clone(expr),
             None => return Ok(None),
         };
@@ -115,20 +112,12 @@ fn on_codes(aggregate: &AggregateExec) -> Result<Option<Arc<dyn ExecutionPlan>>>
     for (function, args) in aggregate.aggr_expr().iter().zip(&mut arguments) {
         let coded = match args.as_slice() {
             [arg] if is_distinct_string_count(function, &schema) => {
-                arg.downcast_ref::<Column>().cloned().filter(|c| {
-                    text_paths
-                        .get(c.index())
-                        .and_then(Option::as_deref)
-                        .is_some_and(|path| values_repeat(&summaries, path))
-                })
+                text_access(arg, &|path| values_repeat(&summaries, path))
             }
             _ => None,
         };
         if let Some(column) = coded {
-            let cast = CastExpr::new(Arc::new(column), dictionary_text(), None);
-            let output = format!("{CODES_PREFIX}{}", codes.len());
-            args[0] = Arc::new(Column::new(&output, width + codes.len()));
-            codes.push((Arc::new(cast), output));
+            args[0] = add_codes(&mut codes, width, column);
         }
     }
     let parts = AggregateParts {
@@ -153,15 +142,26 @@ fn on_codes(aggregate: &AggregateExec) -> Result<Option<Arc<dyn ExecutionPlan>>>
     Ok(Some(Arc::new(rewritten)))
 }
 
+/// Adds the codes of `column` (a text access of a scan with `width` columns) to the
+/// outputs the scan is to compute, `codes`; the column that will hold them.
+fn add_codes(
+    codes: &mut Vec<(Arc<dyn PhysicalExpr>, String)>,
+    width: usize,
+    column: Column,
+) -> Arc<dyn PhysicalExpr> {
+    let cast = CastExpr::new(Arc::new(column), dictionary_text(), None);
+    let output = format!("{CODES_PREFIX}{}", codes.len());
+    let key = Column::new(&output, width + codes.len());
+    codes.push((Arc::new(cast), output));
+    Arc::new(key)
+}
+
 /// Whether the scanned files (`summaries`) hold at most [`LOW_CARDINALITY`] distinct
 /// typed values at `path`, by the union of their sketches (files that do not shred the
 /// path hold it in the binary, which stays rare).
 fn low_cardinality(summaries: &[&FileSummary], path: &str) -> bool {
     let mut union: Option<DistinctSketch> = None;
-    for stats in summaries
-        .iter()
-        .filter_map(|summary| summary.stats.iter().find(|s| s.path == path))
-    {
+    for stats in path_stats(summaries, path) {
         union
             .get_or_insert_with(DistinctSketch::default)
             .merge(&stats.distinct);
@@ -173,11 +173,18 @@ fn low_cardinality(summaries: &[&FileSummary], path: &str) -> bool {
 /// ([`tessera_tiles::summary::PathStats::values_repeat`]), so that its writer kept the
 /// path's dictionary.
 fn values_repeat(summaries: &[&FileSummary], path: &str) -> bool {
-    let mut stats = summaries
+    let mut stats = path_stats(summaries, path).peekable();
+    stats.peek().is_some() && stats.all(PathStats::values_repeat)
+}
+
+/// The statistics of `path` in each scanned file that shreds it.
+fn path_stats<'a>(
+    summaries: &'a [&FileSummary],
+    path: &'a str,
+) -> impl Iterator<Item = &'a PathStats> {
+    summaries
         .iter()
-        .filter_map(|summary| summary.stats.iter().find(|s| s.path == path))
-        .peekable();
-    stats.peek().is_some() && stats.all(|s| s.values_repeat())
+        .filter_map(move |summary| summary.stats.iter().find(|s| s.path == path))
 }
 
 /// Whether values of `data_type` are grouped exactly by their value as a 64-bit integer.

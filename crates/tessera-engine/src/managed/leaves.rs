@@ -682,21 +682,46 @@ fn stored_dictionary(
     Ok(Some((Arc::clone(typed), served)))
 }
 
-/// The codes of a string leaf the reader decoded as a dictionary, and the dictionary's
-/// values as an access with `output` reads them, when no row of the batch sits in the
-/// binary: the access's value at a row is then the value its code points to, so a
-/// filter on the access can be judged once per distinct value.
-pub(super) fn coded_values(
+/// The codes and the dictionary of a string leaf the reader decoded as a dictionary,
+/// when no row of the batch sits in the binary: an access's value at a row is then the
+/// value its code points to, so a filter on the access can be judged once per entry.
+pub(super) fn stored_codes(
     column: &StructArray,
     leaf: &ShreddedLeaf,
-    output: Output,
 ) -> Result<Option<(Int32Array, ArrayRef, Served)>> {
     let Some((codes, served)) = stored_dictionary(column, leaf, &dictionary_text())? else {
         return Ok(None);
     };
     let codes = codes.as_dictionary::<Int32Type>();
-    let values = convert_typed(codes.values(), leaf.kind, output)?;
-    Ok(Some((codes.keys().clone(), values, served)))
+    Ok(Some((
+        codes.keys().clone(),
+        Arc::clone(codes.values()),
+        served,
+    )))
+}
+
+/// The entries of `dictionary` (of a string leaf, see [`stored_codes`]) as an access
+/// with `output` reads them.
+pub(super) fn dictionary_values(
+    dictionary: &ArrayRef,
+    leaf: &ShreddedLeaf,
+    output: Output,
+) -> Result<ArrayRef> {
+    convert_typed(dictionary, leaf.kind, output)
+}
+
+/// Whether dictionaries `a` and `b` are the same: the Parquet reader hands the dictionary
+/// of a column chunk out with every batch as a new array over the same buffers, which
+/// cannot be reused for other values while `a` holds them.
+pub(super) fn same_dictionary(a: &ArrayRef, b: &ArrayRef) -> bool {
+    match (a.as_string_opt::<i32>(), b.as_string_opt::<i32>()) {
+        (Some(a), Some(b)) => {
+            a.len() == b.len()
+                && a.offsets().inner().inner().as_ptr() == b.offsets().inner().inner().as_ptr()
+                && a.values().as_ptr() == b.values().as_ptr()
+        }
+        _ => Arc::ptr_eq(a, b),
+    }
 }
 
 /// Whether every date or time of `typed` (Date32 or Timestamp) is a timestamp in
@@ -802,4 +827,25 @@ fn render_each<'v>(
         }
     }
     Arc::new(builder.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow::array::{StringArray, make_array};
+
+    use super::*;
+
+    /// A dictionary handed out again over the same buffers is the same; an equal copy,
+    /// or a slice of it, is another.
+    #[test]
+    fn dictionaries_are_identified_by_their_buffers() {
+        let first: ArrayRef = Arc::new(StringArray::from(vec!["a", "b", "c"]));
+        let again = make_array(first.to_data());
+        let copy: ArrayRef = Arc::new(StringArray::from(vec!["a", "b", "c"]));
+        assert!(!Arc::ptr_eq(&first, &again));
+        assert!(same_dictionary(&first, &again));
+        assert!(!same_dictionary(&first, &copy));
+        assert!(!same_dictionary(&first, &first.slice(0, 2)));
+        assert!(!same_dictionary(&first, &first.slice(1, 2)));
+    }
 }

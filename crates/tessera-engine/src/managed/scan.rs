@@ -49,10 +49,10 @@ use parquet::file::metadata::ParquetMetaData;
 use parquet::schema::types::SchemaDescriptor;
 use tessera_table::{DataFile, FilePredicate, FileRead, OpenFile, Pacer, Snapshot, Traffic};
 
-use super::coded_filters::CodedOutput;
+use super::coded_filters::{CodedOutput, coded_mask};
 use super::leaves::{
-    BinaryPath, LeafKind, Served, ShreddedElement, ShreddedLeaf, SubtreePath, coded_values,
-    read_leaf, typed_cast,
+    BinaryPath, LeafKind, Served, ShreddedElement, ShreddedLeaf, SubtreePath, dictionary_values,
+    read_leaf, same_dictionary, stored_codes, typed_cast,
 };
 use super::provider::external;
 use super::prune::{Constraint, constraints, intersect_ranges, page_bounds, row_group_bounds};
@@ -784,6 +784,9 @@ struct FileDecoder {
     placeholders: Vec<ArrayRef>,
     /// The outputs whose filters can be judged on dictionary codes.
     coded: Arc<Vec<CodedOutput>>,
+    /// Per coded output, the last dictionary met and its entries' verdicts (the Parquet
+    /// reader hands a column chunk's dictionary out with every batch).
+    verdicts: Vec<Option<(ArrayRef, Vec<bool>)>>,
 }
 
 /// An all-null column of `rows` rows for what nothing reads: one array per type and
@@ -832,6 +835,7 @@ impl FileDecoder {
             metrics,
             filters_applied,
             placeholders: Vec::new(),
+            verdicts: vec![None; coded.len()],
             coded,
         })
     }
@@ -844,25 +848,25 @@ impl FileDecoder {
             // Filters the reader did not apply run first, on what they read, so that the
             // projection's casts (which fail on bad text) see only passing rows, as in
             // SQL.
-            let outputs = self.filter_outputs.clone();
-            let complete = outputs.is_none() && self.filter_casts.len() == self.plan.casts.len();
-            if complete {
-                let probe = self.decoded(stored, Pass::Filters(None))?;
-                let mask = self.mask(&probe, &[])?;
-                filter_record_batch(&probe, &mask)?
-            } else {
-                let mask = match outputs.as_deref() {
-                    Some(outputs) => self.filter_mask(stored, outputs)?,
-                    None => {
-                        let probe = self.decoded(stored, Pass::Filters(None))?;
-                        self.mask(&probe, &[])?
-                    }
-                };
-                let passing = filter_record_batch(stored, &mask)?;
-                if passing.num_rows() == 0 {
-                    return Ok(None);
+            let (mask, probe) = match self.filter_outputs.clone() {
+                Some(outputs) => (self.filter_mask(stored, &outputs)?, None),
+                None => {
+                    let probe = self.decoded(stored, Pass::Filters(None))?;
+                    (self.mask(&probe, &[])?, Some(probe))
                 }
-                self.decoded(&passing, Pass::All)?
+            };
+            // A probe of every output and cast is the decoded batch already.
+            match probe {
+                Some(probe) if self.filter_casts.len() == self.plan.casts.len() => {
+                    filter_record_batch(&probe, &mask)?
+                }
+                _ => {
+                    let passing = filter_record_batch(stored, &mask)?;
+                    if passing.num_rows() == 0 {
+                        return Ok(None);
+                    }
+                    self.decoded(&passing, Pass::All)?
+                }
             }
         };
         if filtered.num_rows() == 0 {
@@ -1035,20 +1039,29 @@ impl FileDecoder {
         let mut judged = vec![false; self.plan.row_filters.len()];
         let mut coded_outputs = Vec::new();
         let mut mask: Option<BooleanArray> = None;
-        for coded in self.coded.iter() {
+        for (coded, known) in self.coded.iter().zip(&mut self.verdicts) {
             let leaf = self.sources[coded.output].typed();
-            let (_, output) = self.plan.outputs[coded.output];
-            let Some((codes, values, served)) = column
+            let Some((codes, dictionary, served)) = column
                 .zip(leaf)
-                .map(|(column, leaf)| coded_values(column, leaf, output))
+                .map(|(column, leaf)| stored_codes(column, leaf))
                 .transpose()?
                 .flatten()
             else {
                 continue;
             };
-            self.count(served);
+            if !known
+                .as_ref()
+                .is_some_and(|(last, _)| same_dictionary(last, &dictionary))
+            {
+                let (_, output) = self.plan.outputs[coded.output];
+                let leaf = leaf.expect("codes come from a typed leaf");
+                let values = dictionary_values(&dictionary, leaf, output)?;
+                *known = Some((dictionary, coded.verdicts(&values)?));
+            }
+            let (_, verdicts) = known.as_ref().expect("verdicts were just recorded");
+            self.metrics.values_typed.add(served.typed);
             self.metrics.values_coded.add(served.typed);
-            mask = Some(conjoin(mask, coded.mask(&codes, &values)?)?);
+            mask = Some(conjoin(mask, coded_mask(&codes, verdicts))?);
             coded.filters.iter().for_each(|&f| judged[f] = true);
             coded_outputs.push(coded.output);
         }
@@ -1062,10 +1075,7 @@ impl FileDecoder {
             .collect();
         let decoded = self.decoded(stored, Pass::Filters(Some(&rest)))?;
         let others = self.mask(&decoded, &judged)?;
-        match mask {
-            Some(mask) => conjoin(Some(mask), others),
-            None => Ok(others),
-        }
+        conjoin(mask, others)
     }
 
     /// Which rows of a decoded batch pass every pushed filter not already `judged`

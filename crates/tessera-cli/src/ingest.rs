@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use tessera_engine::TesseraSession;
-use tessera_engine::managed::{IngestOutcome, WriteProgress};
+use tessera_engine::{IngestOutcome, WriteProgress};
 
 /// Arguments of `tessera ingest`.
 #[derive(Args, Debug)]

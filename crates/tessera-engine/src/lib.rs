@@ -1,25 +1,35 @@
 //! Tessera's query engine: Apache DataFusion plus JSON.
 //!
-//! - [`json`]: JSON paths, a validating scanner that extracts only the paths a query
-//!   needs, the JSON SQL functions and the `->` / `->>` operators.
-//! - [`ndjson`]: raw NDJSON files in place as tables of JSON documents.
-//! - [`managed`]: Tessera tables (JSON tiles with atomic commits): scan, INSERT,
-//!   DELETE, DESCRIBE, ingest.
-//! - [`session`]: a configured SQL session ([`TesseraSession`]).
-//! - [`tables`]: tables named by location (`FROM 's3://bucket/*.json.zst'`).
-//! - [`options`]: `SET tessera.*` settings; [`rejects`]: what scans skipped.
+//! The modules follow DataFusion's own vocabulary; dependencies point down this list:
+//!
+//! - [`session`]: a configured SQL session ([`TesseraSession`]), the crate's entry point;
+//!   [`options`]: `SET tessera.*` settings; [`errors`]: one sentence per failure.
+//! - `physical_optimizer`: rules that rewrite aggregates over Tessera table scans.
+//! - `physical_plan`: Tessera's own operators (`CodeAggregateExec`).
+//! - `datasource`: raw NDJSON files in place, Tessera tables (scan and write path),
+//!   tables named by location.
+//! - `access`: what a query reads of a JSON column (the extraction plan, the decoded
+//!   batch layout, per-document filters), shared by both data sources.
+//! - `functions`: the JSON SQL functions, `->`/`->>`, DuckDB/ClickHouse spellings.
+//! - `json`: the parser's types and the Arrow builders of JSON values.
+//! - [`rejects`]: what scans and ingests skipped, and where.
+//!
+//! See `docs/ARCHITECTURE.md` for where each step of a query and an ingest lives.
 
-pub mod compat;
+mod access;
+mod datasource;
 pub mod errors;
-pub mod json;
-pub mod managed;
-pub mod ndjson;
+mod functions;
+mod json;
 pub mod options;
+mod physical_optimizer;
+mod physical_plan;
 pub mod rejects;
 pub mod session;
-pub mod stores;
-pub mod tables;
+mod stores;
 
+pub use datasource::tessera::write::ingest::IngestOutcome;
+pub use datasource::tessera::write::sink::WriteProgress;
 pub use options::OnError;
 pub use rejects::{Reject, RejectSummary};
 pub use session::{SessionOptions, TesseraSession};

@@ -24,15 +24,18 @@ use datafusion::sql::sqlparser::ast;
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use tessera_blob::{S3Config, StoreFactory};
 
-use crate::json::operators::JsonOperatorPlanner;
-use crate::json::{all_functions, functions};
-use crate::managed::{self, IngestOutcome, ManagedTable, TesseraTableFactory, VacuumReport};
-use crate::ndjson::NdjsonFormatFactory;
+use crate::datasource::location::{ExternalTableFactory, LocationTableFactory};
+use crate::datasource::ndjson::NdjsonFormatFactory;
+use crate::datasource::tessera::{
+    self, IngestOutcome, TesseraTable, TesseraTableFactory, VacuumReport,
+};
+use crate::errors;
+use crate::functions::operators::JsonOperatorPlanner;
+use crate::functions::{compat, json as json_functions};
 use crate::options::{OnError, TesseraOptions};
+use crate::physical_optimizer::{CastPushdown, GroupOnCodes, IntegerTextMinMax};
 use crate::rejects::{RejectLog, RejectSummary};
 use crate::stores::StoreRegistry;
-use crate::tables::{ExternalTableFactory, LocationTableFactory};
-use crate::{compat, errors};
 
 /// How to set up a session.
 #[derive(Debug, Clone, Default)]
@@ -92,7 +95,7 @@ impl TesseraSession {
             .with_runtime_env(runtime)
             .with_default_features()
             .build();
-        let json = all_functions();
+        let json = json_functions::all_functions();
         for f in json.iter().cloned().chain(compat::all_functions()) {
             state.register_udf(f)?;
         }
@@ -103,8 +106,8 @@ impl TesseraSession {
                 .ok_or_else(|| DataFusionError::Internal(format!("{name} is not registered")))
         };
         state.register_expr_planner(Arc::new(JsonOperatorPlanner::new(
-            find(functions::JSON_GET)?,
-            find(functions::JSON_GET_TEXT)?,
+            find(json_functions::JSON_GET)?,
+            find(json_functions::JSON_GET_TEXT)?,
         )))?;
         for ext in ["ndjson", "json"] {
             state.register_file_format(Arc::new(NdjsonFormatFactory::new(ext)), true)?;
@@ -124,9 +127,9 @@ impl TesseraSession {
         ));
         let state = SessionStateBuilder::new_from_existing(state)
             .with_catalog_list(catalogs)
-            .with_physical_optimizer_rule(Arc::new(managed::IntegerTextMinMax))
-            .with_physical_optimizer_rule(Arc::new(managed::CastPushdown))
-            .with_physical_optimizer_rule(Arc::new(managed::GroupOnCodes))
+            .with_physical_optimizer_rule(Arc::new(IntegerTextMinMax))
+            .with_physical_optimizer_rule(Arc::new(CastPushdown))
+            .with_physical_optimizer_rule(Arc::new(GroupOnCodes))
             .build();
         let ctx = SessionContext::new_with_state(state);
         locations.attach(ctx.state_weak_ref());
@@ -164,12 +167,12 @@ impl TesseraSession {
     pub async fn execute(&self, statement: Statement) -> Result<DataFrame> {
         if let Some(name) = described_table(&statement)
             && let Some(provider) = self.ctx.table_provider(name).await.ok()
-            && let Some(table) = provider.downcast_ref::<ManagedTable>()
+            && let Some(table) = provider.downcast_ref::<TesseraTable>()
         {
-            return self.ctx.read_batch(managed::describe(table).await?);
+            return self.ctx.read_batch(tessera::describe(table).await?);
         }
         let plan = self.ctx.state().statement_to_plan(statement).await?;
-        if let Some(frame) = self.delete_from_managed(&plan).await? {
+        if let Some(frame) = self.delete_from_table(&plan).await? {
             return Ok(frame);
         }
         if let LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(create)) = &plan
@@ -182,7 +185,7 @@ impl TesseraSession {
 
     /// `DELETE FROM` a Tessera table, planned from the statement's own predicates: the
     /// optimizer would move JSON accesses into projections the table cannot evaluate.
-    async fn delete_from_managed(&self, plan: &LogicalPlan) -> Result<Option<DataFrame>> {
+    async fn delete_from_table(&self, plan: &LogicalPlan) -> Result<Option<DataFrame>> {
         let LogicalPlan::Dml(dml) = plan else {
             return Ok(None);
         };
@@ -192,7 +195,7 @@ impl TesseraSession {
         let Some(source) = dml.target.downcast_ref::<DefaultTableSource>() else {
             return Ok(None);
         };
-        let Some(table) = source.table_provider.downcast_ref::<ManagedTable>() else {
+        let Some(table) = source.table_provider.downcast_ref::<TesseraTable>() else {
             return Ok(None);
         };
         let mut predicates = Vec::new();
@@ -203,7 +206,7 @@ impl TesseraSession {
             Ok(TreeNodeRecursion::Continue)
         })?;
         let state = self.ctx.state();
-        let count = managed::delete(&state, table, &dml.table_name, predicates).await?;
+        let count = tessera::delete(&state, table, &dml.table_name, predicates).await?;
         Ok(Some(self.ctx.read_batch(count)?))
     }
 
@@ -224,7 +227,7 @@ impl TesseraSession {
         }
         let fields = create.input.schema().fields();
         let location = format!("{}/{name}", warehouse.trim_end_matches('/'));
-        let table = Arc::new(managed::open_or_create(&self.ctx.state(), &location, fields).await?);
+        let table = Arc::new(tessera::open_or_create(&self.ctx.state(), &location, fields).await?);
         self.ctx
             .register_table(create.name.clone(), Arc::clone(&table) as _)?;
         if matches!(create.input.as_ref(), LogicalPlan::EmptyRelation(_)) {
@@ -245,17 +248,17 @@ impl TesseraSession {
     /// [`Self::open_table`] so the caller can watch its progress.
     pub async fn ingest(
         &self,
-        table: Arc<ManagedTable>,
+        table: Arc<TesseraTable>,
         location: &str,
         sources: &[String],
     ) -> Result<IngestOutcome> {
-        managed::ingest(&self.ctx, &self.rejects, table, location, sources).await
+        tessera::ingest(&self.ctx, &self.rejects, table, location, sources).await
     }
 
     /// The Tessera table at `location`, created with document column `j` when missing.
-    pub async fn open_table(&self, location: &str) -> Result<Arc<ManagedTable>> {
+    pub async fn open_table(&self, location: &str) -> Result<Arc<TesseraTable>> {
         Ok(Arc::new(
-            managed::open_or_create(&self.ctx.state(), location, &Fields::empty()).await?,
+            tessera::open_or_create(&self.ctx.state(), location, &Fields::empty()).await?,
         ))
     }
 
@@ -266,7 +269,7 @@ impl TesseraSession {
         location: &str,
         retention: std::time::Duration,
     ) -> Result<VacuumReport> {
-        managed::vacuum(&self.ctx.state(), location, retention).await
+        tessera::vacuum(&self.ctx.state(), location, retention).await
     }
 
     /// The current `tessera.*` settings.

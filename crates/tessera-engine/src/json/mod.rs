@@ -1,13 +1,8 @@
-//! JSON in SQL: the JSON functions, the `->` / `->>` operators and Arrow builders for
-//! their results. Parsing itself (paths, the scanner) lives in `tessera-tiles`.
+//! JSON values as the engine sees them: the parser's types (paths, the scanner, spans)
+//! and the Arrow builders that turn located values into columns. The SQL functions
+//! ([`crate::functions`]) and both scans build their results with the same builders, so
+//! a path pushed into a scan answers exactly as the function would.
 
-pub mod functions;
-pub mod operators;
 pub mod output;
 
-pub use functions::{JsonFunction, Probe, access_output, all_functions};
-pub use output::OutputBuilder;
-pub use tessera_tiles::json::{
-    Kind, Output, PathElem, PathTrie, Scanner, Span, SyntaxError, index, parse_json_path, path,
-    scanner, value,
-};
+pub use tessera_tiles::json::{Kind, Output, Scanner, Span, path, scanner, value};

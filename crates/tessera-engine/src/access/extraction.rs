@@ -1,0 +1,430 @@
+//! Which JSON paths a scan extracts while parsing, derived from the projection that
+//! DataFusion pushed into it.
+//!
+//! Every JSON access on the document column with a constant path (`j->>'$.a.b'`,
+//! `json_get_int(j, 'n')`, ...) becomes a column the parser fills directly; the rest of
+//! the projection is evaluated on top of those columns. The raw document is only
+//! materialized when something still needs it (`SELECT j`, a per-row path, ...).
+
+use std::fmt;
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::common::Result;
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::expressions::{CastExpr, Column};
+use datafusion::physical_expr::projection::{ProjectionExpr, ProjectionExprs};
+
+use std::collections::BTreeSet;
+
+use super::document_filter::DocPredicate;
+use super::layout::DecodedLayout;
+use super::pushable::pushable_access;
+use crate::json::Output;
+use crate::json::path::{PathTrie, Slot, display_path};
+
+/// Name prefix of the columns holding extracted paths inside a scan.
+const EXTRACTED_PREFIX: &str = "__tessera_json_";
+/// The type a grouping on codes reads a text access as: the dictionary codes of a
+/// string column as stored, instead of one string per row (what Tessera tables decode
+/// dictionary-encoded string leaves as).
+pub fn dictionary_text() -> DataType {
+    tessera_table::dictionary_type()
+}
+
+/// Whether `CAST(<access with output> AS target)` is a decoded column of its own: a
+/// number or date/time of a text or JSON access, or the dictionary of a text access.
+fn is_typed_cast(output: Output, target: &DataType) -> bool {
+    let numeric = matches!(
+        target,
+        DataType::Int64
+            | DataType::Float64
+            | DataType::Date32
+            | DataType::Timestamp(TimeUnit::Nanosecond, None)
+    );
+    match output {
+        Output::Text => numeric || *target == dictionary_text(),
+        Output::Json => numeric,
+        _ => false,
+    }
+}
+
+/// Name prefix of the columns holding numeric casts of extracted text.
+const CAST_PREFIX: &str = "__tessera_cast_";
+
+/// The extraction a scan performs and the projection it applies afterwards.
+#[derive(Debug, Clone)]
+pub struct ExtractionPlan {
+    /// All extracted paths, for one pass of the scanner.
+    pub trie: Arc<PathTrie>,
+    /// The extracted columns, in order: which path and how it converts.
+    pub outputs: Vec<(Slot, Output)>,
+    /// Whether the raw document column is materialized (it is then column 0).
+    pub raw: bool,
+    /// The table's columns besides the document column (partition values of NDJSON
+    /// files, relational columns of Tessera tables), decoded after the extracted ones.
+    pub relational_fields: Vec<Arc<Field>>,
+    /// Where each part of a decoded batch is.
+    pub layout: DecodedLayout,
+    /// Schema of the decoded batches, in [`Self::layout`]'s order.
+    pub decoded_schema: SchemaRef,
+    /// The pushed-down projection rewritten over [`Self::decoded_schema`].
+    pub projection: ProjectionExprs,
+    /// Filters decided per document: the path's slot, its text semantics, and the
+    /// accepted texts. A document failing one is not a row.
+    pub predicates: Vec<(Slot, Output, BTreeSet<Vec<u8>>)>,
+    /// Boolean filters over [`Self::decoded_schema`], evaluated on each decoded batch
+    /// before the projection; a row must pass all of them.
+    pub row_filters: Vec<Arc<dyn PhysicalExpr>>,
+    /// Casts of extracted text to numbers that are decoded columns of their own (after
+    /// the relational columns), so a scan that holds the number typed can skip the text:
+    /// `(extracted output, target type)`. Empty unless [`Self::with_typed_casts`].
+    pub casts: Vec<(usize, DataType)>,
+}
+
+impl ExtractionPlan {
+    /// Plans the extraction for `projection` and `row_filters` (both over the table
+    /// schema) over a table whose file schema is the single document column
+    /// `doc_field`, followed by `relational_fields`.
+    pub fn new(
+        doc_field: &Arc<Field>,
+        relational_fields: &[Arc<Field>],
+        projection: &ProjectionExprs,
+        filters: &[DocPredicate],
+        row_filters: &[Arc<dyn PhysicalExpr>],
+    ) -> Result<Self> {
+        let mut trie = PathTrie::new();
+        let predicates = filters
+            .iter()
+            .map(|f| (trie.add(&f.path), f.output, f.accepted.clone()))
+            .collect();
+        let mut outputs: Vec<(Slot, Output)> = Vec::new();
+        // Pass 1: find the accesses and whether the raw document is still referenced.
+        let mut raw = false;
+        for expr in projection.iter().map(|p| &p.expr).chain(row_filters) {
+            let rewritten = rewrite(expr, &mut trie, &mut outputs, &|_| 0, &|_| 0)?;
+            raw |= references_column(&rewritten, 0, true);
+        }
+        // Pass 2: rewrite with the final column positions of the decoded batch.
+        let layout = DecodedLayout::new(raw, outputs.len(), relational_fields.len());
+        let doc_index = |_: usize| layout.document();
+        let extracted_index = |k: usize| layout.output(k);
+        // Table columns follow the document column in the table schema.
+        let relational_index = move |table_index: usize| layout.relational(table_index - 1);
+        let mut exprs = Vec::with_capacity(projection.iter().count());
+        for p in projection.iter() {
+            let rewritten = rewrite(
+                &p.expr,
+                &mut trie,
+                &mut outputs,
+                &doc_index,
+                &extracted_index,
+            )?;
+            let remapped = remap_partition_columns(rewritten, &relational_index)?;
+            exprs.push(ProjectionExpr::new(remapped, p.alias.clone()));
+        }
+        let row_filters = row_filters
+            .iter()
+            .map(|f| {
+                let rewritten = rewrite(f, &mut trie, &mut outputs, &doc_index, &extracted_index)?;
+                remap_partition_columns(rewritten, &relational_index)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        assert_eq!(
+            outputs.len(),
+            layout.width() - usize::from(raw) - relational_fields.len()
+        );
+        let mut fields: Vec<Arc<Field>> = Vec::new();
+        if raw {
+            fields.push(Arc::clone(doc_field));
+        }
+        for (k, (_, output)) in outputs.iter().enumerate() {
+            fields.push(Arc::new(Field::new(
+                format!("{EXTRACTED_PREFIX}{k}"),
+                output.data_type(),
+                true,
+            )));
+        }
+        fields.extend(relational_fields.iter().cloned());
+        Ok(Self {
+            trie: Arc::new(trie),
+            outputs,
+            raw,
+            relational_fields: relational_fields.to_vec(),
+            layout,
+            decoded_schema: Arc::new(Schema::new(fields)),
+            projection: ProjectionExprs::new(exprs),
+            predicates,
+            row_filters,
+            casts: Vec::new(),
+        })
+    }
+
+    /// The same plan with every `CAST(<extracted text> AS BIGINT | DOUBLE | ...)` in the
+    /// projection and filters read from a decoded column of its own (seed 000 P3 §4.3
+    /// step 8: a numeric cast of a value stored as a number needs no text), and every
+    /// cast of a text access to [`dictionary_text`] too (a string stored with a
+    /// dictionary needs no string per row).
+    pub fn with_typed_casts(mut self) -> Result<Self> {
+        assert!(self.casts.is_empty(), "typed casts are planned once");
+        let layout = self.layout;
+        let mut casts: Vec<(usize, DataType)> = Vec::new();
+        let mut rewrite_casts = |expr: Arc<dyn PhysicalExpr>| -> Result<Arc<dyn PhysicalExpr>> {
+            expr.transform_down(|e| {
+                // Only casts that fail on bad input, like the one the scan applies.
+                let Some(cast) = e
+                    .downcast_ref::<CastExpr>()
+                    .filter(|c| !c.cast_options().safe)
+                else {
+                    return Ok(Transformed::no(e));
+                };
+                let target = cast.cast_type().clone();
+                let source = cast.expr().downcast_ref::<Column>().and_then(|c| {
+                    c.name()
+                        .strip_prefix(EXTRACTED_PREFIX)?
+                        .parse::<usize>()
+                        .ok()
+                });
+                let Some(k) = source.filter(|&k| is_typed_cast(self.outputs[k].1, &target)) else {
+                    return Ok(Transformed::no(e));
+                };
+                let c = match casts.iter().position(|(ck, ct)| *ck == k && *ct == target) {
+                    Some(c) => c,
+                    None => {
+                        casts.push((k, target));
+                        casts.len() - 1
+                    }
+                };
+                let col: Arc<dyn PhysicalExpr> =
+                    // Casts are numbered as found; cast `c` sits where a layout of `c + 1`
+                    // casts puts it, which more casts found later do not move.
+                    Arc::new(Column::new(&format!("{CAST_PREFIX}{c}"), layout.with_casts(c + 1).cast(c)));
+                Ok(Transformed::new(col, true, TreeNodeRecursion::Jump))
+            })
+            .map(|t| t.data)
+        };
+        let exprs = self
+            .projection
+            .iter()
+            .map(|p| {
+                Ok(ProjectionExpr::new(
+                    rewrite_casts(Arc::clone(&p.expr))?,
+                    p.alias.clone(),
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let row_filters = self
+            .row_filters
+            .iter()
+            .map(|f| rewrite_casts(Arc::clone(f)))
+            .collect::<Result<Vec<_>>>()?;
+        let mut fields: Vec<Arc<Field>> = self.decoded_schema.fields().iter().cloned().collect();
+        for (c, (_, target)) in casts.iter().enumerate() {
+            fields.push(Arc::new(Field::new(
+                format!("{CAST_PREFIX}{c}"),
+                target.clone(),
+                true,
+            )));
+        }
+        self.projection = ProjectionExprs::new(exprs);
+        self.row_filters = row_filters;
+        self.decoded_schema = Arc::new(Schema::new(fields));
+        self.layout = layout.with_casts(casts.len());
+        self.casts = casts;
+        Ok(self)
+    }
+
+    /// Whether extracted output `k` is read by the projection (or, `with_filters`, by
+    /// the filters) itself, not only through a cast column.
+    pub fn is_referenced(&self, k: usize, with_filters: bool) -> bool {
+        let name = format!("{EXTRACTED_PREFIX}{k}");
+        let filters = if with_filters {
+            &self.row_filters[..]
+        } else {
+            &[]
+        };
+        self.projection
+            .iter()
+            .map(|p| &p.expr)
+            .chain(filters)
+            .any(|e| {
+                e.exists(|n| Ok(n.downcast_ref::<Column>().is_some_and(|c| c.name() == name)))
+                    .unwrap_or(true)
+            })
+    }
+}
+
+impl fmt::Display for ExtractionPlan {
+    /// `json_paths=[$.a:Text, ...], raw_document=false`: what EXPLAIN shows of a scan.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let paths: Vec<String> = self
+            .outputs
+            .iter()
+            .map(|&(slot, output)| format!("{}:{output:?}", display_path(self.trie.path(slot))))
+            .collect();
+        write!(
+            f,
+            "json_paths=[{}], raw_document={}",
+            paths.join(", "),
+            self.raw
+        )
+    }
+}
+
+impl ExtractionPlan {
+    /// The extracted outputs (indices into [`Self::outputs`]) the row filters read,
+    /// directly or through a cast, or `None` when a filter reads anything else (the raw
+    /// document, partition values).
+    pub fn filter_outputs(&self) -> Option<Vec<usize>> {
+        let (outputs, casts) = self.filter_reads()?;
+        let mut all: BTreeSet<usize> = outputs;
+        all.extend(casts.iter().map(|&c| self.casts[c].0));
+        Some(all.into_iter().collect())
+    }
+
+    /// The casts (indices into [`Self::casts`]) the row filters read.
+    pub fn filter_casts(&self) -> BTreeSet<usize> {
+        self.filter_reads()
+            .map(|(_, casts)| casts)
+            .unwrap_or_default()
+    }
+
+    /// (outputs, casts) the row filters read; `None` when they read anything else.
+    fn filter_reads(&self) -> Option<(BTreeSet<usize>, BTreeSet<usize>)> {
+        let mut outputs = BTreeSet::new();
+        let mut casts = BTreeSet::new();
+        for filter in &self.row_filters {
+            let reads = FilterReads::of(filter)?;
+            outputs.extend(reads.outputs);
+            casts.extend(reads.casts);
+        }
+        Some((outputs, casts))
+    }
+
+    /// Per row filter, the extracted output it reads when that is all it reads (the
+    /// output's own column: no cast of it, nothing else), and the outputs the other
+    /// filters read directly or through casts; `None` when a filter reads anything but
+    /// outputs and casts.
+    pub fn single_output_filters(&self) -> Option<(Vec<Option<usize>>, BTreeSet<usize>)> {
+        let mut singles = Vec::with_capacity(self.row_filters.len());
+        let mut others = BTreeSet::new();
+        for filter in &self.row_filters {
+            let reads = FilterReads::of(filter)?;
+            let single = match (reads.outputs.len(), reads.casts.is_empty()) {
+                (1, true) => reads.outputs.first().copied(),
+                _ => None,
+            };
+            if single.is_none() {
+                others.extend(&reads.outputs);
+                others.extend(reads.casts.iter().map(|&c| self.casts[c].0));
+            }
+            singles.push(single);
+        }
+        Some((singles, others))
+    }
+}
+
+/// The decoded columns one row filter reads.
+struct FilterReads {
+    /// Extracted outputs read directly.
+    outputs: BTreeSet<usize>,
+    /// Casts (indices into [`ExtractionPlan::casts`]) read.
+    casts: BTreeSet<usize>,
+}
+
+impl FilterReads {
+    /// What `filter` reads; `None` when it reads a column that is neither an output nor
+    /// a cast (the raw document, partition values).
+    fn of(filter: &Arc<dyn PhysicalExpr>) -> Option<Self> {
+        let mut reads = Self {
+            outputs: BTreeSet::new(),
+            casts: BTreeSet::new(),
+        };
+        let mut other = false;
+        filter
+            .apply(|e| {
+                if let Some(c) = e.downcast_ref::<Column>() {
+                    let extracted = c.name().strip_prefix(EXTRACTED_PREFIX);
+                    let cast = c.name().strip_prefix(CAST_PREFIX);
+                    match (extracted.map(str::parse), cast.map(str::parse::<usize>)) {
+                        (Some(Ok(k)), _) => {
+                            reads.outputs.insert(k);
+                        }
+                        (_, Some(Ok(c))) => {
+                            reads.casts.insert(c);
+                        }
+                        _ => other = true,
+                    }
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })
+            .ok()?;
+        (!other).then_some(reads)
+    }
+}
+
+/// Replaces each JSON access on the document column (table column 0) by a column of the
+/// decoded batch; other references to the document become `doc_index`.
+fn rewrite(
+    expr: &Arc<dyn PhysicalExpr>,
+    trie: &mut PathTrie,
+    outputs: &mut Vec<(Slot, Output)>,
+    doc_index: &dyn Fn(usize) -> usize,
+    extracted_index: &dyn Fn(usize) -> usize,
+) -> Result<Arc<dyn PhysicalExpr>> {
+    Arc::clone(expr)
+        .transform_down(|e| {
+            if let Some((path, output)) = pushable_access(&e) {
+                let slot = trie.add(&path);
+                let k = match outputs.iter().position(|o| *o == (slot, output)) {
+                    Some(k) => k,
+                    None => {
+                        outputs.push((slot, output));
+                        outputs.len() - 1
+                    }
+                };
+                let col: Arc<dyn PhysicalExpr> = Arc::new(Column::new(
+                    &format!("{EXTRACTED_PREFIX}{k}"),
+                    extracted_index(k),
+                ));
+                return Ok(Transformed::new(col, true, TreeNodeRecursion::Jump));
+            }
+            if let Some(c) = e.downcast_ref::<Column>()
+                && c.index() == 0
+            {
+                let col: Arc<dyn PhysicalExpr> = Arc::new(Column::new(c.name(), doc_index(0)));
+                return Ok(Transformed::yes(col));
+            }
+            Ok(Transformed::no(e))
+        })
+        .map(|t| t.data)
+}
+
+fn references_column(expr: &Arc<dyn PhysicalExpr>, index: usize, skip_extracted: bool) -> bool {
+    expr.exists(|e| {
+        Ok(e.downcast_ref::<Column>().is_some_and(|c| {
+            c.index() == index && !(skip_extracted && c.name().starts_with(EXTRACTED_PREFIX))
+        }))
+    })
+    .unwrap_or(true)
+}
+
+/// Moves references to partition columns (table columns 1..) to their decoded position.
+fn remap_partition_columns(
+    expr: Arc<dyn PhysicalExpr>,
+    partition_index: &dyn Fn(usize) -> usize,
+) -> Result<Arc<dyn PhysicalExpr>> {
+    expr.transform_down(|e| {
+        if let Some(c) = e.downcast_ref::<Column>()
+            && c.index() >= 1
+            && !c.name().starts_with(EXTRACTED_PREFIX)
+        {
+            let col: Arc<dyn PhysicalExpr> =
+                Arc::new(Column::new(c.name(), partition_index(c.index())));
+            return Ok(Transformed::yes(col));
+        }
+        Ok(Transformed::no(e))
+    })
+    .map(|t| t.data)
+}

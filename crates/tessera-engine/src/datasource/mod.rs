@@ -1,0 +1,10 @@
+//! Where rows come from: DataFusion data sources for Tessera's two kinds of table.
+//!
+//! - [`ndjson`]: raw NDJSON files read in place, one JSON document per line.
+//! - [`tessera`]: Tessera tables (JSON tiles with atomic commits): the table provider,
+//!   its scan, and its write path (INSERT, ingest, DELETE).
+//! - [`location`]: tables named by location (`FROM 's3://bucket/*.json.zst'`).
+
+pub mod location;
+pub mod ndjson;
+pub mod tessera;

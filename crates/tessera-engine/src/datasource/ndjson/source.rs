@@ -1,0 +1,222 @@
+//! The NDJSON [`FileSource`]: accepts any projection DataFusion pushes into the scan and
+//! extracts the JSON paths it uses while parsing.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use datafusion::common::Result;
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::datasource::physical_plan::{
+    FileGroupPartitioner, FileOpener, FileScanConfig, FileSource,
+};
+use datafusion::datasource::table_schema::TableSchema;
+use datafusion::physical_expr::projection::ProjectionExprs;
+use datafusion::physical_expr::{LexOrdering, PhysicalExpr};
+use datafusion::physical_plan::filter_pushdown::{FilterPushdownPropagation, PushedDown};
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder};
+use datafusion::physical_plan::{DisplayFormatType, apply_expression_roots};
+use object_store::ObjectStore;
+
+use super::open::{NdjsonOpener, ScanMetrics, ScanSettings};
+use super::read::Codec;
+use crate::access::document_filter::{DocPredicate, doc_predicates};
+use crate::access::extraction::ExtractionPlan;
+
+/// Scans NDJSON files whose schema is one document column (plus partition values).
+#[derive(Clone)]
+pub struct NdjsonSource {
+    table_schema: TableSchema,
+    projection: ProjectionExprs,
+    batch_size: Option<usize>,
+    metrics: ExecutionPlanMetricsSet,
+    settings: ScanSettings,
+    /// Filters pushed into the scan, decided per document.
+    filters: Vec<DocPredicate>,
+}
+
+impl NdjsonSource {
+    /// A source over `table_schema` that outputs all its columns.
+    pub fn new(table_schema: TableSchema, settings: ScanSettings) -> Self {
+        let all: Vec<usize> = (0..table_schema.table_schema().fields().len()).collect();
+        Self {
+            projection: ProjectionExprs::from_indices(&all, table_schema.table_schema()),
+            table_schema,
+            batch_size: None,
+            metrics: ExecutionPlanMetricsSet::new(),
+            settings,
+            filters: Vec::new(),
+        }
+    }
+
+    /// The same source with other scan settings.
+    pub fn with_settings(&self, settings: ScanSettings) -> Self {
+        Self {
+            settings,
+            ..self.clone()
+        }
+    }
+
+    fn extraction(&self) -> Result<ExtractionPlan> {
+        let schema = self.table_schema.table_schema();
+        ExtractionPlan::new(
+            &Arc::new(schema.field(0).clone()),
+            self.table_schema.table_partition_cols(),
+            &self.projection,
+            &self.filters,
+            &[],
+        )
+    }
+}
+
+impl fmt::Debug for NdjsonSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NdjsonSource")
+            .field("projection", &self.projection.to_string())
+            .field("settings", &self.settings)
+            .finish()
+    }
+}
+
+impl FileSource for NdjsonSource {
+    fn create_file_opener(
+        &self,
+        object_store: Arc<dyn ObjectStore>,
+        base_config: &FileScanConfig,
+        partition: usize,
+    ) -> Result<Arc<dyn FileOpener>> {
+        // Messages name files as users wrote them: `/abs/path` or `s3://bucket/key`.
+        let store = base_config.object_store_url.as_str();
+        let name_prefix = if store.starts_with("file://") {
+            "/"
+        } else {
+            store
+        };
+        let metrics = ScanMetrics {
+            bytes_scanned: MetricBuilder::new(&self.metrics).counter("bytes_scanned", partition),
+            lines_rejected: MetricBuilder::new(&self.metrics).counter("lines_rejected", partition),
+        };
+        Ok(Arc::new(NdjsonOpener {
+            plan: Arc::new(self.extraction()?),
+            store: object_store,
+            batch_size: self.batch_size.unwrap_or(8192),
+            settings: self.settings.clone(),
+            metrics,
+            name_prefix: name_prefix.to_string(),
+        }))
+    }
+
+    fn table_schema(&self) -> &TableSchema {
+        &self.table_schema
+    }
+
+    fn with_batch_size(&self, batch_size: usize) -> Arc<dyn FileSource> {
+        Arc::new(Self {
+            batch_size: Some(batch_size),
+            ..self.clone()
+        })
+    }
+
+    fn projection(&self) -> Option<&ProjectionExprs> {
+        Some(&self.projection)
+    }
+
+    fn metrics(&self) -> &ExecutionPlanMetricsSet {
+        &self.metrics
+    }
+
+    fn file_type(&self) -> &str {
+        "ndjson"
+    }
+
+    fn fmt_extra(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        let Ok(plan) = self.extraction() else {
+            return Ok(());
+        };
+        write!(f, ", {plan}")?;
+        if !self.filters.is_empty() {
+            let filters: Vec<String> = self.filters.iter().map(|p| p.to_string()).collect();
+            write!(f, ", document_filters=[{}]", filters.join(" AND "))?;
+        }
+        Ok(())
+    }
+
+    fn repartitioned(
+        &self,
+        target_partitions: usize,
+        repartition_file_min_size: usize,
+        output_ordering: Option<LexOrdering>,
+        config: &FileScanConfig,
+    ) -> Result<Option<FileScanConfig>> {
+        // Compressed files cannot be cut into byte ranges; they stay whole, one per group.
+        let compressed = config
+            .file_groups
+            .iter()
+            .flat_map(|g| g.files())
+            .any(|f| Codec::from_name(f.object_meta.location.as_ref()).is_compressed());
+        if compressed {
+            return Ok(None);
+        }
+        let groups = FileGroupPartitioner::new()
+            .with_target_partitions(target_partitions)
+            .with_repartition_file_min_size(repartition_file_min_size)
+            .with_preserve_order_within_groups(output_ordering.is_some())
+            .repartition_file_groups(&config.file_groups);
+        Ok(groups.map(|file_groups| {
+            let mut config = config.clone();
+            config.file_groups = file_groups;
+            config
+        }))
+    }
+
+    fn try_pushdown_projection(
+        &self,
+        projection: &ProjectionExprs,
+    ) -> Result<Option<Arc<dyn FileSource>>> {
+        let merged = self.projection.try_merge(projection)?;
+        Ok(Some(Arc::new(Self {
+            projection: merged,
+            ..self.clone()
+        })))
+    }
+
+    fn try_pushdown_filters(
+        &self,
+        filters: Vec<Arc<dyn PhysicalExpr>>,
+        _config: &ConfigOptions,
+    ) -> Result<FilterPushdownPropagation<Arc<dyn FileSource>>> {
+        let mut source = self.clone();
+        let pushed: Vec<PushedDown> = filters
+            .iter()
+            .map(|filter| match doc_predicates(filter) {
+                Some(predicates) => {
+                    source.filters.extend(predicates);
+                    PushedDown::Yes
+                }
+                None => PushedDown::No,
+            })
+            .collect();
+        let accepted = pushed.iter().any(|p| matches!(p, PushedDown::Yes));
+        let result = FilterPushdownPropagation::with_parent_pushdown_result(pushed);
+        Ok(if accepted {
+            result.with_updated_node(Arc::new(source) as Arc<dyn FileSource>)
+        } else {
+            result
+        })
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        apply_expression_roots(self.projection.iter().map(|p| &p.expr), f)
+    }
+}
+
+impl NdjsonSource {
+    /// Downcasts a generic file source.
+    pub fn from_dyn(source: &Arc<dyn FileSource>) -> Option<&Self> {
+        (source.as_ref() as &dyn Any).downcast_ref::<Self>()
+    }
+}

@@ -1,0 +1,27 @@
+//! Scanning a Tessera table: a DataFusion [`FileSource`] over one snapshot's data files.
+//!
+//! DataFusion pushes the query's projection and filters into the scan. Every JSON access
+//! with a constant path (`j->>'$.a.b'`, `json_get_int(j, 'n')`, ...) becomes a column of
+//! the scan (the same [`ExtractionPlan`] as the NDJSON scan uses), and each file answers
+//! it from its own shredding schema: a path the file shreds is read as its typed Parquet
+//! leaf plus the Variant binary of its outliers ([`super::leaves`]), an element of a
+//! path it shreds as a list from the list's typed elements (other paths through the
+//! list from the list's columns alone); a path whose first
+//! key the file does not shred is found in each document's own Variant binary; any other
+//! access is answered from documents reconstructed from the Variant column, for that
+//! file only.
+//! Filters are evaluated inside the scan on the extracted columns, after files whose
+//! statistics exclude them were skipped ([`super::prune`]).
+
+mod coded_filters;
+mod decoder;
+pub(crate) mod leaves;
+mod metrics;
+mod opener;
+mod output_source;
+mod prune;
+mod schedule;
+mod source;
+
+pub use opener::SnapshotFile;
+pub use source::TesseraSource;

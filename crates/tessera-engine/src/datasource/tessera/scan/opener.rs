@@ -1,0 +1,373 @@
+//! Opening one data file of a scan: skipping it, its row groups and pages by
+//! statistics, choosing the Parquet leaves to read (late materialization, dictionaries),
+//! and handing the stored batches to a [`FileDecoder`].
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow::array::{BooleanArray, RecordBatch};
+use arrow::datatypes::Field;
+use arrow::error::ArrowError;
+use datafusion::common::tree_node::TreeNode;
+use datafusion::common::{DataFusionError, Result};
+use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::{FileOpenFuture, FileOpener};
+use datafusion::physical_expr::expressions::Column;
+use futures::{StreamExt, TryStreamExt};
+use parquet::arrow::arrow_reader::RowSelection;
+use parquet::basic::Encoding;
+use parquet::file::metadata::ParquetMetaData;
+use parquet::schema::types::SchemaDescriptor;
+use tessera_table::{DataFile, FilePredicate, FileRead, OpenFile, Pacer, Snapshot};
+
+use super::coded_filters::CodedOutput;
+use super::decoder::FileDecoder;
+use super::leaves::{LeafKind, ShreddedLeaf};
+use super::metrics::TesseraScanMetrics;
+use super::output_source::OutputSource;
+use super::prune::{Constraint, intersect_ranges, page_bounds, row_group_bounds};
+use super::schedule::ScanPace;
+use crate::access::extraction::{ExtractionPlan, dictionary_text};
+use crate::datasource::tessera::provider::external;
+use crate::json::path::PathElem;
+
+/// The snapshot a data file belongs to, attached to its [`PartitionedFile`].
+#[derive(Debug, Clone)]
+pub struct SnapshotFile {
+    /// The table version being read.
+    pub snapshot: Arc<Snapshot>,
+    /// The file, with its deletion vector and summary.
+    pub file: DataFile,
+}
+
+/// Opens the files of one partition of a Tessera table scan.
+pub(super) struct TesseraOpener {
+    pub(super) plan: Arc<ExtractionPlan>,
+    /// The outputs whose filters can be judged on dictionary codes.
+    pub(super) coded: Arc<Vec<CodedOutput>>,
+    pub(super) constraints: Arc<Vec<Constraint>>,
+    pub(super) typed_reads: bool,
+    pub(super) pace: Arc<ScanPace>,
+    pub(super) batch_size: usize,
+    pub(super) metrics: TesseraScanMetrics,
+}
+
+impl FileOpener for TesseraOpener {
+    fn open(&self, file: PartitionedFile) -> Result<FileOpenFuture> {
+        let Some(entry) = file.extensions.get_arc::<SnapshotFile>() else {
+            return Err(DataFusionError::Internal(format!(
+                "{} is not a file of a Tessera table snapshot",
+                file.object_meta.location
+            )));
+        };
+        let plan = Arc::clone(&self.plan);
+        let coded = Arc::clone(&self.coded);
+        let constraints = Arc::clone(&self.constraints);
+        let metrics = self.metrics.clone();
+        let batch_size = self.batch_size;
+        let typed_reads = self.typed_reads;
+        let pace: Arc<dyn Pacer> = Arc::clone(&self.pace) as Arc<dyn Pacer>;
+        Ok(Box::pin(async move {
+            let summary = &entry.file.summary;
+            if !constraints.iter().all(|c| c.may_match_file(summary)) {
+                metrics.files_pruned.add(1);
+                return Ok(futures::stream::empty().boxed());
+            }
+            metrics.files_scanned.add(1);
+            let open = entry
+                .snapshot
+                .open_file(&entry.file)
+                .await
+                .map_err(external)?;
+            let column = open.schema().field(0).clone();
+            let sources: Vec<OutputSource> = plan
+                .outputs
+                .iter()
+                .map(|&(slot, _)| match typed_reads {
+                    true => OutputSource::find(column.data_type(), plan.trie.path(slot)),
+                    false => OutputSource::Document,
+                })
+                .collect();
+            let whole = plan.raw || sources.iter().any(OutputSource::is_document);
+            if !whole {
+                let skipped = sources
+                    .iter()
+                    .filter_map(OutputSource::typed)
+                    .filter(|leaf| leaf.outliers_absent(column.name(), open.metadata()))
+                    .count();
+                metrics.outlier_columns_skipped.add(skipped);
+            }
+            let schema = open.metadata().file_metadata().schema_descr();
+            let parquet_leaves = (!whole).then(|| {
+                let all: Vec<usize> = (0..sources.len()).collect();
+                let mut leaves = leaf_columns(&sources, &all, column.name(), open.metadata());
+                leaves.extend(relational_leaves(&plan, schema));
+                leaves.sort_unstable();
+                leaves
+            });
+            let dictionaries = match whole {
+                true => Vec::new(),
+                false => dictionary_leaves(&plan, &coded, &sources, column.name(), open.metadata()),
+            };
+            let predicate = late_predicate(
+                &plan,
+                &coded,
+                &sources,
+                column.name(),
+                &metrics,
+                open.metadata(),
+            )?;
+            let filters_applied = predicate.is_some();
+            let checks = leaf_checks(&open, &column, &constraints);
+            let row_groups = surviving_row_groups(&open, &checks);
+            metrics.row_groups_scanned.add(row_groups.len());
+            metrics
+                .row_groups_pruned
+                .add(open.metadata().num_row_groups() - row_groups.len());
+            let rows = surviving_pages(&open, &checks, &row_groups);
+            if let Some(rows) = &rows {
+                let total: i64 = row_groups
+                    .iter()
+                    .map(|&g| open.metadata().row_group(g).num_rows())
+                    .sum();
+                metrics.rows_pruned.add(total as usize - rows.row_count());
+            }
+            let stream = open
+                .read(FileRead {
+                    leaves: parquet_leaves,
+                    row_groups: Some(row_groups),
+                    rows,
+                    skip_deleted: true,
+                    batch_rows: Some(batch_size),
+                    predicate,
+                    pacer: Some(pace),
+                    dictionaries,
+                })
+                .map_err(external)?;
+            let mut decoder = FileDecoder::new(
+                Arc::clone(&plan),
+                coded,
+                sources,
+                metrics.clone(),
+                filters_applied,
+            )?;
+            let traffic = Arc::clone(open.traffic());
+            let counted = metrics.clone();
+            let batches = stream
+                .map(move |batch| decoder.decode(&batch.map_err(external)?))
+                .chain(futures::stream::once(async move {
+                    counted.count_traffic(&traffic);
+                    Ok(None)
+                }))
+                .try_filter_map(|batch| futures::future::ready(Ok(batch)));
+            Ok(batches.boxed())
+        }))
+    }
+}
+
+/// The string leaves to decode as dictionaries, when the file shreds them as strings and
+/// nothing reads them but typed reads (which turn codes into strings where they need
+/// strings): those of the text accesses the plan casts to [`dictionary_text`] (a
+/// grouping on codes), and those of the filters judged on codes where every page of the
+/// leaf is dictionary-encoded (elsewhere the reader would build a dictionary by
+/// hashing every value).
+fn dictionary_leaves(
+    plan: &ExtractionPlan,
+    coded: &[CodedOutput],
+    sources: &[OutputSource],
+    column: &str,
+    metadata: &ParquetMetaData,
+) -> Vec<usize> {
+    let schema = metadata.file_metadata().schema_descr();
+    let others: BTreeSet<usize> = sources
+        .iter()
+        .filter(|s| s.typed().is_none())
+        .flat_map(|s| s.parquet_leaves(column, metadata))
+        .collect();
+    let string_leaf = |k: usize| {
+        let leaf = sources[k].typed().filter(|l| l.kind == LeafKind::String)?;
+        leaf.parquet_columns(column, schema).0
+    };
+    let grouped = plan
+        .casts
+        .iter()
+        .filter(|(_, target)| *target == dictionary_text())
+        .filter_map(|&(k, _)| string_leaf(k));
+    let filtered = coded
+        .iter()
+        .filter_map(|c| string_leaf(c.output))
+        .filter(|&leaf| dictionary_encoded(metadata, leaf));
+    let mut leaves: Vec<usize> = grouped
+        .chain(filtered)
+        .filter(|leaf| !others.contains(leaf))
+        .collect();
+    leaves.sort_unstable();
+    leaves.dedup();
+    leaves
+}
+
+/// Whether every data page of Parquet leaf `leaf` in every row group is
+/// dictionary-encoded.
+fn dictionary_encoded(metadata: &ParquetMetaData, leaf: usize) -> bool {
+    metadata.row_groups().iter().all(|group| {
+        let chunk = group.column(leaf);
+        chunk.dictionary_page_offset().is_some()
+            && chunk.page_encoding_stats_mask().is_some_and(|mask| {
+                mask.is_only(Encoding::RLE_DICTIONARY) || mask.is_only(Encoding::PLAIN_DICTIONARY)
+            })
+    })
+}
+
+/// The Parquet leaf columns that hold `outputs` (indices into `sources`), ascending.
+fn leaf_columns(
+    sources: &[OutputSource],
+    outputs: &[usize],
+    column: &str,
+    file: &ParquetMetaData,
+) -> Vec<usize> {
+    let mut indices: Vec<usize> = outputs
+        .iter()
+        .flat_map(|&k| sources[k].parquet_leaves(column, file))
+        .collect();
+    indices.sort_unstable();
+    indices.dedup();
+    indices
+}
+
+/// The Parquet leaves of the relational columns the projection or the filters read.
+fn relational_leaves(plan: &ExtractionPlan, schema: &SchemaDescriptor) -> Vec<usize> {
+    let wanted: Vec<&str> = plan
+        .relational_fields
+        .iter()
+        .map(|f| f.name().as_str())
+        .filter(|name| {
+            plan.projection
+                .iter()
+                .map(|p| &p.expr)
+                .chain(&plan.row_filters)
+                .any(|e| {
+                    e.exists(|n| {
+                        Ok(n.downcast_ref::<Column>()
+                            .is_some_and(|c| c.name() == *name))
+                    })
+                    .unwrap_or(true)
+                })
+        })
+        .collect();
+    (0..schema.num_columns())
+        .filter(|&i| {
+            let column = schema.column(i);
+            column
+                .path()
+                .parts()
+                .first()
+                .is_some_and(|root| wanted.contains(&root.as_str()))
+        })
+        .collect()
+}
+
+/// Late materialization: when every filter reads only shredded paths of this file, the
+/// Parquet reader evaluates the filters on those columns first and decodes the others
+/// only for the rows that pass.
+fn late_predicate(
+    plan: &Arc<ExtractionPlan>,
+    coded: &Arc<Vec<CodedOutput>>,
+    sources: &[OutputSource],
+    column: &str,
+    metrics: &TesseraScanMetrics,
+    file: &ParquetMetaData,
+) -> Result<Option<FilePredicate>> {
+    let Some(outputs) = plan.filter_outputs() else {
+        return Ok(None);
+    };
+    if outputs.is_empty() || outputs.iter().any(|&k| sources[k].is_document()) {
+        return Ok(None);
+    }
+    let columns = leaf_columns(sources, &outputs, column, file);
+    let mut decoder = FileDecoder::new(
+        Arc::clone(plan),
+        Arc::clone(coded),
+        sources.to_vec(),
+        metrics.clone(),
+        false,
+    )?;
+    let keep = move |batch: RecordBatch| -> std::result::Result<BooleanArray, ArrowError> {
+        Ok(decoder.filter_mask(&batch, &outputs)?)
+    };
+    Ok(Some(FilePredicate {
+        leaves: columns,
+        keep: Box::new(keep),
+    }))
+}
+
+/// A constraint statistics can judge in one file: its leaf's kind and the Parquet
+/// columns of its typed values and outliers.
+type LeafCheck<'a> = (&'a Constraint, LeafKind, usize, Option<usize>);
+
+/// The constraints on paths `open` shreds, with their leaves.
+fn leaf_checks<'a>(
+    open: &OpenFile,
+    column: &Field,
+    constraints: &'a [Constraint],
+) -> Vec<LeafCheck<'a>> {
+    let schema = open.metadata().file_metadata().schema_descr();
+    constraints
+        .iter()
+        .filter_map(|c| {
+            let path: Vec<PathElem> = c.keys().iter().cloned().map(PathElem::Key).collect();
+            let leaf = ShreddedLeaf::find(column.data_type(), &path)?;
+            let (typed, value) = leaf.parquet_columns(column.name(), schema);
+            Some((c, leaf.kind, typed?, value))
+        })
+        .collect()
+}
+
+/// The row groups of `open` whose Parquet statistics admit every constraint.
+fn surviving_row_groups(open: &OpenFile, checks: &[LeafCheck<'_>]) -> Vec<usize> {
+    let metadata = open.metadata();
+    (0..metadata.num_row_groups())
+        .filter(|&g| {
+            let group = metadata.row_group(g);
+            checks.iter().all(|&(c, kind, typed, value)| {
+                row_group_bounds(kind, group, typed, value).is_none_or(|b| c.may_match(&b))
+            })
+        })
+        .collect()
+}
+
+/// The rows of `row_groups` on pages whose statistics (the page index) admit every
+/// constraint, as a selection over those row groups; `None` when no page is excluded.
+/// Writers cluster rows by low-cardinality paths, so a test of one such path keeps a
+/// few runs of pages and the reader fetches and decodes nothing else.
+fn surviving_pages(
+    open: &OpenFile,
+    checks: &[LeafCheck<'_>],
+    row_groups: &[usize],
+) -> Option<RowSelection> {
+    let metadata = open.metadata();
+    if checks.is_empty() || metadata.offset_index().is_none() {
+        return None;
+    }
+    let mut kept: Vec<Range<usize>> = Vec::new();
+    let mut at = 0;
+    for &g in row_groups {
+        let rows = usize::try_from(metadata.row_group(g).num_rows()).ok()?;
+        let mut group: Vec<Range<usize>> = std::iter::once(0..rows).collect();
+        for &(c, kind, typed, value) in checks {
+            let Some(pages) = page_bounds(kind, metadata, g, typed, value) else {
+                continue;
+            };
+            let admitted: Vec<Range<usize>> = pages
+                .into_iter()
+                .filter(|(_, bounds)| c.may_match(bounds))
+                .map(|(rows, _)| rows)
+                .collect();
+            group = intersect_ranges(&group, &admitted);
+        }
+        kept.extend(group.into_iter().map(|r| r.start + at..r.end + at));
+        at += rows;
+    }
+    let selected: usize = kept.iter().map(|r| r.len()).sum();
+    (selected < at).then(|| RowSelection::from_consecutive_ranges(kept.into_iter(), at))
+}

@@ -1,0 +1,10 @@
+//! The write path of Tessera tables: documents shredded into JSON tiles files and
+//! committed atomically.
+//!
+//! - [`sink`]: `INSERT INTO` / `CREATE TABLE AS` (a DataFusion `DataSink`).
+//! - [`ingest`]: `tessera ingest`: NDJSON files (or stdin) into a table, with rejects.
+//! - [`delete`]: `DELETE FROM`, as deletion vectors.
+
+pub mod delete;
+pub mod ingest;
+pub mod sink;

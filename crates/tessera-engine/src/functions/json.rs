@@ -1,0 +1,451 @@
+//! The JSON SQL functions: `json_get`, `json_get_text` (`->>`), `json_get_str`,
+//! `json_get_int`, `json_get_float`, `json_get_bool`, `json_contains`, `json_typeof`,
+//! `json_length` and `json_keys`.
+//!
+//! Every function takes a JSON text followed by path elements: string keys, integer
+//! array indexes (negative counts from the end) or a JSONPath string (`'$.a[0].b'`).
+//! These row-at-a-time implementations are the reference semantics; the NDJSON scan
+//! computes the same accesses during parsing when the optimizer pushes them down.
+
+use std::sync::{Arc, LazyLock};
+
+use arrow::array::{Array, ArrayRef, BooleanBuilder, Int64Builder, ListBuilder, StringViewBuilder};
+use arrow::datatypes::{DataType, Field};
+use datafusion::common::cast::{as_large_string_array, as_string_array, as_string_view_array};
+use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, plan_err};
+use datafusion::logical_expr::scalar_doc_sections::DOC_SECTION_OTHER;
+use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
+use datafusion::logical_expr::{
+    ColumnarValue, Documentation, Expr, ExpressionPlacement, ScalarFunctionArgs, ScalarUDF,
+    ScalarUDFImpl, Signature, Volatility,
+};
+
+use crate::json::output::OutputBuilder;
+use tessera_tiles::json::path::{MAX_PATH_DEPTH, PathElem, PathTrie, parse_json_path};
+use tessera_tiles::json::scanner::{Kind, Scanner, Span, for_each_member};
+use tessera_tiles::json::value::{Output, type_name, unescape_into};
+
+/// Names of the functions whose first argument is JSON text and the rest a path.
+pub const JSON_GET: &str = "json_get";
+/// `->>`.
+pub const JSON_GET_TEXT: &str = "json_get_text";
+
+/// All JSON functions, ready to register with a session.
+pub fn all_functions() -> Vec<Arc<ScalarUDF>> {
+    let access = [
+        (JSON_GET, Output::Json, &["json_extract"][..]),
+        (
+            JSON_GET_TEXT,
+            Output::Text,
+            &["json_extract_string", "json_as_text"][..],
+        ),
+        ("json_get_str", Output::Str, &[][..]),
+        ("json_get_int", Output::Int, &[][..]),
+        ("json_get_float", Output::Float, &[][..]),
+        ("json_get_bool", Output::Bool, &[][..]),
+    ];
+    let mut out: Vec<Arc<ScalarUDF>> = access
+        .into_iter()
+        .map(|(name, output, aliases)| {
+            Arc::new(ScalarUDF::from(JsonFunction::new(
+                name,
+                Probe::Access(output),
+                aliases,
+            )))
+        })
+        .collect();
+    for (name, probe, aliases) in [
+        ("json_contains", Probe::Contains, &["json_exists"][..]),
+        ("json_typeof", Probe::TypeOf, &[][..]),
+        ("json_length", Probe::Length, &[][..]),
+        ("json_keys", Probe::Keys, &[][..]),
+    ] {
+        out.push(Arc::new(ScalarUDF::from(JsonFunction::new(
+            name, probe, aliases,
+        ))));
+    }
+    out
+}
+
+/// What a JSON function computes from the value found at its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Probe {
+    /// The value itself, converted as [`Output`] says.
+    Access(Output),
+    /// Whether the path exists (even holding JSON `null`).
+    Contains,
+    /// The value's JSON type name.
+    TypeOf,
+    /// The number of elements of an array or members of an object.
+    Length,
+    /// The keys of an object.
+    Keys,
+}
+
+impl Probe {
+    fn data_type(self) -> DataType {
+        match self {
+            Probe::Access(output) => output.data_type(),
+            Probe::Contains => DataType::Boolean,
+            Probe::TypeOf => DataType::Utf8View,
+            Probe::Length => DataType::Int64,
+            Probe::Keys => {
+                DataType::List(Arc::new(Field::new_list_field(DataType::Utf8View, true)))
+            }
+        }
+    }
+}
+
+/// One JSON function; see the module documentation.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct JsonFunction {
+    name: &'static str,
+    probe: Probe,
+    aliases: Vec<String>,
+    signature: Signature,
+}
+
+impl JsonFunction {
+    fn new(name: &'static str, probe: Probe, aliases: &[&str]) -> Self {
+        Self {
+            name,
+            probe,
+            aliases: aliases.iter().map(|a| a.to_string()).collect(),
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+}
+
+/// If `udf` is a JSON access function (`->`, `->>`, `json_get_*`), its output kind.
+pub fn access_output(udf: &ScalarUDF) -> Option<Output> {
+    match udf.inner().downcast_ref::<JsonFunction>()?.probe {
+        Probe::Access(output) => Some(output),
+        _ => None,
+    }
+}
+
+static DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        DOC_SECTION_OTHER,
+        "Reads the value at a path of a JSON document. Path elements are keys, array \
+         indexes (negative from the end) or a JSONPath string such as '$.a[0].b'.",
+        "json_get_str(j, 'commit', 'collection')",
+    )
+    .with_argument("json", "JSON text")
+    .with_argument("path", "keys, indexes or one JSONPath string")
+    .build()
+});
+
+impl ScalarUDFImpl for JsonFunction {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn aliases(&self) -> &[String] {
+        &self.aliases
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        let Some((first, path)) = arg_types.split_first() else {
+            return plan_err!("{} needs a JSON argument", self.name);
+        };
+        if path.len() > MAX_PATH_DEPTH {
+            return plan_err!(
+                "{}: a path has at most {MAX_PATH_DEPTH} elements",
+                self.name
+            );
+        }
+        let json = match first {
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => first.clone(),
+            DataType::Null => DataType::Utf8,
+            other => {
+                return plan_err!(
+                    "{} expects JSON text as its first argument, not {other}",
+                    self.name
+                );
+            }
+        };
+        let mut out = vec![json];
+        for t in path {
+            out.push(match t {
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null => {
+                    DataType::Utf8
+                }
+                t if t.is_integer() => DataType::Int64,
+                other => {
+                    return plan_err!(
+                        "{} path elements are keys (text) or array indexes (integers), not {other}",
+                        self.name
+                    );
+                }
+            });
+        }
+        Ok(out)
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(self.probe.data_type())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let scalar_result = args
+            .args
+            .iter()
+            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let n = if scalar_result { 1 } else { args.number_rows };
+        let array = evaluate(self.name, self.probe, &args.args, n)?;
+        if scalar_result {
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+                &array, 0,
+            )?))
+        } else {
+            Ok(ColumnarValue::Array(array))
+        }
+    }
+
+    fn simplify(&self, args: Vec<Expr>, _info: &SimplifyContext) -> Result<ExprSimplifyResult> {
+        simplify_path_args(self, args)
+    }
+
+    fn placement(&self, args: &[ExpressionPlacement]) -> ExpressionPlacement {
+        // A JSON access on a column with a constant path moves into the scan, where the
+        // NDJSON reader computes it while parsing instead of parsing a second time.
+        let base = args.first().copied();
+        let pushable_base = matches!(
+            base,
+            Some(ExpressionPlacement::Column | ExpressionPlacement::MoveTowardsLeafNodes)
+        );
+        if pushable_base && args[1..].iter().all(|a| *a == ExpressionPlacement::Literal) {
+            ExpressionPlacement::MoveTowardsLeafNodes
+        } else {
+            ExpressionPlacement::KeepInPlace
+        }
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&DOCS)
+    }
+}
+
+/// Normalizes path arguments so that every spelling of one access is one expression:
+/// JSONPath strings become separate elements, and `json_x(json_get(d, p), q)` becomes
+/// `json_x(d, p, q)`. The NDJSON scan then sees one path per access.
+fn simplify_path_args(function: &JsonFunction, args: Vec<Expr>) -> Result<ExprSimplifyResult> {
+    let mut changed = false;
+    let mut args = args;
+    if let Some(Expr::ScalarFunction(inner)) = args.first()
+        && inner.func.name() == JSON_GET
+        && inner.args.len() > 1
+        && args[1..].iter().all(is_literal_path)
+        && inner.args[1..].iter().all(is_literal_path)
+    {
+        let mut flat = inner.args.clone();
+        flat.extend(args.drain(1..));
+        args = flat;
+        changed = true;
+    }
+    let mut out = Vec::with_capacity(args.len());
+    for (i, arg) in args.into_iter().enumerate() {
+        match &arg {
+            Expr::Literal(ScalarValue::Utf8(Some(text)), _) if i > 0 && text.starts_with('$') => {
+                let path = parse_json_path(text)
+                    .map_err(|e| DataFusionError::Plan(format!("{}: {e}", function.name)))?;
+                out.extend(path.into_iter().map(path_literal));
+                changed = true;
+            }
+            _ => out.push(arg),
+        }
+    }
+    if !changed {
+        return Ok(ExprSimplifyResult::Original(out));
+    }
+    if out.len() > MAX_PATH_DEPTH + 1 {
+        return plan_err!(
+            "{}: a path has at most {MAX_PATH_DEPTH} elements",
+            function.name
+        );
+    }
+    Ok(ExprSimplifyResult::Simplified(Expr::ScalarFunction(
+        datafusion::logical_expr::expr::ScalarFunction::new_udf(
+            Arc::new(ScalarUDF::from(function.clone())),
+            out,
+        ),
+    )))
+}
+
+fn is_literal_path(e: &Expr) -> bool {
+    matches!(
+        e,
+        Expr::Literal(ScalarValue::Utf8(Some(_)) | ScalarValue::Int64(Some(_)), _)
+    )
+}
+
+fn path_literal(elem: PathElem) -> Expr {
+    match elem {
+        PathElem::Key(k) => Expr::Literal(ScalarValue::Utf8(Some(k)), None),
+        PathElem::Index(i) => Expr::Literal(ScalarValue::Int64(Some(i)), None),
+    }
+}
+
+/// Reads the path elements of one row from constant or per-row arguments; `None` when
+/// an element is NULL (the access is then NULL).
+fn path_of_row(name: &str, args: &[ColumnarValue], row: usize) -> Result<Option<Vec<PathElem>>> {
+    let mut path = Vec::with_capacity(args.len());
+    for arg in args {
+        let value = match arg {
+            ColumnarValue::Scalar(s) => s.clone(),
+            ColumnarValue::Array(a) => ScalarValue::try_from_array(a, row)?,
+        };
+        match value {
+            ScalarValue::Utf8(Some(k)) if k.starts_with('$') => {
+                let parsed = parse_json_path(&k)
+                    .map_err(|e| DataFusionError::Execution(format!("{name}: {e}")))?;
+                path.extend(parsed);
+            }
+            ScalarValue::Utf8(Some(k)) => path.push(PathElem::Key(k)),
+            ScalarValue::Int64(Some(i)) => path.push(PathElem::Index(i)),
+            v if v.is_null() => return Ok(None),
+            other => return exec_err!("{name}: unsupported path element {other}"),
+        }
+    }
+    Ok(Some(path))
+}
+
+/// Calls `f(row, doc, value)` for every row whose document and path are not NULL.
+fn for_each_row(
+    name: &str,
+    args: &[ColumnarValue],
+    n: usize,
+    mut f: impl FnMut(usize, &[u8], Option<Span>),
+) -> Result<()> {
+    let docs = args[0].to_array(n)?;
+    let path_args = &args[1..];
+    let constant = path_args
+        .iter()
+        .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+    let scanner_for =
+        |row: usize| -> Result<Option<Scanner>> {
+            Ok(path_of_row(name, path_args, row)?
+                .map(|p| Scanner::new(Arc::new(PathTrie::single(&p)))))
+        };
+    let mut scanner = if constant { scanner_for(0)? } else { None };
+    let mut visit = |row: usize, doc: &str| -> Result<()> {
+        if !constant {
+            scanner = scanner_for(row)?;
+        }
+        let Some(scanner) = scanner.as_mut() else {
+            return Ok(());
+        };
+        scanner.scan(doc.as_bytes()).map_err(|e| {
+            DataFusionError::Execution(format!(
+                "{name}: malformed JSON in row {}: expected {e}",
+                row + 1
+            ))
+        })?;
+        f(row, doc.as_bytes(), scanner.get(0));
+        Ok(())
+    };
+    match docs.data_type() {
+        DataType::Utf8 => for_each_str(as_string_array(&docs)?, &mut visit),
+        DataType::LargeUtf8 => for_each_str(as_large_string_array(&docs)?, &mut visit),
+        DataType::Utf8View => for_each_str(as_string_view_array(&docs)?, &mut visit),
+        DataType::Null => Ok(()),
+        other => exec_err!("{name} expects JSON text, not {other}"),
+    }
+}
+
+fn for_each_str<'a, A>(array: A, visit: &mut impl FnMut(usize, &'a str) -> Result<()>) -> Result<()>
+where
+    A: arrow::array::ArrayAccessor<Item = &'a str>,
+{
+    for row in 0..array.len() {
+        if array.is_valid(row) {
+            visit(row, array.value(row))?;
+        }
+    }
+    Ok(())
+}
+
+/// Evaluates a JSON function over `n` rows; rows skipped by [`for_each_row`] are NULL.
+fn evaluate(name: &str, probe: Probe, args: &[ColumnarValue], n: usize) -> Result<ArrayRef> {
+    // Fills gaps with NULL so that row `row` lands at index `row`.
+    fn pad(next: &mut usize, row: usize, mut append_null: impl FnMut()) {
+        while *next < row {
+            append_null();
+            *next += 1;
+        }
+        *next = row + 1;
+    }
+    let mut next = 0;
+    match probe {
+        Probe::Access(output) => {
+            let mut b = OutputBuilder::new(output, n);
+            for_each_row(name, args, n, |row, doc, span| {
+                pad(&mut next, row, || b.append_null());
+                b.append(doc, span);
+            })?;
+            pad(&mut next, n, || b.append_null());
+            Ok(b.finish())
+        }
+        Probe::Contains => {
+            let mut b = BooleanBuilder::with_capacity(n);
+            for_each_row(name, args, n, |row, _, span| {
+                pad(&mut next, row, || b.append_null());
+                b.append_value(span.is_some());
+            })?;
+            pad(&mut next, n, || b.append_null());
+            Ok(Arc::new(b.finish()))
+        }
+        Probe::TypeOf => {
+            let mut b = StringViewBuilder::with_capacity(n);
+            for_each_row(name, args, n, |row, _, span| {
+                pad(&mut next, row, || b.append_null());
+                b.append_option(span.map(|s| type_name(s.kind)));
+            })?;
+            pad(&mut next, n, || b.append_null());
+            Ok(Arc::new(b.finish()))
+        }
+        Probe::Length => {
+            let mut b = Int64Builder::with_capacity(n);
+            for_each_row(name, args, n, |row, doc, span| {
+                pad(&mut next, row, || b.append_null());
+                b.append_option(
+                    span.filter(|s| matches!(s.kind, Kind::Object | Kind::Array))
+                        .map(|s| {
+                            let mut count = 0i64;
+                            for_each_member(doc, s, |_, _| count += 1);
+                            count
+                        }),
+                );
+            })?;
+            pad(&mut next, n, || b.append_null());
+            Ok(Arc::new(b.finish()))
+        }
+        Probe::Keys => {
+            let mut b = ListBuilder::new(StringViewBuilder::new())
+                .with_field(Arc::new(Field::new_list_field(DataType::Utf8View, true)));
+            let mut key = Vec::new();
+            for_each_row(name, args, n, |row, doc, span| {
+                pad(&mut next, row, || b.append_null());
+                match span.filter(|s| s.kind == Kind::Object) {
+                    Some(s) => {
+                        for_each_member(doc, s, |k, _| {
+                            let k = k.expect("object members have keys");
+                            key.clear();
+                            unescape_into(k.string_body(doc), &mut key);
+                            b.values().append_value(String::from_utf8_lossy(&key));
+                        });
+                        b.append(true);
+                    }
+                    None => b.append_null(),
+                }
+            })?;
+            pad(&mut next, n, || b.append_null());
+            Ok(Arc::new(b.finish()))
+        }
+    }
+}

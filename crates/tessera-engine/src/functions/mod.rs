@@ -1,0 +1,12 @@
+//! The scalar functions Tessera registers with DataFusion.
+//!
+//! - [`json`]: the JSON functions (`json_get*`, `->>`, ...), the reference semantics that
+//!   scans reproduce when an access is pushed into them.
+//! - [`operators`]: the `->` / `->>` operators, planned onto those functions.
+//! - [`compat`]: DuckDB and ClickHouse spellings (`hour(ts)`, `date_diff`, ...).
+
+pub mod compat;
+pub mod json;
+pub mod operators;
+
+pub use json::access_output;

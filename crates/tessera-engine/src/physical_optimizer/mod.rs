@@ -1,0 +1,17 @@
+//! Physical optimizer rules that rewrite aggregates over Tessera table scans so that
+//! they read what the files store (typed values, dictionary codes) instead of text.
+//!
+//! - [`cast_pushdown`]: casts an aggregate applies to JSON accesses move into the scan.
+//! - [`group_on_codes`]: GROUP BY on low-cardinality strings becomes `CodeAggregateExec`.
+//! - [`integer_text_min_max`]: MIN/MAX of integer texts aggregate the integers.
+//! - [`aggregate_rewrite`]: the bottom-up rewrite of an aggregate over a Tessera scan
+//!   that the three rules share.
+
+mod aggregate_rewrite;
+pub mod cast_pushdown;
+pub mod group_on_codes;
+pub mod integer_text_min_max;
+
+pub use cast_pushdown::CastPushdown;
+pub use group_on_codes::GroupOnCodes;
+pub use integer_text_min_max::IntegerTextMinMax;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Combined JSON TPC-H (seed 000, P3): Tessera and DuckDB on the same file in one run.
+"""Combined JSON TPC-H (JSON Tiles, SIGMOD 2021): Tessera and DuckDB on the same file in one run.
 
 Data: `tessera gen tpch-json --sf SF`, every row of the eight TPC-H tables as one JSON
 object keyed by column name, all tables in one NDJSON stream; each system sees it as a

@@ -8,8 +8,11 @@ use std::process::{Command, Output, Stdio};
 
 /// The outcome of one `tessera` run.
 pub struct Run {
+    /// The exit code (-1 when a signal ended it).
     pub code: i32,
+    /// Everything printed on standard output.
     pub stdout: String,
+    /// Everything printed on standard error.
     pub stderr: String,
 }
 

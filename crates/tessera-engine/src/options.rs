@@ -98,7 +98,8 @@ extensions_options! {
         /// How much of each NDJSON document is checked: 'structure' (default: everything up
         /// to the last value a query reads, then brackets and strings) or 'full'.
         pub validation: ValidationSetting, default = ValidationSetting(Validation::Structure)
-        /// Bytes per ranged read when scanning raw files (8 MiB: seed 002's sweet spot).
+        /// Bytes per ranged read when scanning raw files (8 MiB: AnyBlob's
+        /// sweet spot, VLDB 2023).
         pub scan_block_size: usize, default = 8 * 1024 * 1024
         /// Ranged reads each scan partition keeps in flight.
         pub scan_prefetch: usize, default = 4

@@ -162,7 +162,7 @@ impl ExtractionPlan {
     }
 
     /// The same plan with every `CAST(<extracted text> AS BIGINT | DOUBLE | ...)` in the
-    /// projection and filters read from a decoded column of its own (seed 000 P3 §4.3
+    /// projection and filters read from a decoded column of its own (JSON Tiles, SIGMOD 2021, §4.3
     /// step 8: a numeric cast of a value stored as a number needs no text), and every
     /// cast of a text access to [`dictionary_text`] too (a string stored with a
     /// dictionary needs no string per row).

@@ -4,7 +4,7 @@
 //! (`CAST(j->>'time_us' AS BIGINT)` in a GROUP BY key or an aggregate's argument) stays
 //! in the aggregate, which then parses back the text the scan just rendered from a
 //! typed column. Once the cast is part of the scan's projection, the scan reads the
-//! typed leaf as the target type directly wherever that is exact (seed 000, P3 §4.3
+//! typed leaf as the target type directly wherever that is exact (JSON Tiles, SIGMOD 2021, §4.3
 //! step 8, cast rewriting) and casts the text otherwise, with the same errors; the text
 //! itself is no longer computed when nothing else reads it.
 

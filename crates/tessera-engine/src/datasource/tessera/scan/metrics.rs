@@ -76,6 +76,6 @@ impl TesseraScanMetrics {
     }
 }
 
-/// Price of one GET request on S3 Standard ($0.0004 per 1,000; seed 002, Table 1), in
-/// billionths of a dollar.
+/// Price of one GET request on S3 Standard ($0.0004 per 1,000; AnyBlob, VLDB 2023,
+/// Table 1), in billionths of a dollar.
 const GET_NANODOLLARS: usize = 400;

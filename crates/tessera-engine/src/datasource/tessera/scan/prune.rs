@@ -6,7 +6,7 @@
 //! Every constraint is null-rejecting, so a file (or row group) can be skipped when its
 //! statistics show that no value of the path can satisfy it: the path is absent or null
 //! in every document, or every typed value lies outside the bounds and no value sits in
-//! the Variant binary (seed 000 P3 §4.3 step 9: skip only for null-rejecting uses;
+//! the Variant binary (JSON Tiles, SIGMOD 2021, §4.3 step 9: skip only for null-rejecting uses;
 //! `COUNT(*)` and `IS NULL` are never constraints, so they stay exact).
 
 use std::cmp::Ordering;

@@ -1,4 +1,5 @@
-//! The scan scheduler for object storage (seed 002 §4.1–4.3, Algorithm 1).
+//! The scan scheduler for object storage (AnyBlob: "Exploiting Cloud Object Storage for
+//! High-Performance Analytics", VLDB 2023, §4.1–4.3, Algorithm 1).
 //!
 //! A scan keeps enough column chunks in flight to cover what its decoders consume while
 //! one request is under way, over-prepared up to 2x, and no more: the budget each file
@@ -10,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tessera_table::Pacer;
 
-/// Bytes ahead before anything is measured: one request of seed 002's 8–16 MiB.
+/// Bytes ahead before anything is measured: one request of AnyBlob's 8–16 MiB.
 const INITIAL_BUDGET: u64 = 16 << 20;
 /// Fewest bytes ahead once measured: one request.
 const MIN_BUDGET: u64 = 8 << 20;

@@ -23,7 +23,7 @@ use std::hash::BuildHasherDefault;
 use crate::datetime::TimeFormat;
 use crate::fpgrowth::maximal_itemsets;
 use crate::summary::LeafType;
-use crate::tape::{FxHasher, Kind, Tape, Value};
+use tessera_json::tape::{FxHasher, Kind, Tape, Value};
 
 /// The JSON type of a key-path item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

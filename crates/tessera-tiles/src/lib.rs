@@ -1,9 +1,8 @@
-//! JSON for Tessera.
+//! JSON tiles for Tessera: documents mined, reordered and shredded into Parquet Variant
+//! (JSON Tiles: Durner, Leis, Neumann, "JSON Tiles: Fast Analytics on Semi-Structured
+//! Data", SIGMOD 2021). Documents are parsed by `tessera-json`'s tape.
 //!
-//! - [`json`]: parsing — JSON paths, stage-one SIMD bitmaps, a validating scanner that
-//!   extracts only the paths a query needs, and value conversions.
-//! - [`tape`]: one validating parse per document into a flat tape of nodes.
-//! - [`fpgrowth`]: frequent-itemset mining with the seed's budget.
+//! - [`fpgrowth`]: frequent-itemset mining with the paper's budget.
 //! - [`reorder`]: documents reordered within partitions so tiles share structure.
 //! - [`datetime`]: date and time strings typed in one exact rendering per path.
 //! - [`keypaths`]: key-path items of documents and the choice of shredded paths.
@@ -13,28 +12,15 @@
 //! - [`writer`]: one data file of shredded Variant, and reading it back as JSON.
 //! - [`summary`]: what a written file tells the table manifest (shredding schema, path
 //!   statistics, distinct-count sketches, a Bloom filter of unshredded key paths).
-//!
-//! ```
-//! use std::sync::Arc;
-//! use tessera_tiles::json::{PathTrie, Scanner, parse_json_path};
-//! let trie = Arc::new(PathTrie::single(&parse_json_path("$.commit.collection").unwrap()));
-//! let mut scanner = Scanner::new(trie);
-//! let doc = br#"{"kind":"commit","commit":{"collection":"app.bsky.feed.like"}}"#;
-//! scanner.scan(doc).unwrap();
-//! let span = scanner.get(0).unwrap();
-//! assert_eq!(span.raw(doc), br#""app.bsky.feed.like""#);
-//! ```
 
 pub mod cluster;
 pub mod datetime;
 pub mod error;
 pub mod fpgrowth;
-pub mod json;
 pub mod keypaths;
 pub mod reorder;
 pub mod shred;
 pub mod summary;
-pub mod tape;
 pub mod variant;
 pub mod writer;
 

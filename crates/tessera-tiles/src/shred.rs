@@ -29,8 +29,8 @@ use arrow::datatypes::{
 use crate::datetime::{FORMAT_METADATA_KEY, TimeFormat};
 use crate::keypaths::Choice;
 use crate::summary::LeafType;
-use crate::tape::{Kind, Tape, Value};
 use crate::variant::RowEncoder;
+use tessera_json::tape::{Kind, Tape, Value};
 
 /// The typed column of a shredded leaf.
 enum Typed {

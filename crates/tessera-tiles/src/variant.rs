@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use parquet_variant::Variant;
 
-use crate::tape::{Kind, Tape, Value};
+use tessera_json::tape::{Kind, Tape, Value};
 
 /// Variant primitive type ids (spec "Value encoding"), shifted into a header byte.
 const NULL: u8 = 0;

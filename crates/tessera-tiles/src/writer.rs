@@ -26,8 +26,8 @@ use crate::summary::{
     ColumnStats, DistinctSketch, FileSummary, LeafType, PathBloom, PathStats, STAT_STRING_LIMIT,
     ShreddedPath, ShreddingSchema, StatValue,
 };
-use crate::tape::{Kind, Tape};
 use crate::{TilesError, TilesOptions};
+use tessera_json::tape::{Kind, Tape};
 
 /// A written data file and what it says about itself.
 #[derive(Debug, Clone)]

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, StringViewBuilder};
 
-use tessera_tiles::json::Span;
-use tessera_tiles::json::value::{Output, bool_of, float_of, int_of, text_of};
+use tessera_json::Span;
+use tessera_json::value::{Output, bool_of, float_of, int_of, text_of};
 
 /// Accumulates one output column of JSON access results.
 #[derive(Debug)]

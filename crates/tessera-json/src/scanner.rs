@@ -15,8 +15,8 @@
 
 use std::sync::{Arc, LazyLock};
 
-use super::index::Marks;
-use super::path::{PathTrie, Slot};
+use crate::index::Marks;
+use crate::path::{PathTrie, Slot};
 
 /// Documents nested deeper than this are rejected instead of exhausting the stack.
 pub const MAX_NESTING: u32 = 512;
@@ -285,7 +285,7 @@ impl Scanner {
                     let raw = &c.doc[key_start..c.pos - 1];
                     let key: &[u8] = if escaped {
                         key_buf.clear();
-                        super::value::unescape_into(raw, &mut key_buf);
+                        crate::value::unescape_into(raw, &mut key_buf);
                         &key_buf
                     } else {
                         raw
@@ -655,7 +655,7 @@ impl Cursor<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::path::{PathElem, parse_json_path};
+    use crate::path::{PathElem, parse_json_path};
 
     fn scan_paths(doc: &str, paths: &[&str]) -> Result<Vec<Option<String>>, SyntaxError> {
         scan_with(doc, paths, Validation::Full)

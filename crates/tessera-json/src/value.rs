@@ -3,9 +3,7 @@
 
 use std::borrow::Cow;
 
-use arrow::datatypes::DataType;
-
-use super::scanner::{Kind, Span};
+use crate::scanner::{Kind, Span};
 
 /// What an access returns, which decides both its SQL type and how each JSON value maps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -25,9 +23,11 @@ pub enum Output {
     Bool,
 }
 
+#[cfg(feature = "arrow")]
 impl Output {
     /// The SQL type of an access with this output.
-    pub fn data_type(self) -> DataType {
+    pub fn data_type(self) -> arrow::datatypes::DataType {
+        use arrow::datatypes::DataType;
         match self {
             Output::Json | Output::Text | Output::Str => DataType::Utf8View,
             Output::Int => DataType::Int64,
@@ -191,8 +191,8 @@ fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::path::PathTrie;
-    use crate::json::scanner::Scanner;
+    use crate::path::PathTrie;
+    use crate::scanner::Scanner;
 
     fn span_of(doc: &str) -> Span {
         let mut scanner = Scanner::new(std::sync::Arc::new(PathTrie::single(&[])));

@@ -2,6 +2,7 @@
 //! use it alone, and ingest builds JSON tiles on top of it.
 //!
 //! - [`path`]: JSON paths (`$.a[0]."b c"`) and the trie that lets one scan serve many.
+//! - [`escape`]: the one decoder of string escapes, lenient for scans, strict for ingest.
 //! - [`index`]: stage-one SIMD bitmaps of a document (quotes, escapes, brackets).
 //! - [`scanner`]: a validating scanner that locates only the paths a query needs.
 //! - [`value`]: located values converted with the semantics of each SQL access form.
@@ -18,6 +19,7 @@
 //! assert_eq!(span.raw(doc), br#""app.bsky.feed.like""#);
 //! ```
 
+pub mod escape;
 pub mod index;
 pub mod path;
 pub mod scanner;

@@ -285,7 +285,7 @@ impl Scanner {
                     let raw = &c.doc[key_start..c.pos - 1];
                     let key: &[u8] = if escaped {
                         key_buf.clear();
-                        crate::value::unescape_into(raw, &mut key_buf);
+                        crate::escape::unescape_into(raw, &mut key_buf);
                         &key_buf
                     } else {
                         raw

@@ -16,6 +16,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use crate::escape::{Policy, unescape_str};
+
 /// Deepest nesting of arrays and objects accepted (the limit `serde_json` applies too),
 /// which bounds the parser's stack and every recursive walk over a tape.
 pub const MAX_DEPTH: usize = 128;
@@ -161,7 +163,7 @@ pub struct Tape {
     /// Index of each document's root node; one more entry marks the end.
     starts: Vec<usize>,
     /// Unescaped strings and keys.
-    unescaped: Vec<u8>,
+    unescaped: String,
     /// Open containers while parsing: their node index.
     stack: Vec<usize>,
     /// Every distinct object key, by id, and the ids by key.
@@ -184,7 +186,7 @@ impl Tape {
         Self {
             nodes: Vec::with_capacity(bytes / 12),
             starts: Vec::with_capacity(docs + 1),
-            unescaped: Vec::new(),
+            unescaped: String::new(),
             stack: Vec::with_capacity(MAX_DEPTH),
             key_names: Vec::new(),
             key_ids: HashMap::default(),
@@ -246,14 +248,13 @@ impl Tape {
                 reason: "document larger than 4 GiB",
             });
         }
-        if let Err(e) = simdutf8::compat::from_utf8(text) {
-            return Err(ParseError {
-                offset: e.valid_up_to(),
-                reason: "invalid UTF-8",
-            });
-        }
+        let source = simdutf8::compat::from_utf8(text).map_err(|e| ParseError {
+            offset: e.valid_up_to(),
+            reason: "invalid UTF-8",
+        })?;
         let mut parser = Parser {
             text,
+            source,
             pos: 0,
             tape: self,
         };
@@ -328,7 +329,7 @@ impl<'a> Value<'a> {
         };
         let len = node.len as usize;
         if node.escaped {
-            &self.doc.tape.unescaped[start..start + len]
+            self.doc.tape.unescaped[start..start + len].as_bytes()
         } else {
             &self.doc.text[start..start + len]
         }
@@ -442,6 +443,8 @@ static STRING_STOP: [bool; 256] = {
 
 struct Parser<'t, 'a> {
     text: &'a [u8],
+    /// The same text, validated as UTF-8.
+    source: &'a str,
     pos: usize,
     tape: &'t mut Tape,
 }
@@ -682,38 +685,20 @@ impl Parser<'_, '_> {
     /// The slow path: a string with escapes, unescaped into the side buffer.
     fn escaped_string(&mut self, kind: Kind, start: usize) -> Result<(), ParseError> {
         let out_start = self.tape.unescaped.len();
-        self.tape
-            .unescaped
-            .extend_from_slice(&self.text[start..self.pos]);
-        loop {
-            let Some(&b) = self.text.get(self.pos) else {
-                return self.error("unterminated string");
-            };
-            match b {
-                b'"' => {
-                    self.pos += 1;
-                    break;
-                }
-                b'\\' => {
-                    self.pos += 1;
-                    self.escape()?;
-                }
-                0..0x20 => return self.error("control character in a string"),
-                _ => {
-                    let run_start = self.pos;
-                    while self
-                        .text
-                        .get(self.pos)
-                        .is_some_and(|&b| !STRING_STOP[b as usize])
-                    {
-                        self.pos += 1;
-                    }
-                    self.tape
-                        .unescaped
-                        .extend_from_slice(&self.text[run_start..self.pos]);
-                }
-            }
+        let end = unescape_str(
+            &self.source[start..],
+            Policy::Strict,
+            &mut self.tape.unescaped,
+        )
+        .map_err(|e| ParseError {
+            offset: start + e.offset,
+            reason: e.reason,
+        })?;
+        self.pos = start + end;
+        if self.pos == self.text.len() {
+            return self.error("unterminated string");
         }
+        self.pos += 1;
         let len = self.tape.unescaped.len() - out_start;
         let payload = match kind {
             Kind::Key => {
@@ -721,7 +706,7 @@ impl Parser<'_, '_> {
                 if self.tape.unescaped.len() > MAX_DOC_BYTES {
                     return self.error("more than 4 GiB of escaped text in one tape");
                 }
-                let key = self.tape.unescaped[out_start..].to_vec();
+                let key = self.tape.unescaped.as_bytes()[out_start..].to_vec();
                 let id = self.tape.intern(&key);
                 (u64::from(id) << 32) | out_start as u64
             }
@@ -734,79 +719,6 @@ impl Parser<'_, '_> {
             payload,
         });
         Ok(())
-    }
-
-    /// One escape sequence after its backslash.
-    fn escape(&mut self) -> Result<(), ParseError> {
-        let Some(&b) = self.text.get(self.pos) else {
-            return self.error("unterminated string");
-        };
-        self.pos += 1;
-        let byte = match b {
-            b'"' => b'"',
-            b'\\' => b'\\',
-            b'/' => b'/',
-            b'b' => 0x08,
-            b'f' => 0x0c,
-            b'n' => b'\n',
-            b'r' => b'\r',
-            b't' => b'\t',
-            b'u' => {
-                let c = self.unicode_escape()?;
-                let mut buf = [0; 4];
-                self.tape
-                    .unescaped
-                    .extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-                return Ok(());
-            }
-            _ => {
-                self.pos -= 1;
-                return self.error("invalid escape");
-            }
-        };
-        self.tape.unescaped.push(byte);
-        Ok(())
-    }
-
-    fn hex4(&mut self) -> Result<u32, ParseError> {
-        let Some(hex) = self.text.get(self.pos..self.pos + 4) else {
-            return self.error("expected 4 hex digits");
-        };
-        let mut value = 0;
-        for &h in hex {
-            let digit = (h as char).to_digit(16).ok_or(ParseError {
-                offset: self.pos,
-                reason: "expected 4 hex digits",
-            })?;
-            value = value * 16 + digit;
-        }
-        self.pos += 4;
-        Ok(value)
-    }
-
-    /// `\uXXXX`, with a following `\uXXXX` for a surrogate pair; lone surrogates are
-    /// rejected (as `serde_json` does) since UTF-8 cannot hold them.
-    fn unicode_escape(&mut self) -> Result<char, ParseError> {
-        let first = self.hex4()?;
-        let code = match first {
-            0xD800..=0xDBFF => {
-                if !self.text[self.pos..].starts_with(b"\\u") {
-                    return self.error("lone leading surrogate in a \\u escape");
-                }
-                self.pos += 2;
-                let second = self.hex4()?;
-                if !(0xDC00..=0xDFFF).contains(&second) {
-                    return self.error("lone leading surrogate in a \\u escape");
-                }
-                0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
-            }
-            0xDC00..=0xDFFF => return self.error("lone trailing surrogate in a \\u escape"),
-            _ => first,
-        };
-        char::from_u32(code).ok_or(ParseError {
-            offset: self.pos,
-            reason: "invalid \\u escape",
-        })
     }
 }
 

@@ -50,7 +50,7 @@ pub fn text_of<'a>(doc: &'a [u8], span: Span, output: Output) -> Option<Cow<'a, 
         }
         (Output::Text | Output::Str, Kind::String { escaped: true }) => {
             let mut out = Vec::with_capacity(span.string_body(doc).len());
-            unescape_into(span.string_body(doc), &mut out);
+            crate::escape::unescape_into(span.string_body(doc), &mut out);
             Cow::Owned(out)
         }
         (Output::Text, Kind::Null) => return None,
@@ -130,64 +130,6 @@ fn parse_i64(raw: &[u8]) -> Option<i64> {
     Some(value)
 }
 
-/// Unescapes the body of a validated JSON string into `out` as UTF-8.
-///
-/// Lone UTF-16 surrogates (valid JSON, but not encodable in UTF-8) become U+FFFD.
-pub fn unescape_into(body: &[u8], out: &mut Vec<u8>) {
-    let mut i = 0;
-    while i < body.len() {
-        let Some(offset) = memchr::memchr(b'\\', &body[i..]) else {
-            out.extend_from_slice(&body[i..]);
-            return;
-        };
-        out.extend_from_slice(&body[i..i + offset]);
-        i += offset;
-        let escape = body.get(i + 1).copied().unwrap_or(b'\\');
-        i += 2;
-        let simple = match escape {
-            b'"' => Some(b'"'),
-            b'\\' => Some(b'\\'),
-            b'/' => Some(b'/'),
-            b'b' => Some(0x08),
-            b'f' => Some(0x0c),
-            b'n' => Some(b'\n'),
-            b'r' => Some(b'\r'),
-            b't' => Some(b'\t'),
-            _ => None,
-        };
-        if let Some(byte) = simple {
-            out.push(byte);
-            continue;
-        }
-        let unit = hex4(body, i);
-        i += 4;
-        let ch = match unit {
-            Some(high @ 0xD800..=0xDBFF) => {
-                let low = (body.get(i..i + 2) == Some(b"\\u"))
-                    .then(|| hex4(body, i + 2))
-                    .flatten()
-                    .filter(|low| (0xDC00..=0xDFFF).contains(low));
-                match low {
-                    Some(low) => {
-                        i += 6;
-                        char::from_u32(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
-                    }
-                    None => None,
-                }
-            }
-            Some(unit) => char::from_u32(unit),
-            None => None,
-        };
-        let mut buf = [0u8; 4];
-        out.extend_from_slice(ch.unwrap_or('\u{FFFD}').encode_utf8(&mut buf).as_bytes());
-    }
-}
-
-fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
-    let digits = bytes.get(at..at + 4)?;
-    u32::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,13 +176,6 @@ mod tests {
         assert_eq!(float("true"), None);
         assert_eq!(bool_of(span_of("false")), Some(false));
         assert_eq!(bool_of(span_of("0")), None);
-    }
-
-    #[test]
-    fn unescapes_unicode_and_surrogates() {
-        let mut out = Vec::new();
-        unescape_into(br"caf\u00e9 \ud83d\ude00 \ud800x \/\t", &mut out);
-        assert_eq!(String::from_utf8(out).unwrap(), "café 😀 \u{FFFD}x /\t");
     }
 
     #[test]

@@ -21,9 +21,10 @@ use datafusion::logical_expr::{
 };
 
 use super::output::OutputBuilder;
+use tessera_json::escape::unescape_into;
 use tessera_json::path::{MAX_PATH_DEPTH, PathElem, PathTrie, parse_json_path};
 use tessera_json::scanner::{Kind, Scanner, Span, for_each_member};
-use tessera_json::value::{Output, type_name, unescape_into};
+use tessera_json::value::{Output, type_name};
 
 /// Names of the functions whose first argument is JSON text and the rest a path.
 pub const JSON_GET: &str = "json_get";

@@ -175,7 +175,7 @@ pub struct Tape {
 #[derive(Clone, Copy)]
 pub struct Doc<'a> {
     tape: &'a Tape,
-    text: &'a [u8],
+    text: &'a str,
     root: usize,
     end: usize,
 }
@@ -224,8 +224,12 @@ impl Tape {
         self.starts.len()
     }
 
-    /// Document `index`, whose text was `text` when it was parsed.
-    pub fn doc<'a>(&'a self, index: usize, text: &'a [u8]) -> Doc<'a> {
+    /// Document `index`, whose text was `text` when it was parsed (the text
+    /// [`Tape::push`] returned).
+    ///
+    /// Strings are cut out of `text` with checked `str` slicing, so another text can
+    /// only make them wrong or panic, never invalid UTF-8.
+    pub fn doc<'a>(&'a self, index: usize, text: &'a str) -> Doc<'a> {
         Doc {
             tape: self,
             text,
@@ -239,7 +243,10 @@ impl Tape {
     }
 
     /// Parses `text` as one JSON document and appends it; on error the tape is unchanged.
-    pub fn push(&mut self, text: &[u8]) -> Result<(), ParseError> {
+    ///
+    /// Returns `text` validated as UTF-8: the text to read the document back with
+    /// ([`Tape::doc`]).
+    pub fn push<'b>(&mut self, text: &'b [u8]) -> Result<&'b str, ParseError> {
         let node_mark = self.nodes.len();
         let unescaped_mark = self.unescaped.len();
         if text.len() > MAX_DOC_BYTES {
@@ -261,7 +268,7 @@ impl Tape {
         match parser.document() {
             Ok(()) => {
                 self.starts.push(node_mark);
-                Ok(())
+                Ok(source)
             }
             Err(e) => {
                 self.nodes.truncate(node_mark);
@@ -322,17 +329,7 @@ impl<'a> Value<'a> {
 
     /// The bytes of a `String` or `Key` node.
     pub fn str_bytes(&self) -> &'a [u8] {
-        let node = self.node();
-        let start = match node.kind {
-            Kind::Key => (node.payload & u64::from(u32::MAX)) as usize,
-            _ => node.payload as usize,
-        };
-        let len = node.len as usize;
-        if node.escaped {
-            self.doc.tape.unescaped[start..start + len].as_bytes()
-        } else {
-            &self.doc.text[start..start + len]
-        }
+        self.str().as_bytes()
     }
 
     /// The id of a `Key` node's key in the tape's key dictionary.
@@ -341,13 +338,18 @@ impl<'a> Value<'a> {
         (self.node().payload >> 32) as u32
     }
 
-    /// The text of a `String` or `Key` node (validated UTF-8).
+    /// The text of a `String` or `Key` node.
     pub fn str(&self) -> &'a str {
-        let bytes = self.str_bytes();
-        debug_assert!(std::str::from_utf8(bytes).is_ok());
-        // SAFETY: the whole document was validated as UTF-8 before parsing, string
-        // bodies are cut at ASCII quotes, and unescaping writes only whole characters.
-        unsafe { std::str::from_utf8_unchecked(bytes) }
+        let node = self.node();
+        let start = match node.kind {
+            Kind::Key => (node.payload & u64::from(u32::MAX)) as usize,
+            _ => node.payload as usize,
+        };
+        let text = match node.escaped {
+            true => self.doc.tape.unescaped.as_str(),
+            false => self.doc.text,
+        };
+        &text[start..start + node.len as usize]
     }
 
     /// Index of the node after this value's subtree.
@@ -634,12 +636,12 @@ impl Parser<'_, '_> {
                 return Ok(());
             }
         }
-        // SAFETY: the number's bytes are ASCII digits, signs, `.`, `e` and `E`.
-        let text = unsafe { std::str::from_utf8_unchecked(&self.text[start..self.pos]) };
-        let value: f64 = text.parse().map_err(|_| ParseError {
-            offset: start,
-            reason: "malformed number",
-        })?;
+        let value: f64 = self.source[start..self.pos]
+            .parse()
+            .map_err(|_| ParseError {
+                offset: start,
+                reason: "malformed number",
+            })?;
         if !value.is_finite() {
             return Err(ParseError {
                 offset: start,
@@ -735,7 +737,7 @@ mod tests {
 
     fn parse(text: &str) -> Result<Tape, ParseError> {
         let mut tape = Tape::default();
-        tape.push(text.as_bytes()).map(|()| tape)
+        tape.push(text.as_bytes()).map(|_| tape)
     }
 
     /// A parsed value as a serde_json value, to compare with serde_json's parse.
@@ -773,7 +775,7 @@ mod tests {
             "0",
         ] {
             let tape = parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
-            let got = to_json(tape.doc(0, text.as_bytes()).root());
+            let got = to_json(tape.doc(0, text).root());
             let expected: serde_json::Value = serde_json::from_str(text).unwrap();
             assert_eq!(got, expected, "{text}");
         }
@@ -794,11 +796,7 @@ mod tests {
             ("0", Kind::Int),
         ] {
             let tape = parse(text).unwrap();
-            assert_eq!(
-                tape.doc(0, text.as_bytes()).root().node().kind(),
-                kind,
-                "{text}"
-            );
+            assert_eq!(tape.doc(0, text).root().node().kind(), kind, "{text}");
         }
     }
 
@@ -848,6 +846,16 @@ mod tests {
     }
 
     #[test]
+    #[should_panic(expected = "char boundary")]
+    fn strings_read_with_another_text_are_never_invalid_utf8() {
+        let mut tape = Tape::default();
+        tape.push(br#"["abc"]"#).unwrap();
+        // The string is bytes 2..5, which in "[é€]" cut through both characters.
+        let element = tape.doc(0, "[é€]").root().elements().next().unwrap();
+        let _ = element.str();
+    }
+
+    #[test]
     fn a_failed_document_leaves_the_tape_unchanged() {
         let mut tape = Tape::default();
         tape.push(br#"{"a":"x\ny"}"#).unwrap();
@@ -855,7 +863,7 @@ mod tests {
         assert!(tape.push(br#"{"b":["p\tq",{"c":1}"#).is_err());
         assert_eq!((tape.docs(), tape.nodes.len()), (1, nodes));
         tape.push(b"[2]").unwrap();
-        let second = tape.doc(1, b"[2]").root();
+        let second = tape.doc(1, "[2]").root();
         assert_eq!(
             second
                 .elements()

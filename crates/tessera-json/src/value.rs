@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 
+use crate::escape::{Policy, unescape_str};
 use crate::scanner::{Kind, Span};
 
 /// What an access returns, which decides both its SQL type and how each JSON value maps.
@@ -40,28 +41,27 @@ impl Output {
 /// The text of a value for [`Output::Json`], [`Output::Text`] and [`Output::Str`];
 /// `None` for SQL NULL. Borrowed from `doc` unless unescaping was needed.
 ///
-/// `doc` must be valid UTF-8 (scans validate it before scanning).
+/// `doc` is the scanned document as `str` (scans validate UTF-8 in bulk before they
+/// scan), so the text is UTF-8 by construction: the span's bounds are checked with
+/// `str::get`, which costs two byte comparisons and never rereads the value. A span
+/// that does not lie on `doc`'s character boundaries (one of another document) gives
+/// `None`.
 #[inline]
-pub fn text_of<'a>(doc: &'a [u8], span: Span, output: Output) -> Option<Cow<'a, str>> {
-    let bytes: Cow<'a, [u8]> = match (output, span.kind) {
-        (Output::Json, _) => Cow::Borrowed(span.raw(doc)),
-        (Output::Text | Output::Str, Kind::String { escaped: false }) => {
-            Cow::Borrowed(span.string_body(doc))
-        }
+pub fn text_of<'a>(doc: &'a str, span: Span, output: Output) -> Option<Cow<'a, str>> {
+    let raw = doc.get(span.start as usize..span.end as usize)?;
+    let body = || raw.get(1..raw.len().saturating_sub(1));
+    Some(match (output, span.kind) {
+        (Output::Json, _) => Cow::Borrowed(raw),
+        (Output::Text | Output::Str, Kind::String { escaped: false }) => Cow::Borrowed(body()?),
         (Output::Text | Output::Str, Kind::String { escaped: true }) => {
-            let mut out = Vec::with_capacity(span.string_body(doc).len());
-            crate::escape::unescape_into(span.string_body(doc), &mut out);
+            let body = body()?;
+            let mut out = String::with_capacity(body.len());
+            unescape_str(body, Policy::Lenient, &mut out).ok()?;
             Cow::Owned(out)
         }
         (Output::Text, Kind::Null) => return None,
-        (Output::Text, _) => Cow::Borrowed(span.raw(doc)),
+        (Output::Text, _) => Cow::Borrowed(raw),
         _ => return None,
-    };
-    // SAFETY: the caller validated the document as UTF-8, the span lies on character
-    // boundaries (it starts and ends at ASCII delimiters), and unescaping emits UTF-8.
-    Some(match bytes {
-        Cow::Borrowed(b) => Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(b) }),
-        Cow::Owned(b) => Cow::Owned(unsafe { String::from_utf8_unchecked(b) }),
     })
 }
 
@@ -156,7 +156,7 @@ mod tests {
             ("true", Output::Text, Some("true")),
         ];
         for (doc, output, expected) in cases {
-            let got = text_of(doc.as_bytes(), span_of(doc), output);
+            let got = text_of(doc, span_of(doc), output);
             assert_eq!(got.as_deref(), expected, "{doc} as {output:?}");
         }
     }
@@ -176,6 +176,18 @@ mod tests {
         assert_eq!(float("true"), None);
         assert_eq!(bool_of(span_of("false")), Some(false));
         assert_eq!(bool_of(span_of("0")), None);
+    }
+
+    #[test]
+    fn a_span_of_another_document_yields_no_invalid_text() {
+        // The body of this span is bytes 1..4; in "é€" (C3 A9 E2 82 AC) neither bound
+        // is a character boundary.
+        let span = span_of(r#""abc""#);
+        let other = "é€";
+        for output in [Output::Text, Output::Str] {
+            let got = text_of(other, span, output);
+            assert!(got.is_none(), "{output:?} of a foreign span");
+        }
     }
 
     #[test]

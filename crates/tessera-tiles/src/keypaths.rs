@@ -147,7 +147,7 @@ pub struct Items {
 
 impl Items {
     /// Collects the items of the first `docs` documents of `tape` (texts in `texts`).
-    pub fn collect(tape: &Tape, texts: &[&[u8]]) -> Items {
+    pub fn collect(tape: &Tape, texts: &[&str]) -> Items {
         let mut ids: HashMap<u64, u32, BuildHasherDefault<FxHasher>> = HashMap::default();
         let mut out = Items::default();
         for (i, text) in texts.iter().enumerate() {
@@ -462,8 +462,10 @@ mod tests {
     /// The items of `texts`, mined into `Items`.
     pub(crate) fn items_of(texts: &[&str]) -> Items {
         let mut tape = Tape::default();
-        let texts: Vec<&[u8]> = texts.iter().map(|t| t.as_bytes()).collect();
-        texts.iter().for_each(|t| tape.push(t).unwrap());
+        let texts: Vec<&str> = texts
+            .iter()
+            .map(|t| tape.push(t.as_bytes()).unwrap())
+            .collect();
         Items::collect(&tape, &texts)
     }
 

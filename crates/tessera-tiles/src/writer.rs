@@ -83,8 +83,9 @@ pub fn write_file_with_columns(
         });
     }
     let mut tape = Tape::with_capacity(docs.len(), bytes);
+    let mut texts = Vec::with_capacity(docs.len());
     for (index, doc) in docs.iter().enumerate() {
-        tape.push(doc).map_err(|e| {
+        let text = tape.push(doc).map_err(|e| {
             let (line, column) = e.line_column(doc);
             TilesError::Json {
                 index,
@@ -93,8 +94,9 @@ pub fn write_file_with_columns(
                 reason: e.reason.to_string(),
             }
         })?;
+        texts.push(text);
     }
-    let items = Items::collect(&tape, docs);
+    let items = Items::collect(&tape, &texts);
     let transactions: Vec<&[u32]> = (0..docs.len()).map(|i| items.of(i)).collect();
     let order = reorder(
         &transactions,
@@ -115,10 +117,10 @@ pub fn write_file_with_columns(
     drop(transactions);
     drop(items);
     let mut mined = mined;
-    type_dates_and_times(&tape, docs, &mut mined.shredded);
+    type_dates_and_times(&tape, &texts, &mut mined.shredded);
     let mut shredder = Shredder::new(&tape, &mined.shredded, docs.len());
     for &i in &order {
-        let doc = tape.doc(i, docs[i]);
+        let doc = tape.doc(i, texts[i]);
         shredder.append(doc.root(), doc.keys());
     }
     let column = shredder.finish();
@@ -186,7 +188,7 @@ pub fn write_file_with_columns(
 
 /// Types the string paths whose sampled values are dates or times in one rendering
 /// ([`TimeFormat::detect`]); samples are spread over the whole file.
-fn type_dates_and_times(tape: &Tape, texts: &[&[u8]], choices: &mut [Choice]) {
+fn type_dates_and_times(tape: &Tape, texts: &[&str], choices: &mut [Choice]) {
     let stride = (texts.len() / (4 * SAMPLES)).max(1);
     for choice in choices
         .iter_mut()

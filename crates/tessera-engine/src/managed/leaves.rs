@@ -353,7 +353,7 @@ impl BinaryPath {
                     found += 1;
                     text.clear();
                     write_json(&v, &mut text);
-                    builder.append(text.as_bytes(), Some(rendered_span(&text)));
+                    builder.append(&text, Some(rendered_span(&text)));
                 }
                 None => builder.append_null(),
             }
@@ -457,7 +457,7 @@ impl SubtreePath {
                     found += 1;
                     text.clear();
                     write_json(&v, &mut text);
-                    builder.append(text.as_bytes(), Some(rendered_span(&text)));
+                    builder.append(&text, Some(rendered_span(&text)));
                 }
                 None => builder.append_null(),
             }
@@ -530,7 +530,7 @@ fn patch(
     for &row in rows {
         text.clear();
         match render(row, &mut text)? {
-            true => patch.append(text.as_bytes(), Some(rendered_span(&text))),
+            true => patch.append(&text, Some(rendered_span(&text))),
             false => patch.append_null(),
         }
     }

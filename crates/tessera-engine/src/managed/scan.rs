@@ -1016,8 +1016,8 @@ impl FileDecoder {
                 builders.iter_mut().for_each(|(_, b)| b.append_null());
                 continue;
             }
-            let doc = documents.value(row).as_bytes();
-            scanner.scan(doc).map_err(|e| {
+            let doc = documents.value(row);
+            scanner.scan(doc.as_bytes()).map_err(|e| {
                 DataFusionError::Internal(format!("a stored document does not parse: {e:?}"))
             })?;
             for (k, builder) in builders.iter_mut() {

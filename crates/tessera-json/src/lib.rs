@@ -3,6 +3,7 @@
 //!
 //! - [`path`]: JSON paths (`$.a[0]."b c"`) and the trie that lets one scan serve many.
 //! - [`escape`]: the one decoder of string escapes, lenient for scans, strict for ingest.
+//! - [`limits`]: the nesting limit raw queries and ingest share.
 //! - [`index`]: stage-one SIMD bitmaps of a document (quotes, escapes, brackets).
 //! - [`scanner`]: a validating scanner that locates only the paths a query needs.
 //! - [`value`]: located values converted with the semantics of each SQL access form.
@@ -21,11 +22,13 @@
 
 pub mod escape;
 pub mod index;
+pub mod limits;
 pub mod path;
 pub mod scanner;
 pub mod tape;
 pub mod value;
 
+pub use limits::MAX_NESTING;
 pub use path::{PathElem, PathTrie, parse_json_path};
 pub use scanner::{Kind, Scanner, Span, SyntaxError, Validation};
 pub use value::Output;

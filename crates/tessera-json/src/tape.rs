@@ -17,10 +17,7 @@ use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::escape::{Policy, unescape_str};
-
-/// Deepest nesting of arrays and objects accepted (the limit `serde_json` applies too),
-/// which bounds the parser's stack and every recursive walk over a tape.
-pub const MAX_DEPTH: usize = 128;
+use crate::limits::{MAX_NESTING, NESTING_ERROR};
 
 /// Largest document accepted: offsets inside a document are 32-bit.
 pub const MAX_DOC_BYTES: usize = u32::MAX as usize;
@@ -187,7 +184,7 @@ impl Tape {
             nodes: Vec::with_capacity(bytes / 12),
             starts: Vec::with_capacity(docs + 1),
             unescaped: String::new(),
-            stack: Vec::with_capacity(MAX_DEPTH),
+            stack: Vec::with_capacity(MAX_NESTING),
             key_names: Vec::new(),
             key_ids: HashMap::default(),
         }
@@ -484,7 +481,7 @@ impl Parser<'_, '_> {
 
     /// The whole document: one value, then only whitespace. Open containers are kept on
     /// an explicit stack; only the first element of a container recurses, so recursion
-    /// is bounded by [`MAX_DEPTH`] too.
+    /// is bounded by [`MAX_NESTING`] too.
     fn document(&mut self) -> Result<(), ParseError> {
         self.value()?;
         while let Some(&open) = self.tape.stack.last() {
@@ -540,8 +537,8 @@ impl Parser<'_, '_> {
         };
         match b {
             b'{' | b'[' => {
-                if self.tape.stack.len() >= MAX_DEPTH {
-                    return self.error("nested deeper than 128 levels");
+                if self.tape.stack.len() >= MAX_NESTING {
+                    return self.error(NESTING_ERROR);
                 }
                 self.pos += 1;
                 let (kind, close) = if b == b'{' {

@@ -298,6 +298,13 @@ pub struct Mined {
 /// when documents carry many distinct frequent keys.
 pub const MAX_SHREDDED_PATHS: usize = 1024;
 
+/// Most keys in a shredded path; deeper paths stay in the Variant binary. Each key
+/// nests the Parquet schema two groups deeper, and Parquet's schema conversion (writing
+/// and reading) recurses per group: without a bound, a document nested as deep as
+/// `tessera_json::MAX_NESTING` allows overflows a thread's stack when it is ingested.
+/// Queries reach at most `tessera_json::path::MAX_PATH_DEPTH` keys.
+pub const MAX_SHREDDED_DEPTH: usize = 16;
+
 /// Mines the documents' items tile by tile, the documents taken in `order`: each
 /// tile's maximal frequent itemsets (FP-growth at `threshold`, within `budget`) name
 /// the paths it extracts; the file shreds the union over its tiles, each path typed by
@@ -342,6 +349,10 @@ pub fn mine(
     for (id, path) in items.paths.iter().enumerate() {
         // Element items only decide whether their array is shredded.
         if path.element.is_some() {
+            continue;
+        }
+        if path.keys.len() > MAX_SHREDDED_DEPTH {
+            mined.unshredded.push(json_path(&path.keys));
             continue;
         }
         let (majority, n) = majority_leaf(&file, std::iter::once(id as u32));

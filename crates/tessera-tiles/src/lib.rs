@@ -7,6 +7,7 @@
 //! - [`datetime`]: date and time strings typed in one exact rendering per path.
 //! - [`keypaths`]: key-path items of documents and the choice of shredded paths.
 //! - [`variant`]: exact JSON <-> Parquet Variant conversion.
+//! - [`layout`]: the names of the document column's parts and leaf column paths.
 //! - [`shred`]: documents shredded into the Variant column's Arrow arrays.
 //! - [`cluster`]: rows ordered by a file's low-cardinality paths, for page skipping.
 //! - [`writer`]: one data file of shredded Variant, and reading it back as JSON.
@@ -18,6 +19,7 @@ pub mod datetime;
 pub mod error;
 pub mod fpgrowth;
 pub mod keypaths;
+pub mod layout;
 pub mod reorder;
 pub mod shred;
 pub mod summary;

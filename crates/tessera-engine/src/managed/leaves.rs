@@ -26,6 +26,7 @@ use parquet::schema::types::SchemaDescriptor;
 use parquet_variant::Variant;
 use parquet_variant_compute::{VariantArray, unshred_variant};
 use tessera_tiles::datetime::{FORMAT_METADATA_KEY, TimeFormat};
+use tessera_tiles::layout::{ELEMENT, METADATA, TYPED_VALUE, VALUE};
 use tessera_tiles::variant::write_json;
 use tessera_tiles::writer::texts_of_dates_and_times;
 
@@ -33,11 +34,6 @@ use crate::json::output::OutputBuilder;
 use crate::json::path::PathElem;
 use crate::json::{Kind, Output, Span};
 use crate::ndjson::extract::dictionary_text;
-
-/// Names of the Variant shredding columns (Parquet Variant shredding specification).
-const TYPED_VALUE: &str = "typed_value";
-const VALUE: &str = "value";
-const METADATA: &str = "metadata";
 
 /// The kind of a shredded leaf, as far as accesses care.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -239,7 +235,7 @@ impl ShreddedElement {
         let element = list
             .values()
             .as_struct_opt()
-            .ok_or_else(|| missing("element"))?;
+            .ok_or_else(|| missing(ELEMENT))?;
         let typed = element
             .column_by_name(TYPED_VALUE)
             .ok_or_else(|| missing(TYPED_VALUE))?;

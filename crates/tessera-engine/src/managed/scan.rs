@@ -884,7 +884,7 @@ impl FileDecoder {
         };
         let rows = stored.num_rows();
         let column = stored
-            .column_by_name(tessera_tiles::writer::COLUMN)
+            .column_by_name(tessera_tiles::layout::COLUMN)
             .map(|c| c.as_struct());
         let wanted = |k: usize| only.is_none_or(|o| o.contains(&k));
         // The filters' pass computes just the casts the filters read: another cast of
@@ -1034,7 +1034,7 @@ impl FileDecoder {
     /// judged on the codes ([`CodedOutput`]), the others on the outputs they read.
     fn filter_mask(&mut self, stored: &RecordBatch, outputs: &[usize]) -> Result<BooleanArray> {
         let column = stored
-            .column_by_name(tessera_tiles::writer::COLUMN)
+            .column_by_name(tessera_tiles::layout::COLUMN)
             .map(|c| c.as_struct());
         let mut judged = vec![false; self.plan.row_filters.len()];
         let mut coded_outputs = Vec::new();

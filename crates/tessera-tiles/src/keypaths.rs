@@ -1,8 +1,10 @@
-//! Key paths of documents and the choice of the paths a file shreds (seed 000, P3 §4.3).
+//! Key paths of documents and the choice of the paths a file shreds (JSON Tiles §4.3;
+//! JSON Tiles is Durner, Leis, Neumann: "JSON Tiles: Fast Analytics on Semi-Structured
+//! Data", SIGMOD 2021).
 //!
 //! Each document becomes a set of items `(key path, JSON type)`, one per scalar it holds
 //! below nested objects; an array is an item of its own, and so is each of its first
-//! [`LEADING`] elements that is a scalar (`(p[i], type)`, seed 000 P3 §4.3 step 6: for
+//! [`LEADING`] elements that is a scalar (`(p[i], type)`, JSON Tiles §4.3 step 6: for
 //! arrays of `x` versus `x + c` elements only the first `x` are frequent in all
 //! documents). Documents are cut into tiles of `tile_docs` (after [`crate::reorder`]); a
 //! tile extracts the items of its maximal frequent itemsets (those held by at least

@@ -32,14 +32,14 @@ pub use writer::{WrittenFile, read_json, write_file, write_file_with_columns};
 /// How documents are cut and shredded.
 #[derive(Debug, Clone)]
 pub struct TilesOptions {
-    /// Documents per tile, the unit of mining (seed 000, P3: 1024).
+    /// Documents per tile, the unit of mining (JSON Tiles: 1024).
     pub tile_docs: usize,
     /// Share of a tile's documents a key path must appear in to be extracted (60%).
     pub threshold: f64,
-    /// Tiles per partition, the unit of reordering (seed 000, P3: 8); 1 keeps the
+    /// Tiles per partition, the unit of reordering (JSON Tiles: 8); 1 keeps the
     /// documents in their input order.
     pub partition_tiles: usize,
-    /// Most itemsets mined per tile (the budget `u` of seed 000, P3 §3.3).
+    /// Most itemsets mined per tile (the budget `u` of JSON Tiles §3.3).
     pub itemset_budget: usize,
     /// Rows per Parquet row group.
     pub row_group_docs: usize,

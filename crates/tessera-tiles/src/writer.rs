@@ -30,6 +30,9 @@ use crate::summary::{
 use crate::{TilesError, TilesOptions};
 use tessera_json::tape::{Kind, Tape};
 
+/// The document column's name, kept here for the crates that name it by the writer.
+pub use crate::layout::COLUMN;
+
 /// A written data file and what it says about itself.
 #[derive(Debug, Clone)]
 pub struct WrittenFile {
@@ -38,8 +41,6 @@ pub struct WrittenFile {
     /// Schema, statistics and key-path filter for the manifest.
     pub summary: FileSummary,
 }
-
-pub use crate::layout::COLUMN;
 
 /// Most JSON text one file takes: typed string columns use 32-bit offsets.
 pub const MAX_FILE_BYTES: usize = 1 << 30;

@@ -14,8 +14,8 @@ use arrow::compute::SortOptions;
 
 use crate::TilesError;
 use crate::keypaths::Choice;
+use crate::layout::shredded_pair;
 use crate::summary::PathStats;
-use crate::writer::shredded_leaf;
 
 /// Most distinct values a path may have to cluster rows by: beyond a dictionary page's
 /// worth of values, runs get too short for page statistics to exclude anything.
@@ -66,7 +66,7 @@ pub(crate) fn cluster_order(
     let ranks = keys
         .iter()
         .map(|choice| {
-            let (_, typed) = shredded_leaf(column, &choice.path).ok_or_else(|| {
+            let (_, typed) = shredded_pair(column, &choice.path).ok_or_else(|| {
                 TilesError::Internal(format!("cluster key {:?} is not shredded", choice.path))
             })?;
             let options = SortOptions {

@@ -1,4 +1,5 @@
-//! Date and time strings stored typed (seed 000, P3 §4.3 step 10).
+//! Date and time strings stored typed (JSON Tiles §4.3 step 10; JSON Tiles is Durner,
+//! Leis, Neumann: "JSON Tiles: Fast Analytics on Semi-Structured Data", SIGMOD 2021).
 //!
 //! A shredded string path whose sampled values are dates or timestamps written one way
 //! (one [`TimeFormat`] per path and file) is stored as a Parquet date or timestamp

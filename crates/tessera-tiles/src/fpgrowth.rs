@@ -1,5 +1,5 @@
-//! FP-growth frequent-itemset mining with the budget of seed 000 (P3 §3.3, notes §4.3
-//! step 3): with `n` frequent items, itemsets of sizes 1..k are enumerated where
+//! FP-growth frequent-itemset mining with the budget of JSON Tiles §3.3 (Durner, Leis,
+//! Neumann: "JSON Tiles: Fast Analytics on Semi-Structured Data", SIGMOD 2021): with `n` frequent items, itemsets of sizes 1..k are enumerated where
 //! `sum_{i=1..k} C(n, i) <= u' <= min(u, 2^n - 1)`, by capping the recursion depth of
 //! the conditional FP-trees at `k`; smaller itemsets come first.
 //!
@@ -8,7 +8,7 @@
 //! correlated items — the common case in JSON, where a document shape is a fixed set
 //! of keys — from costing 2^n subsets. What callers use are the *maximal* itemsets.
 
-/// Upper bound `u` on the number of itemsets mined per tile. The seed leaves its value
+/// Upper bound `u` on the number of itemsets mined per tile. The paper leaves its value
 /// open; 1024 keeps a tile's mining to about a millisecond.
 pub const DEFAULT_BUDGET: usize = 1024;
 

@@ -1,8 +1,10 @@
-//! Key paths of documents and the choice of the paths a file shreds (seed 000, P3 §4.3).
+//! Key paths of documents and the choice of the paths a file shreds (JSON Tiles §4.3;
+//! JSON Tiles is Durner, Leis, Neumann: "JSON Tiles: Fast Analytics on Semi-Structured
+//! Data", SIGMOD 2021).
 //!
 //! Each document becomes a set of items `(key path, JSON type)`, one per scalar it holds
 //! below nested objects; an array is an item of its own, and so is each of its first
-//! [`LEADING`] elements that is a scalar (`(p[i], type)`, seed 000 P3 §4.3 step 6: for
+//! [`LEADING`] elements that is a scalar (`(p[i], type)`, JSON Tiles §4.3 step 6: for
 //! arrays of `x` versus `x + c` elements only the first `x` are frequent in all
 //! documents). Documents are cut into tiles of `tile_docs` (after [`crate::reorder`]); a
 //! tile extracts the items of its maximal frequent itemsets (those held by at least
@@ -23,7 +25,7 @@ use std::hash::BuildHasherDefault;
 use crate::datetime::TimeFormat;
 use crate::fpgrowth::maximal_itemsets;
 use crate::summary::LeafType;
-use crate::tape::{FxHasher, Kind, Tape, Value};
+use tessera_json::tape::{FxHasher, Kind, Tape, Value};
 
 /// The JSON type of a key-path item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -147,7 +149,7 @@ pub struct Items {
 
 impl Items {
     /// Collects the items of the first `docs` documents of `tape` (texts in `texts`).
-    pub fn collect(tape: &Tape, texts: &[&[u8]]) -> Items {
+    pub fn collect(tape: &Tape, texts: &[&str]) -> Items {
         let mut ids: HashMap<u64, u32, BuildHasherDefault<FxHasher>> = HashMap::default();
         let mut out = Items::default();
         for (i, text) in texts.iter().enumerate() {
@@ -298,6 +300,13 @@ pub struct Mined {
 /// when documents carry many distinct frequent keys.
 pub const MAX_SHREDDED_PATHS: usize = 1024;
 
+/// Most keys in a shredded path; deeper paths stay in the Variant binary. Each key
+/// nests the Parquet schema two groups deeper, and Parquet's schema conversion (writing
+/// and reading) recurses per group: without a bound, a document nested as deep as
+/// `tessera_json::MAX_NESTING` allows overflows a thread's stack when it is ingested.
+/// Queries reach at most `tessera_json::path::MAX_PATH_DEPTH` keys.
+pub const MAX_SHREDDED_DEPTH: usize = 16;
+
 /// Mines the documents' items tile by tile, the documents taken in `order`: each
 /// tile's maximal frequent itemsets (FP-growth at `threshold`, within `budget`) name
 /// the paths it extracts; the file shreds the union over its tiles, each path typed by
@@ -342,6 +351,10 @@ pub fn mine(
     for (id, path) in items.paths.iter().enumerate() {
         // Element items only decide whether their array is shredded.
         if path.element.is_some() {
+            continue;
+        }
+        if path.keys.len() > MAX_SHREDDED_DEPTH {
+            mined.unshredded.push(json_path(&path.keys));
             continue;
         }
         let (majority, n) = majority_leaf(&file, std::iter::once(id as u32));
@@ -462,8 +475,10 @@ mod tests {
     /// The items of `texts`, mined into `Items`.
     pub(crate) fn items_of(texts: &[&str]) -> Items {
         let mut tape = Tape::default();
-        let texts: Vec<&[u8]> = texts.iter().map(|t| t.as_bytes()).collect();
-        texts.iter().for_each(|t| tape.push(t).unwrap());
+        let texts: Vec<&str> = texts
+            .iter()
+            .map(|t| tape.push(t.as_bytes()).unwrap())
+            .collect();
         Items::collect(&tape, &texts)
     }
 

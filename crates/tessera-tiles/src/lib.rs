@@ -1,40 +1,28 @@
-//! JSON for Tessera.
+//! JSON tiles for Tessera: documents mined, reordered and shredded into Parquet Variant
+//! (JSON Tiles: Durner, Leis, Neumann, "JSON Tiles: Fast Analytics on Semi-Structured
+//! Data", SIGMOD 2021). Documents are parsed by `tessera-json`'s tape.
 //!
-//! - [`json`]: parsing — JSON paths, stage-one SIMD bitmaps, a validating scanner that
-//!   extracts only the paths a query needs, and value conversions.
-//! - [`tape`]: one validating parse per document into a flat tape of nodes.
-//! - [`fpgrowth`]: frequent-itemset mining with the seed's budget.
+//! - [`fpgrowth`]: frequent-itemset mining with the paper's budget.
 //! - [`reorder`]: documents reordered within partitions so tiles share structure.
 //! - [`datetime`]: date and time strings typed in one exact rendering per path.
 //! - [`keypaths`]: key-path items of documents and the choice of shredded paths.
 //! - [`variant`]: exact JSON <-> Parquet Variant conversion.
+//! - [`layout`]: the names of the document column's parts and leaf column paths.
 //! - [`shred`]: documents shredded into the Variant column's Arrow arrays.
 //! - [`cluster`]: rows ordered by a file's low-cardinality paths, for page skipping.
 //! - [`writer`]: one data file of shredded Variant, and reading it back as JSON.
 //! - [`summary`]: what a written file tells the table manifest (shredding schema, path
 //!   statistics, distinct-count sketches, a Bloom filter of unshredded key paths).
-//!
-//! ```
-//! use std::sync::Arc;
-//! use tessera_tiles::json::{PathTrie, Scanner, parse_json_path};
-//! let trie = Arc::new(PathTrie::single(&parse_json_path("$.commit.collection").unwrap()));
-//! let mut scanner = Scanner::new(trie);
-//! let doc = br#"{"kind":"commit","commit":{"collection":"app.bsky.feed.like"}}"#;
-//! scanner.scan(doc).unwrap();
-//! let span = scanner.get(0).unwrap();
-//! assert_eq!(span.raw(doc), br#""app.bsky.feed.like""#);
-//! ```
 
 pub mod cluster;
 pub mod datetime;
 pub mod error;
 pub mod fpgrowth;
-pub mod json;
 pub mod keypaths;
+pub mod layout;
 pub mod reorder;
 pub mod shred;
 pub mod summary;
-pub mod tape;
 pub mod variant;
 pub mod writer;
 
@@ -44,14 +32,14 @@ pub use writer::{WrittenFile, read_json, write_file, write_file_with_columns};
 /// How documents are cut and shredded.
 #[derive(Debug, Clone)]
 pub struct TilesOptions {
-    /// Documents per tile, the unit of mining (seed 000, P3: 1024).
+    /// Documents per tile, the unit of mining (JSON Tiles: 1024).
     pub tile_docs: usize,
     /// Share of a tile's documents a key path must appear in to be extracted (60%).
     pub threshold: f64,
-    /// Tiles per partition, the unit of reordering (seed 000, P3: 8); 1 keeps the
+    /// Tiles per partition, the unit of reordering (JSON Tiles: 8); 1 keeps the
     /// documents in their input order.
     pub partition_tiles: usize,
-    /// Most itemsets mined per tile (the budget `u` of seed 000, P3 §3.3).
+    /// Most itemsets mined per tile (the budget `u` of JSON Tiles §3.3).
     pub itemset_budget: usize,
     /// Rows per Parquet row group.
     pub row_group_docs: usize,

@@ -1,5 +1,6 @@
 //! Reordering documents inside a partition of tiles so that documents of one structure
-//! share tiles (seed 000, P3 §3.2; notes §4.3 step 5):
+//! share tiles (JSON Tiles §3.2; JSON Tiles is Durner, Leis, Neumann: "JSON Tiles: Fast
+//! Analytics on Semi-Structured Data", SIGMOD 2021):
 //!
 //! 1. mine each tile at `threshold / P` (P = tiles per partition);
 //! 2. exchange the maximal itemsets across the partition; those with a summed support
@@ -232,7 +233,7 @@ mod tests {
         }
     }
 
-    /// Seed 000's Figure 4 in small: tiles of 5 tuples, threshold 60% (3 of 5), and
+    /// JSON Tiles' Figure 4 in small: tiles of 5 tuples, threshold 60% (3 of 5), and
     /// three structures sharing no key path, A = {1,2,3}, B = {4,5,6}, C = {7,8,9},
     /// spread so that none reaches the threshold in any tile before reordering.
     ///

@@ -28,9 +28,10 @@ use arrow::datatypes::{
 
 use crate::datetime::{FORMAT_METADATA_KEY, TimeFormat};
 use crate::keypaths::Choice;
+use crate::layout::{ELEMENT, METADATA, TYPED_VALUE, VALUE};
 use crate::summary::LeafType;
-use crate::tape::{Kind, Tape, Value};
 use crate::variant::RowEncoder;
+use tessera_json::tape::{Kind, Tape, Value};
 
 /// The typed column of a shredded leaf.
 enum Typed {
@@ -149,9 +150,6 @@ impl List {
     }
 }
 
-/// Name of a shredded list's element field (the Parquet LIST convention).
-const ELEMENT: &str = "element";
-
 /// A shredded object: its shredded members (sorted by key) and its validity.
 struct Object {
     fields: Vec<(String, Shredded)>,
@@ -213,8 +211,8 @@ impl<'a> Shredder<'a> {
         let metadata = Arc::new(self.metadata.finish()) as ArrayRef;
         let (value, typed) = finish(&mut self.root);
         let mut fields = vec![
-            Field::new("metadata", DataType::BinaryView, false),
-            Field::new("value", DataType::BinaryView, true),
+            Field::new(METADATA, DataType::BinaryView, false),
+            Field::new(VALUE, DataType::BinaryView, true),
         ];
         let mut columns = vec![metadata, value];
         if let Some((field, typed)) = typed {
@@ -400,7 +398,7 @@ fn finish(shredded: &mut Shredded) -> (ArrayRef, Option<(Field, ArrayRef)>) {
             (object, HashMap::new())
         }
     };
-    let field = Field::new("typed_value", typed.data_type().clone(), true).with_metadata(metadata);
+    let field = Field::new(TYPED_VALUE, typed.data_type().clone(), true).with_metadata(metadata);
     (value, Some((field, typed)))
 }
 
@@ -410,7 +408,7 @@ fn pair(shredded: &mut Shredded) -> StructArray {
     let (typed_field, typed) = typed.expect("a shredded field has a typed column");
     StructArray::new(
         Fields::from(vec![
-            Field::new("value", DataType::BinaryView, true),
+            Field::new(VALUE, DataType::BinaryView, true),
             typed_field,
         ]),
         vec![value, typed],

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use parquet_variant::Variant;
 
-use crate::tape::{Kind, Tape, Value};
+use tessera_json::tape::{Kind, Tape, Value};
 
 /// Variant primitive type ids (spec "Value encoding"), shifted into a header byte.
 const NULL: u8 = 0;
@@ -341,8 +341,8 @@ mod tests {
 
     fn round_trip(text: &str) -> String {
         let mut tape = Tape::default();
-        tape.push(text.as_bytes()).unwrap();
-        let doc = tape.doc(0, text.as_bytes());
+        let text = tape.push(text.as_bytes()).unwrap();
+        let doc = tape.doc(0, text);
         let mut encoder = RowEncoder::new(&tape);
         let (mut metadata, mut bytes) = (Vec::new(), Vec::new());
         encoder.start_row(doc.keys(), &mut metadata);

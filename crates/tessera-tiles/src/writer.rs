@@ -20,14 +20,18 @@ use parquet_variant_compute::VariantArray;
 use crate::cluster::{cluster_keys, cluster_order, reorder_rows};
 use crate::datetime::{FORMAT_METADATA_KEY, SAMPLES, TimeFormat};
 use crate::keypaths::{Choice, Items, mine};
+use crate::layout::{self, TYPED_VALUE, VALUE};
 use crate::reorder::{Partitioning, reorder};
 use crate::shred::Shredder;
 use crate::summary::{
     ColumnStats, DistinctSketch, FileSummary, LeafType, PathBloom, PathStats, STAT_STRING_LIMIT,
     ShreddedPath, ShreddingSchema, StatValue,
 };
-use crate::tape::{Kind, Tape};
 use crate::{TilesError, TilesOptions};
+use tessera_json::tape::{Kind, Tape};
+
+/// The document column's name, kept here for the crates that name it by the writer.
+pub use crate::layout::COLUMN;
 
 /// A written data file and what it says about itself.
 #[derive(Debug, Clone)]
@@ -37,9 +41,6 @@ pub struct WrittenFile {
     /// Schema, statistics and key-path filter for the manifest.
     pub summary: FileSummary,
 }
-
-/// Name of the document column in data files.
-pub const COLUMN: &str = "j";
 
 /// Most JSON text one file takes: typed string columns use 32-bit offsets.
 pub const MAX_FILE_BYTES: usize = 1 << 30;
@@ -83,8 +84,9 @@ pub fn write_file_with_columns(
         });
     }
     let mut tape = Tape::with_capacity(docs.len(), bytes);
+    let mut texts = Vec::with_capacity(docs.len());
     for (index, doc) in docs.iter().enumerate() {
-        tape.push(doc).map_err(|e| {
+        let text = tape.push(doc).map_err(|e| {
             let (line, column) = e.line_column(doc);
             TilesError::Json {
                 index,
@@ -93,8 +95,9 @@ pub fn write_file_with_columns(
                 reason: e.reason.to_string(),
             }
         })?;
+        texts.push(text);
     }
-    let items = Items::collect(&tape, docs);
+    let items = Items::collect(&tape, &texts);
     let transactions: Vec<&[u32]> = (0..docs.len()).map(|i| items.of(i)).collect();
     let order = reorder(
         &transactions,
@@ -115,10 +118,10 @@ pub fn write_file_with_columns(
     drop(transactions);
     drop(items);
     let mut mined = mined;
-    type_dates_and_times(&tape, docs, &mut mined.shredded);
+    type_dates_and_times(&tape, &texts, &mut mined.shredded);
     let mut shredder = Shredder::new(&tape, &mined.shredded, docs.len());
     for &i in &order {
-        let doc = tape.doc(i, docs[i]);
+        let doc = tape.doc(i, texts[i]);
         shredder.append(doc.root(), doc.keys());
     }
     let column = shredder.finish();
@@ -186,7 +189,7 @@ pub fn write_file_with_columns(
 
 /// Types the string paths whose sampled values are dates or times in one rendering
 /// ([`TimeFormat::detect`]); samples are spread over the whole file.
-fn type_dates_and_times(tape: &Tape, texts: &[&[u8]], choices: &mut [Choice]) {
+fn type_dates_and_times(tape: &Tape, texts: &[&str], choices: &mut [Choice]) {
     let stride = (texts.len() / (4 * SAMPLES)).max(1);
     for choice in choices
         .iter_mut()
@@ -218,25 +221,6 @@ fn type_dates_and_times(tape: &Tape, texts: &[&[u8]], choices: &mut [Choice]) {
     }
 }
 
-/// The `(value, typed_value)` pair of `path` inside a shredded Variant column (for a
-/// list, `typed_value` is the list).
-pub(crate) fn shredded_leaf<'a>(
-    column: &'a StructArray,
-    path: &[String],
-) -> Option<(Option<&'a ArrayRef>, &'a ArrayRef)> {
-    let mut typed = column.column_by_name("typed_value")?;
-    let mut value = None;
-    for key in path {
-        let field = typed
-            .as_struct_opt()?
-            .column_by_name(key)?
-            .as_struct_opt()?;
-        value = field.column_by_name("value");
-        typed = field.column_by_name("typed_value")?;
-    }
-    Some((value, typed))
-}
-
 /// The typed values of a shredded path (for a list, of its elements) and how many of
 /// its values sit in the Variant binary (for a list, the elements and the non-array
 /// values held as Variant).
@@ -250,7 +234,7 @@ fn typed_values<'a>(
             choice.json_path()
         ))
     };
-    let (value, typed) = shredded_leaf(column, &choice.path).ok_or_else(missing)?;
+    let (value, typed) = layout::shredded_pair(column, &choice.path).ok_or_else(missing)?;
     let present = |v: Option<&ArrayRef>| v.map_or(0, |v| (v.len() - v.null_count()) as u64);
     Ok(match choice.list {
         true => {
@@ -258,8 +242,8 @@ fn typed_values<'a>(
                 .as_list_opt::<i32>()
                 .and_then(|list| list.values().as_struct_opt())
                 .ok_or_else(missing)?;
-            let element_value = element.column_by_name("value");
-            let element_typed = element.column_by_name("typed_value").ok_or_else(missing)?;
+            let element_value = element.column_by_name(VALUE);
+            let element_typed = element.column_by_name(TYPED_VALUE).ok_or_else(missing)?;
             (element_typed, present(element_value) + present(value))
         }
         false => (typed, present(value)),
@@ -361,31 +345,14 @@ fn truncate(s: &str) -> &str {
 }
 
 /// The Parquet column path of a shredded leaf's typed column (for a list, of its
-/// elements' typed column, below Parquet's `list.element` groups).
+/// elements' typed column).
 fn typed_column_path(choice: &Choice) -> ColumnPath {
-    let mut parts = field_parts(choice);
-    parts.push("typed_value".into());
-    if choice.list {
-        parts.extend(["list", "element", "typed_value"].map(String::from));
-    }
-    ColumnPath::new(parts)
+    ColumnPath::new(layout::typed_leaf_path(&choice.path, choice.list))
 }
 
 /// The Parquet column of the Variant binary holding `choice`'s values of other types.
 fn outlier_column_path(choice: &Choice) -> ColumnPath {
-    let mut parts = field_parts(choice);
-    parts.push("value".into());
-    ColumnPath::new(parts)
-}
-
-/// The Parquet path of the shredded field group of `choice`.
-fn field_parts(choice: &Choice) -> Vec<String> {
-    let mut parts = vec![COLUMN.to_string()];
-    for key in &choice.path {
-        parts.push("typed_value".into());
-        parts.push(key.clone());
-    }
-    parts
+    ColumnPath::new(layout::outlier_leaf_path(&choice.path))
 }
 
 fn encode(

@@ -1,6 +1,7 @@
 //! JSON -> JSON tiles file -> JSON gives the same documents (up to key order and
 //! whitespace), numbers keeping value and kind; over random heterogeneous documents,
-//! seed 003's example documents and Bluesky events.
+//! the example documents of Alkowaileet, "Towards Analytics-Optimized Document Stores"
+//! (PhD thesis, UC Irvine 2022) and Bluesky events.
 
 use arrow::array::{Array, AsArray};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -321,8 +322,8 @@ fn outliers_of_every_kind_round_trip_at_nested_paths() {
 }
 
 #[test]
-fn seed_003_example_documents_round_trip() {
-    // The running examples of seed 003 (extended Dremel, Fig 5.1 and 5.3): nested
+fn document_store_thesis_examples_round_trip() {
+    // The running examples of Alkowaileet's thesis (extended Dremel, Fig 5.1 and 5.3): nested
     // objects, arrays of objects and of arrays, a field whose type changes.
     let docs: Vec<String> = [
         r#"{"id": 1, "name": "Ann", "games": [{"title": "NBA", "consoles": ["PS4", "PC"]}, {"title": "FIFA", "consoles": ["XBOX"]}]}"#,

@@ -21,9 +21,10 @@ use datafusion::logical_expr::{
 };
 
 use crate::json::output::OutputBuilder;
-use tessera_tiles::json::path::{MAX_PATH_DEPTH, PathElem, PathTrie, parse_json_path};
-use tessera_tiles::json::scanner::{Kind, Scanner, Span, for_each_member};
-use tessera_tiles::json::value::{Output, type_name, unescape_into};
+use tessera_json::escape::unescape_into;
+use tessera_json::path::{MAX_PATH_DEPTH, PathElem, PathTrie, parse_json_path};
+use tessera_json::scanner::{Kind, Scanner, Span, for_each_member};
+use tessera_json::value::{Output, type_name};
 
 /// Names of the functions whose first argument is JSON text and the rest a path.
 pub const JSON_GET: &str = "json_get";
@@ -320,7 +321,7 @@ fn for_each_row(
     name: &str,
     args: &[ColumnarValue],
     n: usize,
-    mut f: impl FnMut(usize, &[u8], Option<Span>),
+    mut f: impl FnMut(usize, &str, Option<Span>),
 ) -> Result<()> {
     let docs = args[0].to_array(n)?;
     let path_args = &args[1..];
@@ -346,7 +347,7 @@ fn for_each_row(
                 row + 1
             ))
         })?;
-        f(row, doc.as_bytes(), scanner.get(0));
+        f(row, doc, scanner.get(0));
         Ok(())
     };
     match docs.data_type() {
@@ -417,7 +418,7 @@ fn evaluate(name: &str, probe: Probe, args: &[ColumnarValue], n: usize) -> Resul
                     span.filter(|s| matches!(s.kind, Kind::Object | Kind::Array))
                         .map(|s| {
                             let mut count = 0i64;
-                            for_each_member(doc, s, |_, _| count += 1);
+                            for_each_member(doc.as_bytes(), s, |_, _| count += 1);
                             count
                         }),
                 );
@@ -433,10 +434,10 @@ fn evaluate(name: &str, probe: Probe, args: &[ColumnarValue], n: usize) -> Resul
                 pad(&mut next, row, || b.append_null());
                 match span.filter(|s| s.kind == Kind::Object) {
                     Some(s) => {
-                        for_each_member(doc, s, |k, _| {
+                        for_each_member(doc.as_bytes(), s, |k, _| {
                             let k = k.expect("object members have keys");
                             key.clear();
-                            unescape_into(k.string_body(doc), &mut key);
+                            unescape_into(k.string_body(doc.as_bytes()), &mut key);
                             b.values().append_value(String::from_utf8_lossy(&key));
                         });
                         b.append(true);

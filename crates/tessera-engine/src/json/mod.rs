@@ -1,8 +1,9 @@
-//! JSON values as the engine sees them: the parser's types (paths, the scanner, spans)
-//! and the Arrow builders that turn located values into columns. The SQL functions
-//! ([`crate::functions`]) and both scans build their results with the same builders, so
-//! a path pushed into a scan answers exactly as the function would.
+//! JSON values as the engine sees them: the parser's types (paths, the scanner, spans;
+//! parsing itself lives in `tessera-json`) and the Arrow builders that turn located
+//! values into columns. The SQL functions ([`crate::functions`]) and both scans build
+//! their results with the same builders, so a path pushed into a scan answers exactly as
+//! the function would.
 
 pub mod output;
 
-pub use tessera_tiles::json::{Kind, Output, Scanner, Span, path, scanner, value};
+pub use tessera_json::{Kind, Output, Scanner, Span, path, scanner, value};

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, StringViewBuilder};
 
-use tessera_tiles::json::Span;
-use tessera_tiles::json::value::{Output, bool_of, float_of, int_of, text_of};
+use tessera_json::Span;
+use tessera_json::value::{Output, bool_of, float_of, int_of, text_of};
 
 /// Accumulates one output column of JSON access results.
 #[derive(Debug)]
@@ -36,13 +36,15 @@ impl OutputBuilder {
 
     /// Appends the value at `span` of `doc` (or NULL when the path was absent).
     #[inline]
-    pub fn append(&mut self, doc: &[u8], span: Option<Span>) {
+    pub fn append(&mut self, doc: &str, span: Option<Span>) {
         match self {
             OutputBuilder::Text(output, b) => {
                 b.append_option(span.and_then(|s| text_of(doc, s, *output)))
             }
-            OutputBuilder::Int(b) => b.append_option(span.and_then(|s| int_of(doc, s))),
-            OutputBuilder::Float(b) => b.append_option(span.and_then(|s| float_of(doc, s))),
+            OutputBuilder::Int(b) => b.append_option(span.and_then(|s| int_of(doc.as_bytes(), s))),
+            OutputBuilder::Float(b) => {
+                b.append_option(span.and_then(|s| float_of(doc.as_bytes(), s)))
+            }
             OutputBuilder::Bool(b) => b.append_option(span.and_then(bool_of)),
         }
     }

@@ -184,10 +184,12 @@ impl BatchDecoder {
                 expected: e.expected.to_string(),
             }));
         }
+        // SAFETY: validated as UTF-8 above, per line or with its chunk.
+        let doc = unsafe { std::str::from_utf8_unchecked(bytes) };
         let passes = self.plan.predicates.iter().all(|(slot, output, accepted)| {
             self.scanner
                 .get(*slot)
-                .and_then(|span| text_of(bytes, span, *output))
+                .and_then(|span| text_of(doc, span, *output))
                 .is_some_and(|text| accepted.contains(text.as_bytes()))
         });
         if !passes {
@@ -202,14 +204,12 @@ impl BatchDecoder {
         };
         let chunk = self.chunk.as_ref().filter(|_| base.is_some());
         if let Some(raw) = &mut self.raw {
-            // SAFETY: validated as UTF-8 above.
-            let text = unsafe { std::str::from_utf8_unchecked(bytes) };
-            raw.append(chunk, base, text);
+            raw.append(chunk, base, doc);
         }
         for (column, &(slot, _)) in self.columns.iter_mut().zip(&self.plan.outputs) {
             let span = self.scanner.get(slot);
             match column {
-                Column::Text(output, col) => match span.and_then(|s| text_of(bytes, s, *output)) {
+                Column::Text(output, col) => match span.and_then(|s| text_of(doc, s, *output)) {
                     Some(Cow::Borrowed(text)) => {
                         let pos =
                             base.map(|b| b + (text.as_ptr() as usize - bytes.as_ptr() as usize));
@@ -218,7 +218,7 @@ impl BatchDecoder {
                     Some(Cow::Owned(text)) => col.append(None, None, &text),
                     None => col.builder.append_null(),
                 },
-                Column::Other(builder) => builder.append(bytes, span),
+                Column::Other(builder) => builder.append(doc, span),
             }
         }
         self.rows += 1;

@@ -52,7 +52,7 @@ fn parse_root(location: &str) -> Result<(ObjectStoreUrl, Path)> {
 /// an ordinary Parquet column. Relational columns are nullable in SQL: a scan that does
 /// not read one fills it with nulls.
 pub fn declared_columns(fields: &Fields) -> Result<(String, Vec<TableColumn>)> {
-    const DOCUMENT: &str = tessera_tiles::writer::COLUMN;
+    const DOCUMENT: &str = tessera_tiles::layout::COLUMN;
     match fields.iter().as_slice() {
         [] => Ok((DOCUMENT.to_string(), Vec::new())),
         [only] => Ok((only.name().clone(), Vec::new())),

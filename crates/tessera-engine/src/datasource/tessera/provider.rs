@@ -256,8 +256,8 @@ pub(super) fn json_batch(schema: &SchemaRef, stored: RecordBatch) -> Result<Reco
         .map(|field| -> Result<ArrayRef> {
             if !field.is_nullable() {
                 let document = stored
-                    .column_by_name(tessera_tiles::writer::COLUMN)
-                    .ok_or_else(|| missing(tessera_tiles::writer::COLUMN))?;
+                    .column_by_name(tessera_tiles::layout::COLUMN)
+                    .ok_or_else(|| missing(tessera_tiles::layout::COLUMN))?;
                 let text = tessera_tiles::read_json(document.as_ref()).map_err(external)?;
                 return Ok(arrow::compute::cast(&text, &DataType::Utf8View)?);
             }

@@ -168,7 +168,7 @@ impl FileDecoder {
         };
         let rows = stored.num_rows();
         let column = stored
-            .column_by_name(tessera_tiles::writer::COLUMN)
+            .column_by_name(tessera_tiles::layout::COLUMN)
             .map(|c| c.as_struct());
         let wanted = |k: usize| only.is_none_or(|o| o.contains(&k));
         // The filters' pass computes just the casts the filters read: another cast of
@@ -294,8 +294,8 @@ impl FileDecoder {
                 builders.iter_mut().for_each(|(_, b)| b.append_null());
                 continue;
             }
-            let doc = documents.value(row).as_bytes();
-            scanner.scan(doc).map_err(|e| {
+            let doc = documents.value(row);
+            scanner.scan(doc.as_bytes()).map_err(|e| {
                 DataFusionError::Internal(format!("a stored document does not parse: {e:?}"))
             })?;
             for (k, builder) in builders.iter_mut() {
@@ -316,7 +316,7 @@ impl FileDecoder {
         outputs: &[usize],
     ) -> Result<BooleanArray> {
         let column = stored
-            .column_by_name(tessera_tiles::writer::COLUMN)
+            .column_by_name(tessera_tiles::layout::COLUMN)
             .map(|c| c.as_struct());
         let mut judged = vec![false; self.plan.row_filters.len()];
         let mut coded_outputs = Vec::new();

@@ -26,6 +26,7 @@ use parquet::schema::types::SchemaDescriptor;
 use parquet_variant::Variant;
 use parquet_variant_compute::{VariantArray, unshred_variant};
 use tessera_tiles::datetime::{FORMAT_METADATA_KEY, TimeFormat};
+use tessera_tiles::layout::{ELEMENT, METADATA, TYPED_VALUE, VALUE};
 use tessera_tiles::variant::write_json;
 use tessera_tiles::writer::texts_of_dates_and_times;
 
@@ -33,11 +34,6 @@ use crate::access::extraction::dictionary_text;
 use crate::json::output::OutputBuilder;
 use crate::json::path::PathElem;
 use crate::json::{Kind, Output, Span};
-
-/// Names of the Variant shredding columns (Parquet Variant shredding specification).
-const TYPED_VALUE: &str = "typed_value";
-const VALUE: &str = "value";
-const METADATA: &str = "metadata";
 
 /// The kind of a shredded leaf, as far as accesses care.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -239,7 +235,7 @@ impl ShreddedElement {
         let element = list
             .values()
             .as_struct_opt()
-            .ok_or_else(|| missing("element"))?;
+            .ok_or_else(|| missing(ELEMENT))?;
         let typed = element
             .column_by_name(TYPED_VALUE)
             .ok_or_else(|| missing(TYPED_VALUE))?;
@@ -353,7 +349,7 @@ impl BinaryPath {
                     found += 1;
                     text.clear();
                     write_json(&v, &mut text);
-                    builder.append(text.as_bytes(), Some(rendered_span(&text)));
+                    builder.append(&text, Some(rendered_span(&text)));
                 }
                 None => builder.append_null(),
             }
@@ -458,7 +454,7 @@ impl SubtreePath {
                     found += 1;
                     text.clear();
                     write_json(&v, &mut text);
-                    builder.append(text.as_bytes(), Some(rendered_span(&text)));
+                    builder.append(&text, Some(rendered_span(&text)));
                 }
                 None => builder.append_null(),
             }
@@ -531,7 +527,7 @@ fn patch(
     for &row in rows {
         text.clear();
         match render(row, &mut text)? {
-            true => patch.append(text.as_bytes(), Some(rendered_span(&text))),
+            true => patch.append(&text, Some(rendered_span(&text))),
             false => patch.append_null(),
         }
     }

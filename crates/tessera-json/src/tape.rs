@@ -16,9 +16,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// Deepest nesting of arrays and objects accepted (the limit `serde_json` applies too),
-/// which bounds the parser's stack and every recursive walk over a tape.
-pub const MAX_DEPTH: usize = 128;
+use crate::escape::{Policy, unescape_str};
+use crate::limits::{MAX_NESTING, NESTING_ERROR};
 
 /// Largest document accepted: offsets inside a document are 32-bit.
 pub const MAX_DOC_BYTES: usize = u32::MAX as usize;
@@ -161,7 +160,7 @@ pub struct Tape {
     /// Index of each document's root node; one more entry marks the end.
     starts: Vec<usize>,
     /// Unescaped strings and keys.
-    unescaped: Vec<u8>,
+    unescaped: String,
     /// Open containers while parsing: their node index.
     stack: Vec<usize>,
     /// Every distinct object key, by id, and the ids by key.
@@ -173,7 +172,7 @@ pub struct Tape {
 #[derive(Clone, Copy)]
 pub struct Doc<'a> {
     tape: &'a Tape,
-    text: &'a [u8],
+    text: &'a str,
     root: usize,
     end: usize,
 }
@@ -184,8 +183,8 @@ impl Tape {
         Self {
             nodes: Vec::with_capacity(bytes / 12),
             starts: Vec::with_capacity(docs + 1),
-            unescaped: Vec::new(),
-            stack: Vec::with_capacity(MAX_DEPTH),
+            unescaped: String::new(),
+            stack: Vec::with_capacity(MAX_NESTING),
             key_names: Vec::new(),
             key_ids: HashMap::default(),
         }
@@ -222,8 +221,12 @@ impl Tape {
         self.starts.len()
     }
 
-    /// Document `index`, whose text was `text` when it was parsed.
-    pub fn doc<'a>(&'a self, index: usize, text: &'a [u8]) -> Doc<'a> {
+    /// Document `index`, whose text was `text` when it was parsed (the text
+    /// [`Tape::push`] returned).
+    ///
+    /// Strings are cut out of `text` with checked `str` slicing, so another text can
+    /// only make them wrong or panic, never invalid UTF-8.
+    pub fn doc<'a>(&'a self, index: usize, text: &'a str) -> Doc<'a> {
         Doc {
             tape: self,
             text,
@@ -237,7 +240,10 @@ impl Tape {
     }
 
     /// Parses `text` as one JSON document and appends it; on error the tape is unchanged.
-    pub fn push(&mut self, text: &[u8]) -> Result<(), ParseError> {
+    ///
+    /// Returns `text` validated as UTF-8: the text to read the document back with
+    /// ([`Tape::doc`]).
+    pub fn push<'b>(&mut self, text: &'b [u8]) -> Result<&'b str, ParseError> {
         let node_mark = self.nodes.len();
         let unescaped_mark = self.unescaped.len();
         if text.len() > MAX_DOC_BYTES {
@@ -246,21 +252,20 @@ impl Tape {
                 reason: "document larger than 4 GiB",
             });
         }
-        if let Err(e) = simdutf8::compat::from_utf8(text) {
-            return Err(ParseError {
-                offset: e.valid_up_to(),
-                reason: "invalid UTF-8",
-            });
-        }
+        let source = simdutf8::compat::from_utf8(text).map_err(|e| ParseError {
+            offset: e.valid_up_to(),
+            reason: "invalid UTF-8",
+        })?;
         let mut parser = Parser {
             text,
+            source,
             pos: 0,
             tape: self,
         };
         match parser.document() {
             Ok(()) => {
                 self.starts.push(node_mark);
-                Ok(())
+                Ok(source)
             }
             Err(e) => {
                 self.nodes.truncate(node_mark);
@@ -321,17 +326,7 @@ impl<'a> Value<'a> {
 
     /// The bytes of a `String` or `Key` node.
     pub fn str_bytes(&self) -> &'a [u8] {
-        let node = self.node();
-        let start = match node.kind {
-            Kind::Key => (node.payload & u64::from(u32::MAX)) as usize,
-            _ => node.payload as usize,
-        };
-        let len = node.len as usize;
-        if node.escaped {
-            &self.doc.tape.unescaped[start..start + len]
-        } else {
-            &self.doc.text[start..start + len]
-        }
+        self.str().as_bytes()
     }
 
     /// The id of a `Key` node's key in the tape's key dictionary.
@@ -340,13 +335,18 @@ impl<'a> Value<'a> {
         (self.node().payload >> 32) as u32
     }
 
-    /// The text of a `String` or `Key` node (validated UTF-8).
+    /// The text of a `String` or `Key` node.
     pub fn str(&self) -> &'a str {
-        let bytes = self.str_bytes();
-        debug_assert!(std::str::from_utf8(bytes).is_ok());
-        // SAFETY: the whole document was validated as UTF-8 before parsing, string
-        // bodies are cut at ASCII quotes, and unescaping writes only whole characters.
-        unsafe { std::str::from_utf8_unchecked(bytes) }
+        let node = self.node();
+        let start = match node.kind {
+            Kind::Key => (node.payload & u64::from(u32::MAX)) as usize,
+            _ => node.payload as usize,
+        };
+        let text = match node.escaped {
+            true => self.doc.tape.unescaped.as_str(),
+            false => self.doc.text,
+        };
+        &text[start..start + node.len as usize]
     }
 
     /// Index of the node after this value's subtree.
@@ -442,6 +442,8 @@ static STRING_STOP: [bool; 256] = {
 
 struct Parser<'t, 'a> {
     text: &'a [u8],
+    /// The same text, validated as UTF-8.
+    source: &'a str,
     pos: usize,
     tape: &'t mut Tape,
 }
@@ -479,7 +481,7 @@ impl Parser<'_, '_> {
 
     /// The whole document: one value, then only whitespace. Open containers are kept on
     /// an explicit stack; only the first element of a container recurses, so recursion
-    /// is bounded by [`MAX_DEPTH`] too.
+    /// is bounded by [`MAX_NESTING`] too.
     fn document(&mut self) -> Result<(), ParseError> {
         self.value()?;
         while let Some(&open) = self.tape.stack.last() {
@@ -535,8 +537,8 @@ impl Parser<'_, '_> {
         };
         match b {
             b'{' | b'[' => {
-                if self.tape.stack.len() >= MAX_DEPTH {
-                    return self.error("nested deeper than 128 levels");
+                if self.tape.stack.len() >= MAX_NESTING {
+                    return self.error(NESTING_ERROR);
                 }
                 self.pos += 1;
                 let (kind, close) = if b == b'{' {
@@ -631,12 +633,12 @@ impl Parser<'_, '_> {
                 return Ok(());
             }
         }
-        // SAFETY: the number's bytes are ASCII digits, signs, `.`, `e` and `E`.
-        let text = unsafe { std::str::from_utf8_unchecked(&self.text[start..self.pos]) };
-        let value: f64 = text.parse().map_err(|_| ParseError {
-            offset: start,
-            reason: "malformed number",
-        })?;
+        let value: f64 = self.source[start..self.pos]
+            .parse()
+            .map_err(|_| ParseError {
+                offset: start,
+                reason: "malformed number",
+            })?;
         if !value.is_finite() {
             return Err(ParseError {
                 offset: start,
@@ -682,38 +684,20 @@ impl Parser<'_, '_> {
     /// The slow path: a string with escapes, unescaped into the side buffer.
     fn escaped_string(&mut self, kind: Kind, start: usize) -> Result<(), ParseError> {
         let out_start = self.tape.unescaped.len();
-        self.tape
-            .unescaped
-            .extend_from_slice(&self.text[start..self.pos]);
-        loop {
-            let Some(&b) = self.text.get(self.pos) else {
-                return self.error("unterminated string");
-            };
-            match b {
-                b'"' => {
-                    self.pos += 1;
-                    break;
-                }
-                b'\\' => {
-                    self.pos += 1;
-                    self.escape()?;
-                }
-                0..0x20 => return self.error("control character in a string"),
-                _ => {
-                    let run_start = self.pos;
-                    while self
-                        .text
-                        .get(self.pos)
-                        .is_some_and(|&b| !STRING_STOP[b as usize])
-                    {
-                        self.pos += 1;
-                    }
-                    self.tape
-                        .unescaped
-                        .extend_from_slice(&self.text[run_start..self.pos]);
-                }
-            }
+        let end = unescape_str(
+            &self.source[start..],
+            Policy::Strict,
+            &mut self.tape.unescaped,
+        )
+        .map_err(|e| ParseError {
+            offset: start + e.offset,
+            reason: e.reason,
+        })?;
+        self.pos = start + end;
+        if self.pos == self.text.len() {
+            return self.error("unterminated string");
         }
+        self.pos += 1;
         let len = self.tape.unescaped.len() - out_start;
         let payload = match kind {
             Kind::Key => {
@@ -721,7 +705,7 @@ impl Parser<'_, '_> {
                 if self.tape.unescaped.len() > MAX_DOC_BYTES {
                     return self.error("more than 4 GiB of escaped text in one tape");
                 }
-                let key = self.tape.unescaped[out_start..].to_vec();
+                let key = self.tape.unescaped.as_bytes()[out_start..].to_vec();
                 let id = self.tape.intern(&key);
                 (u64::from(id) << 32) | out_start as u64
             }
@@ -734,79 +718,6 @@ impl Parser<'_, '_> {
             payload,
         });
         Ok(())
-    }
-
-    /// One escape sequence after its backslash.
-    fn escape(&mut self) -> Result<(), ParseError> {
-        let Some(&b) = self.text.get(self.pos) else {
-            return self.error("unterminated string");
-        };
-        self.pos += 1;
-        let byte = match b {
-            b'"' => b'"',
-            b'\\' => b'\\',
-            b'/' => b'/',
-            b'b' => 0x08,
-            b'f' => 0x0c,
-            b'n' => b'\n',
-            b'r' => b'\r',
-            b't' => b'\t',
-            b'u' => {
-                let c = self.unicode_escape()?;
-                let mut buf = [0; 4];
-                self.tape
-                    .unescaped
-                    .extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-                return Ok(());
-            }
-            _ => {
-                self.pos -= 1;
-                return self.error("invalid escape");
-            }
-        };
-        self.tape.unescaped.push(byte);
-        Ok(())
-    }
-
-    fn hex4(&mut self) -> Result<u32, ParseError> {
-        let Some(hex) = self.text.get(self.pos..self.pos + 4) else {
-            return self.error("expected 4 hex digits");
-        };
-        let mut value = 0;
-        for &h in hex {
-            let digit = (h as char).to_digit(16).ok_or(ParseError {
-                offset: self.pos,
-                reason: "expected 4 hex digits",
-            })?;
-            value = value * 16 + digit;
-        }
-        self.pos += 4;
-        Ok(value)
-    }
-
-    /// `\uXXXX`, with a following `\uXXXX` for a surrogate pair; lone surrogates are
-    /// rejected (as `serde_json` does) since UTF-8 cannot hold them.
-    fn unicode_escape(&mut self) -> Result<char, ParseError> {
-        let first = self.hex4()?;
-        let code = match first {
-            0xD800..=0xDBFF => {
-                if !self.text[self.pos..].starts_with(b"\\u") {
-                    return self.error("lone leading surrogate in a \\u escape");
-                }
-                self.pos += 2;
-                let second = self.hex4()?;
-                if !(0xDC00..=0xDFFF).contains(&second) {
-                    return self.error("lone leading surrogate in a \\u escape");
-                }
-                0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
-            }
-            0xDC00..=0xDFFF => return self.error("lone trailing surrogate in a \\u escape"),
-            _ => first,
-        };
-        char::from_u32(code).ok_or(ParseError {
-            offset: self.pos,
-            reason: "invalid \\u escape",
-        })
     }
 }
 
@@ -823,7 +734,7 @@ mod tests {
 
     fn parse(text: &str) -> Result<Tape, ParseError> {
         let mut tape = Tape::default();
-        tape.push(text.as_bytes()).map(|()| tape)
+        tape.push(text.as_bytes()).map(|_| tape)
     }
 
     /// A parsed value as a serde_json value, to compare with serde_json's parse.
@@ -861,7 +772,7 @@ mod tests {
             "0",
         ] {
             let tape = parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
-            let got = to_json(tape.doc(0, text.as_bytes()).root());
+            let got = to_json(tape.doc(0, text).root());
             let expected: serde_json::Value = serde_json::from_str(text).unwrap();
             assert_eq!(got, expected, "{text}");
         }
@@ -882,11 +793,7 @@ mod tests {
             ("0", Kind::Int),
         ] {
             let tape = parse(text).unwrap();
-            assert_eq!(
-                tape.doc(0, text.as_bytes()).root().node().kind(),
-                kind,
-                "{text}"
-            );
+            assert_eq!(tape.doc(0, text).root().node().kind(), kind, "{text}");
         }
     }
 
@@ -936,6 +843,16 @@ mod tests {
     }
 
     #[test]
+    #[should_panic(expected = "char boundary")]
+    fn strings_read_with_another_text_are_never_invalid_utf8() {
+        let mut tape = Tape::default();
+        tape.push(br#"["abc"]"#).unwrap();
+        // The string is bytes 2..5, which in "[é€]" cut through both characters.
+        let element = tape.doc(0, "[é€]").root().elements().next().unwrap();
+        let _ = element.str();
+    }
+
+    #[test]
     fn a_failed_document_leaves_the_tape_unchanged() {
         let mut tape = Tape::default();
         tape.push(br#"{"a":"x\ny"}"#).unwrap();
@@ -943,7 +860,7 @@ mod tests {
         assert!(tape.push(br#"{"b":["p\tq",{"c":1}"#).is_err());
         assert_eq!((tape.docs(), tape.nodes.len()), (1, nodes));
         tape.push(b"[2]").unwrap();
-        let second = tape.doc(1, b"[2]").root();
+        let second = tape.doc(1, "[2]").root();
         assert_eq!(
             second
                 .elements()

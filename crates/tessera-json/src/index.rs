@@ -61,13 +61,23 @@ impl Marks {
         self.index_with(doc, classify_scalar)
     }
 
+    /// [`Self::index`] compiled for AVX2, with the AVX2 classifier inlined.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support AVX2 (checked with `is_x86_feature_detected!`).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     unsafe fn index_avx2(&mut self, doc: &[u8]) {
-        // SAFETY: the caller checked AVX2, which this function is compiled for.
+        // SAFETY: this function's own contract is that the CPU has AVX2.
         self.index_with(doc, |chunk| unsafe { classify_avx2(chunk) })
     }
 
+    /// [`Self::index`] compiled for SSE2, with the SSE2 classifier inlined.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support SSE2, which every x86_64 CPU does.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "sse2")]
     unsafe fn index_sse2(&mut self, doc: &[u8]) {
@@ -177,6 +187,11 @@ fn prefix_xor(mut x: u64) -> u64 {
     x
 }
 
+/// The raw bitmaps of one 64-byte block, 32 bytes per AVX2 instruction.
+///
+/// # Safety
+///
+/// The CPU must support AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
@@ -206,6 +221,11 @@ unsafe fn classify_avx2(chunk: &[u8; 64]) -> Block {
     out
 }
 
+/// The raw bitmaps of one 64-byte block, 16 bytes per SSE2 instruction.
+///
+/// # Safety
+///
+/// The CPU must support SSE2, which every x86_64 CPU does.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse2")]
 #[inline]
@@ -400,9 +420,10 @@ mod tests {
         let bits = |b: Block| (b.quote, b.backslash, b.control, b.bracket);
         #[cfg(target_arch = "x86_64")]
         {
-            // SAFETY: SSE2 is baseline; AVX2 only when present.
+            // SAFETY: SSE2 is part of the x86_64 baseline.
             assert_eq!(bits(unsafe { classify_sse2(&chunk) }), bits(scalar));
             if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: AVX2 is available, as just checked.
                 assert_eq!(bits(unsafe { classify_avx2(&chunk) }), bits(scalar));
             }
         }

@@ -15,11 +15,9 @@
 
 use std::sync::{Arc, LazyLock};
 
-use super::index::Marks;
-use super::path::{PathTrie, Slot};
-
-/// Documents nested deeper than this are rejected instead of exhausting the stack.
-pub const MAX_NESTING: u32 = 512;
+use crate::index::Marks;
+use crate::limits::{MAX_NESTING, NESTING_ERROR};
+use crate::path::{PathTrie, Slot};
 
 /// The JSON type of a located value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -263,8 +261,8 @@ impl Scanner {
     }
 
     fn object(&mut self, c: &mut Cursor, node: Option<usize>, depth: u32) -> Result<(), Stop> {
-        if depth >= MAX_NESTING {
-            return Err(c.error("at most 512 levels of nesting").into());
+        if depth as usize >= MAX_NESTING {
+            return Err(c.error(NESTING_ERROR).into());
         }
         c.pos += 1;
         c.skip_ws();
@@ -285,7 +283,7 @@ impl Scanner {
                     let raw = &c.doc[key_start..c.pos - 1];
                     let key: &[u8] = if escaped {
                         key_buf.clear();
-                        super::value::unescape_into(raw, &mut key_buf);
+                        crate::escape::unescape_into(raw, &mut key_buf);
                         &key_buf
                     } else {
                         raw
@@ -318,8 +316,8 @@ impl Scanner {
     }
 
     fn array(&mut self, c: &mut Cursor, node: Option<usize>, depth: u32) -> Result<(), Stop> {
-        if depth >= MAX_NESTING {
-            return Err(c.error("at most 512 levels of nesting").into());
+        if depth as usize >= MAX_NESTING {
+            return Err(c.error(NESTING_ERROR).into());
         }
         c.pos += 1;
         c.skip_ws();
@@ -482,8 +480,8 @@ fn skip_structure(c: &mut Cursor, open: &mut Vec<u8>) -> Result<(), SyntaxError>
         c.pos = at;
         match c.doc[at] {
             b @ (b'{' | b'[') => {
-                if open.len() as u32 >= MAX_NESTING {
-                    return Err(c.error("at most 512 levels of nesting"));
+                if open.len() >= MAX_NESTING {
+                    return Err(c.error(NESTING_ERROR));
                 }
                 open.push(if b == b'{' { b'}' } else { b']' });
             }
@@ -655,7 +653,7 @@ impl Cursor<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::path::{PathElem, parse_json_path};
+    use crate::path::{PathElem, parse_json_path};
 
     fn scan_paths(doc: &str, paths: &[&str]) -> Result<Vec<Option<String>>, SyntaxError> {
         scan_with(doc, paths, Validation::Full)

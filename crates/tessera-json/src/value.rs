@@ -3,9 +3,8 @@
 
 use std::borrow::Cow;
 
-use arrow::datatypes::DataType;
-
-use super::scanner::{Kind, Span};
+use crate::escape::{Policy, unescape_str};
+use crate::scanner::{Kind, Span};
 
 /// What an access returns, which decides both its SQL type and how each JSON value maps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -25,9 +24,11 @@ pub enum Output {
     Bool,
 }
 
+#[cfg(feature = "arrow")]
 impl Output {
     /// The SQL type of an access with this output.
-    pub fn data_type(self) -> DataType {
+    pub fn data_type(self) -> arrow::datatypes::DataType {
+        use arrow::datatypes::DataType;
         match self {
             Output::Json | Output::Text | Output::Str => DataType::Utf8View,
             Output::Int => DataType::Int64,
@@ -40,28 +41,27 @@ impl Output {
 /// The text of a value for [`Output::Json`], [`Output::Text`] and [`Output::Str`];
 /// `None` for SQL NULL. Borrowed from `doc` unless unescaping was needed.
 ///
-/// `doc` must be valid UTF-8 (scans validate it before scanning).
+/// `doc` is the scanned document as `str` (scans validate UTF-8 in bulk before they
+/// scan), so the text is UTF-8 by construction: the span's bounds are checked with
+/// `str::get`, which costs two byte comparisons and never rereads the value. A span
+/// that does not lie on `doc`'s character boundaries (one of another document) gives
+/// `None`.
 #[inline]
-pub fn text_of<'a>(doc: &'a [u8], span: Span, output: Output) -> Option<Cow<'a, str>> {
-    let bytes: Cow<'a, [u8]> = match (output, span.kind) {
-        (Output::Json, _) => Cow::Borrowed(span.raw(doc)),
-        (Output::Text | Output::Str, Kind::String { escaped: false }) => {
-            Cow::Borrowed(span.string_body(doc))
-        }
+pub fn text_of<'a>(doc: &'a str, span: Span, output: Output) -> Option<Cow<'a, str>> {
+    let raw = doc.get(span.start as usize..span.end as usize)?;
+    let body = || raw.get(1..raw.len().saturating_sub(1));
+    Some(match (output, span.kind) {
+        (Output::Json, _) => Cow::Borrowed(raw),
+        (Output::Text | Output::Str, Kind::String { escaped: false }) => Cow::Borrowed(body()?),
         (Output::Text | Output::Str, Kind::String { escaped: true }) => {
-            let mut out = Vec::with_capacity(span.string_body(doc).len());
-            unescape_into(span.string_body(doc), &mut out);
+            let body = body()?;
+            let mut out = String::with_capacity(body.len());
+            unescape_str(body, Policy::Lenient, &mut out).ok()?;
             Cow::Owned(out)
         }
         (Output::Text, Kind::Null) => return None,
-        (Output::Text, _) => Cow::Borrowed(span.raw(doc)),
+        (Output::Text, _) => Cow::Borrowed(raw),
         _ => return None,
-    };
-    // SAFETY: the caller validated the document as UTF-8, the span lies on character
-    // boundaries (it starts and ends at ASCII delimiters), and unescaping emits UTF-8.
-    Some(match bytes {
-        Cow::Borrowed(b) => Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(b) }),
-        Cow::Owned(b) => Cow::Owned(unsafe { String::from_utf8_unchecked(b) }),
     })
 }
 
@@ -130,69 +130,11 @@ fn parse_i64(raw: &[u8]) -> Option<i64> {
     Some(value)
 }
 
-/// Unescapes the body of a validated JSON string into `out` as UTF-8.
-///
-/// Lone UTF-16 surrogates (valid JSON, but not encodable in UTF-8) become U+FFFD.
-pub fn unescape_into(body: &[u8], out: &mut Vec<u8>) {
-    let mut i = 0;
-    while i < body.len() {
-        let Some(offset) = memchr::memchr(b'\\', &body[i..]) else {
-            out.extend_from_slice(&body[i..]);
-            return;
-        };
-        out.extend_from_slice(&body[i..i + offset]);
-        i += offset;
-        let escape = body.get(i + 1).copied().unwrap_or(b'\\');
-        i += 2;
-        let simple = match escape {
-            b'"' => Some(b'"'),
-            b'\\' => Some(b'\\'),
-            b'/' => Some(b'/'),
-            b'b' => Some(0x08),
-            b'f' => Some(0x0c),
-            b'n' => Some(b'\n'),
-            b'r' => Some(b'\r'),
-            b't' => Some(b'\t'),
-            _ => None,
-        };
-        if let Some(byte) = simple {
-            out.push(byte);
-            continue;
-        }
-        let unit = hex4(body, i);
-        i += 4;
-        let ch = match unit {
-            Some(high @ 0xD800..=0xDBFF) => {
-                let low = (body.get(i..i + 2) == Some(b"\\u"))
-                    .then(|| hex4(body, i + 2))
-                    .flatten()
-                    .filter(|low| (0xDC00..=0xDFFF).contains(low));
-                match low {
-                    Some(low) => {
-                        i += 6;
-                        char::from_u32(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
-                    }
-                    None => None,
-                }
-            }
-            Some(unit) => char::from_u32(unit),
-            None => None,
-        };
-        let mut buf = [0u8; 4];
-        out.extend_from_slice(ch.unwrap_or('\u{FFFD}').encode_utf8(&mut buf).as_bytes());
-    }
-}
-
-fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
-    let digits = bytes.get(at..at + 4)?;
-    u32::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::path::PathTrie;
-    use crate::json::scanner::Scanner;
+    use crate::path::PathTrie;
+    use crate::scanner::Scanner;
 
     fn span_of(doc: &str) -> Span {
         let mut scanner = Scanner::new(std::sync::Arc::new(PathTrie::single(&[])));
@@ -214,7 +156,7 @@ mod tests {
             ("true", Output::Text, Some("true")),
         ];
         for (doc, output, expected) in cases {
-            let got = text_of(doc.as_bytes(), span_of(doc), output);
+            let got = text_of(doc, span_of(doc), output);
             assert_eq!(got.as_deref(), expected, "{doc} as {output:?}");
         }
     }
@@ -237,10 +179,15 @@ mod tests {
     }
 
     #[test]
-    fn unescapes_unicode_and_surrogates() {
-        let mut out = Vec::new();
-        unescape_into(br"caf\u00e9 \ud83d\ude00 \ud800x \/\t", &mut out);
-        assert_eq!(String::from_utf8(out).unwrap(), "café 😀 \u{FFFD}x /\t");
+    fn a_span_of_another_document_yields_no_invalid_text() {
+        // The body of this span is bytes 1..4; in "é€" (C3 A9 E2 82 AC) neither bound
+        // is a character boundary.
+        let span = span_of(r#""abc""#);
+        let other = "é€";
+        for output in [Output::Text, Output::Str] {
+            let got = text_of(other, span, output);
+            assert!(got.is_none(), "{output:?} of a foreign span");
+        }
     }
 
     #[test]

@@ -1,0 +1,34 @@
+//! JSON parsing for Tessera, with no dependency on tiles or Parquet: raw NDJSON scans
+//! use it alone, and ingest builds JSON tiles on top of it.
+//!
+//! - [`path`]: JSON paths (`$.a[0]."b c"`) and the trie that lets one scan serve many.
+//! - [`escape`]: the one decoder of string escapes, lenient for scans, strict for ingest.
+//! - [`limits`]: the nesting limit raw queries and ingest share.
+//! - [`index`]: stage-one SIMD bitmaps of a document (quotes, escapes, brackets).
+//! - [`scanner`]: a validating scanner that locates only the paths a query needs.
+//! - [`value`]: located values converted with the semantics of each SQL access form.
+//! - [`tape`]: one validating parse per document into a flat tape of nodes, for ingest.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use tessera_json::{PathTrie, Scanner, parse_json_path};
+//! let trie = Arc::new(PathTrie::single(&parse_json_path("$.commit.collection").unwrap()));
+//! let mut scanner = Scanner::new(trie);
+//! let doc = br#"{"kind":"commit","commit":{"collection":"app.bsky.feed.like"}}"#;
+//! scanner.scan(doc).unwrap();
+//! let span = scanner.get(0).unwrap();
+//! assert_eq!(span.raw(doc), br#""app.bsky.feed.like""#);
+//! ```
+
+pub mod escape;
+pub mod index;
+pub mod limits;
+pub mod path;
+pub mod scanner;
+pub mod tape;
+pub mod value;
+
+pub use limits::MAX_NESTING;
+pub use path::{PathElem, PathTrie, parse_json_path};
+pub use scanner::{Kind, Scanner, Span, SyntaxError, Validation};
+pub use value::Output;

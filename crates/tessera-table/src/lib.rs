@@ -27,13 +27,16 @@
 
 mod cache;
 pub mod error;
+mod layout;
 pub mod manifest;
 pub mod readahead;
 pub mod snapshot;
 pub mod table;
+mod traffic;
 
 pub use error::TableError;
 pub use manifest::{DataFile, DeletionVector, JSON_TYPE, Manifest, TableColumn};
 pub use readahead::Pacer;
-pub use snapshot::{FilePredicate, FileRead, OpenFile, Snapshot, Traffic, dictionary_type};
+pub use snapshot::{FilePredicate, FileRead, OpenFile, Snapshot, dictionary_type};
 pub use table::{FileDeletes, MAX_COMMIT_ATTEMPTS, NewFile, Table, TableOptions, VacuumReport};
+pub use traffic::Traffic;

@@ -2,7 +2,6 @@
 
 use std::ops::Range;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use arrow::array::BooleanArray;
 use arrow::array::RecordBatch;
@@ -22,13 +21,14 @@ use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
 
-use tessera_blob::RequestStats;
 use tessera_blob::accounting;
 
 use crate::cache;
 use crate::error::TableError;
+use crate::layout::child_key;
 use crate::manifest::{DataFile, Manifest};
 use crate::readahead::{Pacer, Readahead};
+use crate::traffic::Traffic;
 
 /// Rows per decoded batch.
 const BATCH_ROWS: usize = 8192;
@@ -99,7 +99,7 @@ impl Snapshot {
         let traffic = Arc::new(Traffic::default());
         let mut reader = FileReader {
             store: Arc::clone(&self.store),
-            key: crate::table::child_key(&self.prefix, &file.path),
+            key: child_key(&self.prefix, &file.path),
             size: file.size,
             traffic: Arc::clone(&traffic),
             readahead: None,
@@ -195,18 +195,6 @@ pub struct OpenFile {
     reader: FileReader,
     metadata: ArrowReaderMetadata,
     traffic: Arc<Traffic>,
-}
-
-/// What reading one file has cost so far: requests to the store and bytes received.
-#[derive(Debug, Default)]
-pub struct Traffic {
-    /// Ranged GET requests issued (one per range, as the store API takes them).
-    pub requests: AtomicU64,
-    /// Bytes received.
-    pub bytes: AtomicU64,
-    /// What the store sent on the file's behalf, as its io_uring S3 client counts it
-    /// (split and hedged GETs, retries); zero for stores that do not count (local files).
-    pub store: Arc<RequestStats>,
 }
 
 impl std::fmt::Debug for OpenFile {
@@ -470,13 +458,6 @@ struct FileReader {
     size: u64,
     traffic: Arc<Traffic>,
     readahead: Option<Arc<Readahead>>,
-}
-
-impl Traffic {
-    pub(crate) fn count(&self, requests: usize, bytes: u64) {
-        self.requests.fetch_add(requests as u64, Ordering::Relaxed);
-        self.bytes.fetch_add(bytes, Ordering::Relaxed);
-    }
 }
 
 /// Bytes read from the end of a file at once, so footer and metadata usually take one

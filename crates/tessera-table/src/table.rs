@@ -20,6 +20,7 @@ use tessera_tiles::summary::FileSummary;
 
 use crate::cache;
 use crate::error::TableError;
+use crate::layout::child_key;
 use crate::manifest::{
     DataFile, DeletionVector, FORMAT, Manifest, TableColumn, manifest_key, version_of,
 };
@@ -577,13 +578,6 @@ fn remember(unsure: &mut Vec<u64>, version: u64) {
     if !unsure.contains(&version) {
         unsure.push(version);
     }
-}
-
-/// The key of `relative` (slash-separated) below `prefix`.
-pub(crate) fn child_key(prefix: &Path, relative: &str) -> Path {
-    relative
-        .split('/')
-        .fold(prefix.clone(), |path, part| path.join(part))
 }
 
 /// A name no other writer picks: time, process and a per-process counter.

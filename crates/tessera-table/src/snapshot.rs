@@ -21,7 +21,7 @@ use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
 
-use tessera_blob::accounting;
+use tessera_blob::{Sizing, accounting, sizing};
 
 use crate::cache;
 use crate::error::TableError;
@@ -32,14 +32,6 @@ use crate::traffic::Traffic;
 
 /// Rows per decoded batch.
 const BATCH_ROWS: usize = 8192;
-
-/// Byte ranges of one row group closer than this are fetched as one request: a request
-/// costs more (latency, and the price of a GET) than reading a gap this small (seed 002
-/// coalesces neighbours under 1 MiB apart the same way).
-const COALESCE_GAP: u64 = 1 << 20;
-
-/// Largest request coalescing makes: seed 002's best request size is 8-16 MiB.
-const MAX_COALESCED: u64 = 16 << 20;
 
 /// An immutable view of one table version (snapshot isolation: later commits never
 /// change what it returns).
@@ -323,8 +315,7 @@ impl OpenFile {
     /// The byte ranges the decoder will ask for, (row group, range) in decode order:
     /// whole column chunks, or, when rows are selected and the file has an offset
     /// index, the chunk's dictionary page and the data pages holding selected rows
-    /// (what the Parquet reader fetches then). Ranges less than [`COALESCE_GAP`] apart
-    /// become one request of at most [`MAX_COALESCED`] bytes.
+    /// (what the Parquet reader fetches then), coalesced per row group by [`coalesce`].
     fn plan_fetches(
         &self,
         row_groups: &[usize],
@@ -354,19 +345,7 @@ impl OpenFile {
                     _ => ranges.push(start..start + len),
                 }
             }
-            ranges.sort_by_key(|r| r.start);
-            for range in ranges {
-                match out.last_mut() {
-                    Some((last_group, last))
-                        if *last_group == g
-                            && range.start <= last.end + COALESCE_GAP
-                            && range.end.max(last.end) - last.start <= MAX_COALESCED =>
-                    {
-                        last.end = last.end.max(range.end);
-                    }
-                    _ => out.push((g, range)),
-                }
-            }
+            out.extend(coalesce(ranges).into_iter().map(|range| (g, range)));
         }
         out
     }
@@ -395,6 +374,22 @@ impl OpenFile {
             .collect();
         RowSelection::from(selectors)
     }
+}
+
+/// The requests that fetch one row group's byte ranges (disjoint, as column chunks and
+/// their pages are): close neighbours merged as tessera-blob's request sizing plans
+/// them, so that a request's cost is paid once for several small ranges. A range
+/// larger than the largest request stays whole, because the decoder asks for it whole
+/// and a fetch ahead serves only ranges it covers entirely.
+fn coalesce(ranges: Vec<Range<u64>>) -> Vec<Range<u64>> {
+    let sizing = Sizing::default();
+    let (large, small): (Vec<_>, Vec<_>) = ranges
+        .into_iter()
+        .partition(|r| r.end - r.start > sizing.max_request);
+    let mut requests = sizing::plan(&small, &sizing);
+    requests.extend(large);
+    requests.sort_by_key(|r| r.start);
+    requests
 }
 
 /// `data_type` with strings and binaries as views: the decoder then references the page

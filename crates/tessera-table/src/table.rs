@@ -172,6 +172,39 @@ impl Table {
         Ok(table)
     }
 
+    /// The table under `prefix`, created as `options` says if there is none yet.
+    ///
+    /// Writers that find no table race to create it like any commit: the one whose
+    /// version 0 lands creates it, the others open it, so that all of them go on to
+    /// commit their rows. A table found with other columns than `options` asks for is
+    /// [`TableError::AlreadyExists`].
+    pub async fn open_or_create(
+        store: Arc<dyn ObjectStore>,
+        prefix: Path,
+        options: TableOptions,
+    ) -> Result<Self, TableError> {
+        let table = match Self::open(Arc::clone(&store), prefix.clone()).await {
+            Err(e) if e.is_not_found() => {
+                let wanted = table_columns(&options.json_column, options.columns.clone())?;
+                match Self::create(Arc::clone(&store), prefix.clone(), options).await {
+                    Err(TableError::AlreadyExists(_)) => Self::open(store, prefix).await?,
+                    created => return created,
+                }
+                .same_columns(&wanted)?
+            }
+            opened => opened?,
+        };
+        Ok(table)
+    }
+
+    /// `self` if its columns are `columns`, else the error that another table is there.
+    fn same_columns(self, columns: &[TableColumn]) -> Result<Self, TableError> {
+        match self.columns == columns {
+            true => Ok(self),
+            false => Err(TableError::AlreadyExists(self.location())),
+        }
+    }
+
     /// The name of the JSON document column.
     pub fn json_column(&self) -> &str {
         &self.json_column

@@ -148,6 +148,42 @@ async fn concurrent_writers_lose_nothing_on_minio() {
     }
 }
 
+/// Two writers append to a table that does not exist yet, at the same time, as two
+/// ingests into a new location do: each round on a fresh prefix, both writers' rows
+/// are there afterwards (creating the table is a race like any commit, not an error
+/// for the loser).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_first_writers_both_commit_on_minio() {
+    const ROUNDS: i64 = 8;
+    let server = MinioServer::start();
+    let store = minio_store(&server, "first");
+    for round in 0..ROUNDS {
+        let prefix = format!("t/{round}");
+        let writers: Vec<_> = (0..2)
+            .map(|writer| {
+                let (store, prefix) = (store.clone(), Path::from(prefix.as_str()));
+                tokio::spawn(async move {
+                    let table =
+                        Table::open_or_create(store, prefix, TableOptions::default()).await?;
+                    let file = data_file(&table, &[round * 10 + writer]).await?;
+                    table.commit_append(vec![file]).await
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer
+                .await
+                .unwrap()
+                .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        }
+        let table = Table::open(store.clone(), Path::from(prefix.as_str()))
+            .await
+            .unwrap();
+        let snapshot = table.snapshot().await.unwrap();
+        assert_eq!(values(&snapshot).await, vec![round * 10, round * 10 + 1]);
+    }
+}
+
 #[tokio::test]
 async fn deletes_are_deletion_vectors_that_merge_and_survive_appends() {
     let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());

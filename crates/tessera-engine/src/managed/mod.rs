@@ -67,7 +67,7 @@ pub async fn open_or_create(
                 json_column,
                 columns,
             };
-            Table::create(store, prefix, options)
+            Table::open_or_create(store, prefix, options)
                 .await
                 .map_err(external)?
         }

@@ -72,11 +72,7 @@ pub async fn values(snapshot: &Snapshot) -> Vec<i64> {
 pub async fn try_values(snapshot: &Snapshot) -> Result<Vec<i64>, TableError> {
     let mut out = Vec::new();
     for file in snapshot.files() {
-        let batches: Vec<RecordBatch> = snapshot
-            .read_file(file, true)
-            .await?
-            .try_collect()
-            .await?;
+        let batches: Vec<RecordBatch> = snapshot.read_file(file, true).await?.try_collect().await?;
         for batch in batches {
             let column = batch
                 .column(0)

@@ -31,7 +31,7 @@ pub const MAX_CLAIM_HOLD: Duration = Duration::from_secs(30 * 60);
 pub const CLAIM_LEASE: Duration = Duration::from_secs(2 * MAX_CLAIM_HOLD.as_secs());
 
 /// Attempts at storing a claim whose PUT failed (it may have landed; the next attempt
-/// finds out).
+/// finds out) or that was given back while we looked at it.
 const MAX_CLAIM_ATTEMPTS: usize = 3;
 
 /// Who holds a claim.
@@ -84,13 +84,15 @@ pub(crate) async fn take(
             .await
         {
             Ok(_) => return Ok(Taken::Ours),
-            Err(object_store::Error::AlreadyExists { .. }) => {
-                let (found, since) = read(store, &key).await?;
-                return Ok(match found == *holder {
-                    true => Taken::Ours,
-                    false => Taken::Other(found, since),
-                });
-            }
+            Err(object_store::Error::AlreadyExists { .. }) => match read(store, &key).await {
+                Ok((found, _)) if found == *holder => return Ok(Taken::Ours),
+                Ok((found, since)) => return Ok(Taken::Other(found, since)),
+                // Given back between our PUT and our read: free again.
+                Err(TableError::Store(e @ object_store::Error::NotFound { .. })) => {
+                    last = Some(e);
+                }
+                Err(e) => return Err(e),
+            },
             Err(e) => last = Some(e),
         }
     }

@@ -97,6 +97,14 @@ pub enum TableError {
         /// How long a commit may hold its files.
         held: std::time::Duration,
     },
+    /// The local directory of a table could not be cleaned.
+    #[error("cleaning {path}: {source}")]
+    Local {
+        /// The file or directory.
+        path: String,
+        /// What the file system said.
+        source: std::io::Error,
+    },
     /// The object store failed.
     #[error(transparent)]
     Store(#[from] object_store::Error),

@@ -10,6 +10,7 @@
 //! (the `vacuum` module documents the protocol).
 
 use std::collections::HashSet;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -117,6 +118,8 @@ pub struct Table {
     prefix: Path,
     json_column: String,
     columns: Vec<TableColumn>,
+    /// The directory the store keeps its keys below, when it is a local file system.
+    local_root: Option<PathBuf>,
 }
 
 impl Table {
@@ -127,6 +130,7 @@ impl Table {
             prefix,
             json_column: String::new(),
             columns: Vec::new(),
+            local_root: None,
         };
         let manifest = table.latest().await?;
         let columns =
@@ -155,6 +159,7 @@ impl Table {
             prefix,
             json_column: options.json_column,
             columns,
+            local_root: None,
         };
         match table.latest_version().await? {
             Some(_) => return Err(TableError::AlreadyExists(table.location())),
@@ -203,6 +208,22 @@ impl Table {
             true => Ok(self),
             false => Err(TableError::AlreadyExists(self.location())),
         }
+    }
+
+    /// The table on a local file system store whose keys lie below the directory
+    /// `root`: vacuum then also removes what killed writers left half-written, which
+    /// the store API can neither list nor delete (see [`Table::vacuum`]).
+    pub fn with_local_root(self, root: PathBuf) -> Self {
+        Self {
+            local_root: Some(root),
+            ..self
+        }
+    }
+
+    /// The local directory the store keeps its keys below, if it is a local file
+    /// system and the caller said so.
+    pub fn local_root(&self) -> Option<&std::path::Path> {
+        self.local_root.as_deref()
     }
 
     /// The name of the JSON document column.

@@ -26,7 +26,7 @@
 //! (rule 3 sees it) or is past its deadline. Manifests are never deleted (time travel).
 
 use std::collections::HashSet;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use futures::TryStreamExt;
 use object_store::{ObjectMeta, ObjectStoreExt};
@@ -48,14 +48,17 @@ pub struct VacuumReport {
     pub kept_recent: u64,
     /// Unreferenced files kept because a commit under way holds them.
     pub kept_claimed: u64,
+    /// Half-written data files of killed writers removed (local file systems, see
+    /// [`Table::with_local_root`]).
+    pub partial: u64,
 }
 
 impl std::fmt::Display for VacuumReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "removed {} unreferenced data files ({} bytes); kept {} younger than the retention period and {} being committed",
-            self.files, self.bytes, self.kept_recent, self.kept_claimed
+            "removed {} unreferenced data files ({} bytes) and {} half-written ones; kept {} younger than the retention period and {} being committed",
+            self.files, self.bytes, self.partial, self.kept_recent, self.kept_claimed
         )
     }
 }
@@ -70,11 +73,18 @@ struct Referenced {
 impl Table {
     /// Removes data files that no manifest version references and that are older than
     /// `retention`, never one that a commit under way will reference (see the module
-    /// documentation for how).
+    /// documentation for how). On a local file system named by
+    /// [`Table::with_local_root`], it also removes the staging files of data files
+    /// whose writer was killed (`data/<name>.parquet#<n>`) once they are older than
+    /// `retention`; a writer still storing one fails cleanly.
     pub async fn vacuum(&self, retention: Duration) -> Result<VacuumReport, TableError> {
         let vacuum = Holder::Vacuum(unique_id());
         let now = chrono::Utc::now();
-        let cutoff = now - chrono::Duration::from_std(retention).unwrap_or(chrono::TimeDelta::MAX);
+        // A retention beyond the calendar keeps everything.
+        let cutoff = chrono::Duration::from_std(retention)
+            .ok()
+            .and_then(|retention| now.checked_sub_signed(retention))
+            .unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC);
         let mut referenced = Referenced::default();
         self.read_references(&mut referenced).await?;
         let data = self.key("data");
@@ -108,6 +118,7 @@ impl Table {
             claims::release(self.store(), self.prefix(), &relative).await?;
         }
         self.sweep_claims(&referenced).await?;
+        report.partial = self.sweep_partials(cutoff.into()).await?;
         Ok(report)
     }
 
@@ -165,6 +176,65 @@ impl Table {
             Err(e) => Err(e.into()),
         }
     }
+}
+
+impl Table {
+    /// Removes the staging files below the local `data/` directory last modified
+    /// before `cutoff`; how many.
+    async fn sweep_partials(&self, cutoff: SystemTime) -> Result<u64, TableError> {
+        let Some(root) = self.local_root() else {
+            return Ok(0);
+        };
+        let dir = self
+            .prefix()
+            .parts()
+            .fold(root.to_path_buf(), |dir, part| dir.join(part.as_ref()))
+            .join("data");
+        tokio::task::spawn_blocking(move || remove_partials(&dir, cutoff))
+            .await
+            .map_err(|e| TableError::Store(object_store::Error::JoinError { source: e }))?
+    }
+}
+
+/// Removes the staging files in `dir` last modified before `cutoff`.
+fn remove_partials(dir: &std::path::Path, cutoff: SystemTime) -> Result<u64, TableError> {
+    let local = |path: &std::path::Path| {
+        let path = path.display().to_string();
+        move |source| TableError::Local { path, source }
+    };
+    let entries = match std::fs::read_dir(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        entries => entries.map_err(local(dir))?,
+    };
+    let mut removed = 0;
+    for entry in entries {
+        let entry = entry.map_err(local(dir))?;
+        let path = entry.path();
+        let partial = entry.file_name().to_str().is_some_and(is_staging);
+        if !partial
+            || entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .map_err(local(&path))?
+                > cutoff
+        {
+            continue;
+        }
+        match std::fs::remove_file(&path) {
+            Ok(()) => removed += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(local(&path)(e)),
+        }
+    }
+    Ok(removed)
+}
+
+/// True for the name of a local file system store's staging file of a data file
+/// (`<name>.parquet#<n>`), which a killed writer leaves behind.
+fn is_staging(name: &str) -> bool {
+    name.rsplit_once('#').is_some_and(|(file, n)| {
+        file.ends_with(".parquet") && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
+    })
 }
 
 /// True for a claim taken before the lease's length ago.

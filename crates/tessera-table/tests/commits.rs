@@ -386,6 +386,32 @@ async fn vacuum_keeps_recent_unreferenced_files() {
     assert_eq!((report.files, report.kept_recent), (1, 0));
 }
 
+/// A writer killed while storing a data file on a local file system leaves the
+/// store's staging file, `data/<name>.parquet#<n>`, which the store API neither lists
+/// nor deletes; vacuum removes it once it is older than the retention, and nothing
+/// else.
+#[tokio::test]
+async fn vacuum_removes_what_killed_writers_left_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let local = object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap();
+    let table = Table::create(Arc::new(local), Path::from("t"), TableOptions::default())
+        .await
+        .unwrap()
+        .with_local_root(dir.path().to_path_buf());
+    let file = data_file(&table, &[1, 2]).await.unwrap();
+    table.commit_append(vec![file]).await.unwrap();
+    let data = dir.path().join("t").join("data");
+    let partial = data.join("0000-killed.parquet#3");
+    std::fs::write(&partial, b"PAR1 half a file").unwrap();
+    let report = table.vacuum(Duration::from_secs(3600)).await.unwrap();
+    assert!(partial.exists(), "{report:?}");
+    let report = table.vacuum(Duration::ZERO).await.unwrap();
+    assert!(!partial.exists(), "{report:?}");
+    assert_eq!(report.files, 0, "{report:?}");
+    assert_eq!(std::fs::read_dir(&data).unwrap().count(), 1);
+    assert_eq!(values(&table.snapshot().await.unwrap()).await, vec![1, 2]);
+}
+
 /// A pacer with a fixed budget that counts the fetches made ahead.
 #[derive(Debug)]
 struct FixedPace(u64, AtomicUsize);

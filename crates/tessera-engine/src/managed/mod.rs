@@ -100,7 +100,12 @@ pub async fn vacuum(
             "no Tessera table at {location}"
         )));
     };
-    table.table().vacuum(retention).await.map_err(external)
+    let mut table = table.table().as_ref().clone();
+    if table_url(location)?.as_str() == "file:///" {
+        // Local table prefixes are absolute paths: the store's root is `/`.
+        table = table.with_local_root("/".into());
+    }
+    table.vacuum(retention).await.map_err(external)
 }
 
 /// `CREATE EXTERNAL TABLE ... STORED AS TESSERA LOCATION '...'`.

@@ -30,7 +30,7 @@ use crate::manifest::{DataFile, Manifest};
 use crate::readahead::{Pacer, Readahead};
 use crate::traffic::Traffic;
 
-/// Rows per decoded batch.
+/// Rows per decoded batch (the default of [`FileRead::batch_rows`]).
 const BATCH_ROWS: usize = 8192;
 
 /// An immutable view of one table version (snapshot isolation: later commits never
@@ -147,7 +147,7 @@ pub struct FileRead {
     pub rows: Option<RowSelection>,
     /// Leave out the rows the file's deletion vector names.
     pub skip_deleted: bool,
-    /// Rows per batch; [`BATCH_ROWS`] when `None`.
+    /// Rows per batch; 8192 when `None`.
     pub batch_rows: Option<usize>,
     /// Late materialization: the rows to decode are chosen from a few columns first.
     pub predicate: Option<FilePredicate>,

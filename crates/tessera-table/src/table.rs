@@ -286,9 +286,10 @@ impl Table {
 
     /// Commits `files` as one new version; returns its number.
     ///
-    /// The files are claimed first (see [`crate::claims`]): a file that vacuum removed,
-    /// or holds to remove, fails the commit with [`TableError::Removed`] before anything
-    /// is committed, so a version never lists a missing file.
+    /// The files are claimed first (the `vacuum` module has the rules): a file that
+    /// vacuum removed, or holds to remove, fails the commit with
+    /// [`TableError::Removed`] before anything is committed, so a version never lists a
+    /// missing file.
     pub async fn commit_append(&self, files: Vec<NewFile>) -> Result<u64, TableError> {
         let commit_id = unique_id();
         let paths: Vec<String> = files.iter().map(|f| f.path.clone()).collect();

@@ -1,13 +1,16 @@
 //! `vacuum`: deleting data files that no version references, without ever deleting one
 //! that a commit under way or to come will reference.
 //!
-//! The rules, with the claims of [`crate::claims`]:
+//! Commits and vacuum meet at a data file's claim, `_claims/<data file key>`, which
+//! each takes with a conditional PUT (`PutMode::Create`) before acting on the file, so
+//! exactly one of them has it. The rules:
 //!
-//! 1. A commit takes the claim of each of its data files (conditional PUT) and then
-//!    checks that the file exists, before its first manifest PUT; it fails with
-//!    [`TableError::Removed`] if a vacuum holds a claim or the file is gone. It sends no
+//! 1. A commit takes the claim of each of its data files and then checks that the file
+//!    exists, before its first manifest PUT; it fails with [`TableError::Removed`],
+//!    committing nothing, if a vacuum holds a claim or the file is gone. It sends no
 //!    manifest PUT later than [`MAX_CLAIM_HOLD`] after claiming, and gives its claims
-//!    back once its manifest landed or it definitely failed.
+//!    back once its manifest landed or it definitely failed (an unknown outcome keeps
+//!    them).
 //! 2. Vacuum reads every version, then for each unreferenced data file older than the
 //!    retention takes its claim (a tombstone). A claim a commit holds keeps the file,
 //!    unless it is older than [`CLAIM_LEASE`] (that commit is over), in which case
@@ -22,8 +25,16 @@
 //!    back), and stale claims of files that are gone, are deleted.
 //!
 //! So a file is deleted only while a tombstone excludes every commit that has not
-//! already claimed it, and every commit that had claimed it has either landed
-//! (rule 3 sees it) or is past its deadline. Manifests are never deleted (time travel).
+//! claimed it yet, and every commit that had claimed it has landed (rule 3 sees it),
+//! given up, or passed its deadline. The one assumption is about time: a manifest PUT
+//! sent before a commit's deadline arrives within the other half of the lease, as
+//! measured by the store's and the vacuum's clocks. Manifests are never deleted (time
+//! travel).
+//!
+//! A write that takes longer than the retention between storing a data file and
+//! committing it may find the file removed: its commit then fails cleanly (rule 1)
+//! instead of listing a missing file. On local file systems vacuum also removes the
+//! staging files of killed writers (see [`Table::vacuum`]).
 
 use std::collections::HashSet;
 use std::time::{Duration, SystemTime};

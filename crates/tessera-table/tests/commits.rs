@@ -347,10 +347,10 @@ async fn crash_at(step: usize, crash: Crash) {
         }
         Err(_) => assert_eq!(seen, old, "step {step} {crash:?}: failed commit is visible"),
     }
-    // A manifest PUT that failed is retried; one applied-then-failed is recognized as
-    // our own commit.
-    if step == 4 {
-        assert!(outcome.is_ok(), "step 4 {crash:?}: {outcome:?}");
+    // A claim or manifest PUT that failed is retried; one applied-then-failed is
+    // recognized as our own.
+    if step >= 4 {
+        assert!(outcome.is_ok(), "step {step} {crash:?}: {outcome:?}");
     }
     let report = reader.vacuum(Duration::ZERO).await.unwrap();
     let orphans = match (&outcome, crash, step) {
@@ -364,8 +364,8 @@ async fn crash_at(step: usize, crash: Crash) {
 
 #[tokio::test]
 async fn a_crash_at_any_step_leaves_the_old_or_the_new_version() {
-    // PUTs 1-3 are the data files, PUT 4 is the manifest.
-    for step in 1..=4 {
+    // PUTs 1-3 are the data files, PUTs 4-6 their claims, PUT 7 the manifest.
+    for step in 1..=7 {
         for crash in [Crash::Before, Crash::After] {
             crash_at(step, crash).await;
         }

@@ -46,7 +46,8 @@ impl Hold {
     fn matches(self, location: &Path) -> bool {
         let key = location.as_ref();
         match self {
-            Hold::CommitStart => !key.contains("/data/"),
+            // Armed once the data files are stored: the next PUT is the commit's.
+            Hold::CommitStart => true,
             Hold::ManifestPut => key.contains("/_tessera/"),
         }
     }

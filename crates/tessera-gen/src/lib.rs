@@ -7,8 +7,6 @@
 //! the "combined JSON TPC-H" workload of the JSON tiles paper. A seed fixes the
 //! bytes: the PRNG is our own, so output does not drift with dependency upgrades.
 
-#![warn(missing_docs)]
-
 mod bluesky;
 mod json;
 mod parallel;

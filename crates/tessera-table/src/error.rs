@@ -77,6 +77,34 @@ pub enum TableError {
         /// The store's error.
         source: object_store::Error,
     },
+    /// A data file of a commit is gone, or a vacuum holds it to delete it: it was left
+    /// unreferenced longer than the vacuum's retention. Nothing was committed.
+    #[error(
+        "data file {0} cannot be committed: vacuum removed it (or is removing it) because it stayed unreferenced longer than vacuum's retention; nothing was committed"
+    )]
+    Removed(String),
+    /// A data file of a commit is being committed by another commit right now.
+    #[error("data file {0} is being committed by another commit; nothing was committed")]
+    Claimed(String),
+    /// A commit still had not landed when the time it may hold its data files against
+    /// vacuum ran out.
+    #[error(
+        "gave up committing to {location}: its data files were held against vacuum for longer than {held:?}"
+    )]
+    ClaimsExpired {
+        /// The table.
+        location: String,
+        /// How long a commit may hold its files.
+        held: std::time::Duration,
+    },
+    /// The local directory of a table could not be cleaned.
+    #[error("cleaning {path}: {source}")]
+    Local {
+        /// The file or directory.
+        path: String,
+        /// What the file system said.
+        source: std::io::Error,
+    },
     /// The object store failed.
     #[error(transparent)]
     Store(#[from] object_store::Error),

@@ -5,7 +5,8 @@
 //! next manifest version with a conditional PUT; losers of a race re-read and retry.
 //! Readers see one version (snapshot isolation); a crash at any point leaves the last
 //! committed version intact; deletes are per-file deletion vectors; `vacuum` removes
-//! data files no version references.
+//! data files no version references, and a commit claims its data files first so that
+//! vacuum never removes one it is about to reference ([`vacuum`] has the rules).
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -26,14 +27,20 @@
 //! ```
 
 mod cache;
+mod claims;
 pub mod error;
+mod layout;
 pub mod manifest;
 pub mod readahead;
 pub mod snapshot;
 pub mod table;
+mod traffic;
+pub mod vacuum;
 
 pub use error::TableError;
 pub use manifest::{DataFile, DeletionVector, JSON_TYPE, Manifest, TableColumn};
 pub use readahead::Pacer;
-pub use snapshot::{FilePredicate, FileRead, OpenFile, Snapshot, Traffic, dictionary_type};
-pub use table::{FileDeletes, MAX_COMMIT_ATTEMPTS, NewFile, Table, TableOptions, VacuumReport};
+pub use snapshot::{FilePredicate, FileRead, OpenFile, Snapshot, dictionary_type};
+pub use table::{FileDeletes, MAX_COMMIT_ATTEMPTS, NewFile, Table, TableOptions};
+pub use traffic::Traffic;
+pub use vacuum::VacuumReport;

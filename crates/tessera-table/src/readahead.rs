@@ -25,7 +25,7 @@ use parking_lot::Mutex;
 
 use tessera_blob::accounting;
 
-use crate::snapshot::Traffic;
+use crate::traffic::Traffic;
 
 /// Sets how far ahead a scan fetches and learns from what it observes.
 pub trait Pacer: Send + Sync + std::fmt::Debug {

@@ -2,7 +2,6 @@
 
 use std::ops::Range;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use arrow::array::BooleanArray;
 use arrow::array::RecordBatch;
@@ -22,24 +21,17 @@ use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
 
-use tessera_blob::RequestStats;
-use tessera_blob::accounting;
+use tessera_blob::{Sizing, accounting, sizing};
 
 use crate::cache;
 use crate::error::TableError;
+use crate::layout::child_key;
 use crate::manifest::{DataFile, Manifest};
 use crate::readahead::{Pacer, Readahead};
+use crate::traffic::Traffic;
 
-/// Rows per decoded batch.
+/// Rows per decoded batch (the default of [`FileRead::batch_rows`]).
 const BATCH_ROWS: usize = 8192;
-
-/// Byte ranges of one row group closer than this are fetched as one request: a request
-/// costs more (latency, and the price of a GET) than reading a gap this small (seed 002
-/// coalesces neighbours under 1 MiB apart the same way).
-const COALESCE_GAP: u64 = 1 << 20;
-
-/// Largest request coalescing makes: seed 002's best request size is 8-16 MiB.
-const MAX_COALESCED: u64 = 16 << 20;
 
 /// An immutable view of one table version (snapshot isolation: later commits never
 /// change what it returns).
@@ -99,7 +91,7 @@ impl Snapshot {
         let traffic = Arc::new(Traffic::default());
         let mut reader = FileReader {
             store: Arc::clone(&self.store),
-            key: crate::table::child_key(&self.prefix, &file.path),
+            key: child_key(&self.prefix, &file.path),
             size: file.size,
             traffic: Arc::clone(&traffic),
             readahead: None,
@@ -155,7 +147,7 @@ pub struct FileRead {
     pub rows: Option<RowSelection>,
     /// Leave out the rows the file's deletion vector names.
     pub skip_deleted: bool,
-    /// Rows per batch; [`BATCH_ROWS`] when `None`.
+    /// Rows per batch; 8192 when `None`.
     pub batch_rows: Option<usize>,
     /// Late materialization: the rows to decode are chosen from a few columns first.
     pub predicate: Option<FilePredicate>,
@@ -195,18 +187,6 @@ pub struct OpenFile {
     reader: FileReader,
     metadata: ArrowReaderMetadata,
     traffic: Arc<Traffic>,
-}
-
-/// What reading one file has cost so far: requests to the store and bytes received.
-#[derive(Debug, Default)]
-pub struct Traffic {
-    /// Ranged GET requests issued (one per range, as the store API takes them).
-    pub requests: AtomicU64,
-    /// Bytes received.
-    pub bytes: AtomicU64,
-    /// What the store sent on the file's behalf, as its io_uring S3 client counts it
-    /// (split and hedged GETs, retries); zero for stores that do not count (local files).
-    pub store: Arc<RequestStats>,
 }
 
 impl std::fmt::Debug for OpenFile {
@@ -335,8 +315,7 @@ impl OpenFile {
     /// The byte ranges the decoder will ask for, (row group, range) in decode order:
     /// whole column chunks, or, when rows are selected and the file has an offset
     /// index, the chunk's dictionary page and the data pages holding selected rows
-    /// (what the Parquet reader fetches then). Ranges less than [`COALESCE_GAP`] apart
-    /// become one request of at most [`MAX_COALESCED`] bytes.
+    /// (what the Parquet reader fetches then), coalesced per row group by [`coalesce`].
     fn plan_fetches(
         &self,
         row_groups: &[usize],
@@ -366,19 +345,7 @@ impl OpenFile {
                     _ => ranges.push(start..start + len),
                 }
             }
-            ranges.sort_by_key(|r| r.start);
-            for range in ranges {
-                match out.last_mut() {
-                    Some((last_group, last))
-                        if *last_group == g
-                            && range.start <= last.end + COALESCE_GAP
-                            && range.end.max(last.end) - last.start <= MAX_COALESCED =>
-                    {
-                        last.end = last.end.max(range.end);
-                    }
-                    _ => out.push((g, range)),
-                }
-            }
+            out.extend(coalesce(ranges).into_iter().map(|range| (g, range)));
         }
         out
     }
@@ -407,6 +374,22 @@ impl OpenFile {
             .collect();
         RowSelection::from(selectors)
     }
+}
+
+/// The requests that fetch one row group's byte ranges (disjoint, as column chunks and
+/// their pages are): close neighbours merged as tessera-blob's request sizing plans
+/// them, so that a request's cost is paid once for several small ranges. A range
+/// larger than the largest request stays whole, because the decoder asks for it whole
+/// and a fetch ahead serves only ranges it covers entirely.
+fn coalesce(ranges: Vec<Range<u64>>) -> Vec<Range<u64>> {
+    let sizing = Sizing::default();
+    let (large, small): (Vec<_>, Vec<_>) = ranges
+        .into_iter()
+        .partition(|r| r.end - r.start > sizing.max_request);
+    let mut requests = sizing::plan(&small, &sizing);
+    requests.extend(large);
+    requests.sort_by_key(|r| r.start);
+    requests
 }
 
 /// `data_type` with strings and binaries as views: the decoder then references the page
@@ -470,13 +453,6 @@ struct FileReader {
     size: u64,
     traffic: Arc<Traffic>,
     readahead: Option<Arc<Readahead>>,
-}
-
-impl Traffic {
-    pub(crate) fn count(&self, requests: usize, bytes: u64) {
-        self.requests.fetch_add(requests as u64, Ordering::Relaxed);
-        self.bytes.fetch_add(bytes, Ordering::Relaxed);
-    }
 }
 
 /// Bytes read from the end of a file at once, so footer and metadata usually take one

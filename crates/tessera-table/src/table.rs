@@ -5,21 +5,26 @@
 //! S3). Exactly one writer wins each version; a loser re-reads the newest version,
 //! applies its change on top (appends always apply; deletes apply unless their file is
 //! gone) and tries the next number. A writer that dies before its manifest PUT leaves
-//! only unreferenced data files, which readers never see and `vacuum` removes.
+//! only unreferenced data files, which readers never see and `vacuum` removes. Between
+//! the data files and the manifest, an append claims its files against vacuum
+//! (the `vacuum` module documents the protocol).
 
 use std::collections::HashSet;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use tessera_tiles::summary::FileSummary;
 
 use crate::cache;
+use crate::claims::{self, Holder, MAX_CLAIM_HOLD, Taken};
 use crate::error::TableError;
+use crate::layout::child_key;
 use crate::manifest::{
     DataFile, DeletionVector, FORMAT, Manifest, TableColumn, manifest_key, version_of,
 };
@@ -31,6 +36,9 @@ pub const MAX_COMMIT_ATTEMPTS: usize = 64;
 /// Failed manifest PUTs (and failed reads of the table after one) a commit survives
 /// before it gives up.
 const MAX_FAILED_PUTS: usize = 3;
+
+/// Claims a commit stores or gives back at once.
+const MAX_CLAIMS_IN_FLIGHT: usize = 16;
 
 /// Longest pause between attempts; the pause doubles from 10 ms up to this.
 const MAX_BACKOFF: Duration = Duration::from_millis(500);
@@ -103,27 +111,6 @@ pub struct NewFile {
 /// Rows to delete from one file, by position.
 pub type FileDeletes = (String, Vec<u64>);
 
-/// What `vacuum` removed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct VacuumReport {
-    /// Unreferenced data files removed.
-    pub files: u64,
-    /// Their bytes.
-    pub bytes: u64,
-    /// Unreferenced files kept because they are younger than the retention period.
-    pub kept_recent: u64,
-}
-
-impl std::fmt::Display for VacuumReport {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "removed {} unreferenced data files ({} bytes); kept {} younger than the retention period",
-            self.files, self.bytes, self.kept_recent
-        )
-    }
-}
-
 /// A table: an object store and the prefix holding `data/` and `_tessera/`.
 #[derive(Debug, Clone)]
 pub struct Table {
@@ -131,6 +118,8 @@ pub struct Table {
     prefix: Path,
     json_column: String,
     columns: Vec<TableColumn>,
+    /// The directory the store keeps its keys below, when it is a local file system.
+    local_root: Option<PathBuf>,
 }
 
 impl Table {
@@ -141,6 +130,7 @@ impl Table {
             prefix,
             json_column: String::new(),
             columns: Vec::new(),
+            local_root: None,
         };
         let manifest = table.latest().await?;
         let columns =
@@ -169,6 +159,7 @@ impl Table {
             prefix,
             json_column: options.json_column,
             columns,
+            local_root: None,
         };
         match table.latest_version().await? {
             Some(_) => return Err(TableError::AlreadyExists(table.location())),
@@ -184,6 +175,55 @@ impl Table {
             }
         }
         Ok(table)
+    }
+
+    /// The table under `prefix`, created as `options` says if there is none yet.
+    ///
+    /// Writers that find no table race to create it like any commit: the one whose
+    /// version 0 lands creates it, the others open it, so that all of them go on to
+    /// commit their rows. A table found with other columns than `options` asks for is
+    /// [`TableError::AlreadyExists`].
+    pub async fn open_or_create(
+        store: Arc<dyn ObjectStore>,
+        prefix: Path,
+        options: TableOptions,
+    ) -> Result<Self, TableError> {
+        let table = match Self::open(Arc::clone(&store), prefix.clone()).await {
+            Err(e) if e.is_not_found() => {
+                let wanted = table_columns(&options.json_column, options.columns.clone())?;
+                match Self::create(Arc::clone(&store), prefix.clone(), options).await {
+                    Err(TableError::AlreadyExists(_)) => Self::open(store, prefix).await?,
+                    created => return created,
+                }
+                .same_columns(&wanted)?
+            }
+            opened => opened?,
+        };
+        Ok(table)
+    }
+
+    /// `self` if its columns are `columns`, else the error that another table is there.
+    fn same_columns(self, columns: &[TableColumn]) -> Result<Self, TableError> {
+        match self.columns == columns {
+            true => Ok(self),
+            false => Err(TableError::AlreadyExists(self.location())),
+        }
+    }
+
+    /// The table on a local file system store whose keys lie below the directory
+    /// `root`: vacuum then also removes what killed writers left half-written, which
+    /// the store API can neither list nor delete (see [`Table::vacuum`]).
+    pub fn with_local_root(self, root: PathBuf) -> Self {
+        Self {
+            local_root: Some(root),
+            ..self
+        }
+    }
+
+    /// The local directory the store keeps its keys below, if it is a local file
+    /// system and the caller said so.
+    pub fn local_root(&self) -> Option<&std::path::Path> {
+        self.local_root.as_deref()
     }
 
     /// The name of the JSON document column.
@@ -245,22 +285,40 @@ impl Table {
     }
 
     /// Commits `files` as one new version; returns its number.
+    ///
+    /// The files are claimed first (the `vacuum` module has the rules): a file that
+    /// vacuum removed, or holds to remove, fails the commit with
+    /// [`TableError::Removed`] before anything is committed, so a version never lists a
+    /// missing file.
     pub async fn commit_append(&self, files: Vec<NewFile>) -> Result<u64, TableError> {
-        self.commit(|base| {
-            base.extend(files.iter().map(|f| DataFile {
-                path: f.path.clone(),
-                size: f.size,
-                summary: f.summary.clone(),
-                deleted: DeletionVector::default(),
-            }));
-            Ok(())
-        })
-        .await
+        let commit_id = unique_id();
+        let paths: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
+        self.claim(&paths, &commit_id).await?;
+        let deadline = Instant::now() + MAX_CLAIM_HOLD;
+        let outcome = self
+            .commit(&commit_id, Some(deadline), |base| {
+                base.extend(files.iter().map(|f| DataFile {
+                    path: f.path.clone(),
+                    size: f.size,
+                    summary: f.summary.clone(),
+                    deleted: DeletionVector::default(),
+                }));
+                Ok(())
+            })
+            .await;
+        // Landed: the files are referenced now. Failed: they are garbage for vacuum.
+        // Unknown: the manifest may still be the one that lists them, so the claims stay
+        // until vacuum finds them stale. Past the deadline vacuum may own them already.
+        let settled = !matches!(outcome, Err(TableError::CommitUnknown { .. }));
+        if settled && Instant::now() < deadline {
+            self.release(&paths).await;
+        }
+        outcome
     }
 
     /// Commits deletion of the given rows (positions in their files) as one new version.
     pub async fn commit_delete(&self, deletes: Vec<FileDeletes>) -> Result<u64, TableError> {
-        self.commit(|base| {
+        self.commit(&unique_id(), None, |base| {
             for (path, rows) in &deletes {
                 let file = base
                     .iter_mut()
@@ -281,49 +339,19 @@ impl Table {
         .await
     }
 
-    /// Removes data files that no manifest version references and that are older than
-    /// `retention` (younger ones may belong to a commit in progress).
-    pub async fn vacuum(&self, retention: Duration) -> Result<VacuumReport, TableError> {
-        let mut referenced = HashSet::new();
-        let versions = self.versions().await?;
-        for version in versions {
-            for file in self.read_manifest(version).await?.files {
-                referenced.insert(file.path);
-            }
-        }
-        let cutoff = chrono::Utc::now()
-            - chrono::Duration::from_std(retention).unwrap_or(chrono::TimeDelta::MAX);
-        let data = self.key("data");
-        let objects: Vec<_> = self.store.list(Some(&data)).try_collect().await?;
-        let mut report = VacuumReport::default();
-        for object in objects {
-            let relative = self.relative(&object.location);
-            if referenced.contains(&relative) {
-                continue;
-            }
-            if object.last_modified > cutoff {
-                report.kept_recent += 1;
-                continue;
-            }
-            self.store.delete(&object.location).await?;
-            report.files += 1;
-            report.bytes += object.size;
-        }
-        Ok(report)
-    }
-
     /// Applies `change` to the newest version and writes the result as the next one,
     /// retrying on lost races.
     ///
     /// Every attempt carries the same commit id, so a manifest PUT that reached the
     /// store without its answer reaching us (connection cut, timeout, or a client that
     /// resent it and met its own write as a conflict) is recognized on the next attempt
-    /// and never committed a second time.
+    /// and never committed a second time. No manifest PUT starts after `deadline`.
     async fn commit(
         &self,
+        commit_id: &str,
+        deadline: Option<Instant>,
         change: impl Fn(&mut Vec<DataFile>) -> Result<(), TableError>,
     ) -> Result<u64, TableError> {
-        let commit_id = unique_id();
         let mut backoff = Duration::from_millis(10);
         let mut failures = 0;
         // Versions our PUT may have written although we did not hear so.
@@ -331,7 +359,7 @@ impl Table {
         for _ in 0..MAX_COMMIT_ATTEMPTS {
             let looked = match self.latest().await {
                 Ok(base) => self
-                    .landed(&base, &mut unsure, &commit_id)
+                    .landed(&base, &mut unsure, commit_id)
                     .await
                     .map(|landed| (base, landed)),
                 Err(e) => Err(e),
@@ -353,7 +381,14 @@ impl Table {
             };
             let mut files = base.files.clone();
             change(&mut files)?;
-            let manifest = self.manifest(base.version + 1, files, &commit_id);
+            let manifest = self.manifest(base.version + 1, files, commit_id);
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                let expired = TableError::ClaimsExpired {
+                    location: self.location(),
+                    held: MAX_CLAIM_HOLD,
+                };
+                return Err(self.unknown(&unsure, expired));
+            }
             match self.put_manifest(&manifest).await {
                 Ok(()) => return Ok(manifest.version),
                 // Usually another writer's version; the next round tells.
@@ -365,7 +400,7 @@ impl Table {
                     failures += 1;
                     // Bounded: the store client has already retried what it safely could.
                     if failures > MAX_FAILED_PUTS {
-                        return self.settle(&mut unsure, &commit_id, failures, e).await;
+                        return self.settle(&mut unsure, commit_id, failures, e).await;
                     }
                 }
             }
@@ -376,6 +411,70 @@ impl Table {
             location: self.location(),
             attempts: MAX_COMMIT_ATTEMPTS,
         })
+    }
+
+    /// Claims the data files `paths` for commit `commit_id` and checks that they exist;
+    /// on failure, gives back the claims it took.
+    async fn claim(&self, paths: &[String], commit_id: &str) -> Result<(), TableError> {
+        let holder = Holder::Commit(commit_id.to_string());
+        // Futures made up front: a stream holding a closure over borrowed paths would
+        // not be `Send` for every lifetime, as spawned commits need.
+        let claims: Vec<_> = paths
+            .iter()
+            .map(|path| {
+                let holder = &holder;
+                async move { (path, self.claim_file(path, holder).await) }
+            })
+            .collect();
+        let outcomes: Vec<(&String, Result<(), TableError>)> = futures::stream::iter(claims)
+            .buffer_unordered(MAX_CLAIMS_IN_FLIGHT)
+            .collect()
+            .await;
+        let mut taken = Vec::new();
+        let mut failure = None;
+        for (path, outcome) in outcomes {
+            match outcome {
+                Ok(()) => taken.push(path.clone()),
+                Err(e) => failure = failure.or(Some(e)),
+            }
+        }
+        match failure {
+            None => Ok(()),
+            Some(e) => {
+                self.release(&taken).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Claims one data file for `holder` and checks that it exists (a vacuum that held
+    /// it before may have deleted it and let go since).
+    async fn claim_file(&self, path: &str, holder: &Holder) -> Result<(), TableError> {
+        match claims::take(&self.store, &self.prefix, path, holder).await? {
+            Taken::Ours => {}
+            Taken::Other(Holder::Vacuum(_), _) => return Err(TableError::Removed(path.into())),
+            Taken::Other(Holder::Commit(_), _) => return Err(TableError::Claimed(path.into())),
+        }
+        let missing = match self.store.head(&self.key(path)).await {
+            Ok(_) => return Ok(()),
+            Err(object_store::Error::NotFound { .. }) => TableError::Removed(path.into()),
+            Err(e) => TableError::Store(e),
+        };
+        self.release(&[path.to_string()]).await;
+        Err(missing)
+    }
+
+    /// Gives back the claims of `paths`, as far as the store lets us: a claim left
+    /// behind only keeps vacuum from the file until the claim is stale.
+    async fn release(&self, paths: &[String]) {
+        let releases: Vec<_> = paths
+            .iter()
+            .map(|path| claims::release(&self.store, &self.prefix, path))
+            .collect();
+        let _ = futures::stream::iter(releases)
+            .buffer_unordered(MAX_CLAIMS_IN_FLIGHT)
+            .collect::<Vec<_>>()
+            .await;
     }
 
     /// The version among `unsure` that holds commit `commit_id`, if one does; versions
@@ -479,7 +578,7 @@ impl Table {
         Ok(())
     }
 
-    async fn read_manifest(&self, version: u64) -> Result<Manifest, TableError> {
+    pub(crate) async fn read_manifest(&self, version: u64) -> Result<Manifest, TableError> {
         let relative = manifest_key(version);
         let bytes = self.store.get(&self.key(&relative)).await?.bytes().await?;
         let manifest: Manifest =
@@ -511,7 +610,8 @@ impl Table {
         Ok(manifests)
     }
 
-    async fn versions(&self) -> Result<Vec<u64>, TableError> {
+    /// The committed versions, ascending.
+    pub(crate) async fn versions(&self) -> Result<Vec<u64>, TableError> {
         Ok(self
             .manifests()
             .await?
@@ -556,7 +656,8 @@ impl Table {
         child_key(&self.prefix, relative)
     }
 
-    fn relative(&self, key: &Path) -> String {
+    /// `key` relative to the table prefix (as manifests name data files).
+    pub(crate) fn relative(&self, key: &Path) -> String {
         key.prefix_match(&self.prefix)
             .map(|parts| {
                 parts
@@ -567,7 +668,8 @@ impl Table {
             .unwrap_or_else(|| key.to_string())
     }
 
-    fn location(&self) -> String {
+    /// The table for messages: the store and the prefix.
+    pub(crate) fn location(&self) -> String {
         format!("{}/{}", self.store, self.prefix)
     }
 }
@@ -579,15 +681,8 @@ fn remember(unsure: &mut Vec<u64>, version: u64) {
     }
 }
 
-/// The key of `relative` (slash-separated) below `prefix`.
-pub(crate) fn child_key(prefix: &Path, relative: &str) -> Path {
-    relative
-        .split('/')
-        .fold(prefix.clone(), |path, part| path.join(part))
-}
-
 /// A name no other writer picks: time, process and a per-process counter.
-fn unique_id() -> String {
+pub(crate) fn unique_id() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -148,6 +148,42 @@ async fn concurrent_writers_lose_nothing_on_minio() {
     }
 }
 
+/// Two writers append to a table that does not exist yet, at the same time, as two
+/// ingests into a new location do: each round on a fresh prefix, both writers' rows
+/// are there afterwards (creating the table is a race like any commit, not an error
+/// for the loser).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_first_writers_both_commit_on_minio() {
+    const ROUNDS: i64 = 8;
+    let server = MinioServer::start();
+    let store = minio_store(&server, "first");
+    for round in 0..ROUNDS {
+        let prefix = format!("t/{round}");
+        let writers: Vec<_> = (0..2)
+            .map(|writer| {
+                let (store, prefix) = (store.clone(), Path::from(prefix.as_str()));
+                tokio::spawn(async move {
+                    let table =
+                        Table::open_or_create(store, prefix, TableOptions::default()).await?;
+                    let file = data_file(&table, &[round * 10 + writer]).await?;
+                    table.commit_append(vec![file]).await
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer
+                .await
+                .unwrap()
+                .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        }
+        let table = Table::open(store.clone(), Path::from(prefix.as_str()))
+            .await
+            .unwrap();
+        let snapshot = table.snapshot().await.unwrap();
+        assert_eq!(values(&snapshot).await, vec![round * 10, round * 10 + 1]);
+    }
+}
+
 #[tokio::test]
 async fn deletes_are_deletion_vectors_that_merge_and_survive_appends() {
     let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
@@ -311,10 +347,10 @@ async fn crash_at(step: usize, crash: Crash) {
         }
         Err(_) => assert_eq!(seen, old, "step {step} {crash:?}: failed commit is visible"),
     }
-    // A manifest PUT that failed is retried; one applied-then-failed is recognized as
-    // our own commit.
-    if step == 4 {
-        assert!(outcome.is_ok(), "step 4 {crash:?}: {outcome:?}");
+    // A claim or manifest PUT that failed is retried; one applied-then-failed is
+    // recognized as our own.
+    if step >= 4 {
+        assert!(outcome.is_ok(), "step {step} {crash:?}: {outcome:?}");
     }
     let report = reader.vacuum(Duration::ZERO).await.unwrap();
     let orphans = match (&outcome, crash, step) {
@@ -328,8 +364,8 @@ async fn crash_at(step: usize, crash: Crash) {
 
 #[tokio::test]
 async fn a_crash_at_any_step_leaves_the_old_or_the_new_version() {
-    // PUTs 1-3 are the data files, PUT 4 is the manifest.
-    for step in 1..=4 {
+    // PUTs 1-3 are the data files, PUTs 4-6 their claims, PUT 7 the manifest.
+    for step in 1..=7 {
         for crash in [Crash::Before, Crash::After] {
             crash_at(step, crash).await;
         }
@@ -348,6 +384,32 @@ async fn vacuum_keeps_recent_unreferenced_files() {
     assert_eq!((report.files, report.kept_recent), (0, 1));
     let report = table.vacuum(Duration::ZERO).await.unwrap();
     assert_eq!((report.files, report.kept_recent), (1, 0));
+}
+
+/// A writer killed while storing a data file on a local file system leaves the
+/// store's staging file, `data/<name>.parquet#<n>`, which the store API neither lists
+/// nor deletes; vacuum removes it once it is older than the retention, and nothing
+/// else.
+#[tokio::test]
+async fn vacuum_removes_what_killed_writers_left_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let local = object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap();
+    let table = Table::create(Arc::new(local), Path::from("t"), TableOptions::default())
+        .await
+        .unwrap()
+        .with_local_root(dir.path().to_path_buf());
+    let file = data_file(&table, &[1, 2]).await.unwrap();
+    table.commit_append(vec![file]).await.unwrap();
+    let data = dir.path().join("t").join("data");
+    let partial = data.join("0000-killed.parquet#3");
+    std::fs::write(&partial, b"PAR1 half a file").unwrap();
+    let report = table.vacuum(Duration::from_secs(3600)).await.unwrap();
+    assert!(partial.exists(), "{report:?}");
+    let report = table.vacuum(Duration::ZERO).await.unwrap();
+    assert!(!partial.exists(), "{report:?}");
+    assert_eq!(report.files, 0, "{report:?}");
+    assert_eq!(std::fs::read_dir(&data).unwrap().count(), 1);
+    assert_eq!(values(&table.snapshot().await.unwrap()).await, vec![1, 2]);
 }
 
 /// A pacer with a fixed budget that counts the fetches made ahead.

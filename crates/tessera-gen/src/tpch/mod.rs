@@ -1,6 +1,6 @@
-//! TPC-H as one stream of JSON documents: the "combined JSON TPC-H" workload of the JSON
-//! tiles paper (seed 000, P3 §6.1), where every row of the eight tables becomes an
-//! object keyed by its column names and all tables share one JSON column.
+//! TPC-H as one stream of JSON documents: the "combined JSON TPC-H" workload of JSON
+//! Tiles (SIGMOD 2021, §6.1), where every row of the eight tables becomes an object
+//! keyed by its column names and all tables share one JSON column.
 //!
 //! Cardinalities, keys, foreign keys, value domains, vocabularies and the comment
 //! grammar follow the TPC-H specification (clause 4.2), so the 22 queries select

@@ -65,15 +65,14 @@ pub async fn data_file_with(
 
 /// Every value the snapshot holds (deleted rows left out), sorted.
 pub async fn values(snapshot: &Snapshot) -> Vec<i64> {
+    try_values(snapshot).await.unwrap()
+}
+
+/// Like [`values`], or the error that reading some file met.
+pub async fn try_values(snapshot: &Snapshot) -> Result<Vec<i64>, TableError> {
     let mut out = Vec::new();
     for file in snapshot.files() {
-        let batches: Vec<RecordBatch> = snapshot
-            .read_file(file, true)
-            .await
-            .unwrap()
-            .try_collect()
-            .await
-            .unwrap();
+        let batches: Vec<RecordBatch> = snapshot.read_file(file, true).await?.try_collect().await?;
         for batch in batches {
             let column = batch
                 .column(0)
@@ -84,7 +83,7 @@ pub async fn values(snapshot: &Snapshot) -> Vec<i64> {
         }
     }
     out.sort_unstable();
-    out
+    Ok(out)
 }
 
 pub fn minio_store(server: &MinioServer, bucket: &str) -> Arc<dyn ObjectStore> {

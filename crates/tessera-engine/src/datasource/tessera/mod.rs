@@ -51,7 +51,7 @@ pub async fn open_or_create(
                 json_column,
                 columns,
             };
-            Table::create(store, prefix, options)
+            Table::open_or_create(store, prefix, options)
                 .await
                 .map_err(external)?
         }
@@ -84,7 +84,12 @@ pub async fn vacuum(
             "no Tessera table at {location}"
         )));
     };
-    table.table().vacuum(retention).await.map_err(external)
+    let mut table = table.table().as_ref().clone();
+    if table_url(location)?.as_str() == "file:///" {
+        // Local table prefixes are absolute paths: the store's root is `/`.
+        table = table.with_local_root("/".into());
+    }
+    table.vacuum(retention).await.map_err(external)
 }
 
 /// `CREATE EXTERNAL TABLE ... STORED AS TESSERA LOCATION '...'`.

@@ -11,6 +11,7 @@ mod output;
 mod run;
 mod shell;
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -136,7 +137,16 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 ExitCode::FAILURE
             })
         }
-        Command::Shell => shell::run(&session).await.map(|()| ExitCode::SUCCESS),
+        Command::Shell => {
+            let all_ok = shell::run(&session).await?;
+            // A person at a terminal saw each error; a script's caller needs the status.
+            let interactive = std::io::stdin().is_terminal();
+            Ok(if all_ok || interactive {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
         Command::Gen { dataset } => generate::run(&session, dataset)
             .await
             .map(|()| ExitCode::SUCCESS),

@@ -26,8 +26,10 @@ fn history_path() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".tessera_history"))
 }
 
-/// Runs the shell until `.quit` or end of input.
-pub async fn run(session: &TesseraSession) -> anyhow::Result<()> {
+/// Runs the shell until `.quit` or end of input; whether every SQL statement succeeded
+/// (a script piped in fails as a whole when one of its statements did, as in DuckDB's
+/// and SQLite's shells).
+pub async fn run(session: &TesseraSession) -> anyhow::Result<bool> {
     let mut editor = DefaultEditor::new()?;
     editor.set_max_history_size(HISTORY_LIMIT)?;
     let history = history_path();
@@ -40,6 +42,7 @@ pub async fn run(session: &TesseraSession) -> anyhow::Result<()> {
         env!("CARGO_PKG_VERSION")
     );
     let mut timer = false;
+    let mut all_ok = true;
     let mut buffer = String::new();
     loop {
         let prompt = if buffer.is_empty() {
@@ -74,12 +77,12 @@ pub async fn run(session: &TesseraSession) -> anyhow::Result<()> {
         }
         let script = std::mem::take(&mut buffer);
         editor.add_history_entry(script.trim())?;
-        run_statements(session, &script, timer).await;
+        all_ok &= run_statements(session, &script, timer).await;
     }
     if let Some(path) = &history {
         editor.save_history(path)?;
     }
-    Ok(())
+    Ok(all_ok)
 }
 
 enum Flow {
@@ -106,10 +109,10 @@ async fn dot_command(session: &TesseraSession, command: &str, timer: &mut bool) 
                  WHERE table_schema = 'public' ORDER BY table_name;",
                 false,
             )
-            .await
+            .await;
         }
         ".schema" if !arg.is_empty() => {
-            run_statements(session, &format!("DESCRIBE {arg};"), false).await
+            run_statements(session, &format!("DESCRIBE {arg};"), false).await;
         }
         ".schema" => eprintln!("usage: .schema NAME"),
         other => eprintln!("unknown command {other}; .help lists the commands"),
@@ -117,9 +120,14 @@ async fn dot_command(session: &TesseraSession, command: &str, timer: &mut bool) 
     Flow::Continue
 }
 
-async fn run_statements(session: &TesseraSession, script: &str, timer: bool) {
+/// Runs `script`; whether every statement in it succeeded (failures are reported).
+async fn run_statements(session: &TesseraSession, script: &str, timer: bool) -> bool {
     let mut stdout = std::io::stdout();
-    if let Err(e) = run::run_script(session, script, Format::Table, &mut stdout, timer).await {
-        eprintln!("Error: {e:#}");
+    match run::run_script(session, script, Format::Table, &mut stdout, timer).await {
+        Ok(ok) => ok,
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            false
+        }
     }
 }

@@ -221,6 +221,25 @@ fn shell_runs_multi_line_statements_and_dot_commands() {
 }
 
 #[test]
+fn a_piped_shell_script_with_a_failing_statement_exits_nonzero() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = "SELECT 41 + 1 AS before;\nSELECT * FROM nosuchtable;\nSELECT 43 AS after;\n";
+    let out = run_with_input(dir.path(), &["shell"], input);
+    assert_eq!(
+        out.code, 1,
+        "stdout: {}\nstderr: {}",
+        out.stdout, out.stderr
+    );
+    assert!(out.stderr.contains("nosuchtable"), "{}", out.stderr);
+    // The statements around the failing one still ran.
+    assert!(
+        out.stdout.contains("42") && out.stdout.contains("43"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
 fn gen_is_deterministic_and_queryable() {
     let dir = tempfile::tempdir().unwrap();
     for name in ["a.json", "b.json", "c.json.zst", "d.json.gz"] {

@@ -240,6 +240,30 @@ fn a_piped_shell_script_with_a_failing_statement_exits_nonzero() {
 }
 
 #[test]
+fn a_table_directory_is_named_with_or_without_a_path_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    run(
+        dir.path(),
+        &[],
+        &["ingest", &data("docs.json"), "--table", "events"],
+    )
+    .ok();
+    for name in ["events", "./events", "events/"] {
+        let out = run(
+            dir.path(),
+            &[],
+            &[
+                "sql",
+                "--format",
+                "csv",
+                &format!("SELECT count(*) AS n FROM '{name}'"),
+            ],
+        );
+        assert_eq!(out.ok().trim(), "n\n6", "FROM '{name}'");
+    }
+}
+
+#[test]
 fn gen_is_deterministic_and_queryable() {
     let dir = tempfile::tempdir().unwrap();
     for name in ["a.json", "b.json", "c.json.zst", "d.json.gz"] {

@@ -139,13 +139,16 @@ impl LocationTableFactory {
 #[async_trait]
 impl UrlTableFactory for LocationTableFactory {
     async fn try_new(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
-        // Only names that look like locations; anything else is an unknown table.
+        // Only names that look like locations, or name a local file or directory (a
+        // table directory in the working directory, `FROM 'events'`); anything else is
+        // an unknown table.
         let looks_like_location = name.contains("://")
             || name.starts_with('/')
             || name.starts_with("./")
             || name.starts_with("../")
             || format_for(name).is_some()
-            || name.contains(['*', '?']);
+            || name.contains(['*', '?'])
+            || std::path::Path::new(name).exists();
         if !looks_like_location {
             return Ok(None);
         }

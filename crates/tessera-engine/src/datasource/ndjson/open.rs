@@ -73,6 +73,7 @@ impl FileOpener for NdjsonOpener {
         let read = ReadPlan {
             store: Arc::clone(&self.store),
             location: file.object_meta.location.clone(),
+            name: name.clone(),
             size,
             block_size: self.settings.block_size,
             prefetch: self.settings.prefetch,

@@ -66,6 +66,8 @@ pub struct ReadPlan {
     pub store: Arc<dyn ObjectStore>,
     /// The object's path.
     pub location: Path,
+    /// The file as messages name it (`/data/a.json.gz`, `s3://bucket/a.json.gz`).
+    pub name: String,
     /// The object's size in bytes.
     pub size: u64,
     /// Bytes per ranged read.
@@ -91,7 +93,7 @@ impl ReadPlan {
                     .ranged(0, self.size, self.block_size)
                     .map_ok(|chunk| chunk.bytes)
                     .boxed();
-                decompress(raw, compressed, self.location.to_string())
+                decompress(raw, compressed, self.name.clone())
             }
         }
     }
@@ -285,12 +287,13 @@ mod tests {
 
     async fn plan_for(data: Vec<u8>, block_size: u64) -> ReadPlan {
         let store = Arc::new(InMemory::new());
-        let location = Path::from("f");
+        let location = Path::from("dir/f");
         let size = data.len() as u64;
         store.put(&location, PutPayload::from(data)).await.unwrap();
         ReadPlan {
             store,
             location,
+            name: "/dir/f".to_string(),
             size,
             block_size,
             prefetch: 3,
@@ -350,7 +353,7 @@ mod tests {
             .await
             .unwrap_err()
             .to_string();
-        assert!(err.contains("f is not valid gzip data"), "{err}");
+        assert!(err.contains(" /dir/f is not valid gzip data"), "{err}");
     }
 
     #[tokio::test]

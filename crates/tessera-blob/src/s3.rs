@@ -25,6 +25,14 @@ use rustls::pki_types::ServerName;
 const MAX_LIST_PAGE: u32 = 1000;
 /// Most backoff doublings, so the delay stays bounded however many attempts are set.
 const MAX_BACKOFF_DOUBLINGS: u32 = 6;
+/// Largest body a GET without a bounded range accepts (a whole object, or everything
+/// from an offset). Tessera reads large objects in sized ranges
+/// ([`S3Client::get_from`]), so only small objects come whole; the bound keeps a server
+/// that announces an absurd length from making the client allocate it.
+const MAX_WHOLE_OBJECT: usize = 1 << 30;
+/// Largest body of any other answer (listings, upload results): a ListObjectsV2 page
+/// of 1000 keys is well under a megabyte.
+const MAX_API_BODY: usize = 16 << 20;
 
 /// An S3 failure: the HTTP status and the XML error body, or a transport failure.
 #[derive(Debug, thiserror::Error)]
@@ -840,8 +848,37 @@ impl S3Client {
             fresh_connection: false,
             first_byte_seen: None,
             tls: self.tls.clone(),
+            max_body: body_limit(call),
         }
     }
+}
+
+/// The most body bytes `call` asked for: the length of its `Range`, or a fixed bound
+/// for whole objects and other answers.
+fn body_limit(call: &Call<'_>) -> usize {
+    if call.method != "GET" || call.key.is_none() {
+        return MAX_API_BODY;
+    }
+    let range = call
+        .headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("range"))
+        .and_then(|(_, value)| value.strip_prefix("bytes="));
+    let Some(range) = range else {
+        return MAX_WHOLE_OBJECT;
+    };
+    let Some((first, last)) = range.split_once('-') else {
+        return MAX_WHOLE_OBJECT;
+    };
+    let bounded = match (first.parse::<u64>().ok(), last.parse::<u64>().ok()) {
+        (Some(first), Some(last)) => last.checked_sub(first).and_then(|d| d.checked_add(1)),
+        // `bytes=-N`: the last N bytes.
+        (None, Some(suffix)) if first.is_empty() => Some(suffix),
+        _ => None,
+    };
+    bounded.map_or(MAX_WHOLE_OBJECT, |len| {
+        usize::try_from(len).unwrap_or(usize::MAX)
+    })
 }
 
 /// `delay` scaled by a random factor in [0.5, 1.5): requests throttled together must

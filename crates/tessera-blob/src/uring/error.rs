@@ -30,6 +30,14 @@ pub enum HttpError {
         /// Body bytes announced by `Content-Length`.
         expected: usize,
     },
+    /// The response announced a larger body than the request asked for.
+    #[error("the response body of {announced} bytes is larger than the {limit} bytes asked for")]
+    TooLarge {
+        /// Body bytes announced by `Content-Length`.
+        announced: usize,
+        /// The most the request accepts ([`super::HttpRequest::max_body`]).
+        limit: usize,
+    },
     /// The response could not be parsed.
     #[error("malformed HTTP response: {0}")]
     Malformed(String),
@@ -75,6 +83,7 @@ impl HttpError {
         !matches!(
             self,
             HttpError::Malformed(_)
+                | HttpError::TooLarge { .. }
                 | HttpError::Unavailable(_)
                 | HttpError::Cancelled
                 | HttpError::Certificate { .. }

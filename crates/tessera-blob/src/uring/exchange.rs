@@ -648,7 +648,20 @@ fn head_received(ex: &mut Exchange, filled: usize, pool: &BufferPool) -> Step {
     } else {
         ex.body_len
     };
+    // An error body is not what was asked for: it may be longer than a small range,
+    // and is held to the bound of error bodies instead.
+    let limit = if (200..300).contains(&ex.status) {
+        ex.request.max_body
+    } else {
+        MAX_UNSIZED_BODY
+    };
     match len {
+        Some(len) if len > limit => {
+            return Step::Fail(HttpError::TooLarge {
+                announced: len,
+                limit,
+            });
+        }
         Some(len) => {
             // The one buffer of the body; the kernel fills it in place.
             ex.body = pool.take(len);

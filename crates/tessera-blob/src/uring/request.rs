@@ -47,6 +47,12 @@ pub struct HttpRequest {
     pub first_byte_seen: Option<Arc<AtomicBool>>,
     /// TLS settings for an `https` endpoint; `None` speaks plain HTTP.
     pub tls: Option<TlsTarget>,
+    /// The most body bytes the caller asked for: a response announcing more fails
+    /// with [`HttpError::TooLarge`] before anything is allocated for it, so a lying
+    /// server cannot make the retriever allocate without limit.
+    ///
+    /// [`HttpError::TooLarge`]: super::HttpError::TooLarge
+    pub max_body: usize,
 }
 
 /// Idle connections are pooled per server address and TLS name: a TLS session is

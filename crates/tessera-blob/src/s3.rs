@@ -138,12 +138,18 @@ pub struct Fetched {
 
 /// The first byte and the object's total size from `Content-Range: bytes a-b/total`.
 pub fn content_range(response: &HttpResponse) -> Option<(u64, u64)> {
+    content_range_bounds(response).map(|(first, _, total)| (first, total))
+}
+
+/// The first and last byte and the object's total size from
+/// `Content-Range: bytes a-b/total`.
+fn content_range_bounds(response: &HttpResponse) -> Option<(u64, u64, u64)> {
     let (span, total) = response
         .header("content-range")?
         .strip_prefix("bytes ")?
         .split_once('/')?;
-    let (start, _) = span.split_once('-')?;
-    Some((start.parse().ok()?, total.parse().ok()?))
+    let (first, last) = span.split_once('-')?;
+    Some((first.parse().ok()?, last.parse().ok()?, total.parse().ok()?))
 }
 
 /// What a client is built from besides its settings: parts several clients may
@@ -752,6 +758,13 @@ impl S3Client {
                 Ok(r) if r.status < 300 => {
                     let size = r.body.len() as u64;
                     crate::accounting::count(&self.stats, |s| s.record_received(size));
+                    // A response that is not what was asked for is a transient fault
+                    // of the server or the path, like a broken connection.
+                    if let Err(mismatch) = check_range(&call, &r) {
+                        fresh = true;
+                        last = Some(S3Error::Response(mismatch));
+                        continue;
+                    }
                     if call.method == "GET" {
                         self.model.record(size, r.first_byte, r.elapsed);
                         self.endpoints.record(addr, size, r.elapsed.as_secs_f64());
@@ -853,32 +866,88 @@ impl S3Client {
     }
 }
 
+/// The byte range a GET's `Range` header asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Requested {
+    /// `bytes=first-last`.
+    Bounded(u64, u64),
+    /// `bytes=first-`: everything from `first`.
+    From(u64),
+    /// `bytes=-n`: the last `n` bytes.
+    Suffix(u64),
+}
+
+/// The range `call` asks for, if it is a GET with a `Range` header.
+fn requested(call: &Call<'_>) -> Option<Requested> {
+    if call.method != "GET" {
+        return None;
+    }
+    let (_, value) = call
+        .headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("range"))?;
+    let (first, last) = value.strip_prefix("bytes=")?.split_once('-')?;
+    match (first.parse().ok(), last.parse().ok()) {
+        (Some(first), Some(last)) => Some(Requested::Bounded(first, last)),
+        (Some(first), None) if last.is_empty() => Some(Requested::From(first)),
+        (None, Some(n)) if first.is_empty() => Some(Requested::Suffix(n)),
+        _ => None,
+    }
+}
+
 /// The most body bytes `call` asked for: the length of its `Range`, or a fixed bound
 /// for whole objects and other answers.
 fn body_limit(call: &Call<'_>) -> usize {
     if call.method != "GET" || call.key.is_none() {
         return MAX_API_BODY;
     }
-    let range = call
-        .headers
-        .iter()
-        .find(|(name, _)| name.eq_ignore_ascii_case("range"))
-        .and_then(|(_, value)| value.strip_prefix("bytes="));
-    let Some(range) = range else {
-        return MAX_WHOLE_OBJECT;
-    };
-    let Some((first, last)) = range.split_once('-') else {
-        return MAX_WHOLE_OBJECT;
-    };
-    let bounded = match (first.parse::<u64>().ok(), last.parse::<u64>().ok()) {
-        (Some(first), Some(last)) => last.checked_sub(first).and_then(|d| d.checked_add(1)),
-        // `bytes=-N`: the last N bytes.
-        (None, Some(suffix)) if first.is_empty() => Some(suffix),
-        _ => None,
+    let bounded = match requested(call) {
+        Some(Requested::Bounded(first, last)) => {
+            last.checked_sub(first).and_then(|d| d.checked_add(1))
+        }
+        Some(Requested::Suffix(n)) => Some(n),
+        Some(Requested::From(_)) | None => None,
     };
     bounded.map_or(MAX_WHOLE_OBJECT, |len| {
         usize::try_from(len).unwrap_or(usize::MAX)
     })
+}
+
+/// Whether a successful `response` carries the bytes `call` asked for: a `206`
+/// must name the requested range in `Content-Range` (clipped to the object's end, as
+/// S3 does) and carry exactly that many bytes. A `200` is the server ignoring the
+/// range and sending the whole object, which the body limit already bounds.
+fn check_range(call: &Call<'_>, response: &HttpResponse) -> Result<(), String> {
+    let Some(asked) = requested(call) else {
+        return Ok(());
+    };
+    if response.status == 200 && response.header("content-range").is_none() {
+        return Ok(());
+    }
+    if response.status != 206 {
+        return Err(format!(
+            "a ranged GET ({asked:?}) was answered with HTTP {}",
+            response.status
+        ));
+    }
+    let Some((first, last, total)) = content_range_bounds(response) else {
+        return Err(format!(
+            "a 206 answer to {asked:?} without a valid Content-Range ({:?})",
+            response.header("content-range")
+        ));
+    };
+    let expected = match asked {
+        Requested::Bounded(a, b) => (a, b.min(total.saturating_sub(1))),
+        Requested::From(a) => (a, total.saturating_sub(1)),
+        Requested::Suffix(n) => (total.saturating_sub(n), total.saturating_sub(1)),
+    };
+    let len = response.body.len() as u64;
+    if (first, last) != expected || last < first || last >= total || len != last - first + 1 {
+        return Err(format!(
+            "asked for {asked:?}, got Content-Range bytes {first}-{last}/{total} with {len} body bytes"
+        ));
+    }
+    Ok(())
 }
 
 /// `delay` scaled by a random factor in [0.5, 1.5): requests throttled together must

@@ -108,3 +108,70 @@ async fn a_content_length_beyond_the_requested_range_is_refused() {
         "the error names the size: {err}"
     );
 }
+
+/// 5 bytes as a "partial content" answer to any range, without `Content-Range`.
+const SHORT_206: &[u8] = b"HTTP/1.1 206 Partial Content\r\nContent-Length: 5\r\n\r\nhello";
+
+#[tokio::test]
+async fn a_206_without_content_range_is_retried_then_refused() {
+    let server = Canned::start(SHORT_206);
+    let got = bounded("a ranged GET", client(&server, 3).get("key", Some(0..100))).await;
+    let err = got.expect_err("5 bytes are not bytes 0..100");
+    assert!(
+        matches!(err, S3Error::Response(_)),
+        "a mismatch is a response error: {err}"
+    );
+    assert_eq!(
+        server.requests.load(Ordering::SeqCst),
+        3,
+        "every attempt was made"
+    );
+}
+
+#[tokio::test]
+async fn a_206_that_is_shorter_than_its_content_range_is_refused() {
+    let server = Canned::start(
+        b"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-99/1000\r\nContent-Length: 5\r\n\r\nhello",
+    );
+    let got = bounded("a ranged GET", client(&server, 2).get("key", Some(0..100))).await;
+    assert!(matches!(got, Err(S3Error::Response(_))), "{got:?}");
+}
+
+#[tokio::test]
+async fn a_206_for_another_range_is_refused() {
+    let server = Canned::start(
+        b"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 5-9/1000\r\nContent-Length: 5\r\n\r\nhello",
+    );
+    let got = bounded("a ranged GET", client(&server, 2).get("key", Some(0..5))).await;
+    assert!(matches!(got, Err(S3Error::Response(_))), "{got:?}");
+}
+
+#[tokio::test]
+async fn both_clients_refuse_a_short_206() {
+    use object_store::ObjectStoreExt;
+    use object_store::path::Path;
+    use tessera_blob::{S3ClientKind, StoreFactory};
+    let server = Canned::start(SHORT_206);
+    let factory = StoreFactory::with_options(config(&server.endpoint()), options(2));
+    for kind in [S3ClientKind::Uring, S3ClientKind::ObjectStore] {
+        let store = factory.open_s3("bucket", kind).expect("a store");
+        let ranged = bounded("a ranged read", store.get_range(&Path::from("key"), 0..100)).await;
+        assert!(
+            ranged.is_err(),
+            "{kind:?} took 5 bytes for 0..100: {ranged:?}"
+        );
+        // The object_store crate takes any 2xx answer to an unranged GET as the
+        // object; only tessera-blob's client reads whole objects in checked ranges.
+        if kind == S3ClientKind::ObjectStore {
+            continue;
+        }
+        let whole = bounded("a whole read", async {
+            store.get(&Path::from("key")).await?.bytes().await
+        })
+        .await;
+        assert!(
+            whole.is_err(),
+            "{kind:?} took a short 206 as the object: {whole:?}"
+        );
+    }
+}

@@ -175,3 +175,31 @@ async fn both_clients_refuse_a_short_206() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_object_store_client_gives_up_on_a_silent_server() {
+    use object_store::ObjectStoreExt;
+    use object_store::path::Path;
+    use tessera_blob::{S3ClientKind, StoreFactory};
+    // Accepts connections and never answers; the connections stay open.
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    let port = listener.local_addr().expect("its address").port();
+    std::thread::spawn(move || {
+        let held: Vec<_> = listener.incoming().collect();
+        drop(held);
+    });
+    let options = RetrievalOptions {
+        attempt_timeout: Duration::from_secs(1),
+        ..options(2)
+    };
+    let factory = StoreFactory::with_options(config(&format!("http://127.0.0.1:{port}")), options);
+    let store = factory
+        .open_s3("bucket", S3ClientKind::ObjectStore)
+        .expect("a store");
+    // Far above the one-second attempts, so it fires only if they are not bounded.
+    let guard = Duration::from_secs(60);
+    let got = tokio::time::timeout(guard, store.get(&Path::from("key")))
+        .await
+        .expect("the read ends instead of hanging");
+    assert!(got.is_err(), "a silent server gives no object: {got:?}");
+}

@@ -31,6 +31,11 @@ const MAX_IDLE_PER_ENDPOINT: usize = 64;
 const TICK: Duration = Duration::from_millis(20);
 /// `user_data` of the wake-up read on the event fd.
 const WAKE_TOKEN: u64 = u64::MAX;
+/// `user_data` of the cancellations a stopping loop submits.
+const CANCEL_TOKEN: u64 = u64::MAX - 1;
+/// Ticks a stopping loop waits for cancelled operations to complete; whatever is
+/// still in flight after that is leaked rather than freed under the kernel.
+const DRAIN_TICKS: usize = 100;
 
 /// Most retriever threads one client starts: seed 002 never runs more download threads
 /// than hardware threads, and a few rings already saturate tens of Gbit/s.
@@ -118,6 +123,11 @@ struct EventLoop {
     idle: HashMap<PoolKey, Vec<Conn>>,
     disconnected: bool,
     pool: Arc<BufferPool>,
+    /// Whether the wake-up read is queued or in flight.
+    wake_pending: bool,
+    /// Batches submitted before an injected submit error (tests of the error exit).
+    #[cfg(test)]
+    submits_before_error: Option<usize>,
 }
 
 impl EventLoop {
@@ -132,41 +142,163 @@ impl EventLoop {
             idle: HashMap::new(),
             disconnected: false,
             pool: Arc::default(),
+            wake_pending: false,
+            #[cfg(test)]
+            submits_before_error: None,
         }
     }
 
-    fn run(mut self) {
+    /// Serves requests until every sender is gone and nothing is in flight, or the
+    /// ring fails; then stops, answering whoever still waits.
+    fn run(&mut self) {
         self.post_wake_read();
         loop {
             self.admit();
             if self.disconnected && self.free.len() == MAX_IN_FLIGHT {
+                break;
+            }
+            if let Err(e) = self.submit_and_wait() {
+                self.stop(&format!("its ring failed: {e}"));
                 return;
             }
-            let ts = types::Timespec::new()
-                .sec(TICK.as_secs())
-                .nsec(TICK.subsec_nanos());
-            let args = types::SubmitArgs::new().timespec(&ts);
-            match self.ring.submitter().submit_with_args(1, &args) {
-                Ok(_) => {}
-                Err(e) if e.raw_os_error() == Some(libc::ETIME) => {}
-                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
-                Err(_) => return,
-            }
-            let completions: Vec<(u64, i32)> = self
-                .ring
-                .completion()
-                .map(|c| (c.user_data(), c.result()))
-                .collect();
-            for (token, result) in completions {
-                if token == WAKE_TOKEN {
-                    self.post_wake_read();
-                } else {
-                    self.complete(token as usize, result);
-                }
-            }
+            self.reap();
             self.expire();
         }
+        self.stop("it shut down");
+    }
+
+    /// Ends the loop safely: cancels every operation in flight and waits for them, so
+    /// no buffer is freed while the kernel may still write into it, then fails every
+    /// waiting request with `why` the retriever stopped.
+    fn stop(&mut self, why: &str) {
+        self.cancel_all();
+        self.drain();
+        let error = HttpError::Unavailable(format!("the retriever thread stopped: {why}"));
+        let leaked = self.in_flight() > 0;
+        for ex in self.slots.iter_mut().flatten() {
+            if let Some(reply) = ex.take_reply() {
+                let _ = reply.send(Err(error.clone()));
+            }
+        }
+        while let Ok((_, reply)) = self.receiver.try_recv() {
+            let _ = reply.send(Err(error.clone()));
+        }
+        if leaked {
+            // The kernel did not give these buffers back in time: leaking them is
+            // the only way to be sure it never writes into freed memory.
+            std::mem::forget(std::mem::take(&mut self.slots));
+            std::mem::forget(std::mem::replace(&mut self.wake_buf, Box::new(0)));
+        }
+        self.slots.clear();
+        self.disconnected = true;
+    }
+
+    /// Asks the kernel to cancel every operation in flight (`IORING_OP_ASYNC_CANCEL`)
+    /// and shuts their sockets down, which ends the operations a cancel cannot.
+    fn cancel_all(&mut self) {
+        let mut tokens: Vec<u64> = Vec::new();
+        for (slot, ex) in self.slots.iter_mut().enumerate() {
+            if let Some(ex) = ex.as_mut().filter(|ex| ex.outstanding > 0) {
+                ex.shut_down();
+                tokens.push(slot as u64);
+            }
+        }
+        if self.wake_pending {
+            tokens.push(WAKE_TOKEN);
+        }
+        for token in tokens {
+            let cancel = opcode::AsyncCancel::new(token)
+                .build()
+                .user_data(CANCEL_TOKEN);
+            let _ = self.push(cancel);
+        }
+    }
+
+    /// Takes completions until nothing is in flight, for at most [`DRAIN_TICKS`].
+    fn drain(&mut self) {
+        let ts = types::Timespec::new()
+            .sec(TICK.as_secs())
+            .nsec(TICK.subsec_nanos());
+        for _ in 0..DRAIN_TICKS {
+            if self.in_flight() == 0 {
+                return;
+            }
+            let args = types::SubmitArgs::new().timespec(&ts);
+            if let Err(e) = self.ring.submitter().submit_with_args(1, &args)
+                && !matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR))
+            {
+                std::thread::sleep(TICK);
+            }
+            let tokens: Vec<u64> = self.ring.completion().map(|c| c.user_data()).collect();
+            for token in tokens {
+                match token {
+                    WAKE_TOKEN => self.wake_pending = false,
+                    CANCEL_TOKEN => {}
+                    slot => {
+                        let live = self.slots.get_mut(slot as usize).and_then(|s| s.as_mut());
+                        if let Some(ex) = live {
+                            ex.outstanding = ex.outstanding.saturating_sub(1);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Submits the queued operations and waits up to a [`TICK`] for a completion;
+    /// the errors that only mean "nothing happened" are not errors.
+    fn submit_and_wait(&mut self) -> std::io::Result<()> {
+        #[cfg(test)]
+        if let Some(left) = self.submits_before_error.as_mut() {
+            if *left == 0 {
+                return Err(std::io::Error::from_raw_os_error(libc::EBADF));
+            }
+            *left -= 1;
+        }
+        let ts = types::Timespec::new()
+            .sec(TICK.as_secs())
+            .nsec(TICK.subsec_nanos());
+        let args = types::SubmitArgs::new().timespec(&ts);
+        match self.ring.submitter().submit_with_args(1, &args) {
+            Ok(_) => Ok(()),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME | libc::EINTR | libc::EBUSY)
+                ) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Takes every completion the ring holds.
+    fn reap(&mut self) {
+        let completions: Vec<(u64, i32)> = self
+            .ring
+            .completion()
+            .map(|c| (c.user_data(), c.result()))
+            .collect();
+        for (token, result) in completions {
+            if token == WAKE_TOKEN {
+                self.wake_pending = false;
+                self.post_wake_read();
+            } else {
+                self.complete(token as usize, result);
+            }
+        }
+    }
+
+    /// Operations the kernel may still write into memory of this loop for.
+    fn in_flight(&self) -> usize {
+        let exchanges: usize = self
+            .slots
+            .iter()
+            .flatten()
+            .map(|ex| ex.outstanding as usize)
+            .sum();
+        exchanges + usize::from(self.wake_pending)
     }
 
     fn post_wake_read(&mut self) {
@@ -179,7 +311,7 @@ impl EventLoop {
         .user_data(WAKE_TOKEN);
         // Without the wake-up read the loop still polls every TICK, so a refused push
         // only delays new requests.
-        let _ = self.push(entry);
+        self.wake_pending = self.push(entry);
     }
 
     /// Queues `entry`; false when the kernel refuses the batch that would make room.
@@ -206,6 +338,10 @@ impl EventLoop {
                     return;
                 }
             };
+            #[cfg(test)]
+            if request.head.starts_with(tests::PANIC) {
+                panic!("a failure injected into the retriever thread");
+            }
             self.free.pop();
             self.start(slot, request, reply);
         }
@@ -343,6 +479,16 @@ impl EventLoop {
     }
 }
 
+impl Drop for EventLoop {
+    /// A loop that unwinds from a panic still cancels and drains its operations and
+    /// answers its callers, instead of freeing buffers under the kernel.
+    fn drop(&mut self) {
+        if !self.slots.is_empty() {
+            self.stop("it panicked");
+        }
+    }
+}
+
 /// A new connection for `request`: a socket and, for HTTPS, a fresh TLS session.
 fn open(request: &HttpRequest) -> Result<Conn, HttpError> {
     let socket = new_socket().map_err(|e| HttpError::Connect {
@@ -387,5 +533,99 @@ impl Retrievers {
     pub async fn send(&self, request: HttpRequest) -> Result<HttpResponse, HttpError> {
         let turn = self.next.fetch_add(1, Ordering::Relaxed);
         self.threads[turn % self.threads.len()].send(request).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// The head of a request that makes the retriever thread panic.
+    pub(super) const PANIC: &[u8] = b"PANIC";
+
+    /// A loopback port that accepts connections and never answers.
+    fn silent_server() -> std::net::SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        let addr = listener.local_addr().expect("its address");
+        std::thread::spawn(move || {
+            let held: Vec<_> = listener.incoming().collect();
+            drop(held);
+        });
+        addr
+    }
+
+    fn request(addr: std::net::SocketAddr) -> HttpRequest {
+        HttpRequest {
+            addr,
+            head: b"GET / HTTP/1.1\r\nhost: test\r\n\r\n".to_vec(),
+            body: bytes::Bytes::new(),
+            head_only: false,
+            timeout: Duration::from_secs(600),
+            stall_timeout: Duration::from_secs(600),
+            fresh_connection: true,
+            first_byte_seen: None,
+            tls: None,
+            max_body: 1024,
+        }
+    }
+
+    #[test]
+    fn an_error_exit_drains_the_operations_in_flight() {
+        let ring = IoUring::new(RING_ENTRIES).expect("a ring");
+        // SAFETY: eventfd takes no pointers; the result is checked below.
+        let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+        assert!(raw >= 0, "an event fd");
+        // SAFETY: `raw` is a fresh descriptor owned by nobody else.
+        let wake = unsafe { OwnedFd::from_raw_fd(raw) };
+        let (sender, receiver) = std::sync::mpsc::sync_channel(4);
+        let mut event_loop = EventLoop::new(ring, wake, receiver);
+        let (reply, answer) = oneshot::channel();
+        sender
+            .send((request(silent_server()), reply))
+            .expect("queued");
+        // Connect and send go through; the receive of the head waits on the silent
+        // server when the next submission fails.
+        event_loop.submits_before_error = Some(8);
+        event_loop.run();
+        assert_eq!(
+            event_loop.in_flight(),
+            0,
+            "nothing left for the kernel to write"
+        );
+        let mut answer = answer;
+        assert!(
+            matches!(answer.try_recv(), Ok(Err(HttpError::Unavailable(_)))),
+            "the waiting request is told the retriever stopped"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_dead_retriever_fails_waiting_and_later_requests() {
+        let retriever = Retriever::start().expect("a retriever");
+        let waiting = tokio::spawn({
+            let retriever = retriever.clone();
+            async move { retriever.send(request(silent_server())).await }
+        });
+        // Lets the first request reach the loop before the second kills it.
+        tokio::task::yield_now().await;
+        let mut fatal = request(silent_server());
+        fatal.head = PANIC.to_vec();
+        let guard = Duration::from_secs(60);
+        let killed = tokio::time::timeout(guard, retriever.send(fatal)).await;
+        assert!(
+            matches!(killed, Ok(Err(HttpError::Unavailable(_)))),
+            "{killed:?}"
+        );
+        let waited = tokio::time::timeout(guard, waiting).await;
+        assert!(
+            matches!(&waited, Ok(Ok(Err(HttpError::Unavailable(why)))) if why.contains("panicked")),
+            "the waiting request is told the retriever panicked: {waited:?}"
+        );
+        let later = tokio::time::timeout(guard, retriever.send(request(silent_server()))).await;
+        assert!(
+            matches!(later, Ok(Err(HttpError::Unavailable(_)))),
+            "a later request fails: {later:?}"
+        );
     }
 }

@@ -206,6 +206,18 @@ impl Exchange {
         }
     }
 
+    /// Takes the caller's reply channel, for a loop that stops without finishing.
+    pub(super) fn take_reply(&mut self) -> Option<Reply> {
+        self.reply.take()
+    }
+
+    /// Ends the connection's traffic so a pending operation completes at once.
+    pub(super) fn shut_down(&self) {
+        // SAFETY: shutdown takes no pointers and acts on a descriptor this exchange
+        // owns; the descriptor stays valid for the pending operation.
+        unsafe { libc::shutdown(self.socket.as_raw_fd(), libc::SHUT_RDWR) };
+    }
+
     /// Fails the exchange if it is past its deadline, stalled, or no longer awaited:
     /// shutting the socket down makes the pending operation complete at once.
     pub(super) fn expire(&mut self, now: Instant) {
@@ -222,9 +234,7 @@ impl Exchange {
             return;
         };
         self.set_failed(failure);
-        // SAFETY: shutdown on a descriptor this exchange owns; it only ends the
-        // connection's traffic, the descriptor stays valid for the pending operation.
-        unsafe { libc::shutdown(self.socket.as_raw_fd(), libc::SHUT_RDWR) };
+        self.shut_down();
     }
 
     /// How the exchange ended; called once no operation is outstanding.

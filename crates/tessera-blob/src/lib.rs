@@ -25,24 +25,36 @@
 
 pub mod accounting;
 pub mod config;
-pub mod crypt;
+mod crypt;
+/// Public because the fault tests and the test kit build clients over fixed addresses
+/// ([`endpoints::Endpoints`]) and compare path segment sizes.
 pub mod endpoints;
 pub mod error;
-pub mod local;
+mod local;
 pub mod location;
-pub mod model;
+mod model;
 pub mod options;
+/// Public for `tessera bench` (tessera-cli) and this crate's `retrieval` example.
 pub mod retrieval_bench;
+/// Public because the io_uring S3 client is used directly by the integration tests,
+/// which drive it below the `ObjectStore` seam.
 pub mod s3;
+/// Public because the test kit signs its MinIO admin requests with it.
 pub mod sigv4;
+/// Public because request sizing ([`sizing::plan`]) is what callers split reads by.
 pub mod sizing;
 pub mod stats;
 pub mod store;
+/// Public because the test kit builds its HTTPS admin client with
+/// [`tls::client_config`].
 pub mod tls;
-pub mod uring;
+mod uring;
+/// Public because the integration tests build [`uring_store::UringS3Store`] over
+/// their own clients.
 pub mod uring_store;
 
 pub use config::{Addressing, Credentials, S3Config, S3Overrides};
+pub use crypt::{EncryptionKey, ciphertext_len};
 pub use error::{BlobError, explain};
 pub use location::Location;
 pub use options::{Hedging, RetrievalOptions, Sizing};

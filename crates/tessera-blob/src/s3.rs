@@ -18,7 +18,10 @@ use crate::model::LatencyModel;
 use crate::options::RetrievalOptions;
 use crate::sigv4;
 use crate::stats::{RequestClass, RequestStats};
-use crate::uring::{HttpError, HttpRequest, HttpResponse, Retrievers, TlsTarget};
+/// The transport types in this client's signatures: its answers, its transport
+/// errors and the retriever threads several clients may share.
+pub use crate::uring::{HttpError, HttpResponse, Retrievers};
+use crate::uring::{HttpRequest, TlsTarget};
 use rustls::pki_types::ServerName;
 
 /// S3's maximum keys per ListObjectsV2 page.
@@ -67,7 +70,7 @@ pub enum S3Error {
 
 /// One object in a listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListedObject {
+pub(crate) struct ListedObject {
     /// The key.
     pub key: String,
     /// Size in bytes.
@@ -80,7 +83,7 @@ pub struct ListedObject {
 
 /// One page of a ListObjectsV2 listing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ListPage {
+pub(crate) struct ListPage {
     /// Objects on this page.
     pub objects: Vec<ListedObject>,
     /// Common prefixes (with a delimiter), each ending in the delimiter.
@@ -125,7 +128,7 @@ struct InitiateMultipartUploadResult {
 
 /// The bytes of a read whose size was learnt from the answer ([`S3Client::get_from`]).
 #[derive(Debug)]
-pub struct Fetched {
+pub(crate) struct Fetched {
     /// The first response, whose headers give the object's metadata.
     pub response: HttpResponse,
     /// The object's size.
@@ -137,7 +140,7 @@ pub struct Fetched {
 }
 
 /// The first byte and the object's total size from `Content-Range: bytes a-b/total`.
-pub fn content_range(response: &HttpResponse) -> Option<(u64, u64)> {
+pub(crate) fn content_range(response: &HttpResponse) -> Option<(u64, u64)> {
     content_range_bounds(response).map(|(first, _, total)| (first, total))
 }
 
@@ -298,11 +301,6 @@ impl S3Client {
         &self.stats
     }
 
-    /// The latencies this client has measured.
-    pub fn model(&self) -> &LatencyModel {
-        &self.model
-    }
-
     /// The options this client runs with.
     pub fn options(&self) -> &RetrievalOptions {
         &self.options
@@ -310,7 +308,7 @@ impl S3Client {
 
     /// Requests of `size` bytes to keep in flight to reach the configured bandwidth,
     /// by seed 002's model with the latencies measured so far.
-    pub fn concurrency_for(&self, size: u64) -> usize {
+    pub(crate) fn concurrency_for(&self, size: u64) -> usize {
         self.model.concurrency(
             size,
             self.options.bandwidth_bytes_per_second(),
@@ -436,7 +434,7 @@ impl S3Client {
     /// first request of at most `sizing.max_request` bytes, hedged as usual, learns the
     /// object's size from its `Content-Range`; the rest is split by the sizing policy
     /// and fetched concurrently, hedged, each part only if the ETag is unchanged.
-    pub async fn get_from(&self, key: &str, start: u64) -> Result<Fetched, S3Error> {
+    pub(crate) async fn get_from(&self, key: &str, start: u64) -> Result<Fetched, S3Error> {
         let first = start..start.saturating_add(self.options.sizing.max_request.max(1));
         let response = match self.get_hedged(key, Some(first), None).await {
             // A range of an empty object is unsatisfiable (416): read it plainly.
@@ -503,14 +501,18 @@ impl S3Client {
 
     /// GET with an open-ended `Range` header value (`bytes=N-` or `bytes=-N`), whose
     /// size is unknown before the answer, so it is not hedged.
-    pub async fn get_open_range(&self, key: &str, range: &str) -> Result<HttpResponse, S3Error> {
+    pub(crate) async fn get_open_range(
+        &self,
+        key: &str,
+        range: &str,
+    ) -> Result<HttpResponse, S3Error> {
         let headers = [("range", range)];
         self.send(self.simple("GET", key, &headers, Bytes::new()), None)
             .await
     }
 
     /// HEAD with the response headers (size, ETag, Last-Modified).
-    pub async fn head_response(&self, key: &str) -> Result<HttpResponse, S3Error> {
+    pub(crate) async fn head_response(&self, key: &str) -> Result<HttpResponse, S3Error> {
         self.send(self.simple("HEAD", key, &[], Bytes::new()), None)
             .await
     }
@@ -553,7 +555,7 @@ impl S3Client {
 
     /// One ListObjectsV2 page of the keys under `prefix`, grouped by `delimiter` when
     /// given, continuing from `token` (the previous page's [`ListPage::next`]).
-    pub async fn list_page(
+    pub(crate) async fn list_page(
         &self,
         prefix: &str,
         delimiter: Option<&str>,
@@ -612,7 +614,7 @@ impl S3Client {
     }
 
     /// Starts a multipart upload of `key`; returns its upload id.
-    pub async fn create_multipart(&self, key: &str) -> Result<String, S3Error> {
+    pub(crate) async fn create_multipart(&self, key: &str) -> Result<String, S3Error> {
         let call = Call {
             method: "POST",
             key: Some(key),
@@ -627,7 +629,7 @@ impl S3Client {
     }
 
     /// Uploads part `number` (1 to 10000) of an upload; returns the part's ETag.
-    pub async fn upload_part(
+    pub(crate) async fn upload_part(
         &self,
         key: &str,
         upload_id: &str,
@@ -651,7 +653,7 @@ impl S3Client {
     }
 
     /// Completes an upload from its parts' ETags in part order; returns the ETag.
-    pub async fn complete_multipart(
+    pub(crate) async fn complete_multipart(
         &self,
         key: &str,
         upload_id: &str,
@@ -686,7 +688,7 @@ impl S3Client {
     }
 
     /// Aborts an upload, freeing its parts.
-    pub async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<(), S3Error> {
+    pub(crate) async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<(), S3Error> {
         let call = Call {
             method: "DELETE",
             key: Some(key),

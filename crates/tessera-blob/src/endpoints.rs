@@ -1,10 +1,10 @@
-//! A DNS cache that keeps several addresses of one endpoint (seed 002's
-//! throughput-based resolver): requests are spread over the addresses, each address's
+//! A DNS cache that keeps several addresses of one endpoint (the throughput-based
+//! resolver of AnyBlob (Durner, Leis, Neumann: Exploiting Cloud Object Storage for High-Performance Analytics, VLDB 2023)): requests are spread over the addresses, each address's
 //! throughput is tracked, and an address that performs clearly worse than the others
 //! is replaced by a fresh one from DNS. Resolving once, not per request, saves a
 //! round trip per request.
 //!
-//! It is also seed 002's MTU-based resolver: some S3 nodes carry jumbo frames (path
+//! It is also AnyBlob's MTU-based resolver: some S3 nodes carry jumbo frames (path
 //! MTU up to 9001 bytes), which amortize the kernel's per-packet CPU cost. AnyBlob
 //! probes with a do-not-fragment ping; here the TCP maximum segment size of each new
 //! connection (read by the event loop, no ICMP privileges needed) tells the same. Once

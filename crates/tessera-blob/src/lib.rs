@@ -6,7 +6,7 @@
 //! Tessera uses through the `object_store::ObjectStore` trait.
 //!
 //! `s3://` stores (`http://` and `https://` endpoints, and AWS without an endpoint URL)
-//! are served by Tessera's own download manager (seed 002, AnyBlob): a few retriever
+//! are served by Tessera's own download manager (after AnyBlob (Durner, Leis, Neumann: Exploiting Cloud Object Storage for High-Performance Analytics, VLDB 2023)): a few retriever
 //! threads each run an io_uring event loop over many keep-alive connections, plain or
 //! TLS ([`uring`]; trusted CAs in [`tls`]: the system store, or the PEM bundle named by
 //! `TESSERA_S3_CA_FILE` or `AWS_CA_BUNDLE`); the S3 protocol with SigV4, retries and

@@ -1,4 +1,5 @@
-//! Tunables of the io_uring S3 client, with seed 002's defaults.
+//! Tunables of the io_uring S3 client, with the defaults of
+//! AnyBlob (Durner, Leis, Neumann: Exploiting Cloud Object Storage for High-Performance Analytics, VLDB 2023).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -40,7 +41,7 @@ pub struct RetrievalOptions {
     pub ca_file: Option<PathBuf>,
 }
 
-/// Request sizing (seed 002: 8-16 MiB requests are cost- and throughput-optimal).
+/// Request sizing (AnyBlob: 8-16 MiB requests are cost- and throughput-optimal).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sizing {
     /// Ranges longer than this are split into parts of at most this many bytes, all

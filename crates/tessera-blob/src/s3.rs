@@ -307,7 +307,8 @@ impl S3Client {
     }
 
     /// Requests of `size` bytes to keep in flight to reach the configured bandwidth,
-    /// by seed 002's model with the latencies measured so far.
+    /// by the model of AnyBlob (Durner, Leis, Neumann: Exploiting Cloud Object Storage for High-Performance Analytics, VLDB 2023)
+    /// with the latencies measured so far.
     pub(crate) fn concurrency_for(&self, size: u64) -> usize {
         self.model.concurrency(
             size,

@@ -1,4 +1,4 @@
-//! Request sizing (seed 002): ranges above the request size are split into parts of
+//! Request sizing (after AnyBlob (Durner, Leis, Neumann: Exploiting Cloud Object Storage for High-Performance Analytics, VLDB 2023)): ranges above the request size are split into parts of
 //! half to all of it, and small neighbouring ranges are fetched by one request, since
 //! object stores bill per request and per-request latency dominates small reads.
 

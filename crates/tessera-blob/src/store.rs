@@ -56,7 +56,8 @@ pub struct StoreFactory {
     options: Result<RetrievalOptions, String>,
     stats: Arc<RequestStats>,
     /// The retriever threads every io_uring store of this factory sends through,
-    /// started by the first one: a few threads for all buckets, as in seed 002.
+    /// started by the first one: a few threads for all buckets, as in
+    /// AnyBlob (Durner, Leis, Neumann: Exploiting Cloud Object Storage for High-Performance Analytics, VLDB 2023).
     retrievers: Arc<Mutex<Option<Retrievers>>>,
 }
 

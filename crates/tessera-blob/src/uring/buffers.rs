@@ -1,6 +1,7 @@
 //! Receive buffers that come back when the caller drops a body, so the next body lands
 //! in memory that is already mapped: no page faults and no zeroing per request, as
-//! seed 002's preallocated receive buffers.
+//! the preallocated receive buffers of
+//! AnyBlob (Durner, Leis, Neumann: Exploiting Cloud Object Storage for High-Performance Analytics, VLDB 2023).
 
 use std::sync::{Arc, Mutex};
 

@@ -37,7 +37,8 @@ const CANCEL_TOKEN: u64 = u64::MAX - 1;
 /// still in flight after that is leaked rather than freed under the kernel.
 const DRAIN_TICKS: usize = 100;
 
-/// Most retriever threads one client starts: seed 002 never runs more download threads
+/// Most retriever threads one client starts: AnyBlob (Durner, Leis, Neumann: Exploiting Cloud Object Storage for High-Performance Analytics, VLDB 2023)
+/// never runs more download threads
 /// than hardware threads, and a few rings already saturate tens of Gbit/s.
 pub const MAX_RETRIEVERS: usize = 16;
 
@@ -317,7 +318,9 @@ impl EventLoop {
     /// Queues `entry`; false when the kernel refuses the batch that would make room.
     fn push(&mut self, entry: io_uring::squeue::Entry) -> bool {
         // SAFETY: every buffer an entry points at lives in a boxed exchange (or the
-        // boxed wake buffer) that is not freed while the operation is outstanding.
+        // boxed wake buffer) that is not freed while the operation is outstanding:
+        // a slot is freed only when its count of outstanding operations is zero, and
+        // a stopping loop drains its operations or leaks their buffers (`stop`).
         while unsafe { self.ring.submission().push(&entry) }.is_err() {
             // The queue is full: hand the batch to the kernel to make room.
             if self.ring.submit().is_err() {

@@ -619,7 +619,10 @@ fn advance(ex: &mut Exchange, result: i32, pool: &BufferPool) -> Step {
                 filled <= ex.body.capacity(),
                 "the kernel wrote past the buffer"
             );
-            // SAFETY: the kernel initialized the `result` bytes after the old length.
+            // SAFETY: `filled` is within the capacity (checked above); the bytes up to
+            // the old length were initialized before, and the `result` bytes after it
+            // were written by the kernel's receive into the spare capacity (plain
+            // HTTP) or by `extend_from_slice`, which already set that length (TLS).
             unsafe { ex.body.set_len(filled) };
             match ex.body_len {
                 Some(expected) if result == 0 => Step::Fail(HttpError::Truncated {

@@ -80,7 +80,8 @@ pub struct HttpResponse {
     pub elapsed: Duration,
     /// The TCP maximum segment size of a connection opened for this request (read
     /// once, after connecting; `None` on a reused connection): above 1500 bytes the
-    /// path carries jumbo frames, which seed 002's MTU-based resolver prefers.
+    /// path carries jumbo frames, which the MTU-based resolver of
+    /// AnyBlob (Durner, Leis, Neumann: Exploiting Cloud Object Storage for High-Performance Analytics, VLDB 2023) prefers.
     pub new_connection_segment: Option<u32>,
 }
 

@@ -203,3 +203,12 @@ async fn the_object_store_client_gives_up_on_a_silent_server() {
         .expect("the read ends instead of hanging");
     assert!(got.is_err(), "a silent server gives no object: {got:?}");
 }
+
+#[tokio::test]
+async fn a_chunked_answer_is_decoded() {
+    let server = Canned::start(
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\nx-trailer: 1\r\n\r\n",
+    );
+    let got = bounded("a whole GET", client(&server, 1).get("key", None)).await;
+    assert_eq!(got.expect("a chunked body").as_ref(), b"hello world");
+}

@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 
 use super::buffers::BufferPool;
 use super::error::HttpError;
-use super::http::{MAX_HEAD, read_head};
+use super::http::{Chunked, MAX_HEAD, read_head};
 use super::request::{HttpRequest, HttpResponse, PoolKey};
 use super::socket::{segment_size, set_low_water, to_sockaddr};
 use super::tls::{TLS_RECORD_SLACK, TLS_RECV_BUFFER, TlsOp, TlsState};
@@ -105,6 +105,8 @@ pub(super) struct Exchange {
     headers: Vec<(String, String)>,
     body: Vec<u8>,
     body_len: Option<usize>,
+    /// The decoder of a chunked body; its pieces are received into `head_buf`.
+    chunked: Option<Chunked>,
     keep_alive: bool,
     /// The TCP maximum segment size, read when this exchange opened the connection.
     segment: Option<u32>,
@@ -149,6 +151,7 @@ impl Exchange {
             headers: Vec::new(),
             body: Vec::new(),
             body_len: None,
+            chunked: None,
             keep_alive: true,
             low_water: 1,
             segment: None,
@@ -341,6 +344,9 @@ fn plain_entry(ex: &mut Exchange) -> io_uring::squeue::Entry {
             let rest = &mut ex.head_buf[filled..];
             opcode::Recv::new(fd, rest.as_mut_ptr(), rest.len() as u32).build()
         }
+        Phase::Body { .. } if ex.chunked.is_some() => {
+            opcode::Recv::new(fd, ex.head_buf.as_mut_ptr(), ex.head_buf.len() as u32).build()
+        }
         Phase::Body { filled } => {
             assert_eq!(
                 filled,
@@ -447,22 +453,22 @@ fn tls_step(ex: &mut Exchange, pool: &BufferPool) -> TlsStep {
             match reader.fill_buf() {
                 Ok([]) => 0,
                 Ok(chunk) => {
-                    let taken = match ex.phase {
-                        Phase::Head { .. } => {
-                            let room = &mut ex.head_buf[filled..];
-                            let take = chunk.len().min(room.len());
-                            room[..take].copy_from_slice(&chunk[..take]);
-                            take
-                        }
-                        _ => {
-                            let want = match ex.body_len {
-                                Some(expected) => expected - filled,
-                                None => ex.body.capacity() - filled,
-                            };
-                            let take = chunk.len().min(want);
-                            ex.body.extend_from_slice(&chunk[..take]);
-                            take
-                        }
+                    let head = matches!(ex.phase, Phase::Head { .. });
+                    let taken = if head || ex.chunked.is_some() {
+                        // Heads and chunked bodies are parsed from the head buffer; a
+                        // chunked body's pieces start at its beginning each time.
+                        let room = &mut ex.head_buf[if head { filled } else { 0 }..];
+                        let take = chunk.len().min(room.len());
+                        room[..take].copy_from_slice(&chunk[..take]);
+                        take
+                    } else {
+                        let want = match ex.body_len {
+                            Some(expected) => expected - filled,
+                            None => ex.body.capacity() - filled,
+                        };
+                        let take = chunk.len().min(want);
+                        ex.body.extend_from_slice(&chunk[..take]);
+                        take
                     };
                     reader.consume(taken);
                     if taken == 0 {
@@ -614,6 +620,9 @@ fn advance(ex: &mut Exchange, result: i32, pool: &BufferPool) -> Step {
                     reason: os_error(result),
                 });
             }
+            if ex.chunked.is_some() {
+                return chunk_received(ex, result as usize);
+            }
             let filled = filled + result as usize;
             assert!(
                 filled <= ex.body.capacity(),
@@ -640,6 +649,43 @@ fn advance(ex: &mut Exchange, result: i32, pool: &BufferPool) -> Step {
     }
 }
 
+/// Takes a piece of a chunked body that was received into `head_buf`.
+fn chunk_received(ex: &mut Exchange, received: usize) -> Step {
+    if received == 0 {
+        return Step::Fail(HttpError::Io {
+            phase: "receiving a chunked body",
+            reason: "the server closed the connection before the last chunk".into(),
+        });
+    }
+    let Some(mut decoder) = ex.chunked.take() else {
+        return Step::Fail(HttpError::Unavailable(
+            "a chunked body without its decoder".into(),
+        ));
+    };
+    let step = feed_chunks(ex, &mut decoder, 0..received);
+    ex.chunked = Some(decoder);
+    step
+}
+
+/// Decodes `head_buf[piece]` into the body: done after the last chunk and trailers
+/// (bytes after them mean the connection's framing is off, so it is not reused).
+fn feed_chunks(ex: &mut Exchange, decoder: &mut Chunked, piece: std::ops::Range<usize>) -> Step {
+    let len = piece.len();
+    match decoder.feed(&ex.head_buf[piece], &mut ex.body) {
+        Err(e) => Step::Fail(e),
+        Ok(taken) if decoder.is_done() => {
+            if taken < len {
+                ex.keep_alive = false;
+            }
+            Step::Done
+        }
+        Ok(_) => {
+            ex.phase = Phase::Body { filled: 0 };
+            Step::Continue
+        }
+    }
+}
+
 /// Parses the head once `filled` bytes of it have arrived, and readies the body
 /// buffer with the body bytes that came with the head.
 fn head_received(ex: &mut Exchange, filled: usize, pool: &BufferPool) -> Step {
@@ -655,12 +701,7 @@ fn head_received(ex: &mut Exchange, filled: usize, pool: &BufferPool) -> Step {
     ex.headers = head.headers;
     ex.keep_alive = head.keep_alive;
     ex.body_len = head.content_length;
-    let tail = &ex.head_buf[head.len..filled];
-    let len = if ex.request.head_only || ex.status == 204 || ex.status == 304 {
-        Some(0)
-    } else {
-        ex.body_len
-    };
+    let bodiless = ex.request.head_only || ex.status == 204 || ex.status == 304;
     // An error body is not what was asked for: it may be longer than a small range,
     // and is held to the bound of error bodies instead.
     let limit = if (200..300).contains(&ex.status) {
@@ -668,6 +709,18 @@ fn head_received(ex: &mut Exchange, filled: usize, pool: &BufferPool) -> Step {
     } else {
         MAX_UNSIZED_BODY
     };
+    if head.chunked && !bodiless {
+        let mut decoder = Chunked::new(limit);
+        let step = feed_chunks(ex, &mut decoder, head.len..filled);
+        ex.chunked = Some(decoder);
+        return step;
+    }
+    let tail = &ex.head_buf[head.len..filled];
+    let len = if bodiless { Some(0) } else { ex.body_len };
+    if len.is_some_and(|len| tail.len() > len) {
+        // Bytes beyond the announced body: the connection's framing is off.
+        ex.keep_alive = false;
+    }
     match len {
         Some(len) if len > limit => {
             return Step::Fail(HttpError::TooLarge {

@@ -420,83 +420,96 @@ fn tls_step(ex: &mut Exchange, pool: &BufferPool) -> TlsStep {
             }),
         };
     }
-    let copied = match ex.phase {
-        // Sent to `plain_entry` above; nothing to copy.
-        Phase::Connecting => 0,
-        Phase::Sending { sent } => {
-            if tls.session.is_handshaking() {
-                return tls_receive(ex, pool);
-            }
-            if sent == ex.outbound.len() {
-                ex.phase = Phase::Head { filled: 0 };
-                return TlsStep::Again;
-            }
-            // rustls encrypts at once after the handshake and takes what its send
-            // buffer holds; the rest goes after that is sent.
-            return match tls.session.writer().write(&ex.outbound[sent..]) {
-                Ok(0) => TlsStep::Fail(HttpError::Tls {
-                    phase: "sending the request",
-                    reason: "the session accepts no data".into(),
-                }),
-                Ok(n) => {
-                    ex.phase = Phase::Sending { sent: sent + n };
-                    TlsStep::Again
-                }
-                Err(e) => TlsStep::Fail(HttpError::Tls {
-                    phase: "sending the request",
-                    reason: e.to_string(),
-                }),
-            };
+    match ex.phase {
+        // Sent to `plain_entry` above.
+        Phase::Connecting => TlsStep::Submit(plain_entry(ex)),
+        Phase::Sending { .. } if tls.session.is_handshaking() => tls_receive(ex, pool),
+        Phase::Sending { sent } => tls_send_request(ex, sent),
+        Phase::Head { filled } | Phase::Body { filled } => tls_read_plaintext(ex, filled, pool),
+    }
+}
+
+/// Hands the request's plaintext to rustls once the handshake is done.
+fn tls_send_request(ex: &mut Exchange, sent: usize) -> TlsStep {
+    if sent == ex.outbound.len() {
+        ex.phase = Phase::Head { filled: 0 };
+        return TlsStep::Again;
+    }
+    let Some(tls) = ex.tls.as_mut() else {
+        return TlsStep::Fail(HttpError::Unavailable(
+            "a TLS exchange without a session".into(),
+        ));
+    };
+    // rustls encrypts at once after the handshake and takes what its send buffer
+    // holds; the rest goes after that is sent.
+    match tls.session.writer().write(&ex.outbound[sent..]) {
+        Ok(0) => TlsStep::Fail(HttpError::Tls {
+            phase: "sending the request",
+            reason: "the session accepts no data".into(),
+        }),
+        Ok(n) => {
+            ex.phase = Phase::Sending { sent: sent + n };
+            TlsStep::Again
         }
-        Phase::Head { filled } | Phase::Body { filled } => {
-            let mut reader = tls.session.reader();
-            match reader.fill_buf() {
-                Ok([]) => 0,
-                Ok(chunk) => {
-                    let head = matches!(ex.phase, Phase::Head { .. });
-                    let taken = if head || ex.chunked.is_some() {
-                        // Heads and chunked bodies are parsed from the head buffer; a
-                        // chunked body's pieces start at its beginning each time.
-                        let room = &mut ex.head_buf[if head { filled } else { 0 }..];
-                        let take = chunk.len().min(room.len());
-                        room[..take].copy_from_slice(&chunk[..take]);
-                        take
-                    } else {
-                        let want = match ex.body_len {
-                            Some(expected) => expected - filled,
-                            None => ex.body.capacity() - filled,
-                        };
-                        let take = chunk.len().min(want);
-                        ex.body.extend_from_slice(&chunk[..take]);
-                        take
-                    };
-                    reader.consume(taken);
-                    if taken == 0 {
-                        // The buffer is full: `advance` with nothing new decides
-                        // (a full head is malformed, a full body is complete).
-                        return match advance(ex, 0, pool) {
-                            Step::Continue => TlsStep::Fail(HttpError::Malformed(
-                                "the response does not fit its buffer".into(),
-                            )),
-                            Step::Done => TlsStep::Done,
-                            Step::Fail(e) => TlsStep::Fail(e),
-                        };
-                    }
-                    mark_first_byte(ex, Instant::now());
-                    taken
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    return tls_receive(ex, pool);
-                }
-                // The server closed with or without close_notify: like a plain close.
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => 0,
-                Err(e) => {
-                    return TlsStep::Fail(HttpError::Tls {
-                        phase: "receiving",
-                        reason: e.to_string(),
-                    });
-                }
+        Err(e) => TlsStep::Fail(HttpError::Tls {
+            phase: "sending the request",
+            reason: e.to_string(),
+        }),
+    }
+}
+
+/// Takes decrypted bytes into the head or body buffer and moves the exchange on by
+/// them, receiving more ciphertext when rustls holds no plaintext.
+fn tls_read_plaintext(ex: &mut Exchange, filled: usize, pool: &BufferPool) -> TlsStep {
+    let Some(tls) = ex.tls.as_mut() else {
+        return TlsStep::Fail(HttpError::Unavailable(
+            "a TLS exchange without a session".into(),
+        ));
+    };
+    let mut reader = tls.session.reader();
+    let copied = match reader.fill_buf() {
+        Ok([]) => 0,
+        Ok(chunk) => {
+            let head = matches!(ex.phase, Phase::Head { .. });
+            let taken = if head || ex.chunked.is_some() {
+                // Heads and chunked bodies are parsed from the head buffer; a chunked
+                // body's pieces start at its beginning each time.
+                let room = &mut ex.head_buf[if head { filled } else { 0 }..];
+                let take = chunk.len().min(room.len());
+                room[..take].copy_from_slice(&chunk[..take]);
+                take
+            } else {
+                let want = match ex.body_len {
+                    Some(expected) => expected - filled,
+                    None => ex.body.capacity() - filled,
+                };
+                let take = chunk.len().min(want);
+                ex.body.extend_from_slice(&chunk[..take]);
+                take
+            };
+            reader.consume(taken);
+            if taken == 0 {
+                // The buffer is full: `advance` with nothing new decides (a full head
+                // is malformed, a full body is complete).
+                return match advance(ex, 0, pool) {
+                    Step::Continue => TlsStep::Fail(HttpError::Malformed(
+                        "the response does not fit its buffer".into(),
+                    )),
+                    Step::Done => TlsStep::Done,
+                    Step::Fail(e) => TlsStep::Fail(e),
+                };
             }
+            mark_first_byte(ex, Instant::now());
+            taken
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return tls_receive(ex, pool),
+        // The server closed with or without close_notify: like a plain close.
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => 0,
+        Err(e) => {
+            return TlsStep::Fail(HttpError::Tls {
+                phase: "receiving",
+                reason: e.to_string(),
+            });
         }
     };
     match advance(ex, copied as i32, pool) {
@@ -620,31 +633,36 @@ fn advance(ex: &mut Exchange, result: i32, pool: &BufferPool) -> Step {
                     reason: os_error(result),
                 });
             }
-            if ex.chunked.is_some() {
-                return chunk_received(ex, result as usize);
-            }
-            let filled = filled + result as usize;
-            assert!(
-                filled <= ex.body.capacity(),
-                "the kernel wrote past the buffer"
-            );
-            // SAFETY: `filled` is within the capacity (checked above); the bytes up to
-            // the old length were initialized before, and the `result` bytes after it
-            // were written by the kernel's receive into the spare capacity (plain
-            // HTTP) or by `extend_from_slice`, which already set that length (TLS).
-            unsafe { ex.body.set_len(filled) };
-            match ex.body_len {
-                Some(expected) if result == 0 => Step::Fail(HttpError::Truncated {
-                    received: filled,
-                    expected,
-                }),
-                Some(expected) if filled >= expected => Step::Done,
-                None if result == 0 || filled == ex.body.capacity() => Step::Done,
-                _ => {
-                    ex.phase = Phase::Body { filled };
-                    Step::Continue
-                }
-            }
+            body_received(ex, filled, result as usize)
+        }
+    }
+}
+
+/// Takes `received` more body bytes (0: the server closed the connection).
+fn body_received(ex: &mut Exchange, filled: usize, received: usize) -> Step {
+    if ex.chunked.is_some() {
+        return chunk_received(ex, received);
+    }
+    let filled = filled + received;
+    assert!(
+        filled <= ex.body.capacity(),
+        "the kernel wrote past the buffer"
+    );
+    // SAFETY: `filled` is within the capacity (checked above); the bytes up to the old
+    // length were initialized before, and the `received` bytes after it were written
+    // by the kernel's receive into the spare capacity (plain HTTP) or by
+    // `extend_from_slice`, which already set that length (TLS).
+    unsafe { ex.body.set_len(filled) };
+    match ex.body_len {
+        Some(expected) if received == 0 => Step::Fail(HttpError::Truncated {
+            received: filled,
+            expected,
+        }),
+        Some(expected) if filled >= expected => Step::Done,
+        None if received == 0 || filled == ex.body.capacity() => Step::Done,
+        _ => {
+            ex.phase = Phase::Body { filled };
+            Step::Continue
         }
     }
 }

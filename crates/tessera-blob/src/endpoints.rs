@@ -83,7 +83,7 @@ impl std::fmt::Debug for Endpoints {
 }
 
 impl Endpoints {
-    /// Resolves through `resolve` once and keeps up to [`MAX_ADDRESSES`] addresses.
+    /// Resolves through `resolve` once and keeps up to `MAX_ADDRESSES` addresses.
     pub fn new(resolve: Resolver) -> std::io::Result<Self> {
         let mut found = resolve()?;
         found.dedup();

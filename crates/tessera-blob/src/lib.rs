@@ -8,12 +8,12 @@
 //! `s3://` stores (`http://` and `https://` endpoints, and AWS without an endpoint URL)
 //! are served by Tessera's own download manager (after AnyBlob (Durner, Leis, Neumann: Exploiting Cloud Object Storage for High-Performance Analytics, VLDB 2023)): a few retriever
 //! threads each run an io_uring event loop over many keep-alive connections, plain or
-//! TLS ([`uring`]; trusted CAs in [`tls`]: the system store, or the PEM bundle named by
+//! TLS (`uring`; trusted CAs in [`tls`]: the system store, or the PEM bundle named by
 //! `TESSERA_S3_CA_FILE` or `AWS_CA_BUNDLE`); the S3 protocol with SigV4, retries and
 //! hedging is in [`s3`], request sizing in [`sizing`], the online latency model that
-//! sets concurrency and hedging deadlines in [`model`], the multi-address DNS cache in
+//! sets concurrency and hedging deadlines in `model`, the multi-address DNS cache in
 //! [`endpoints`], cost accounting in [`stats`] (per query with [`accounting::scope`]), optional client-side encryption in
-//! [`crypt`], and the `ObjectStore` implementation in [`uring_store`]. Its settings are
+//! `crypt`, and the `ObjectStore` implementation in [`uring_store`]. Its settings are
 //! [`RetrievalOptions`].
 //!
 //! ```

@@ -34,7 +34,7 @@ pub struct RetrievalOptions {
     /// Keys per ListObjectsV2 page (1 to 1000, S3's maximum).
     pub list_page_size: u32,
     /// Client-side AES-256-GCM encryption of every object written and read (layout in
-    /// [`crate::crypt`]); off by default.
+    /// `crypt`); off by default.
     pub encryption: Option<EncryptionKey>,
     /// A PEM bundle of the CAs trusted for `https` endpoints instead of the system
     /// store (a private endpoint with its own CA); see [`crate::tls`].

@@ -29,7 +29,7 @@ pub struct Request<'a> {
     pub query: &'a [(&'a str, &'a str)],
     /// Other headers to sign (names in any case).
     pub headers: &'a [(&'a str, &'a str)],
-    /// Hex SHA-256 of the body, or [`UNSIGNED_PAYLOAD`].
+    /// Hex SHA-256 of the body, or `UNSIGNED-PAYLOAD`.
     pub payload_sha256: &'a str,
 }
 

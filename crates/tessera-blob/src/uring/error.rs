@@ -35,7 +35,7 @@ pub enum HttpError {
     TooLarge {
         /// Body bytes announced by `Content-Length`.
         announced: usize,
-        /// The most the request accepts ([`super::HttpRequest::max_body`]).
+        /// The most the request accepts (the request's `max_body`).
         limit: usize,
     },
     /// The response could not be parsed.

@@ -510,7 +510,7 @@ pub struct Retrievers {
 }
 
 impl Retrievers {
-    /// Starts `count` retriever threads (1 to [`MAX_RETRIEVERS`]).
+    /// Starts `count` retriever threads (1 to `MAX_RETRIEVERS`).
     pub fn start(count: usize) -> std::io::Result<Self> {
         let count = count.clamp(1, MAX_RETRIEVERS);
         let threads = (0..count)

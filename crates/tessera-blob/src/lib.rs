@@ -30,6 +30,7 @@ mod crypt;
 /// ([`endpoints::Endpoints`]) and compare path segment sizes.
 pub mod endpoints;
 pub mod error;
+mod explain;
 mod local;
 pub mod location;
 mod model;
@@ -55,7 +56,8 @@ pub mod uring_store;
 
 pub use config::{Addressing, Credentials, S3Config, S3Overrides};
 pub use crypt::{EncryptionKey, ciphertext_len};
-pub use error::{BlobError, explain};
+pub use error::BlobError;
+pub use explain::explain;
 pub use location::Location;
 pub use options::{Hedging, RetrievalOptions, Sizing};
 pub use stats::{Provider, RequestStats, StatsSnapshot};

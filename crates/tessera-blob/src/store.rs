@@ -15,7 +15,8 @@ use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
 use url::Url;
 
 use crate::config::{Addressing, S3Config};
-use crate::error::{BlobError, explain};
+use crate::error::BlobError;
+use crate::explain::explain;
 use crate::options::RetrievalOptions;
 use crate::s3::{ClientParts, S3Client};
 use crate::stats::RequestStats;

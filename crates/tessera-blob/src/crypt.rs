@@ -1,5 +1,5 @@
-//! Client-side encryption at rest with AES-256-GCM (seed 002: plain HTTP inside the
-//! region plus end-to-end AES costs far less CPU than HTTPS).
+//! Client-side encryption at rest with AES-256-GCM (AnyBlob (Durner, Leis, Neumann: Exploiting Cloud Object Storage for High-Performance Analytics, VLDB 2023):
+//! plain HTTP inside the region plus end-to-end AES costs far less CPU than HTTPS).
 //!
 //! Ciphertext layout of one object:
 //!

@@ -1,10 +1,10 @@
-//! A DNS cache that keeps several addresses of one endpoint (seed 002's
-//! throughput-based resolver): requests are spread over the addresses, each address's
+//! A DNS cache that keeps several addresses of one endpoint (the throughput-based
+//! resolver of AnyBlob (Durner, Leis, Neumann: Exploiting Cloud Object Storage for High-Performance Analytics, VLDB 2023)): requests are spread over the addresses, each address's
 //! throughput is tracked, and an address that performs clearly worse than the others
 //! is replaced by a fresh one from DNS. Resolving once, not per request, saves a
 //! round trip per request.
 //!
-//! It is also seed 002's MTU-based resolver: some S3 nodes carry jumbo frames (path
+//! It is also AnyBlob's MTU-based resolver: some S3 nodes carry jumbo frames (path
 //! MTU up to 9001 bytes), which amortize the kernel's per-packet CPU cost. AnyBlob
 //! probes with a do-not-fragment ping; here the TCP maximum segment size of each new
 //! connection (read by the event loop, no ICMP privileges needed) tells the same. Once
@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Addresses kept per endpoint.
-pub const MAX_ADDRESSES: usize = 8;
+pub(crate) const MAX_ADDRESSES: usize = 8;
 /// Throughput samples an address needs before it can be judged.
 const MIN_SAMPLES: u32 = 16;
 /// An address is replaced when its throughput is below this share of the median.
@@ -83,7 +83,7 @@ impl std::fmt::Debug for Endpoints {
 }
 
 impl Endpoints {
-    /// Resolves through `resolve` once and keeps up to [`MAX_ADDRESSES`] addresses.
+    /// Resolves through `resolve` once and keeps up to `MAX_ADDRESSES` addresses.
     pub fn new(resolve: Resolver) -> std::io::Result<Self> {
         let mut found = resolve()?;
         found.dedup();
@@ -104,7 +104,7 @@ impl Endpoints {
     }
 
     /// The endpoint `host:port`, resolved by the system resolver.
-    pub fn system(host: &str, port: u16) -> std::io::Result<Self> {
+    pub(crate) fn system(host: &str, port: u16) -> std::io::Result<Self> {
         let host = host.to_string();
         Self::new(Box::new(move || {
             use std::net::ToSocketAddrs;
@@ -114,7 +114,7 @@ impl Endpoints {
 
     /// The address for the next request: the cached addresses in turn, leaving out
     /// those known to carry only standard frames while one carries jumbo frames.
-    pub fn pick(&self) -> SocketAddr {
+    pub(crate) fn pick(&self) -> SocketAddr {
         let addresses = self.addresses.lock().unwrap_or_else(|p| p.into_inner());
         let turn = self.next.fetch_add(1, Ordering::Relaxed);
         let prefer_jumbo = addresses.iter().any(Address::jumbo);
@@ -131,7 +131,7 @@ impl Endpoints {
     /// Records the TCP segment size of a new connection to `addr`; an address with
     /// standard frames is replaced by a fresh one from DNS while another address has
     /// jumbo frames (the MTU-based resolver).
-    pub fn record_segment(&self, addr: SocketAddr, segment: u32) {
+    pub(crate) fn record_segment(&self, addr: SocketAddr, segment: u32) {
         let mut addresses = self.addresses.lock().unwrap_or_else(|p| p.into_inner());
         let Some(index) = addresses.iter().position(|a| a.addr == addr) else {
             return;
@@ -165,8 +165,10 @@ impl Endpoints {
         }
     }
 
-    /// The cached addresses known to carry jumbo frames.
-    pub fn jumbo_addresses(&self) -> Vec<SocketAddr> {
+    /// The cached addresses known to carry jumbo frames (what the tests check the
+    /// segment bookkeeping by).
+    #[cfg(test)]
+    fn jumbo_addresses(&self) -> Vec<SocketAddr> {
         let addresses = self.addresses.lock().unwrap_or_else(|p| p.into_inner());
         addresses
             .iter()
@@ -176,14 +178,14 @@ impl Endpoints {
     }
 
     /// The cached addresses.
-    pub fn addresses(&self) -> Vec<SocketAddr> {
+    pub(crate) fn addresses(&self) -> Vec<SocketAddr> {
         let addresses = self.addresses.lock().unwrap_or_else(|p| p.into_inner());
         addresses.iter().map(|a| a.addr).collect()
     }
 
     /// Records that `addr` delivered `bytes` in `seconds`; may replace an address
     /// that is clearly slower than the others.
-    pub fn record(&self, addr: SocketAddr, bytes: u64, seconds: f64) {
+    pub(crate) fn record(&self, addr: SocketAddr, bytes: u64, seconds: f64) {
         if bytes < MIN_SAMPLE_BYTES || seconds <= 0.0 {
             return;
         }

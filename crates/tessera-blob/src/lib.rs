@@ -6,14 +6,14 @@
 //! Tessera uses through the `object_store::ObjectStore` trait.
 //!
 //! `s3://` stores (`http://` and `https://` endpoints, and AWS without an endpoint URL)
-//! are served by Tessera's own download manager (seed 002, AnyBlob): a few retriever
+//! are served by Tessera's own download manager (after AnyBlob (Durner, Leis, Neumann: Exploiting Cloud Object Storage for High-Performance Analytics, VLDB 2023)): a few retriever
 //! threads each run an io_uring event loop over many keep-alive connections, plain or
-//! TLS ([`uring`]; trusted CAs in [`tls`]: the system store, or the PEM bundle named by
+//! TLS (`uring`; trusted CAs in [`tls`]: the system store, or the PEM bundle named by
 //! `TESSERA_S3_CA_FILE` or `AWS_CA_BUNDLE`); the S3 protocol with SigV4, retries and
 //! hedging is in [`s3`], request sizing in [`sizing`], the online latency model that
-//! sets concurrency and hedging deadlines in [`model`], the multi-address DNS cache in
+//! sets concurrency and hedging deadlines in `model`, the multi-address DNS cache in
 //! [`endpoints`], cost accounting in [`stats`] (per query with [`accounting::scope`]), optional client-side encryption in
-//! [`crypt`], and the `ObjectStore` implementation in [`uring_store`]. Its settings are
+//! `crypt`, and the `ObjectStore` implementation in [`uring_store`]. Its settings are
 //! [`RetrievalOptions`].
 //!
 //! ```
@@ -25,25 +25,39 @@
 
 pub mod accounting;
 pub mod config;
-pub mod crypt;
+mod crypt;
+/// Public because the fault tests and the test kit build clients over fixed addresses
+/// ([`endpoints::Endpoints`]) and compare path segment sizes.
 pub mod endpoints;
 pub mod error;
-pub mod local;
+mod explain;
+mod local;
 pub mod location;
-pub mod model;
+mod model;
 pub mod options;
+/// Public for `tessera bench` (tessera-cli) and this crate's `retrieval` example.
 pub mod retrieval_bench;
+/// Public because the io_uring S3 client is used directly by the integration tests,
+/// which drive it below the `ObjectStore` seam.
 pub mod s3;
+/// Public because the test kit signs its MinIO admin requests with it.
 pub mod sigv4;
+/// Public because request sizing ([`sizing::plan`]) is what callers split reads by.
 pub mod sizing;
 pub mod stats;
 pub mod store;
+/// Public because the test kit builds its HTTPS admin client with
+/// [`tls::client_config`].
 pub mod tls;
-pub mod uring;
+mod uring;
+/// Public because the integration tests build [`uring_store::UringS3Store`] over
+/// their own clients.
 pub mod uring_store;
 
 pub use config::{Addressing, Credentials, S3Config, S3Overrides};
-pub use error::{BlobError, explain};
+pub use crypt::{EncryptionKey, ciphertext_len};
+pub use error::BlobError;
+pub use explain::explain;
 pub use location::Location;
 pub use options::{Hedging, RetrievalOptions, Sizing};
 pub use stats::{Provider, RequestStats, StatsSnapshot};

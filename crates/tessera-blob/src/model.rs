@@ -1,5 +1,6 @@
 //! Latencies learned online: the base latency (time to first byte) and the data
-//! latency (time per MiB after it), which drive seed 002's concurrency model
+//! latency (time per MiB after it), which drive the concurrency model of
+//! AnyBlob (Durner, Leis, Neumann: Exploiting Cloud Object Storage for High-Performance Analytics, VLDB 2023)
 //! `requests = throughput * (baseLatency + size * dataLatency) / size`, and recent
 //! per-size-class percentiles, which decide when a request is late enough to hedge.
 
@@ -13,9 +14,9 @@ const MIB: f64 = 1024.0 * 1024.0;
 const WINDOW: usize = 128;
 /// Size classes: one per power of two of the request size, up to 2^47 bytes.
 const CLASSES: usize = 48;
-/// S3's median base latency (seed 002), used until requests have been measured.
+/// S3's median base latency (AnyBlob), used until requests have been measured.
 const PRIOR_BASE: Duration = Duration::from_millis(30);
-/// S3's median data latency per MiB (seed 002), used until measured.
+/// S3's median data latency per MiB (AnyBlob), used until measured.
 const PRIOR_PER_MIB: Duration = Duration::from_millis(20);
 /// Measured requests needed before measurements replace the priors.
 const MIN_MEASURED: usize = 8;
@@ -109,14 +110,14 @@ impl LatencyModel {
         }
     }
 
-    /// Median base latency (time to first byte), or seed 002's S3 median before
+    /// Median base latency (time to first byte), or AnyBlob's S3 median before
     /// enough requests were measured.
     pub fn base_latency(&self) -> Duration {
         let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         inner.base.quantile(0.5, MIN_MEASURED).unwrap_or(PRIOR_BASE)
     }
 
-    /// Median data latency per MiB, or seed 002's S3 median before enough requests
+    /// Median data latency per MiB, or AnyBlob's S3 median before enough requests
     /// of at least 1 MiB were measured.
     pub fn data_latency_per_mib(&self) -> Duration {
         let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());

@@ -1,4 +1,5 @@
-//! Tunables of the io_uring S3 client, with seed 002's defaults.
+//! Tunables of the io_uring S3 client, with the defaults of
+//! AnyBlob (Durner, Leis, Neumann: Exploiting Cloud Object Storage for High-Performance Analytics, VLDB 2023).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -33,14 +34,14 @@ pub struct RetrievalOptions {
     /// Keys per ListObjectsV2 page (1 to 1000, S3's maximum).
     pub list_page_size: u32,
     /// Client-side AES-256-GCM encryption of every object written and read (layout in
-    /// [`crate::crypt`]); off by default.
+    /// `crypt`); off by default.
     pub encryption: Option<EncryptionKey>,
     /// A PEM bundle of the CAs trusted for `https` endpoints instead of the system
     /// store (a private endpoint with its own CA); see [`crate::tls`].
     pub ca_file: Option<PathBuf>,
 }
 
-/// Request sizing (seed 002: 8-16 MiB requests are cost- and throughput-optimal).
+/// Request sizing (AnyBlob: 8-16 MiB requests are cost- and throughput-optimal).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sizing {
     /// Ranges longer than this are split into parts of at most this many bytes, all

@@ -33,7 +33,7 @@ pub struct BenchSpec {
     pub objects: usize,
     /// Size of each object in MiB.
     pub object_mib: u64,
-    /// Bytes per ranged GET, in MiB (seed 002: 8-16).
+    /// Bytes per ranged GET, in MiB (AnyBlob (Durner, Leis, Neumann: Exploiting Cloud Object Storage for High-Performance Analytics, VLDB 2023): 8-16).
     pub request_mib: u64,
     /// GETs in flight at once, the same for both clients.
     pub concurrency: usize,
@@ -75,9 +75,9 @@ pub struct BenchRow {
 
 /// User plus system CPU seconds of this process so far.
 fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage fills a zeroed struct we own.
+    // SAFETY: rusage is plain integers and timevals, for which all-zero is valid.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_SELF with a valid pointer cannot fail.
+    // SAFETY: getrusage writes one rusage through a pointer to a live, writable one.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     secs(usage.ru_utime) + secs(usage.ru_stime)

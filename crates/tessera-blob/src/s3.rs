@@ -18,13 +18,24 @@ use crate::model::LatencyModel;
 use crate::options::RetrievalOptions;
 use crate::sigv4;
 use crate::stats::{RequestClass, RequestStats};
-use crate::uring::{HttpError, HttpRequest, HttpResponse, Retrievers, TlsTarget};
+/// The transport types in this client's signatures: its answers, its transport
+/// errors and the retriever threads several clients may share.
+pub use crate::uring::{HttpError, HttpResponse, Retrievers};
+use crate::uring::{HttpRequest, TlsTarget};
 use rustls::pki_types::ServerName;
 
 /// S3's maximum keys per ListObjectsV2 page.
 const MAX_LIST_PAGE: u32 = 1000;
 /// Most backoff doublings, so the delay stays bounded however many attempts are set.
 const MAX_BACKOFF_DOUBLINGS: u32 = 6;
+/// Largest body a GET without a bounded range accepts (a whole object, or everything
+/// from an offset). Tessera reads large objects in sized ranges
+/// ([`S3Client::get_from`]), so only small objects come whole; the bound keeps a server
+/// that announces an absurd length from making the client allocate it.
+const MAX_WHOLE_OBJECT: usize = 1 << 30;
+/// Largest body of any other answer (listings, upload results): a ListObjectsV2 page
+/// of 1000 keys is well under a megabyte.
+const MAX_API_BODY: usize = 16 << 20;
 
 /// An S3 failure: the HTTP status and the XML error body, or a transport failure.
 #[derive(Debug, thiserror::Error)]
@@ -59,7 +70,7 @@ pub enum S3Error {
 
 /// One object in a listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListedObject {
+pub(crate) struct ListedObject {
     /// The key.
     pub key: String,
     /// Size in bytes.
@@ -72,7 +83,7 @@ pub struct ListedObject {
 
 /// One page of a ListObjectsV2 listing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ListPage {
+pub(crate) struct ListPage {
     /// Objects on this page.
     pub objects: Vec<ListedObject>,
     /// Common prefixes (with a delimiter), each ending in the delimiter.
@@ -117,7 +128,7 @@ struct InitiateMultipartUploadResult {
 
 /// The bytes of a read whose size was learnt from the answer ([`S3Client::get_from`]).
 #[derive(Debug)]
-pub struct Fetched {
+pub(crate) struct Fetched {
     /// The first response, whose headers give the object's metadata.
     pub response: HttpResponse,
     /// The object's size.
@@ -129,13 +140,19 @@ pub struct Fetched {
 }
 
 /// The first byte and the object's total size from `Content-Range: bytes a-b/total`.
-pub fn content_range(response: &HttpResponse) -> Option<(u64, u64)> {
+pub(crate) fn content_range(response: &HttpResponse) -> Option<(u64, u64)> {
+    content_range_bounds(response).map(|(first, _, total)| (first, total))
+}
+
+/// The first and last byte and the object's total size from
+/// `Content-Range: bytes a-b/total`.
+fn content_range_bounds(response: &HttpResponse) -> Option<(u64, u64, u64)> {
     let (span, total) = response
         .header("content-range")?
         .strip_prefix("bytes ")?
         .split_once('/')?;
-    let (start, _) = span.split_once('-')?;
-    Some((start.parse().ok()?, total.parse().ok()?))
+    let (first, last) = span.split_once('-')?;
+    Some((first.parse().ok()?, last.parse().ok()?, total.parse().ok()?))
 }
 
 /// What a client is built from besides its settings: parts several clients may
@@ -284,19 +301,15 @@ impl S3Client {
         &self.stats
     }
 
-    /// The latencies this client has measured.
-    pub fn model(&self) -> &LatencyModel {
-        &self.model
-    }
-
     /// The options this client runs with.
     pub fn options(&self) -> &RetrievalOptions {
         &self.options
     }
 
     /// Requests of `size` bytes to keep in flight to reach the configured bandwidth,
-    /// by seed 002's model with the latencies measured so far.
-    pub fn concurrency_for(&self, size: u64) -> usize {
+    /// by the model of AnyBlob (Durner, Leis, Neumann: Exploiting Cloud Object Storage for High-Performance Analytics, VLDB 2023)
+    /// with the latencies measured so far.
+    pub(crate) fn concurrency_for(&self, size: u64) -> usize {
         self.model.concurrency(
             size,
             self.options.bandwidth_bytes_per_second(),
@@ -422,7 +435,7 @@ impl S3Client {
     /// first request of at most `sizing.max_request` bytes, hedged as usual, learns the
     /// object's size from its `Content-Range`; the rest is split by the sizing policy
     /// and fetched concurrently, hedged, each part only if the ETag is unchanged.
-    pub async fn get_from(&self, key: &str, start: u64) -> Result<Fetched, S3Error> {
+    pub(crate) async fn get_from(&self, key: &str, start: u64) -> Result<Fetched, S3Error> {
         let first = start..start.saturating_add(self.options.sizing.max_request.max(1));
         let response = match self.get_hedged(key, Some(first), None).await {
             // A range of an empty object is unsatisfiable (416): read it plainly.
@@ -489,14 +502,18 @@ impl S3Client {
 
     /// GET with an open-ended `Range` header value (`bytes=N-` or `bytes=-N`), whose
     /// size is unknown before the answer, so it is not hedged.
-    pub async fn get_open_range(&self, key: &str, range: &str) -> Result<HttpResponse, S3Error> {
+    pub(crate) async fn get_open_range(
+        &self,
+        key: &str,
+        range: &str,
+    ) -> Result<HttpResponse, S3Error> {
         let headers = [("range", range)];
         self.send(self.simple("GET", key, &headers, Bytes::new()), None)
             .await
     }
 
     /// HEAD with the response headers (size, ETag, Last-Modified).
-    pub async fn head_response(&self, key: &str) -> Result<HttpResponse, S3Error> {
+    pub(crate) async fn head_response(&self, key: &str) -> Result<HttpResponse, S3Error> {
         self.send(self.simple("HEAD", key, &[], Bytes::new()), None)
             .await
     }
@@ -539,7 +556,7 @@ impl S3Client {
 
     /// One ListObjectsV2 page of the keys under `prefix`, grouped by `delimiter` when
     /// given, continuing from `token` (the previous page's [`ListPage::next`]).
-    pub async fn list_page(
+    pub(crate) async fn list_page(
         &self,
         prefix: &str,
         delimiter: Option<&str>,
@@ -598,7 +615,7 @@ impl S3Client {
     }
 
     /// Starts a multipart upload of `key`; returns its upload id.
-    pub async fn create_multipart(&self, key: &str) -> Result<String, S3Error> {
+    pub(crate) async fn create_multipart(&self, key: &str) -> Result<String, S3Error> {
         let call = Call {
             method: "POST",
             key: Some(key),
@@ -613,7 +630,7 @@ impl S3Client {
     }
 
     /// Uploads part `number` (1 to 10000) of an upload; returns the part's ETag.
-    pub async fn upload_part(
+    pub(crate) async fn upload_part(
         &self,
         key: &str,
         upload_id: &str,
@@ -637,7 +654,7 @@ impl S3Client {
     }
 
     /// Completes an upload from its parts' ETags in part order; returns the ETag.
-    pub async fn complete_multipart(
+    pub(crate) async fn complete_multipart(
         &self,
         key: &str,
         upload_id: &str,
@@ -672,7 +689,7 @@ impl S3Client {
     }
 
     /// Aborts an upload, freeing its parts.
-    pub async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<(), S3Error> {
+    pub(crate) async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<(), S3Error> {
         let call = Call {
             method: "DELETE",
             key: Some(key),
@@ -744,6 +761,13 @@ impl S3Client {
                 Ok(r) if r.status < 300 => {
                     let size = r.body.len() as u64;
                     crate::accounting::count(&self.stats, |s| s.record_received(size));
+                    // A response that is not what was asked for is a transient fault
+                    // of the server or the path, like a broken connection.
+                    if let Err(mismatch) = check_range(&call, &r) {
+                        fresh = true;
+                        last = Some(S3Error::Response(mismatch));
+                        continue;
+                    }
                     if call.method == "GET" {
                         self.model.record(size, r.first_byte, r.elapsed);
                         self.endpoints.record(addr, size, r.elapsed.as_secs_f64());
@@ -840,8 +864,93 @@ impl S3Client {
             fresh_connection: false,
             first_byte_seen: None,
             tls: self.tls.clone(),
+            max_body: body_limit(call),
         }
     }
+}
+
+/// The byte range a GET's `Range` header asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Requested {
+    /// `bytes=first-last`.
+    Bounded(u64, u64),
+    /// `bytes=first-`: everything from `first`.
+    From(u64),
+    /// `bytes=-n`: the last `n` bytes.
+    Suffix(u64),
+}
+
+/// The range `call` asks for, if it is a GET with a `Range` header.
+fn requested(call: &Call<'_>) -> Option<Requested> {
+    if call.method != "GET" {
+        return None;
+    }
+    let (_, value) = call
+        .headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("range"))?;
+    let (first, last) = value.strip_prefix("bytes=")?.split_once('-')?;
+    match (first.parse().ok(), last.parse().ok()) {
+        (Some(first), Some(last)) => Some(Requested::Bounded(first, last)),
+        (Some(first), None) if last.is_empty() => Some(Requested::From(first)),
+        (None, Some(n)) if first.is_empty() => Some(Requested::Suffix(n)),
+        _ => None,
+    }
+}
+
+/// The most body bytes `call` asked for: the length of its `Range`, or a fixed bound
+/// for whole objects and other answers.
+fn body_limit(call: &Call<'_>) -> usize {
+    if call.method != "GET" || call.key.is_none() {
+        return MAX_API_BODY;
+    }
+    let bounded = match requested(call) {
+        Some(Requested::Bounded(first, last)) => {
+            last.checked_sub(first).and_then(|d| d.checked_add(1))
+        }
+        Some(Requested::Suffix(n)) => Some(n),
+        Some(Requested::From(_)) | None => None,
+    };
+    bounded.map_or(MAX_WHOLE_OBJECT, |len| {
+        usize::try_from(len).unwrap_or(usize::MAX)
+    })
+}
+
+/// Whether a successful `response` carries the bytes `call` asked for: a `206`
+/// must name the requested range in `Content-Range` (clipped to the object's end, as
+/// S3 does) and carry exactly that many bytes. A `200` is the server ignoring the
+/// range and sending the whole object, which the body limit already bounds.
+fn check_range(call: &Call<'_>, response: &HttpResponse) -> Result<(), String> {
+    let Some(asked) = requested(call) else {
+        return Ok(());
+    };
+    if response.status == 200 && response.header("content-range").is_none() {
+        return Ok(());
+    }
+    if response.status != 206 {
+        return Err(format!(
+            "a ranged GET ({asked:?}) was answered with HTTP {}",
+            response.status
+        ));
+    }
+    let Some((first, last, total)) = content_range_bounds(response) else {
+        return Err(format!(
+            "a 206 answer to {asked:?} without a valid Content-Range ({:?})",
+            response.header("content-range")
+        ));
+    };
+    let expected = match asked {
+        Requested::Bounded(a, b) => (a, b.min(total.saturating_sub(1))),
+        Requested::From(a) => (a, total.saturating_sub(1)),
+        Requested::Suffix(n) => (total.saturating_sub(n), total.saturating_sub(1)),
+    };
+    let len = response.body.len() as u64;
+    if (first, last) != expected || last < first || last >= total || len != last - first + 1 {
+        return Err(format!(
+            "asked for {asked:?}, got Content-Range bytes {first}-{last}/{total} with {len} body bytes"
+        ));
+    }
+    Ok(())
 }
 
 /// `delay` scaled by a random factor in [0.5, 1.5): requests throttled together must

@@ -11,7 +11,7 @@ use ring::{digest, hmac};
 use crate::config::Credentials;
 
 /// The payload hash that tells S3 the body is not signed (used for GETs and streaming).
-pub const UNSIGNED_PAYLOAD: &str = "UNSIGNED-PAYLOAD";
+pub(crate) const UNSIGNED_PAYLOAD: &str = "UNSIGNED-PAYLOAD";
 
 /// Hex SHA-256 of the empty body.
 pub const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
@@ -29,7 +29,7 @@ pub struct Request<'a> {
     pub query: &'a [(&'a str, &'a str)],
     /// Other headers to sign (names in any case).
     pub headers: &'a [(&'a str, &'a str)],
-    /// Hex SHA-256 of the body, or [`UNSIGNED_PAYLOAD`].
+    /// Hex SHA-256 of the body, or `UNSIGNED-PAYLOAD`.
     pub payload_sha256: &'a str,
 }
 
@@ -113,7 +113,7 @@ pub fn sign(
 /// The query string in SigV4's canonical form (names and values percent-encoded,
 /// sorted), which is also a valid query string for the request line; `None` when there
 /// are no parameters.
-pub fn canonical_query(query: &[(&str, &str)]) -> Option<String> {
+pub(crate) fn canonical_query(query: &[(&str, &str)]) -> Option<String> {
     if query.is_empty() {
         return None;
     }
@@ -132,7 +132,7 @@ pub fn canonical_query(query: &[(&str, &str)]) -> Option<String> {
 }
 
 /// Hex SHA-256 of `data` (for signed payloads).
-pub fn sha256_hex(data: &[u8]) -> String {
+pub(crate) fn sha256_hex(data: &[u8]) -> String {
     hex(digest::digest(&digest::SHA256, data).as_ref())
 }
 
@@ -147,7 +147,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// Percent-encodes all but unreserved characters (and `/` in paths), as SigV4 requires.
-pub fn uri_encode(text: &str, encode_slash: bool) -> String {
+pub(crate) fn uri_encode(text: &str, encode_slash: bool) -> String {
     let mut out = String::with_capacity(text.len());
     for &b in text.as_bytes() {
         match b {

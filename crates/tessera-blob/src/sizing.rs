@@ -1,4 +1,4 @@
-//! Request sizing (seed 002): ranges above the request size are split into parts of
+//! Request sizing (after AnyBlob (Durner, Leis, Neumann: Exploiting Cloud Object Storage for High-Performance Analytics, VLDB 2023)): ranges above the request size are split into parts of
 //! half to all of it, and small neighbouring ranges are fetched by one request, since
 //! object stores bill per request and per-request latency dominates small reads.
 
@@ -54,7 +54,7 @@ pub fn plan(ranges: &[Range<u64>], sizing: &Sizing) -> Vec<Range<u64>> {
 /// Cuts `ranges` out of the fetched `requests` (as returned by [`plan`], with their
 /// bodies): a range inside one request is a zero-copy slice; one spanning several
 /// requests is copied together once.
-pub fn assemble(ranges: &[Range<u64>], requests: &[(Range<u64>, Bytes)]) -> Vec<Bytes> {
+pub(crate) fn assemble(ranges: &[Range<u64>], requests: &[(Range<u64>, Bytes)]) -> Vec<Bytes> {
     ranges
         .iter()
         .map(|range| {

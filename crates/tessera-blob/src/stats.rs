@@ -1,11 +1,11 @@
 //! Request accounting: how many requests, bytes, retries and hedges retrieval cost,
-//! and what the requests cost in dollars at a provider's list prices (seed 002,
-//! Table 1). Counters are atomics shared by every store a factory opens, so the engine
+//! and what the requests cost in dollars at a provider's list prices (AnyBlob
+//! Table 1; Durner, Leis, Neumann: Exploiting Cloud Object Storage for High-Performance Analytics, VLDB 2023). Counters are atomics shared by every store a factory opens, so the engine
 //! can take a [`StatsSnapshot`] before and after a query and show the difference.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Cloud providers with the request prices of seed 002, Table 1.
+/// Cloud providers with the request prices of AnyBlob Table 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Provider {
     /// AWS S3 (us-east-2).

@@ -15,18 +15,22 @@ use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
 use url::Url;
 
 use crate::config::{Addressing, S3Config};
-use crate::error::{BlobError, explain};
+use crate::error::BlobError;
+use crate::explain::explain;
 use crate::options::RetrievalOptions;
 use crate::s3::{ClientParts, S3Client};
 use crate::stats::RequestStats;
 use crate::uring::Retrievers;
 use crate::uring_store::UringS3Store;
 
-/// Bounds on how long one S3 request may take before it fails with a clear error:
-/// an unreachable endpoint must fail in seconds, not after the client's default of
-/// minutes of retries.
+/// Bounds on how long one request of the `object_store` client may take before it
+/// fails with a clear error: an unreachable endpoint must fail in seconds, and a
+/// server that accepts connections but never answers within the request timeout
+/// (that client's own default; it covers the whole body, as it has no idle timeout),
+/// not after minutes of retries. Shorter attempt timeouts and fewer attempts in
+/// [`RetrievalOptions`] lower them further.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_RETRIES: usize = 3;
 const RETRY_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -53,7 +57,8 @@ pub struct StoreFactory {
     options: Result<RetrievalOptions, String>,
     stats: Arc<RequestStats>,
     /// The retriever threads every io_uring store of this factory sends through,
-    /// started by the first one: a few threads for all buckets, as in seed 002.
+    /// started by the first one: a few threads for all buckets, as in
+    /// AnyBlob (Durner, Leis, Neumann: Exploiting Cloud Object Storage for High-Performance Analytics, VLDB 2023).
     retrievers: Arc<Mutex<Option<Retrievers>>>,
 }
 
@@ -124,13 +129,15 @@ impl StoreFactory {
         kind: S3ClientKind,
     ) -> Result<Arc<dyn ObjectStore>, BlobError> {
         let cfg = &self.s3;
+        let options = self.options.as_ref().ok();
+        let attempt_timeout = options.map_or(REQUEST_TIMEOUT, |o| o.attempt_timeout);
         let mut client = ClientOptions::new()
             .with_allow_http(cfg.is_plain_http())
-            .with_connect_timeout(CONNECT_TIMEOUT)
-            .with_timeout(REQUEST_TIMEOUT);
+            .with_connect_timeout(CONNECT_TIMEOUT.min(attempt_timeout))
+            .with_timeout(REQUEST_TIMEOUT.min(attempt_timeout));
         // The same private CA for the object_store client (selected, or serving the
         // operations the io_uring client delegates).
-        if let Some(path) = self.options.as_ref().ok().and_then(|o| o.ca_file.as_ref()) {
+        if let Some(path) = options.and_then(|o| o.ca_file.as_ref()) {
             let unusable = |reason: String| {
                 BlobError::Config(format!(
                     "the CA bundle {} is unusable: {reason}",
@@ -146,8 +153,10 @@ impl StoreFactory {
         }
         let retry = RetryConfig {
             backoff: BackoffConfig::default(),
-            max_retries: MAX_RETRIES,
-            retry_timeout: RETRY_TIMEOUT,
+            max_retries: options.map_or(MAX_RETRIES, |o| {
+                MAX_RETRIES.min(o.max_attempts.saturating_sub(1) as usize)
+            }),
+            retry_timeout: RETRY_TIMEOUT.min(attempt_timeout),
         };
         let mut builder = AmazonS3Builder::new()
             .with_bucket_name(bucket)

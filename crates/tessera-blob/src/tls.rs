@@ -1,7 +1,7 @@
 //! TLS settings for the io_uring client: which certificate authorities it trusts.
 //!
 //! The handshake and record layer run inside the retriever's event loop
-//! ([`crate::uring`]) with rustls over the same non-blocking sockets as plain HTTP; this
+//! (`uring`) with rustls over the same non-blocking sockets as plain HTTP; this
 //! module only builds the shared `rustls::ClientConfig`.
 //!
 //! Trust: the operating system's CA store (as `rustls-native-certs` finds it, which also

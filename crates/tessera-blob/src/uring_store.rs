@@ -1,4 +1,4 @@
-//! `object_store::ObjectStore` over the io_uring [`S3Client`], so DataFusion's readers
+//! `object_store::ObjectStore` over the io_uring [`S3Client`](crate::s3::S3Client), so DataFusion's readers
 //! fetch `s3://` bytes through tessera-blob.
 //!
 //! Reads (GET, ranged GET with request sizing, HEAD), PUTs (including create-only PUTs

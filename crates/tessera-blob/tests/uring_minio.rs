@@ -307,8 +307,8 @@ async fn multipart_uploads_assemble_large_objects() {
 async fn encrypted_objects_round_trip_and_a_wrong_key_fails() {
     use object_store::path::Path;
     use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-    use tessera_blob::crypt::{EncryptionKey, ciphertext_len};
     use tessera_blob::uring_store::UringS3Store;
+    use tessera_blob::{EncryptionKey, ciphertext_len};
     use tessera_blob::{RetrievalOptions, S3ClientKind, StoreFactory};
 
     let minio = MinioServer::start();

@@ -8,19 +8,17 @@ use std::time::Duration;
 
 use arrow::array::{Int64Array, RecordBatch};
 use futures::TryStreamExt;
-use futures::stream::BoxStream;
 use object_store::ObjectStoreExt;
 use object_store::memory::InMemory;
 use object_store::path::Path;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult,
-};
+use object_store::{ObjectStore, PutOptions, PutPayload, PutResult};
 use tessera_table::{FileRead, OpenFile, Pacer, Table, TableError, TableOptions};
 use tessera_testkit::MinioServer;
 
 mod common;
-use common::{data_file, data_file_in_groups, data_file_with, minio_store, values};
+use common::{
+    PutHook, PutHooked, data_file, data_file_in_groups, data_file_with, minio_store, values,
+};
 
 async fn appends_and_snapshots(store: Arc<dyn ObjectStore>) {
     let table = Table::create(
@@ -230,19 +228,12 @@ enum Crash {
     After,
 }
 
-/// A store that fails its `fail_at`-th PUT (1-based) the way `crash` says.
+/// A store's hook that fails its `fail_at`-th PUT (1-based) the way `crash` says.
 #[derive(Debug)]
-struct CrashingStore {
-    inner: Arc<dyn ObjectStore>,
+struct Crashing {
     puts: AtomicUsize,
     fail_at: usize,
     crash: Crash,
-}
-
-impl std::fmt::Display for CrashingStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "CrashingStore({})", self.inner)
-    }
 }
 
 fn injected() -> object_store::Error {
@@ -253,9 +244,12 @@ fn injected() -> object_store::Error {
 }
 
 #[async_trait::async_trait]
-impl ObjectStore for CrashingStore {
-    async fn put_opts(
+impl PutHook for Crashing {
+    const NAME: &'static str = "CrashingStore";
+
+    async fn put(
         &self,
+        inner: &Arc<dyn ObjectStore>,
         location: &Path,
         payload: PutPayload,
         opts: PutOptions,
@@ -264,45 +258,11 @@ impl ObjectStore for CrashingStore {
         if n == self.fail_at && self.crash == Crash::Before {
             return Err(injected());
         }
-        let result = self.inner.put_opts(location, payload, opts).await?;
+        let result = inner.put_opts(location, payload, opts).await?;
         if n == self.fail_at {
             return Err(injected());
         }
         Ok(result)
-    }
-    async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-    async fn get_opts(
-        &self,
-        location: &Path,
-        options: GetOptions,
-    ) -> object_store::Result<GetResult> {
-        self.inner.get_opts(location, options).await
-    }
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<Path>>,
-    ) -> BoxStream<'static, object_store::Result<Path>> {
-        self.inner.delete_stream(locations)
-    }
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-    async fn copy_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: CopyOptions,
-    ) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
     }
 }
 
@@ -317,11 +277,13 @@ async fn crash_at(step: usize, crash: Crash) {
     let committed = data_file(&setup, &[1, 2]).await.unwrap();
     setup.commit_append(vec![committed]).await.unwrap();
 
-    let crashing: Arc<dyn ObjectStore> = Arc::new(CrashingStore {
+    let crashing: Arc<dyn ObjectStore> = Arc::new(PutHooked {
         inner: inner.clone(),
-        puts: AtomicUsize::new(0),
-        fail_at: step,
-        crash,
+        hook: Crashing {
+            puts: AtomicUsize::new(0),
+            fail_at: step,
+            crash,
+        },
     });
     let writer = Table::open(crashing, Path::from("t")).await.unwrap();
     let outcome = async {

@@ -17,32 +17,22 @@ use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload, PutResult,
+    GetOptions, GetResult, ObjectMeta, ObjectStore, ObjectStoreExt, PutOptions, PutPayload,
+    PutResult,
 };
 use tessera_table::{NewFile, Table, TableError, TableOptions};
 use tessera_testkit::{Direction, MinioServer, Proxy, Toxic, Toxiproxy, fault_retrieval_options};
 use tokio::sync::Notify;
 
 mod common;
-use common::{data_file, open_store, values};
+use common::{PutHook, PutHooked, bounded, data_file, open_store, values};
 
-/// Far above any correct run: fires only when a fault turned into a hang.
-const HANG_GUARD: Duration = Duration::from_secs(120);
 const BUCKET: &str = "faults";
 const TABLE: &str = "tables/t";
 /// The committed version every test starts from (version 1).
 const OLD: [i64; 2] = [1, 2];
 /// What a writer adds, in three data files.
 const ADDED: [[i64; 2]; 3] = [[3, 4], [5, 6], [7, 8]];
-
-/// Runs `future`, failing the test if it does not finish within [`HANG_GUARD`].
-async fn bounded<F: std::future::Future>(what: &str, future: F) -> F::Output {
-    match tokio::time::timeout(HANG_GUARD, future).await {
-        Ok(out) => out,
-        Err(_) => panic!("{what} hung for {HANG_GUARD:?}"),
-    }
-}
 
 /// Which PUTs a fault hits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,7 +123,7 @@ struct Pause {
     resume: Notify,
 }
 
-/// Shared by a [`FaultyStore`] and the streams it returns.
+/// Shared by a [`Faulty`] hook and the streams it returns.
 #[derive(Debug)]
 struct Shared {
     proxy: Proxy,
@@ -182,27 +172,23 @@ impl Shared {
     }
 }
 
-/// The writer's store: the S3 store through the proxy, switching the fault's toxic on
-/// around the PUTs it targets.
+/// The writer's store's hook, its inner store the S3 store through the proxy:
+/// switches the fault's toxic on around the PUTs it targets.
 #[derive(Debug)]
-struct FaultyStore {
-    inner: Arc<dyn ObjectStore>,
+struct Faulty {
     /// MinIO itself, to tell whether a faulted PUT landed.
     witness: Arc<dyn ObjectStore>,
     shared: Arc<Shared>,
     pause: Option<Arc<Pause>>,
 }
 
-impl std::fmt::Display for FaultyStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "FaultyStore({})", self.inner)
-    }
-}
-
 #[async_trait::async_trait]
-impl ObjectStore for FaultyStore {
-    async fn put_opts(
+impl PutHook for Faulty {
+    const NAME: &'static str = "FaultyStore";
+
+    async fn put(
         &self,
+        inner: &Arc<dyn ObjectStore>,
         location: &Path,
         payload: PutPayload,
         opts: PutOptions,
@@ -220,12 +206,12 @@ impl ObjectStore for FaultyStore {
         };
         if !hit {
             let counted = self.shared.starts_call();
-            let result = self.inner.put_opts(location, payload, opts).await;
+            let result = inner.put_opts(location, payload, opts).await;
             self.shared.after_call(counted).await;
             return result;
         }
         self.shared.set_toxic(true).await;
-        let result = self.inner.put_opts(location, payload, opts).await;
+        let result = inner.put_opts(location, payload, opts).await;
         let landed = self.witness.head(location).await.is_ok();
         let off = {
             let mut c = self.shared.counters.lock().unwrap();
@@ -250,23 +236,16 @@ impl ObjectStore for FaultyStore {
         result
     }
 
-    async fn put_multipart_opts(
+    async fn get(
         &self,
-        location: &Path,
-        opts: PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-
-    async fn get_opts(
-        &self,
+        inner: &Arc<dyn ObjectStore>,
         location: &Path,
         options: GetOptions,
     ) -> object_store::Result<GetResult> {
         let counted = self.shared.starts_call();
         // The body is read now, so a lingering toxic meets it.
         let result = async {
-            let got = self.inner.get_opts(location, options).await?;
+            let got = inner.get_opts(location, options).await?;
             let (meta, range, attributes) =
                 (got.meta.clone(), got.range.clone(), got.attributes.clone());
             let bytes = got.bytes().await?;
@@ -284,15 +263,12 @@ impl ObjectStore for FaultyStore {
         result
     }
 
-    fn delete_stream(
+    fn list(
         &self,
-        locations: BoxStream<'static, object_store::Result<Path>>,
-    ) -> BoxStream<'static, object_store::Result<Path>> {
-        self.inner.delete_stream(locations)
-    }
-
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        let inner = Arc::clone(&self.inner);
+        inner: &Arc<dyn ObjectStore>,
+        prefix: Option<&Path>,
+    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        let inner = Arc::clone(inner);
         let shared = Arc::clone(&self.shared);
         let prefix = prefix.cloned();
         futures::stream::once(async move {
@@ -303,19 +279,6 @@ impl ObjectStore for FaultyStore {
         })
         .flatten()
         .boxed()
-    }
-
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-
-    async fn copy_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: CopyOptions,
-    ) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
     }
 }
 
@@ -355,16 +318,18 @@ impl Rig {
             fault,
             counters: Mutex::default(),
         });
-        let store: Arc<dyn ObjectStore> = Arc::new(FaultyStore {
+        let store: Arc<dyn ObjectStore> = Arc::new(PutHooked {
             inner: open_store(
                 &self.minio,
                 &self.proxy.endpoint(),
                 BUCKET,
                 fault_retrieval_options(),
             ),
-            witness: self.direct.clone(),
-            shared: shared.clone(),
-            pause,
+            hook: Faulty {
+                witness: self.direct.clone(),
+                shared: shared.clone(),
+                pause,
+            },
         });
         let table = Table::open(store, Path::from(TABLE)).await.unwrap();
         (table, shared)

@@ -8,29 +8,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use futures::stream::BoxStream;
 use object_store::path::Path;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult,
-};
+use object_store::{ObjectStore, PutOptions, PutPayload, PutResult};
 use tessera_table::{Table, TableOptions};
 use tessera_testkit::MinioServer;
 use tokio::sync::Notify;
 
 mod common;
-use common::{data_file, minio_store, try_values};
-
-/// Far above any correct run: fires only when a pause turned into a hang.
-const HANG_GUARD: Duration = Duration::from_secs(120);
-
-/// Runs `future`, failing the test if it does not finish within [`HANG_GUARD`].
-async fn bounded<F: std::future::Future>(what: &str, future: F) -> F::Output {
-    match tokio::time::timeout(HANG_GUARD, future).await {
-        Ok(out) => out,
-        Err(_) => panic!("{what} hung for {HANG_GUARD:?}"),
-    }
-}
+use common::{PutHook, PutHooked, bounded, data_file, minio_store, try_values};
 
 /// Where the writer is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,26 +38,22 @@ impl Hold {
     }
 }
 
-/// The writer's store: holds the first PUT that `hold` matches until resumed.
+/// The writer's store's hook: holds the first PUT that `hold` matches until resumed.
 #[derive(Debug)]
-struct HeldStore {
-    inner: Arc<dyn ObjectStore>,
+struct Held {
     hold: Hold,
     armed: AtomicBool,
     reached: Notify,
     resume: Notify,
 }
 
-impl std::fmt::Display for HeldStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "HeldStore({})", self.inner)
-    }
-}
-
 #[async_trait::async_trait]
-impl ObjectStore for HeldStore {
-    async fn put_opts(
+impl PutHook for Held {
+    const NAME: &'static str = "HeldStore";
+
+    async fn put(
         &self,
+        inner: &Arc<dyn ObjectStore>,
         location: &Path,
         payload: PutPayload,
         opts: PutOptions,
@@ -81,41 +62,7 @@ impl ObjectStore for HeldStore {
             self.reached.notify_one();
             self.resume.notified().await;
         }
-        self.inner.put_opts(location, payload, opts).await
-    }
-    async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-    async fn get_opts(
-        &self,
-        location: &Path,
-        options: GetOptions,
-    ) -> object_store::Result<GetResult> {
-        self.inner.get_opts(location, options).await
-    }
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<Path>>,
-    ) -> BoxStream<'static, object_store::Result<Path>> {
-        self.inner.delete_stream(locations)
-    }
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-    async fn copy_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: CopyOptions,
-    ) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
+        inner.put_opts(location, payload, opts).await
     }
 }
 
@@ -128,25 +75,27 @@ async fn vacuum_during_a_held_commit(store: Arc<dyn ObjectStore>, prefix: &str, 
         .unwrap();
     let first = data_file(&table, &[1, 2]).await.unwrap();
     table.commit_append(vec![first]).await.unwrap();
-    let held = Arc::new(HeldStore {
+    let held = Arc::new(PutHooked {
         inner: store.clone(),
-        hold,
-        armed: AtomicBool::new(false),
-        reached: Notify::new(),
-        resume: Notify::new(),
+        hook: Held {
+            hold,
+            armed: AtomicBool::new(false),
+            reached: Notify::new(),
+            resume: Notify::new(),
+        },
     });
     let writer = Table::open(held.clone(), Path::from(prefix)).await.unwrap();
     let files = vec![
         data_file(&writer, &[3, 4]).await.unwrap(),
         data_file(&writer, &[5, 6]).await.unwrap(),
     ];
-    held.armed.store(true, Ordering::SeqCst);
+    held.hook.armed.store(true, Ordering::SeqCst);
     let commit = tokio::spawn(async move { writer.commit_append(files).await });
-    bounded("the writer reaching its hold", held.reached.notified()).await;
+    bounded("the writer reaching its hold", held.hook.reached.notified()).await;
     bounded("vacuum", table.vacuum(Duration::ZERO))
         .await
         .unwrap();
-    held.resume.notify_one();
+    held.hook.resume.notify_one();
     let outcome = bounded("the commit", commit).await.unwrap();
     let seen = try_values(&table.snapshot().await.unwrap()).await;
     match outcome {

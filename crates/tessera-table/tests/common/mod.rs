@@ -1,15 +1,22 @@
 //! Helpers shared by the table tests: small data files, reading a snapshot's values,
-//! and stores on MinIO.
+//! stores on MinIO, a store wrapper that intercepts PUTs, and a hang guard.
 
+// Each test binary compiles this module and uses a part of it.
 #![allow(dead_code)]
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use arrow::array::{Int64Array, RecordBatch};
 use arrow::datatypes::{DataType, Field, Schema};
 use bytes::Bytes;
 use futures::TryStreamExt;
-use object_store::ObjectStore;
+use futures::stream::BoxStream;
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult,
+};
 use parquet::arrow::ArrowWriter;
 use tessera_table::{NewFile, Snapshot, Table, TableError};
 use tessera_testkit::MinioServer;
@@ -86,6 +93,7 @@ pub async fn try_values(snapshot: &Snapshot) -> Result<Vec<i64>, TableError> {
     Ok(out)
 }
 
+/// A store for a new `bucket` of `server`, reached directly.
 pub fn minio_store(server: &MinioServer, bucket: &str) -> Arc<dyn ObjectStore> {
     server.create_bucket(bucket);
     open_store(
@@ -114,4 +122,114 @@ pub fn open_store(
     tessera_blob::StoreFactory::with_options(config, options)
         .open(&url)
         .unwrap()
+}
+
+/// Far above any correct run: fires only when a pause or a fault turned into a hang.
+pub const HANG_GUARD: Duration = Duration::from_secs(120);
+
+/// Runs `future`, failing the test if it does not finish within [`HANG_GUARD`].
+pub async fn bounded<F: std::future::Future>(what: &str, future: F) -> F::Output {
+    match tokio::time::timeout(HANG_GUARD, future).await {
+        Ok(out) => out,
+        Err(_) => panic!("{what} hung for {HANG_GUARD:?}"),
+    }
+}
+
+/// What a [`PutHooked`] store does on top of its inner store. The hook makes each PUT
+/// itself through `inner`, so it can act before it, after it or instead of it; GETs and
+/// LISTs go straight to `inner` unless the hook says otherwise.
+#[async_trait::async_trait]
+pub trait PutHook: std::fmt::Debug + Send + Sync + 'static {
+    /// The store's name in its `Display` form, `NAME(inner)`.
+    const NAME: &'static str;
+
+    /// Stores `payload` at `location` through `inner` (or not), as the test wants.
+    async fn put(
+        &self,
+        inner: &Arc<dyn ObjectStore>,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult>;
+
+    /// Reads `location` through `inner`; by default straight.
+    async fn get(
+        &self,
+        inner: &Arc<dyn ObjectStore>,
+        location: &Path,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
+        inner.get_opts(location, options).await
+    }
+
+    /// Lists `prefix` through `inner`; by default straight.
+    fn list(
+        &self,
+        inner: &Arc<dyn ObjectStore>,
+        prefix: Option<&Path>,
+    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        inner.list(prefix)
+    }
+}
+
+/// A store that hands PUTs (and GETs and LISTs, where the hook wants them) to `hook`
+/// and every other call straight to `inner`.
+#[derive(Debug)]
+pub struct PutHooked<H> {
+    /// The store every call ends up at.
+    pub inner: Arc<dyn ObjectStore>,
+    /// What happens around each PUT.
+    pub hook: H,
+}
+
+impl<H: PutHook> std::fmt::Display for PutHooked<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}({})", H::NAME, self.inner)
+    }
+}
+
+#[async_trait::async_trait]
+impl<H: PutHook> ObjectStore for PutHooked<H> {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        self.hook.put(&self.inner, location, payload, opts).await
+    }
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
+        self.hook.get(&self.inner, location, options).await
+    }
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<Path>>,
+    ) -> BoxStream<'static, object_store::Result<Path>> {
+        self.inner.delete_stream(locations)
+    }
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.hook.list(&self.inner, prefix)
+    }
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+    async fn copy_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: CopyOptions,
+    ) -> object_store::Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
 }

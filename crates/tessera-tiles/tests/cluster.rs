@@ -1,13 +1,14 @@
 //! Rows of a written file are ordered by its low-cardinality shredded paths, chosen from
 //! the data: the file's pages then hold runs of one value, which page statistics skip.
 
-use arrow::array::{Array, AsArray};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::file::page_index::column_index::ColumnIndexMetaData;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::file::serialized_reader::ReadOptionsBuilder;
 use serde_json::Value;
 use tessera_tiles::{TilesOptions, write_file};
+
+mod common;
+use common::read_back;
 
 /// Documents with a 3-valued `kind`, a 5-valued `op` (absent from every 7th document),
 /// a unique `id` and a unique `name`, in an order that mixes all of them.
@@ -27,17 +28,10 @@ fn mixed_docs(count: usize) -> Vec<String> {
 
 /// The documents of a written file, in row order, as JSON values.
 fn rows(parquet: bytes::Bytes) -> Vec<Value> {
-    let reader = ParquetRecordBatchReaderBuilder::try_new(parquet)
-        .unwrap()
-        .build()
-        .unwrap();
-    let mut out = Vec::new();
-    for batch in reader {
-        let text = tessera_tiles::read_json(batch.unwrap().column(0).as_ref()).unwrap();
-        let text = text.as_string::<i32>();
-        out.extend((0..text.len()).map(|i| serde_json::from_str(text.value(i)).unwrap()));
-    }
-    out
+    read_back(parquet)
+        .iter()
+        .map(|text| serde_json::from_str(text).unwrap())
+        .collect()
 }
 
 /// A row's sort key as the writer should order it: `kind` first (3 values), then `op`

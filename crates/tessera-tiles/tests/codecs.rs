@@ -5,7 +5,10 @@
 use parquet::basic::{Compression, Encoding};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use serde_json::Value;
-use tessera_tiles::{TilesOptions, read_json, write_file};
+use tessera_tiles::{TilesOptions, write_file};
+
+mod common;
+use common::read_back;
 
 /// The codec of each column chunk of the first row group, by dotted column path.
 fn codecs(parquet: bytes::Bytes) -> Vec<(String, Compression)> {
@@ -83,20 +86,10 @@ fn typed_leaves_favour_decoding_speed() {
     }
 
     // Every document reads back as written (rows are reordered by clustering).
-    let reader =
-        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(written.parquet)
-            .unwrap()
-            .build()
-            .unwrap();
-    let mut back: Vec<Value> = Vec::new();
-    for batch in reader {
-        let text = read_json(batch.unwrap().column(0).as_ref()).unwrap();
-        let text = arrow::array::AsArray::as_string::<i32>(&text);
-        back.extend(
-            text.iter()
-                .map(|t| serde_json::from_str(t.unwrap()).unwrap()),
-        );
-    }
+    let mut back: Vec<Value> = read_back(written.parquet)
+        .iter()
+        .map(|text| serde_json::from_str(text).unwrap())
+        .collect();
     let mut expected: Vec<Value> = docs
         .iter()
         .map(|d| serde_json::from_str(d).unwrap())

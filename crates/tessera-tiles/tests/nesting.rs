@@ -3,11 +3,12 @@
 //! shredding, Variant encoding, Parquet) and come back on a default thread's 2 MiB
 //! stack, in a debug build: every recursion per nesting level stays in bounds.
 
-use arrow::array::{Array, AsArray};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use tessera_json::MAX_NESTING;
 use tessera_tiles::keypaths::MAX_SHREDDED_DEPTH;
-use tessera_tiles::{TilesOptions, read_json, write_file};
+use tessera_tiles::{TilesOptions, write_file};
+
+mod common;
+use common::read_back;
 
 /// `depth` nested objects `{"a":{"a":...1}}`.
 fn chain(depth: usize) -> String {
@@ -33,16 +34,10 @@ fn deepest_documents() -> Vec<String> {
 fn round_trip(docs: &[String]) -> (Vec<String>, usize) {
     let raw: Vec<&[u8]> = docs.iter().map(|d| d.as_bytes()).collect();
     let written = write_file(&raw, &TilesOptions::default()).unwrap();
-    let reader = ParquetRecordBatchReaderBuilder::try_new(written.parquet.clone())
-        .unwrap()
-        .build()
-        .unwrap();
-    let mut back = Vec::new();
-    for batch in reader {
-        let text = read_json(batch.unwrap().column(0).as_ref()).unwrap();
-        let text = text.as_string::<i32>();
-        back.extend((0..text.len()).map(|i| text.value(i).replace(' ', "")));
-    }
+    let back = read_back(written.parquet.clone())
+        .into_iter()
+        .map(|text| text.replace(' ', ""))
+        .collect();
     (back, written.summary.schema.paths.len())
 }
 

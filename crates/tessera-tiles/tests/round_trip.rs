@@ -9,20 +9,14 @@ use serde_json::{Map, Value, json};
 use tessera_tiles::summary::{FileSummary, LeafType};
 use tessera_tiles::{TilesOptions, WrittenFile, read_json, write_file};
 
+mod common;
+use common::read_back;
+
 /// Writes `docs`, reads the file back and checks every document came back exactly.
 fn assert_round_trip(docs: &[String], options: &TilesOptions) -> WrittenFile {
     let raw: Vec<&[u8]> = docs.iter().map(|d| d.as_bytes()).collect();
     let written = write_file(&raw, options).unwrap();
-    let reader = ParquetRecordBatchReaderBuilder::try_new(written.parquet.clone())
-        .unwrap()
-        .build()
-        .unwrap();
-    let mut back = Vec::new();
-    for batch in reader {
-        let text = read_json(batch.unwrap().column(0).as_ref()).unwrap();
-        let text = text.as_string::<i32>();
-        back.extend((0..text.len()).map(|i| text.value(i).to_string()));
-    }
+    let back = read_back(written.parquet.clone());
     assert_eq!(back.len(), docs.len());
     // Documents move between the tiles of a partition, so compare as multisets: the
     // canonical text (sorted keys, serde_json's number spelling) of each document.

@@ -264,6 +264,15 @@ fn a_table_directory_is_named_with_or_without_a_path_prefix() {
 }
 
 #[test]
+fn a_chain_of_thousands_of_arrows_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let chain = "->'a'".repeat(5000);
+    let sql = format!("SELECT j{chain} FROM '{}'", data("docs.json"));
+    let out = run(dir.path(), &[], &["sql", &sql]);
+    assert!(out.error().contains("at most 64"), "{}", out.stderr);
+}
+
+#[test]
 fn gen_is_deterministic_and_queryable() {
     let dir = tempfile::tempdir().unwrap();
     for name in ["a.json", "b.json", "c.json.zst", "d.json.gz"] {

@@ -30,7 +30,7 @@ use crate::datasource::tessera::{
     self, IngestOutcome, TesseraTable, TesseraTableFactory, VacuumReport,
 };
 use crate::errors;
-use crate::functions::operators::JsonOperatorPlanner;
+use crate::functions::operators::{JsonOperatorPlanner, check_chains};
 use crate::functions::{compat, json as json_functions};
 use crate::options::{OnError, TesseraOptions};
 use crate::physical_optimizer::{CastPushdown, GroupOnCodes, IntegerTextMinMax};
@@ -159,6 +159,7 @@ impl TesseraSession {
     /// Splits a script into statements with the session's SQL dialect (semicolons inside
     /// strings and comments do not split).
     pub fn parse(&self, script: &str) -> Result<Vec<Statement>> {
+        check_chains(script, &PostgreSqlDialect {})?;
         Ok(DFParser::parse_sql_with_dialect(script, &PostgreSqlDialect {})?.into())
     }
 

@@ -2,12 +2,56 @@
 //! PostgreSQL semantics, chained, and DuckDB-style JSONPath right-hand sides
 //! (`j->>'$.commit.collection'`).
 
-use datafusion::common::{DFSchema, Result};
+use std::sync::Arc;
+
+use datafusion::common::{DFSchema, Result, plan_err};
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawBinaryExpr};
 use datafusion::logical_expr::{Expr, ScalarUDF};
 use datafusion::sql::sqlparser::ast::BinaryOperator;
-use std::sync::Arc;
+use datafusion::sql::sqlparser::dialect::Dialect;
+use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+use tessera_json::path::MAX_PATH_DEPTH;
+
+/// Refuses SQL with a chain of more `->`/`->>` operators than a JSON path has elements,
+/// before it is parsed: planning such a chain costs time cubic in its length (each
+/// level's expression and name is rebuilt from the levels below it), and thousands of
+/// levels would exhaust the stack long before the path limit is checked.
+///
+/// A chain is arrows separated by one operand each (`j->'a'->>'b'`, `->> -1`); two or
+/// more tokens between arrows (`j->'a' || k->'b'`) start a new chain. Text that does not
+/// tokenize is left for the parser to report.
+pub fn check_chains(sql: &str, dialect: &dyn Dialect) -> Result<()> {
+    let Ok(tokens) = Tokenizer::new(dialect, sql).tokenize() else {
+        return Ok(());
+    };
+    let mut chain = 0usize;
+    // Tokens since the last arrow, other than the operand's sign.
+    let mut since_arrow = 2usize;
+    for token in tokens.iter().filter(|t| !matches!(t, Token::Whitespace(_))) {
+        let arrow = match token {
+            Token::Arrow | Token::LongArrow => true,
+            // `j->-1` tokenizes as one operator `->-`: an arrow all the same.
+            Token::CustomBinaryOperator(op) => op.starts_with("->"),
+            _ => false,
+        };
+        match token {
+            _ if arrow => {
+                chain = if since_arrow <= 1 { chain + 1 } else { 1 };
+                since_arrow = 0;
+                if chain > MAX_PATH_DEPTH {
+                    return plan_err!(
+                        "a chain of more than {MAX_PATH_DEPTH} -> or ->> operators: a JSON path \
+                         has at most {MAX_PATH_DEPTH} elements"
+                    );
+                }
+            }
+            Token::Minus if since_arrow == 0 => {}
+            _ => since_arrow += 1,
+        }
+    }
+    Ok(())
+}
 
 /// Plans `->` and `->>` into the `json_get` and `json_get_text` functions.
 #[derive(Debug)]
@@ -37,5 +81,40 @@ impl ExprPlanner for JsonOperatorPlanner {
         Ok(PlannerResult::Planned(Expr::ScalarFunction(
             ScalarFunction::new_udf(Arc::clone(func), vec![expr.left, expr.right]),
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+
+    use super::*;
+
+    fn chain(steps: usize, arrow: &str) -> String {
+        let mut sql = String::from("SELECT j");
+        for i in 0..steps {
+            sql.push_str(&format!(
+                "{arrow}{}",
+                if i % 2 == 0 { "'a'" } else { " -1" }
+            ));
+        }
+        sql + " FROM t"
+    }
+
+    #[test]
+    fn chains_longer_than_a_path_are_refused_before_parsing() {
+        let check = |sql: &str| check_chains(sql, &PostgreSqlDialect {});
+        for arrow in ["->", "->>", " -> "] {
+            assert!(check(&chain(MAX_PATH_DEPTH, arrow)).is_ok(), "{arrow}");
+            let err = check(&chain(MAX_PATH_DEPTH + 1, arrow)).unwrap_err();
+            assert!(err.to_string().contains("at most 64"), "{err}");
+        }
+        assert!(check(&chain(100_000, "->")).is_err());
+        assert!(check(&format!("SELECT j{}", "->-1".repeat(65))).is_err());
+        // Separate chains do not add up.
+        let half = chain(MAX_PATH_DEPTH, "->");
+        let pair = format!("{half} WHERE {}", &chain(MAX_PATH_DEPTH, "->")[7..]);
+        assert!(check(&pair).is_ok(), "{pair}");
+        assert!(check("SELECT 'unterminated").is_ok());
     }
 }

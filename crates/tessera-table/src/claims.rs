@@ -17,10 +17,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 use serde::{Deserialize, Serialize};
 
 use crate::error::TableError;
-use crate::layout::child_key;
-
-/// The folder of claims below the table prefix.
-pub(crate) const CLAIMS: &str = "_claims";
+use crate::layout::{CLAIMS, child_key};
 
 /// Longest a commit holds its data files' claims before its manifest must have been
 /// sent; vacuum takes claims over only when they are twice as old ([`CLAIM_LEASE`]),

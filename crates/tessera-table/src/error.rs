@@ -9,6 +9,18 @@ pub enum TableError {
     /// `create` found a table already there.
     #[error("a Tessera table already exists at {0}")]
     AlreadyExists(String),
+    /// `create` found other objects where the table would go.
+    #[error(
+        "cannot create a Tessera table at {location}: it holds other objects ({found}); \
+         a table needs a location of its own (to query files in place, name them, e.g. \
+         STORED AS NDJSON)"
+    )]
+    NotEmpty {
+        /// The table location.
+        location: String,
+        /// One of the objects or directories found there.
+        found: String,
+    },
     /// A table's columns are not a valid schema.
     #[error("invalid table schema: {0}")]
     Schema(String),

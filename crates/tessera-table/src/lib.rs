@@ -38,6 +38,7 @@ mod traffic;
 pub mod vacuum;
 
 pub use error::TableError;
+pub use layout::REJECTS;
 pub use manifest::{DataFile, DeletionVector, JSON_TYPE, Manifest, TableColumn};
 pub use readahead::Pacer;
 pub use snapshot::{FilePredicate, FileRead, OpenFile, Snapshot, dictionary_type};

@@ -24,7 +24,7 @@ use tessera_tiles::summary::FileSummary;
 use crate::cache;
 use crate::claims::{self, Holder, MAX_CLAIM_HOLD, Taken};
 use crate::error::TableError;
-use crate::layout::child_key;
+use crate::layout::{DATA, TABLE_DIRS, VERSIONS, child_key};
 use crate::manifest::{
     DataFile, DeletionVector, FORMAT, Manifest, TableColumn, manifest_key, version_of,
 };
@@ -164,6 +164,7 @@ impl Table {
         match table.latest_version().await? {
             Some(_) => return Err(TableError::AlreadyExists(table.location())),
             None => {
+                table.check_no_foreign_objects().await?;
                 let manifest = table.manifest(0, Vec::new(), &unique_id());
                 match table.put_manifest(&manifest).await {
                     Ok(()) => {}
@@ -175,6 +176,31 @@ impl Table {
             }
         }
         Ok(table)
+    }
+
+    /// Refuses to create a table where other objects already are (NDJSON files, say):
+    /// the table would hide them from `FROM '<location>'`, and vacuum would never see
+    /// them. One listing of the prefix's top level; the table's own directories are
+    /// expected (another writer may be creating it at the same moment).
+    async fn check_no_foreign_objects(&self) -> Result<(), TableError> {
+        let top = self.store.list_with_delimiter(Some(&self.prefix)).await?;
+        let own = |dir: &Path| {
+            dir.filename()
+                .is_some_and(|name| TABLE_DIRS.contains(&name))
+        };
+        let foreign = top
+            .objects
+            .iter()
+            .map(|o| &o.location)
+            .chain(top.common_prefixes.iter().filter(|dir| !own(dir)))
+            .next();
+        match foreign {
+            Some(key) => Err(TableError::NotEmpty {
+                location: self.location(),
+                found: key.to_string(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// The table under `prefix`, created as `options` says if there is none yet.
@@ -268,7 +294,7 @@ impl Table {
     /// returns its key relative to the table prefix. It stays invisible until a commit
     /// lists it.
     pub async fn write_data_file(&self, parquet: Bytes) -> Result<String, TableError> {
-        let relative = format!("data/{}.parquet", unique_id());
+        let relative = format!("{DATA}/{}.parquet", unique_id());
         let options = PutOptions {
             mode: PutMode::Create,
             ..PutOptions::default()
@@ -600,7 +626,7 @@ impl Table {
 
     /// The committed manifests, by version ascending.
     async fn manifests(&self) -> Result<Vec<(u64, ObjectMeta)>, TableError> {
-        let dir = self.key("_tessera");
+        let dir = self.key(VERSIONS);
         let objects: Vec<ObjectMeta> = self.store.list(Some(&dir)).try_collect().await?;
         let mut manifests: Vec<(u64, ObjectMeta)> = objects
             .into_iter()

@@ -46,6 +46,7 @@ pub use crate::claims::{CLAIM_LEASE, MAX_CLAIM_HOLD};
 
 use crate::claims::{self, Holder, Taken, claimed_file};
 use crate::error::TableError;
+use crate::layout::{CLAIMS, DATA};
 use crate::table::{Table, unique_id};
 
 /// What `vacuum` removed.
@@ -98,7 +99,7 @@ impl Table {
             .unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC);
         let mut referenced = Referenced::default();
         self.read_references(&mut referenced).await?;
-        let data = self.key("data");
+        let data = self.key(DATA);
         let objects: Vec<ObjectMeta> = self.store().list(Some(&data)).try_collect().await?;
         let mut report = VacuumReport::default();
         let mut doomed = Vec::new();
@@ -164,7 +165,7 @@ impl Table {
     /// Deletes claims nobody needs: those of referenced files, and stale ones of files
     /// that are gone.
     async fn sweep_claims(&self, referenced: &Referenced) -> Result<(), TableError> {
-        let dir = self.key(claims::CLAIMS);
+        let dir = self.key(CLAIMS);
         let all: Vec<ObjectMeta> = self.store().list(Some(&dir)).try_collect().await?;
         for claim in all {
             let relative = self.relative(&claim.location);
@@ -200,7 +201,7 @@ impl Table {
             .prefix()
             .parts()
             .fold(root.to_path_buf(), |dir, part| dir.join(part.as_ref()))
-            .join("data");
+            .join(DATA);
         tokio::task::spawn_blocking(move || remove_partials(&dir, cutoff))
             .await
             .map_err(|e| TableError::Store(object_store::Error::JoinError { source: e }))?

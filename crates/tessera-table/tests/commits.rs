@@ -146,6 +146,35 @@ async fn concurrent_writers_lose_nothing_on_minio() {
     }
 }
 
+/// A table is not created over other objects (NDJSON files, a directory of them): it
+/// would hide them. A location holding only a table's own directories is fine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_is_not_created_over_other_objects_on_minio() {
+    let server = MinioServer::start();
+    let store = minio_store(&server, "occupied");
+    for key in ["raw/a.json", "nested/2024/b.json", "own/_rejects/1.ndjson"] {
+        store.put(&Path::from(key), "{}\n".into()).await.unwrap();
+    }
+    for (prefix, found) in [("raw", "raw/a.json"), ("nested", "nested/2024")] {
+        let err = Table::create(store.clone(), Path::from(prefix), TableOptions::default())
+            .await
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, TableError::NotEmpty { .. }), "{text}");
+        assert!(text.contains(found), "{text}");
+        assert!(
+            Table::open(store.clone(), Path::from(prefix))
+                .await
+                .is_err()
+        );
+    }
+    for prefix in ["own", "fresh"] {
+        Table::create(store.clone(), Path::from(prefix), TableOptions::default())
+            .await
+            .unwrap_or_else(|e| panic!("{prefix}: {e}"));
+    }
+}
+
 /// Two writers append to a table that does not exist yet, at the same time, as two
 /// ingests into a new location do: each round on a fresh prefix, both writers' rows
 /// are there afterwards (creating the table is a race like any commit, not an error

@@ -117,7 +117,7 @@ async fn upload_rejects(
     const PART: usize = 8 << 20;
     let (store, prefix) = table_root(state, location)?;
     let name = format!("{version:020}.ndjson");
-    let path = prefix.join("_rejects").join(name.as_str());
+    let path = prefix.join(tessera_table::REJECTS).join(name.as_str());
     spill
         .seek(SeekFrom::Start(0))
         .map_err(DataFusionError::IoError)?;

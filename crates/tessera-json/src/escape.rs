@@ -1,33 +1,31 @@
 //! The one decoder of JSON string escapes (`\n`, `\"`, `\uXXXX`, surrogate pairs ...),
 //! shared by the scanner's key matching, the SQL value conversions and the tape.
 //!
-//! Two callers want two policies. The raw scan has already validated its documents and
-//! only needs text out of them, so it decodes leniently ([`Policy::Lenient`]): a lone
-//! UTF-16 surrogate (valid JSON, but not encodable in UTF-8) becomes U+FFFD, as it did
-//! before the decoders were merged. The tape parses unvalidated text and keeps what
-//! `serde_json` accepts ([`Policy::Strict`]): lone surrogates, invalid escapes and raw
-//! control characters are errors, and a string ends at its closing quote.
+//! Every caller gets the same strings: lone UTF-16 surrogates, invalid escapes and raw
+//! control characters are errors (as in `serde_json` and DuckDB), never replaced, so a
+//! string decodes alike in a raw scan, in a JSON function and in ingest. The two
+//! policies differ only in what they are given. The tape parses unvalidated text
+//! ([`Policy::Strict`]): a string ends at its closing quote. The scan's values come
+//! from documents the scanner has already validated ([`Policy::Validated`]): the whole
+//! input is the body, and runs between escapes are found with `memchr`.
 //!
 //! The decoder only ever cuts its input next to ASCII bytes (backslashes, quotes, escape
 //! letters, hex digits), so decoding UTF-8 text yields UTF-8 text under either policy.
 
 use std::ops::Range;
 
-/// What lenient decoding puts for an escape it cannot decode (U+FFFD).
-const REPLACEMENT: char = '\u{FFFD}';
-
-/// How the decoder treats what RFC 8259 strings may not hold or UTF-8 cannot encode.
+/// What the decoder is given; both reject the same malformed strings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Policy {
-    /// Never fails: lone surrogates and malformed escapes become U+FFFD, raw control
-    /// characters and quotes are kept. The whole input is the string body.
-    Lenient,
-    /// Fails on lone surrogates, malformed escapes and raw control characters; the
-    /// string ends at the first unescaped `"`.
+    /// The body of a string the scanner accepted: the whole input is the body, and it
+    /// holds no quote or control character, so only backslashes stop a run.
+    Validated,
+    /// Unvalidated text: fails on raw control characters too; the string ends at the
+    /// first unescaped `"`.
     Strict,
 }
 
-/// Why a string body could not be decoded under [`Policy::Strict`].
+/// Why a string body could not be decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("{reason} at byte {offset} of the string")]
 pub struct EscapeError {
@@ -44,21 +42,23 @@ enum Piece {
     Char(char),
 }
 
-/// Unescapes a string body into `out`, leniently ([`Policy::Lenient`]).
+/// Unescapes the body of a string the scanner accepted into `out`
+/// ([`Policy::Validated`]).
 ///
 /// Used where keys are compared as bytes (the scanner's paths, `json_keys`); if `body`
-/// is UTF-8, so is what is appended.
+/// is UTF-8, so is what is appended. A body the scanner did not accept (which no caller
+/// passes) is appended up to its first bad escape.
 pub fn unescape_into(body: &[u8], out: &mut Vec<u8>) {
-    let decoded = decode(body, Policy::Lenient, |piece| match piece {
+    let decoded = decode(body, Policy::Validated, |piece| match piece {
         Piece::Run(run) => out.extend_from_slice(&body[run]),
         Piece::Char(c) => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
     });
-    debug_assert!(decoded.is_ok(), "lenient decoding does not fail");
+    debug_assert!(decoded.is_ok(), "validated strings decode: {decoded:?}");
 }
 
 /// Unescapes the string text at the start of `text` into `out` under `policy`; returns
 /// the offset where decoding stopped: the closing quote for [`Policy::Strict`] (or
-/// `text.len()` when there is none), `text.len()` for [`Policy::Lenient`].
+/// `text.len()` when there is none), `text.len()` for [`Policy::Validated`].
 ///
 /// Working on `str` keeps the result UTF-8 without unsafe code or re-validation: every
 /// run copied starts and ends next to an ASCII byte, so slicing `text` never splits a
@@ -85,7 +85,7 @@ fn decode(body: &[u8], policy: Policy, mut emit: impl FnMut(Piece)) -> Result<us
             None => return Ok(i),
             Some(b'"') => return Ok(i),
             Some(b'\\') => {
-                let (c, next) = escape(body, i, policy)?;
+                let (c, next) = escape(body, i)?;
                 emit(Piece::Char(c));
                 i = next;
             }
@@ -114,12 +114,8 @@ fn next_stop(body: &[u8], from: usize, strict: bool) -> usize {
 }
 
 /// The character of the escape whose backslash is at `at`, and the offset after it.
-fn escape(body: &[u8], at: usize, policy: Policy) -> Result<(char, usize), EscapeError> {
-    let fail = |offset, reason| match policy {
-        // Only the backslash is consumed, so the next run starts on a whole character.
-        Policy::Lenient => Ok((REPLACEMENT, at + 1)),
-        Policy::Strict => Err(EscapeError { offset, reason }),
-    };
+fn escape(body: &[u8], at: usize) -> Result<(char, usize), EscapeError> {
+    let fail = |offset, reason| Err(EscapeError { offset, reason });
     let Some(&letter) = body.get(at + 1) else {
         return fail(at + 1, "unterminated string");
     };
@@ -132,7 +128,7 @@ fn escape(body: &[u8], at: usize, policy: Policy) -> Result<(char, usize), Escap
         b'n' => '\n',
         b'r' => '\r',
         b't' => '\t',
-        b'u' => return unicode(body, at + 2, policy),
+        b'u' => return unicode(body, at + 2),
         _ => return fail(at + 1, "invalid escape"),
     };
     Ok((c, at + 2))
@@ -140,55 +136,37 @@ fn escape(body: &[u8], at: usize, policy: Policy) -> Result<(char, usize), Escap
 
 /// The character of `\uXXXX` (with a second `\uXXXX` for a surrogate pair) whose hex
 /// digits start at `hex`, and the offset after it.
-fn unicode(body: &[u8], hex: usize, policy: Policy) -> Result<(char, usize), EscapeError> {
-    let lenient = policy == Policy::Lenient;
+fn unicode(body: &[u8], hex: usize) -> Result<(char, usize), EscapeError> {
+    let fail = |offset, reason| Err(EscapeError { offset, reason });
     let Some(unit) = hex4(body, hex) else {
-        return match lenient {
-            // The backslash and `u` are consumed; the non-hex text stays as it was.
-            true => Ok((REPLACEMENT, hex)),
-            false => Err(EscapeError {
-                offset: hex,
-                reason: "expected 4 hex digits",
-            }),
-        };
+        return fail(hex, "expected 4 hex digits");
     };
     let after = hex + 4;
-    let lone = |reason| match lenient {
-        true => Ok((REPLACEMENT, after)),
-        false => Err(EscapeError {
-            offset: after,
-            reason,
-        }),
-    };
     match unit {
         0xD800..=0xDBFF => {
             if body.get(after..after + 2) != Some(b"\\u") {
-                return lone("lone leading surrogate in a \\u escape");
+                return fail(after, "lone leading surrogate in a \\u escape");
             }
             match hex4(body, after + 2) {
                 Some(low @ 0xDC00..=0xDFFF) => {
                     let code = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
-                    Ok((char::from_u32(code).unwrap_or(REPLACEMENT), after + 6))
+                    let c = char::from_u32(code).expect("a surrogate pair is a scalar value");
+                    Ok((c, after + 6))
                 }
-                // A lenient decoder leaves the second escape for the next step.
-                _ if lenient => Ok((REPLACEMENT, after)),
-                None => Err(EscapeError {
-                    offset: after + 2,
-                    reason: "expected 4 hex digits",
-                }),
-                Some(_) => Err(EscapeError {
-                    offset: after + 6,
-                    reason: "lone leading surrogate in a \\u escape",
-                }),
+                None => fail(after + 2, "expected 4 hex digits"),
+                Some(_) => fail(after + 6, "lone leading surrogate in a \\u escape"),
             }
         }
-        0xDC00..=0xDFFF => lone("lone trailing surrogate in a \\u escape"),
-        unit => Ok((char::from_u32(unit).unwrap_or(REPLACEMENT), after)),
+        0xDC00..=0xDFFF => fail(after, "lone trailing surrogate in a \\u escape"),
+        unit => Ok((
+            char::from_u32(unit).expect("a unit outside the surrogates is a scalar value"),
+            after,
+        )),
     }
 }
 
 /// Four hex digits at `at` as a number.
-fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
+pub(crate) fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
     let digits = bytes.get(at..at + 4)?;
     digits
         .iter()
@@ -199,16 +177,14 @@ fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
 mod tests {
     use super::*;
 
-    fn lenient(body: &str) -> String {
+    fn validated(body: &str) -> Result<String, EscapeError> {
         let mut out = String::new();
-        assert_eq!(
-            unescape_str(body, Policy::Lenient, &mut out),
-            Ok(body.len())
-        );
+        let end = unescape_str(body, Policy::Validated, &mut out)?;
+        assert_eq!(end, body.len());
         let mut bytes = Vec::new();
         unescape_into(body.as_bytes(), &mut bytes);
         assert_eq!(bytes, out.as_bytes(), "bytes and text decode alike: {body}");
-        out
+        Ok(out)
     }
 
     fn strict(text: &str) -> Result<(String, usize), EscapeError> {
@@ -219,32 +195,13 @@ mod tests {
     #[test]
     fn every_escape_decodes() {
         assert_eq!(
-            lenient(r#"\" \\ \/ \b \f \n \r \t \u0041 \u00e9 \u6771 x"#),
+            validated(r#"\" \\ \/ \b \f \n \r \t \u0041 \u00e9 \u6771 x"#).unwrap(),
             "\" \\ / \u{8} \u{c} \n \r \t A é 東 x"
         );
-        assert_eq!(lenient("plain ünïcode"), "plain ünïcode");
-        assert_eq!(lenient(""), "");
-    }
-
-    #[test]
-    fn surrogate_pairs_join_and_lone_surrogates_are_replaced_leniently() {
-        assert_eq!(lenient(r"\ud83d\ude00"), "😀");
-        assert_eq!(lenient(r"\uD83D\uDE00"), "😀");
-        // A leading surrogate without its trailing half; the next escape still counts.
-        assert_eq!(lenient(r"\ud800x"), "\u{FFFD}x");
-        assert_eq!(lenient(r"\ud800\u0041"), "\u{FFFD}A");
-        assert_eq!(lenient(r"\ud800\ud800\udc00"), "\u{FFFD}\u{10000}");
-        assert_eq!(lenient(r"\udc00"), "\u{FFFD}");
-        assert_eq!(lenient(r"a\ud800"), "a\u{FFFD}");
-    }
-
-    #[test]
-    fn malformed_escapes_never_split_characters_leniently() {
-        assert_eq!(lenient(r"\q"), "\u{FFFD}q");
-        assert_eq!(lenient("\\é"), "\u{FFFD}é");
-        assert_eq!(lenient(r"\u12G4"), "\u{FFFD}12G4");
-        assert_eq!(lenient("\\uéé"), "\u{FFFD}éé");
-        assert_eq!(lenient("a\\"), "a\u{FFFD}");
+        assert_eq!(validated("plain ünïcode").unwrap(), "plain ünïcode");
+        assert_eq!(validated("").unwrap(), "");
+        assert_eq!(validated(r"\ud83d\ude00").unwrap(), "😀");
+        assert_eq!(validated(r"\uD83D\uDE00").unwrap(), "😀");
     }
 
     #[test]
@@ -274,6 +231,11 @@ mod tests {
             assert_eq!(err.offset, offset, "{text:?}: {err}");
             assert!(err.reason.contains(reason), "{text:?}: {err}");
             assert!(serde_json::from_str::<String>(&format!("\"{text}\"")).is_err());
+            // Never replaced by U+FFFD either: the scanner rejects such strings first,
+            // and a decoder handed one anyway fails alike.
+            if !reason.contains("control") {
+                assert_eq!(validated(text), Err(err), "{text:?}");
+            }
         }
     }
 }

@@ -1,8 +1,8 @@
 //! Stage one of the scanner: bitmaps over a document, 64 bytes per word, computed with
 //! SIMD in one pass.
 //!
-//! With them, finding where a string ends or where the next bracket outside strings lies
-//! is a few bit operations instead of a byte loop: the approach of simdjson (Langdale and
+//! With them, finding where a string ends, or checking every escape of a document, is a
+//! few bit operations instead of a byte loop: the approach of simdjson (Langdale and
 //! Lemire, "Parsing Gigabytes of JSON per Second", 2019). Escapes are resolved so that an
 //! escaped quote does not end a string, and "inside a string" is the prefix XOR of the
 //! real quotes.
@@ -18,8 +18,6 @@ pub struct BlockMarks {
     pub escaped: u64,
     /// Control characters (< 0x20) inside strings, which JSON forbids.
     pub controls: u64,
-    /// `{`, `[`, `}` and `]` outside strings.
-    pub brackets: u64,
 }
 
 /// Bitmaps of one document, one [`BlockMarks`] per 64 bytes.
@@ -40,7 +38,6 @@ struct Block {
     quote: u64,
     backslash: u64,
     control: u64,
-    bracket: u64,
 }
 
 const EVEN_BITS: u64 = 0x5555_5555_5555_5555;
@@ -116,7 +113,6 @@ impl Marks {
                 backslashes: block.backslash & in_string,
                 escaped: escaped & in_string,
                 controls: block.control & in_string,
-                brackets: block.bracket & !in_string & !escaped,
             };
             any.backslashes |= marks.backslashes;
             any.escaped |= marks.escaped;
@@ -197,26 +193,17 @@ fn prefix_xor(mut x: u64) -> u64 {
 #[inline]
 unsafe fn classify_avx2(chunk: &[u8; 64]) -> Block {
     use std::arch::x86_64::*;
-    let fold = _mm256_set1_epi8(0x20);
     let quote = _mm256_set1_epi8(b'"' as i8);
     let backslash = _mm256_set1_epi8(b'\\' as i8);
     let control = _mm256_set1_epi8(0x1f);
-    // Setting bit 0x20 maps '[' onto '{' and ']' onto '}'.
-    let open = _mm256_set1_epi8(b'{' as i8);
-    let close = _mm256_set1_epi8(b'}' as i8);
     let mut out = Block::default();
     for half in 0..2 {
         // SAFETY: the chunk has 64 bytes; each half loads 32 of them.
         let v = unsafe { _mm256_loadu_si256(chunk.as_ptr().add(half * 32) as *const __m256i) };
-        let folded = _mm256_or_si256(v, fold);
         let mask = |m: __m256i| (_mm256_movemask_epi8(m) as u32 as u64) << (half * 32);
         out.quote |= mask(_mm256_cmpeq_epi8(v, quote));
         out.backslash |= mask(_mm256_cmpeq_epi8(v, backslash));
         out.control |= mask(_mm256_cmpeq_epi8(_mm256_min_epu8(v, control), v));
-        out.bracket |= mask(_mm256_or_si256(
-            _mm256_cmpeq_epi8(folded, open),
-            _mm256_cmpeq_epi8(folded, close),
-        ));
     }
     out
 }
@@ -231,25 +218,17 @@ unsafe fn classify_avx2(chunk: &[u8; 64]) -> Block {
 #[inline]
 unsafe fn classify_sse2(chunk: &[u8; 64]) -> Block {
     use std::arch::x86_64::*;
-    let fold = _mm_set1_epi8(0x20);
     let quote = _mm_set1_epi8(b'"' as i8);
     let backslash = _mm_set1_epi8(b'\\' as i8);
     let control = _mm_set1_epi8(0x1f);
-    let open = _mm_set1_epi8(b'{' as i8);
-    let close = _mm_set1_epi8(b'}' as i8);
     let mut out = Block::default();
     for quarter in 0..4 {
         // SAFETY: the chunk has 64 bytes; each quarter loads 16 of them.
         let v = unsafe { _mm_loadu_si128(chunk.as_ptr().add(quarter * 16) as *const __m128i) };
-        let folded = _mm_or_si128(v, fold);
         let mask = |m: __m128i| (_mm_movemask_epi8(m) as u32 as u64) << (quarter * 16);
         out.quote |= mask(_mm_cmpeq_epi8(v, quote));
         out.backslash |= mask(_mm_cmpeq_epi8(v, backslash));
         out.control |= mask(_mm_cmpeq_epi8(_mm_min_epu8(v, control), v));
-        out.bracket |= mask(_mm_or_si128(
-            _mm_cmpeq_epi8(folded, open),
-            _mm_cmpeq_epi8(folded, close),
-        ));
     }
     out
 }
@@ -262,7 +241,6 @@ fn classify_scalar(chunk: &[u8; 64]) -> Block {
         match b {
             b'"' => out.quote |= bit,
             b'\\' => out.backslash |= bit,
-            b'{' | b'[' | b'}' | b']' => out.bracket |= bit,
             _ => {}
         }
         if b < 0x20 {
@@ -306,7 +284,6 @@ mod tests {
                     m.quotes |= bit;
                     in_string = !in_string;
                 }
-                b'{' | b'[' | b'}' | b']' if !in_string => m.brackets |= bit,
                 b if b < 0x20 && in_string => m.controls |= bit,
                 _ => {}
             }
@@ -417,7 +394,7 @@ mod tests {
             *b = b"\"\\{}[]x\x05 \xc3\xa9"[i % 11];
         }
         let scalar = classify_scalar(&chunk);
-        let bits = |b: Block| (b.quote, b.backslash, b.control, b.bracket);
+        let bits = |b: Block| (b.quote, b.backslash, b.control);
         #[cfg(target_arch = "x86_64")]
         {
             // SAFETY: SSE2 is part of the x86_64 baseline.

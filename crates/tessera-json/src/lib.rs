@@ -2,7 +2,7 @@
 //! use it alone, and ingest builds JSON tiles on top of it.
 //!
 //! - [`path`]: JSON paths (`$.a[0]."b c"`) and the trie that lets one scan serve many.
-//! - [`escape`]: the one decoder of string escapes, lenient for scans, strict for ingest.
+//! - [`escape`]: the one decoder of string escapes; lone surrogates are errors everywhere.
 //! - [`limits`]: the nesting limit raw queries and ingest share.
 //! - [`index`]: stage-one SIMD bitmaps of a document (quotes, escapes, brackets).
 //! - [`scanner`]: a validating scanner that locates only the paths a query needs.

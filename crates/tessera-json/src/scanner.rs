@@ -5,16 +5,21 @@
 //! path are skipped without being materialized, strings 32 bytes at a time with SIMD.
 //! Nothing is allocated per document.
 //!
-//! Validation has two levels ([`Validation`]). `Full` checks all of RFC 8259 (structure,
-//! strings, escapes, numbers, literals). `Structure`, the default for scans, fully checks
-//! everything up to the last value a query needs, then crosses the rest of the document
-//! by its structure only: brackets must balance and match, strings must be terminated
-//! and correctly escaped, nothing may follow the document. That still catches truncated
-//! and split lines (the corruption seen in practice) while skipping the unread rest of a
-//! document several times faster. UTF-8 is checked by the caller, in bulk.
+//! Both levels of [`Validation`] accept and reject exactly the same documents, with the
+//! same error at the same offset: all of RFC 8259 (structure, keys, literals, numbers,
+//! escapes, surrogate pairs, no control characters in strings, nothing but whitespace
+//! around the value, no byte-order mark), so that whether a line is malformed never
+//! depends on what a query reads of it. They differ in cost only. `Full` descends
+//! through the whole document. `Structure`, the default for scans, stops locating once
+//! the last needed value is found and crosses the rest with a loop over tokens (no
+//! recursion, no path lookups), each token still checked. String contents (escapes,
+//! surrogates, control characters) are checked once per document from the stage-one
+//! bitmaps, so neither level reads a string byte by byte. UTF-8 is checked by the
+//! caller, in bulk.
 
 use std::sync::{Arc, LazyLock};
 
+use crate::escape::hex4;
 use crate::index::Marks;
 use crate::limits::{MAX_NESTING, NESTING_ERROR};
 use crate::path::{PathTrie, Slot};
@@ -71,9 +76,10 @@ impl Span {
 /// How much of a document a scan checks; see the module documentation.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Validation {
-    /// Every byte is checked against the JSON grammar.
+    /// The whole document is parsed by the descent that locates values.
     Full,
-    /// Full checks up to the last value needed, then structure only.
+    /// The descent stops at the last value needed; the rest is checked token by token
+    /// by a cheaper loop. Accepts exactly what `Full` accepts.
     #[default]
     Structure,
 }
@@ -91,7 +97,7 @@ pub struct SyntaxError {
 enum Stop {
     /// The document is malformed.
     Syntax(SyntaxError),
-    /// Every path was found; the rest only needs its structure checked.
+    /// Every path was found; the rest is checked without locating anything.
     Complete,
 }
 
@@ -167,15 +173,15 @@ impl Scanner {
         cursor.check_strings(0, doc.len())?;
         cursor.skip_ws();
         if self.remaining == 0 && self.validation == Validation::Structure {
-            // Nothing to extract: one whole value, by structure.
-            skip_structure(&mut cursor, &mut self.open)?;
+            // Nothing to extract: one whole value, token by token.
+            skip_rest(&mut cursor, &mut self.open)?;
         } else {
             match self.value(&mut cursor, Some(0), 0) {
                 Ok(_) => {}
                 // Completed inside containers: cross the rest of them. (With none open,
                 // the completed value was the whole document.)
                 Err(Stop::Complete) if !self.open.is_empty() => {
-                    skip_structure(&mut cursor, &mut self.open)?;
+                    skip_rest(&mut cursor, &mut self.open)?;
                 }
                 Err(Stop::Complete) => {}
                 Err(Stop::Syntax(e)) => return Err(e),
@@ -226,26 +232,7 @@ impl Scanner {
                 self.array(c, node.filter(|&n| self.trie.node(n).has_children()), depth)?;
                 Kind::Array
             }
-            Some(b'"') => Kind::String {
-                escaped: c.string()?,
-            },
-            Some(b't') => {
-                c.literal(b"true")?;
-                Kind::Bool(true)
-            }
-            Some(b'f') => {
-                c.literal(b"false")?;
-                Kind::Bool(false)
-            }
-            Some(b'n') => {
-                c.literal(b"null")?;
-                Kind::Null
-            }
-            Some(b'-' | b'0'..=b'9') => Kind::Number {
-                integer: c.number()?,
-            },
-            Some(_) => return Err(c.error("a JSON value").into()),
-            None => return Err(c.error("a JSON value, not the end of the document").into()),
+            _ => c.scalar()?,
         };
         if let Some(node) = node {
             self.record(
@@ -441,67 +428,102 @@ pub fn for_each_member(doc: &[u8], span: Span, mut f: impl FnMut(Option<Span>, S
     }
 }
 
-/// Crosses the rest of a document by its structure: from inside the containers whose
-/// closing brackets are `open` (or, when none are open, one whole value), to the end of
-/// the outermost one. Brackets come from the stage-one bitmaps, so strings are crossed
-/// without looking at them (their contents were checked for the whole document).
-fn skip_structure(c: &mut Cursor, open: &mut Vec<u8>) -> Result<(), SyntaxError> {
-    if open.is_empty() {
-        match c.peek() {
-            Some(b'{') => open.push(b'}'),
-            Some(b'[') => open.push(b']'),
-            Some(b'"') => return c.string().map(|_| ()),
-            Some(_) => {
-                // A scalar document: its bytes run to the end (whitespace aside).
-                while c
-                    .peek()
-                    .is_some_and(|b| !matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
-                {
-                    c.pos += 1;
-                }
-                return Ok(());
-            }
-            None => return Err(c.error("a JSON value, not the end of the document")),
-        }
-        c.pos += 1;
-    }
-    let len = c.doc.len();
+/// What [`skip_rest`] expects at the next token.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// A value (after `:`, inside an array, or the whole document).
+    Value,
+    /// A string key (inside an object).
+    Key,
+    /// `,` or the innermost container's closing bracket (after a value).
+    Separator,
+}
+
+/// Crosses the rest of a document without locating anything: from just after a value
+/// inside the containers whose closing brackets are `open` (or, when none are open, one
+/// whole value), to the end of the outermost one.
+///
+/// Every token is checked as [`Scanner::value`] checks it, with the same errors at the
+/// same offsets, so that what a query reads never changes whether a document is
+/// malformed. It is cheaper than the descent because it is a loop over tokens with an
+/// explicit stack: no recursion, no path lookups, and strings crossed by the stage-one
+/// quote bitmap (their contents were checked for the whole document at once).
+fn skip_rest(c: &mut Cursor, open: &mut Vec<u8>) -> Result<(), SyntaxError> {
+    let mut expect = if open.is_empty() {
+        Expect::Value
+    } else {
+        Expect::Separator
+    };
     loop {
-        let Some(at) = c.next_bracket() else {
-            c.pos = len;
-            if c.marks.ends_in_string {
-                return Err(c.error("the closing '\"' of a string"));
-            }
-            return Err(c.error(match open.last() {
-                Some(b'}') => "'}' to close an object, not the end of the document",
-                _ => "']' to close an array, not the end of the document",
-            }));
-        };
-        c.pos = at;
-        match c.doc[at] {
-            b @ (b'{' | b'[') => {
+        c.skip_ws();
+        let byte = c.peek();
+        expect = match (expect, byte) {
+            (Expect::Value, Some(b @ (b'{' | b'['))) => {
                 if open.len() >= MAX_NESTING {
                     return Err(c.error(NESTING_ERROR));
                 }
-                open.push(if b == b'{' { b'}' } else { b']' });
-            }
-            b => {
-                if open.pop() != Some(b) {
-                    return Err(c.error(if b == b'}' {
-                        "']' to close an array, not '}'"
-                    } else {
-                        "'}' to close an object, not ']'"
-                    }));
+                c.pos += 1;
+                c.skip_ws();
+                match (b, c.peek()) {
+                    // Empty containers are never pushed, as in the descent.
+                    (b'{', Some(b'}')) | (b'[', Some(b']')) => {
+                        c.pos += 1;
+                        Expect::Separator
+                    }
+                    (b'{', _) => {
+                        open.push(b'}');
+                        Expect::Key
+                    }
+                    _ => {
+                        open.push(b']');
+                        Expect::Value
+                    }
                 }
-                if open.is_empty() {
-                    c.pos = at + 1;
+            }
+            (Expect::Value, _) => {
+                c.scalar()?;
+                Expect::Separator
+            }
+            (Expect::Key, Some(b'"')) => {
+                c.string()?;
+                c.skip_ws();
+                if c.peek() != Some(b':') {
+                    return Err(c.error("':' after an object key"));
+                }
+                c.pos += 1;
+                Expect::Value
+            }
+            (Expect::Key, _) => return Err(c.error("a string key")),
+            (Expect::Separator, _) => {
+                let Some(&close) = open.last() else {
                     return Ok(());
-                }
+                };
+                let next = match byte {
+                    Some(b',') if close == b'}' => Expect::Key,
+                    Some(b',') => Expect::Value,
+                    Some(b) if b == close => {
+                        open.pop();
+                        Expect::Separator
+                    }
+                    _ if close == b'}' => {
+                        return Err(c.error("',' or '}' after an object member"));
+                    }
+                    _ => return Err(c.error("',' or ']' after an array element")),
+                };
+                c.pos += 1;
+                next
             }
-        }
-        c.pos = at + 1;
+        };
     }
 }
+
+/// What the scanner expects after a high surrogate escape with no low one after it.
+const LONE_HIGH_SURROGATE: &str =
+    "a low surrogate escape (\\uDC00-\\uDFFF) after a high surrogate (\\uD800-\\uDBFF)";
+
+/// What the scanner expects instead of a low surrogate escape with no high one before it.
+const LONE_LOW_SURROGATE: &str =
+    "no low surrogate escape (\\uDC00-\\uDFFF) without a high surrogate before it";
 
 /// A position in a document.
 struct Cursor<'a> {
@@ -529,6 +551,34 @@ impl Cursor<'_> {
         while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.peek() {
             self.pos += 1;
         }
+    }
+
+    /// Crosses the scalar at the cursor (anything but an object or an array) and
+    /// returns its kind.
+    #[inline]
+    fn scalar(&mut self) -> Result<Kind, SyntaxError> {
+        Ok(match self.peek() {
+            Some(b'"') => Kind::String {
+                escaped: self.string()?,
+            },
+            Some(b't') => {
+                self.literal(b"true")?;
+                Kind::Bool(true)
+            }
+            Some(b'f') => {
+                self.literal(b"false")?;
+                Kind::Bool(false)
+            }
+            Some(b'n') => {
+                self.literal(b"null")?;
+                Kind::Null
+            }
+            Some(b'-' | b'0'..=b'9') => Kind::Number {
+                integer: self.number()?,
+            },
+            Some(_) => return Err(self.error("a JSON value")),
+            None => return Err(self.error("a JSON value, not the end of the document")),
+        })
     }
 
     fn literal(&mut self, word: &'static [u8]) -> Result<(), SyntaxError> {
@@ -576,10 +626,29 @@ impl Cursor<'_> {
             match self.doc[escaped] {
                 b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
                 b'u' => {
-                    let hex = self.doc.get(escaped + 1..escaped + 5);
-                    if !hex.is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) {
-                        self.pos = escaped - 1;
-                        return Err(self.error("four hex digits after '\\u'"));
+                    let fail = |c: &mut Self, expected| {
+                        c.pos = escaped - 1;
+                        Err(c.error(expected))
+                    };
+                    let Some(unit) = hex4(self.doc, escaped + 1) else {
+                        return fail(self, "four hex digits after '\\u'");
+                    };
+                    match unit {
+                        // UTF-16 surrogates stand for text only in pairs (RFC 8259 7).
+                        0xD800..=0xDBFF => {
+                            let after = escaped + 5;
+                            let low = (self.doc.get(after..after + 2) == Some(b"\\u"))
+                                .then(|| hex4(self.doc, after + 2))
+                                .flatten();
+                            if !matches!(low, Some(0xDC00..=0xDFFF)) {
+                                return fail(self, LONE_HIGH_SURROGATE);
+                            }
+                            // The pair's second escape is checked: resume after its `u`.
+                            at = after + 2;
+                            continue;
+                        }
+                        0xDC00..=0xDFFF => return fail(self, LONE_LOW_SURROGATE),
+                        _ => {}
                     }
                 }
                 _ => {
@@ -592,12 +661,6 @@ impl Cursor<'_> {
             at = escaped + 1;
         }
         Ok(())
-    }
-
-    /// The next `{`, `[`, `}` or `]` outside strings at or after the cursor.
-    #[inline]
-    fn next_bracket(&self) -> Option<usize> {
-        self.marks.first(|b| b.brackets, self.pos, self.doc.len())
     }
 
     /// Crosses a number; returns true when it is an integer literal.
@@ -737,38 +800,205 @@ mod tests {
     #[test]
     fn structure_mode_still_rejects_broken_structure() {
         let cases: &[(&str, usize, &str)] = &[
-            (r#"{"a":1,"b":{"c":[1,2}}"#, 20, "']' to close an array"),
             (
-                r#"{"a":1,"b":{"c":"#,
-                16,
-                "'}' to close an object, not the end",
+                r#"{"a":1,"b":{"c":[1,2}}"#,
+                20,
+                "',' or ']' after an array element",
             ),
+            (r#"{"a":1,"b":{"c":"#, 16, "a JSON value, not the end"),
             (r#"{"a":1,"b":"no end}"#, 19, "closing '\"'"),
             (r#"{"a":1,"b":"\q"}"#, 12, "valid escape"),
             (r#"{"a":1,"b":[]}]"#, 14, "end of the document"),
-            (r#"{"a":1,"b":[1,2]"#, 16, "'}' to close an object"),
+            (
+                r#"{"a":1,"b":[1,2]"#,
+                16,
+                "',' or '}' after an object member",
+            ),
             (r#"{"a" 1,"b":2}"#, 5, "':'"),
         ];
         for &(doc, offset, expected) in cases {
             let err = scan_with(doc, &["$.a"], Validation::Structure).unwrap_err();
             assert_eq!(err.offset, offset, "{doc}: {err}");
             assert!(err.expected.contains(expected), "{doc}: {err}");
+            assert_eq!(Err(err), scan_with(doc, &["$.a"], Validation::Full));
         }
-        // With nothing to extract, a document is crossed by structure from its start.
+        // With nothing to extract, a document is crossed token by token from its start.
         assert!(scan_with(r#"{"a":[}"#, &[], Validation::Structure).is_err());
         assert!(scan_with(r#"{"a":[]} x"#, &[], Validation::Structure).is_err());
     }
 
     #[test]
-    fn structure_mode_tolerates_bad_tokens_after_the_last_needed_value() {
-        let doc = r#"{"a":1,"b":tru,"c":01}"#;
-        assert_eq!(
-            scan_with(doc, &["$.a"], Validation::Structure).unwrap(),
-            vec![Some("1".into())]
-        );
-        assert!(scan_with(doc, &["$.a"], Validation::Full).is_err());
-        // Before the last needed value, everything is checked.
-        assert!(scan_with(doc, &["$.c"], Validation::Structure).is_err());
+    fn structure_mode_rejects_bad_tokens_after_the_last_needed_value() {
+        // Each line of the issue's example, behind a value the query reads and alone.
+        let bad = [
+            r#"{"a":1,"b":tru,"c":01}"#,
+            r#"{"a":1,}"#,
+            r#"{"a":1,"b":{c:1}}"#,
+            r#"{"a":1,"b":[1,2,]}"#,
+            r#"{"a":1,"b":01}"#,
+            r#"{"a":1,"b":NaN}"#,
+            r#"{"a":1,"b":-}"#,
+            r#"{"a":1,"b":1.}"#,
+            r#"{"a":1,"b":[1 2]}"#,
+            r#"{"a":1,"b" "c"}"#,
+            r#"{"a":1,,"b":2}"#,
+            r#"{"a":1,"b":truex}"#,
+            "\u{feff}{\"a\":1}",
+            "tru",
+            "01",
+            "-",
+            "[1,]",
+        ];
+        for doc in bad {
+            let full = scan_with(doc, &["$.a"], Validation::Full).unwrap_err();
+            for paths in [&["$.a"][..], &[]] {
+                let structure = scan_with(doc, paths, Validation::Structure).unwrap_err();
+                assert_eq!(structure, full, "{doc} {paths:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn lone_surrogate_escapes_are_malformed_in_both_modes() {
+        let cases: &[(&str, usize, &str)] = &[
+            (r#"{"a":"\ud800"}"#, 6, "after a high surrogate"),
+            (r#"{"a":"\ud800x"}"#, 6, "after a high surrogate"),
+            (r#"{"a":"\ud800\u0041"}"#, 6, "after a high surrogate"),
+            (r#"{"a":"\ud800\ud800\udc00"}"#, 6, "after a high surrogate"),
+            (r#"{"a":"\udc00"}"#, 6, "without a high surrogate"),
+            (r#"{"a":"x\uDFFF"}"#, 7, "without a high surrogate"),
+            (
+                r#"{"b":1,"a":"\ud83d\ude00\udc00"}"#,
+                24,
+                "without a high surrogate",
+            ),
+        ];
+        for &(doc, offset, expected) in cases {
+            for validation in [Validation::Full, Validation::Structure] {
+                for paths in [&["$.b"][..], &[]] {
+                    let err = scan_with(doc, paths, validation).unwrap_err();
+                    assert_eq!(err.offset, offset, "{doc}: {err}");
+                    assert!(err.expected.contains(expected), "{doc}: {err}");
+                }
+            }
+        }
+        let paired = scan_paths(r#"{"a":"\ud83d\ude00\uD800\uDC00"}"#, &["$.a"]).unwrap();
+        assert_eq!(paired[0].as_deref(), Some(r#""\ud83d\ude00\uD800\uDC00""#));
+    }
+
+    /// A pseudo-random generator for the differential tests (xorshift; no dependency).
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as usize
+        }
+    }
+
+    /// A random valid document of at most `depth` levels, with the scalars and escapes
+    /// whose grammar is easiest to get wrong. (No number beyond a double's range: the
+    /// oracle, serde_json without `arbitrary_precision`, refuses them; the fuzz target
+    /// `json_scanner` covers them.)
+    fn document(rng: &mut Rng, depth: usize, out: &mut String) {
+        const SCALARS: &[&str] = &[
+            "0",
+            "-0",
+            "1",
+            "-12",
+            "3.25",
+            "1e5",
+            "-0.5E-3",
+            "1E+2",
+            "true",
+            "false",
+            "null",
+            r#""""#,
+            r#""s""#,
+            r#""a\"b""#,
+            r#""\u00e9\ud83d\ude00""#,
+            r#""\\""#,
+            "\"ünï\"",
+            r#""}]""#,
+        ];
+        match (depth, rng.below(4)) {
+            (0, _) | (_, 0) => out.push_str(SCALARS[rng.below(SCALARS.len())]),
+            (_, 1) => {
+                out.push('[');
+                for i in 0..rng.below(4) {
+                    out.push_str(if i > 0 { ", " } else { "" });
+                    document(rng, depth - 1, out);
+                }
+                out.push(']');
+            }
+            _ => {
+                out.push('{');
+                for i in 0..rng.below(4) {
+                    let key = ["a", "b", "c", "a\\u0062"][rng.below(4)];
+                    out.push_str(if i > 0 { "," } else { "" });
+                    out.push_str(&format!("\"{key}\" :"));
+                    document(rng, depth - 1, out);
+                }
+                out.push('}');
+            }
+        }
+    }
+
+    /// `doc` with a few bytes deleted, inserted or replaced by ones that matter to JSON.
+    fn mutate(rng: &mut Rng, doc: &str) -> Vec<u8> {
+        const BYTES: &[u8] = b"{}[]:,\"\\ 0-+.eE1tfnu\x01\xef";
+        let mut bytes = doc.as_bytes().to_vec();
+        for _ in 0..1 + rng.below(2) {
+            let at = rng.below(bytes.len() + 1);
+            let byte = BYTES[rng.below(BYTES.len())];
+            match rng.below(3) {
+                0 if at < bytes.len() => {
+                    bytes.remove(at);
+                }
+                1 if at < bytes.len() => bytes[at] = byte,
+                _ => bytes.insert(at, byte),
+            }
+        }
+        bytes
+    }
+
+    #[test]
+    fn structure_and_full_agree_on_mutated_documents() {
+        let path_sets: &[&[&str]] = &[
+            &[],
+            &["$"],
+            &["$.a"],
+            &["$.a", "$.b.c"],
+            &["$[0]"],
+            &["$.c[#-1]", "$.b"],
+        ];
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let (mut accepted, mut rejected) = (0, 0);
+        for _ in 0..4000 {
+            let mut valid = String::new();
+            document(&mut rng, 4, &mut valid);
+            let mutated = mutate(&mut rng, &valid);
+            // The scanner's callers check UTF-8 first.
+            let Ok(doc) = std::str::from_utf8(&mutated) else {
+                continue;
+            };
+            let oracle = serde_json::from_str::<serde_json::Value>(doc).is_ok();
+            for paths in path_sets {
+                let full = scan_with(doc, paths, Validation::Full).map(|_| ());
+                let structure = scan_with(doc, paths, Validation::Structure).map(|_| ());
+                assert_eq!(structure, full, "{doc:?} {paths:?}");
+                assert_eq!(full.is_ok(), oracle, "{doc:?} {paths:?}: {full:?}");
+            }
+            if oracle {
+                accepted += 1;
+            } else {
+                rejected += 1;
+            }
+        }
+        // The mutations must exercise both outcomes, or the test proves nothing.
+        assert!(accepted > 300 && rejected > 300, "{accepted} {rejected}");
     }
 
     #[test]

@@ -56,7 +56,7 @@ pub fn text_of<'a>(doc: &'a str, span: Span, output: Output) -> Option<Cow<'a, s
         (Output::Text | Output::Str, Kind::String { escaped: true }) => {
             let body = body()?;
             let mut out = String::with_capacity(body.len());
-            unescape_str(body, Policy::Lenient, &mut out).ok()?;
+            unescape_str(body, Policy::Validated, &mut out).ok()?;
             Cow::Owned(out)
         }
         (Output::Text, Kind::Null) => return None,

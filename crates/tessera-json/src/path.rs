@@ -19,7 +19,10 @@ impl fmt::Display for PathElem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             PathElem::Key(k) if is_plain_key(k) => write!(f, ".{k}"),
-            PathElem::Key(k) => write!(f, ".\"{}\"", k.replace('"', "\\\"")),
+            PathElem::Key(k) => {
+                let escaped = k.replace('\\', "\\\\").replace('"', "\\\"");
+                write!(f, ".\"{escaped}\"")
+            }
             PathElem::Index(i) if *i < 0 => write!(f, "[#{i}]"),
             PathElem::Index(i) => write!(f, "[{i}]"),
         }
@@ -141,7 +144,8 @@ pub fn parse_json_path(text: &str) -> Result<Vec<PathElem>, PathError> {
     Ok(out)
 }
 
-/// Reads `"..."` starting at `start` (the quote), with `\"` and `\\` escapes.
+/// Reads `"..."` starting at `start` (the quote), where `\` escapes the character after
+/// it (`\"` and `\\` in what [`display_path`] writes).
 fn quoted(text: &str, start: usize) -> Option<(String, usize)> {
     let bytes = text.as_bytes();
     let mut out = String::new();
@@ -149,9 +153,11 @@ fn quoted(text: &str, start: usize) -> Option<(String, usize)> {
     while i < bytes.len() {
         match bytes[i] {
             b'"' => return Some((out, i + 1)),
-            b'\\' if i + 1 < bytes.len() => {
-                out.push(bytes[i + 1] as char);
-                i += 2;
+            // The escaped character is taken whole, whatever its length in UTF-8.
+            b'\\' => {
+                let ch = text[i + 1..].chars().next()?;
+                out.push(ch);
+                i += 1 + ch.len_utf8();
             }
             _ => {
                 let ch = text[i..].chars().next()?;
@@ -335,6 +341,25 @@ mod tests {
             let err = parse_json_path(text).unwrap_err();
             assert!(err.reason.contains(reason), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn keys_with_backslashes_and_escaped_non_ascii_round_trip() {
+        // Found by the json_path fuzz target: a backslash in a key displayed unescaped
+        // and read back without it. An escaped multi-byte character panicked.
+        for text in [r#"$."back\\slash""#, r#"$."\é\"q""#, r#"$."a\\""#] {
+            let path = parse_json_path(text).unwrap();
+            assert_eq!(
+                parse_json_path(&display_path(&path)).unwrap(),
+                path,
+                "{text}"
+            );
+        }
+        assert_eq!(
+            parse_json_path(r#"$."\é""#).unwrap(),
+            vec![PathElem::Key("é".into())]
+        );
+        assert!(parse_json_path(r#"$."\"#).is_err());
     }
 
     #[test]

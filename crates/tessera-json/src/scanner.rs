@@ -297,7 +297,7 @@ impl Scanner {
                     self.open.pop();
                     return Ok(());
                 }
-                _ => return Err(c.error("',' or '}' after an object member").into()),
+                _ => return Err(c.after_element(b'}').into()),
             }
         }
     }
@@ -339,7 +339,7 @@ impl Scanner {
                     self.open.pop();
                     break;
                 }
-                _ => return Err(c.error("',' or ']' after an array element").into()),
+                _ => return Err(c.after_element(b']').into()),
             }
         }
         if let (true, Some(n)) = (negative, node) {
@@ -505,10 +505,7 @@ fn skip_rest(c: &mut Cursor, open: &mut Vec<u8>) -> Result<(), SyntaxError> {
                         open.pop();
                         Expect::Separator
                     }
-                    _ if close == b'}' => {
-                        return Err(c.error("',' or '}' after an object member"));
-                    }
-                    _ => return Err(c.error("',' or ']' after an array element")),
+                    _ => return Err(c.after_element(close)),
                 };
                 c.pos += 1;
                 next
@@ -578,6 +575,18 @@ impl Cursor<'_> {
             },
             Some(_) => return Err(self.error("a JSON value")),
             None => return Err(self.error("a JSON value, not the end of the document")),
+        })
+    }
+
+    /// The error after a member or element of the container that `close` closes, where
+    /// neither `,` nor `close` follows.
+    #[cold]
+    fn after_element(&self, close: u8) -> SyntaxError {
+        self.error(match (close, self.peek()) {
+            (b'}', None) => "'}' to close an object, not the end of the document",
+            (b'}', _) => "',' or '}' after an object member",
+            (_, None) => "']' to close an array, not the end of the document",
+            _ => "',' or ']' after an array element",
         })
     }
 
@@ -812,7 +821,7 @@ mod tests {
             (
                 r#"{"a":1,"b":[1,2]"#,
                 16,
-                "',' or '}' after an object member",
+                "'}' to close an object, not the end",
             ),
             (r#"{"a" 1,"b":2}"#, 5, "':'"),
         ];
@@ -1046,7 +1055,7 @@ mod tests {
     #[test]
     fn malformed_documents_are_rejected_with_offsets() {
         let cases: &[(&str, usize, &str)] = &[
-            (r#"{"a":1"#, 6, "',' or '}'"),
+            (r#"{"a":1"#, 6, "'}' to close an object, not the end"),
             (r#"{"a" 1}"#, 5, "':'"),
             (r#"{a:1}"#, 1, "string key"),
             (r#"{"a":tru}"#, 5, "'true'"),
@@ -1057,7 +1066,7 @@ mod tests {
             ("{\"a\":\"x\ty\"}", 7, "control characters"),
             (r#"{"a":"open}"#, 11, "closing '\"'"),
             (r#"{"a":1} x"#, 8, "end of the document"),
-            (r#"[1,2"#, 4, "',' or ']'"),
+            (r#"[1,2"#, 4, "']' to close an array, not the end"),
             ("", 0, "JSON value"),
             (r#"{"a":-}"#, 6, "a digit"),
             (r#"{"a":1e}"#, 7, "exponent"),

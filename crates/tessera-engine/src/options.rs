@@ -95,8 +95,10 @@ extensions_options! {
     pub struct TesseraOptions {
         /// What to do with a malformed NDJSON line: 'fail' (default) or 'skip'.
         pub on_error: OnError, default = OnError::Fail
-        /// How much of each NDJSON document is checked: 'structure' (default: everything up
-        /// to the last value a query reads, then brackets and strings) or 'full'.
+        /// How NDJSON documents are checked; both levels reject the same malformed lines.
+        /// 'structure' (default) stops locating values after the last one a query reads
+        /// and checks the rest with a cheaper token loop; 'full' parses every document
+        /// with the locating descent.
         pub validation: ValidationSetting, default = ValidationSetting(Validation::Structure)
         /// Bytes per ranged read when scanning raw files (8 MiB: AnyBlob's
         /// sweet spot, VLDB 2023).

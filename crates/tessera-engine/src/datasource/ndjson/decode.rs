@@ -141,12 +141,9 @@ impl BatchDecoder {
             })
             .collect();
         Ok(Self {
-            // A document handed out whole must be valid JSON, however little is read of it.
-            scanner: Scanner::new(Arc::clone(&plan.trie)).with_validation(if plan.raw {
-                Validation::Full
-            } else {
-                validation
-            }),
+            // Both levels accept the same documents, so a whole document handed out (`j`)
+            // is valid JSON at either.
+            scanner: Scanner::new(Arc::clone(&plan.trie)).with_validation(validation),
             raw: plan.raw.then(|| ViewColumn::new(batch_size)),
             columns,
             partition_values,

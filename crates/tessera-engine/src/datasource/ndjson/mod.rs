@@ -11,5 +11,7 @@ pub mod lines;
 pub mod open;
 pub mod read;
 pub mod source;
+#[cfg(test)]
+mod validation_tests;
 
 pub use format::{NdjsonFormat, NdjsonFormatFactory};

@@ -185,7 +185,10 @@ fuzz_target!(|data: &[u8]| {
             let want = value.at(path);
             let got = scanner.get(slot);
             let (Some(want), Some(span)) = (want, got) else {
-                assert!(want.is_none() && got.is_none(), "{path:?} in {doc:?}: {got:?}");
+                assert!(
+                    want.is_none() && got.is_none(),
+                    "{path:?} in {doc:?}: {got:?}"
+                );
                 continue;
             };
             assert!(want.has_kind(span.kind), "{path:?} in {doc:?}: {span:?}");

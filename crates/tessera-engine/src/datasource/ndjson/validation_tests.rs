@@ -30,13 +30,23 @@ impl Rng {
 /// `lines` documents, about half of them with a byte deleted, inserted or replaced.
 fn lines(rng: &mut Rng, lines: usize) -> String {
     const VALUES: &[&str] = &[
-        "1", "-0", "2.5e3", "true", "null", r#""s""#, r#""\u00e9""#, r#"[1,{"c":[]}]"#,
+        "1",
+        "-0",
+        "2.5e3",
+        "true",
+        "null",
+        r#""s""#,
+        r#""\u00e9""#,
+        r#"[1,{"c":[]}]"#,
         r#"{"d":"x"}"#,
     ];
     const BYTES: &[u8] = b"{}[]:,\" 0-.eEtnu\\";
     let mut out = String::new();
     for _ in 0..lines {
-        let (first, second) = (VALUES[rng.below(VALUES.len())], VALUES[rng.below(VALUES.len())]);
+        let (first, second) = (
+            VALUES[rng.below(VALUES.len())],
+            VALUES[rng.below(VALUES.len())],
+        );
         let mut line = format!(r#"{{"b":{second},"a":{first},"z":{second}}}"#).into_bytes();
         if rng.below(2) == 0 {
             let at = rng.below(line.len());
@@ -97,7 +107,10 @@ async fn every_query_rejects_the_same_lines() {
                 .iter()
                 .map(|o| o.as_ref().map(|(rows, rejects)| (rows, rejects.count)))
                 .collect();
-            assert!(outcomes.iter().all(|o| *o == outcomes[0]), "{context}: {counts:?}");
+            assert!(
+                outcomes.iter().all(|o| *o == outcomes[0]),
+                "{context}: {counts:?}"
+            );
             match (on_error, &outcomes[0]) {
                 ("skip", Ok((rows, rejects))) => {
                     assert!(*rows > 100 && rejects.count > 100, "{context}: {counts:?}");

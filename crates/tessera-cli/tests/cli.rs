@@ -93,7 +93,7 @@ fn malformed_lines_fail_with_file_line_and_offset() {
     let message = failed.error();
     assert!(
         message.contains(
-            "bad.json line 4 (byte offset 28): expected the closing '\"' of a string at byte 21 of the line"
+            "bad.json line 2 (byte offset 9): expected a string key at byte 8 of the line"
         ),
         "{message}"
     );

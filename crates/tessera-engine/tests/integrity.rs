@@ -10,6 +10,8 @@ use tessera_engine::{SessionOptions, TesseraSession};
 use tessera_testkit::MinioServer;
 use tessera_tiles::checksum::parse_header;
 
+// This test uses a part of the shared helpers.
+#[allow(dead_code)]
 mod common;
 
 use common::rows;

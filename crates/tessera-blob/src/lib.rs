@@ -56,6 +56,14 @@ mod uring;
 /// their own clients.
 pub mod uring_store;
 
+/// The HTTP response parser of the io_uring client, for the fuzz target
+/// `http_response` only (cargo feature `fuzzing`); not an API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::uring::{HttpError, parse_response};
+}
+
 pub use config::{Addressing, Credentials, S3Config, S3Overrides};
 pub use crypt::{EncryptionKey, ciphertext_len};
 pub use error::BlobError;

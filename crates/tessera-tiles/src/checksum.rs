@@ -17,8 +17,8 @@ use std::io::Write;
 use bytes::Bytes;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{
-    ColumnChunkMetaData, PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader,
-    ParquetMetaDataWriter,
+    ColumnChunkMetaData, PageIndexPolicy, ParquetMetaData, ParquetMetaDataOptions,
+    ParquetMetaDataReader, ParquetMetaDataWriter,
 };
 use parquet::file::page_index::offset_index::OffsetIndexMetaData;
 use parquet::file::writer::TrackedWrite;
@@ -133,8 +133,12 @@ struct Moved {
 /// it (column chunks back to back after the magic, no bloom filters, no encryption);
 /// returns the new file. Pages that carry a CRC keep it.
 pub fn add_page_checksums(file: Bytes) -> Result<Bytes, ParquetError> {
+    // Encoding stats whole, not as the default mask: the footer is written anew from
+    // this metadata, and readers choose dictionary reads by these stats.
+    let options = ParquetMetaDataOptions::new().with_encoding_stats_as_mask(false);
     let metadata = ParquetMetaDataReader::new()
         .with_page_index_policy(PageIndexPolicy::Optional)
+        .with_metadata_options(Some(options))
         .parse_and_finish(&file)?;
     let mut data = Vec::with_capacity(file.len() + file.len() / 64);
     data.extend_from_slice(MAGIC);
@@ -525,7 +529,7 @@ mod tests {
         for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
             let (batch, plain) = written(3000, version);
             assert!(pages(&plain).iter().all(|(_, h)| h.crc.is_none()));
-            let checked = add_page_checksums(plain).unwrap();
+            let checked = add_page_checksums(plain.clone()).unwrap();
             let pages = pages(&checked);
             assert!(pages.len() > 10, "small pages: {}", pages.len());
             for (at, header) in &pages {
@@ -545,6 +549,24 @@ mod tests {
                     assert!(starts.contains(&(page.offset as usize)), "{page:?}");
                 }
             }
+            // Everything but offsets and sizes is as written: statistics, encodings.
+            let before = ParquetMetaDataReader::new()
+                .parse_and_finish(&plain)
+                .unwrap();
+            let columns = |m: &ParquetMetaData| -> Vec<_> {
+                m.row_groups()
+                    .iter()
+                    .flat_map(|g| g.columns())
+                    .map(|c| {
+                        (
+                            c.statistics().cloned(),
+                            c.page_encoding_stats_mask().copied(),
+                            c.num_values(),
+                        )
+                    })
+                    .collect()
+            };
+            assert_eq!(columns(&metadata), columns(&before));
             // Adding checksums again changes nothing.
             assert_eq!(add_page_checksums(checked.clone()).unwrap(), checked);
         }

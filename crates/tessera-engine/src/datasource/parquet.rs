@@ -13,11 +13,11 @@ use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
 use datafusion::catalog::Session;
 use datafusion::common::{DataFusionError, Result, Statistics};
-use datafusion::datasource::file_format::FileFormat;
 use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
+use datafusion::datasource::file_format::{FileFormat, FileMeta};
 use datafusion::datasource::physical_plan::{FileScanConfig, FileSinkConfig, FileSource};
 use datafusion::datasource::table_schema::TableSchema;
-use datafusion::physical_expr::LexRequirement;
+use datafusion::physical_expr::{LexOrdering, LexRequirement};
 use datafusion::physical_plan::ExecutionPlan;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
@@ -195,6 +195,34 @@ impl FileFormat for CheckedParquetFormat {
         self.check(store, std::iter::once(object)).await?;
         self.inner
             .infer_stats(state, store, table_schema, object)
+            .await
+            .map_err(|error| named(store, object, error))
+    }
+
+    async fn infer_ordering(
+        &self,
+        state: &dyn Session,
+        store: &Arc<dyn ObjectStore>,
+        table_schema: SchemaRef,
+        object: &ObjectMeta,
+    ) -> Result<Option<LexOrdering>> {
+        self.check(store, std::iter::once(object)).await?;
+        self.inner
+            .infer_ordering(state, store, table_schema, object)
+            .await
+            .map_err(|error| named(store, object, error))
+    }
+
+    async fn infer_stats_and_ordering(
+        &self,
+        state: &dyn Session,
+        store: &Arc<dyn ObjectStore>,
+        table_schema: SchemaRef,
+        object: &ObjectMeta,
+    ) -> Result<FileMeta> {
+        self.check(store, std::iter::once(object)).await?;
+        self.inner
+            .infer_stats_and_ordering(state, store, table_schema, object)
             .await
             .map_err(|error| named(store, object, error))
     }

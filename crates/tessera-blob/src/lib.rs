@@ -14,7 +14,8 @@
 //! sets concurrency and hedging deadlines in `model`, the multi-address DNS cache in
 //! [`endpoints`], cost accounting in [`stats`] (per query with [`accounting::scope`]), optional client-side encryption in
 //! `crypt`, and the `ObjectStore` implementation in [`uring_store`]. Its settings are
-//! [`RetrievalOptions`].
+//! [`RetrievalOptions`]. The `object_store` crate's S3 client (selected, or serving what
+//! the io_uring client delegates) has its reads checked for length in [`checked`].
 //!
 //! ```
 //! use tessera_blob::Location;
@@ -24,6 +25,7 @@
 //! ```
 
 pub mod accounting;
+pub mod checked;
 pub mod config;
 mod crypt;
 /// Public because the fault tests and the test kit build clients over fixed addresses
@@ -53,6 +55,14 @@ mod uring;
 /// Public because the integration tests build [`uring_store::UringS3Store`] over
 /// their own clients.
 pub mod uring_store;
+
+/// The HTTP response parser of the io_uring client, for the fuzz target
+/// `http_response` only (cargo feature `fuzzing`); not an API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::uring::{HttpError, parse_response};
+}
 
 pub use config::{Addressing, Credentials, S3Config, S3Overrides};
 pub use crypt::{EncryptionKey, ciphertext_len};

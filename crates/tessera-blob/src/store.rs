@@ -14,6 +14,7 @@ use object_store::aws::AmazonS3Builder;
 use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
 use url::Url;
 
+use crate::checked::LengthChecked;
 use crate::config::{Addressing, S3Config};
 use crate::error::BlobError;
 use crate::explain::explain;
@@ -181,11 +182,12 @@ impl StoreFactory {
             // not exist off-cloud; unsigned requests fail fast with AccessDenied instead.
             None => builder.with_skip_signature(true),
         };
-        let store: Arc<dyn ObjectStore> =
-            Arc::new(builder.build().map_err(|source| BlobError::Open {
-                url: format!("s3://{bucket}"),
-                source,
-            })?);
+        let client = Arc::new(builder.build().map_err(|source| BlobError::Open {
+            url: format!("s3://{bucket}"),
+            source,
+        })?);
+        let attempts = options.map_or(MAX_RETRIES as u32 + 1, |o| o.max_attempts);
+        let store: Arc<dyn ObjectStore> = Arc::new(LengthChecked::new(client, attempts));
         if kind == S3ClientKind::ObjectStore {
             // That client would write plaintext and return ciphertext.
             if self.options()?.encryption.is_some() {

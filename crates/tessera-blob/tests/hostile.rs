@@ -212,3 +212,42 @@ async fn a_chunked_answer_is_decoded() {
     let got = bounded("a whole GET", client(&server, 1).get("key", None)).await;
     assert_eq!(got.expect("a chunked body").as_ref(), b"hello world");
 }
+
+/// 5 bytes as the answer to any range, announced as bytes 0-99 by `Content-Range`
+/// and as 5 by `Content-Length`: every header agrees with itself, the body is short.
+const TRUNCATED_206: &[u8] =
+    b"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-99/1000\r\nContent-Length: 5\r\n\r\nhello";
+
+#[tokio::test]
+async fn the_object_store_client_retries_then_refuses_a_206_shorter_than_its_range() {
+    use object_store::ObjectStoreExt;
+    use object_store::path::Path;
+    use tessera_blob::{S3ClientKind, StoreFactory};
+    for attempts in [1, 3] {
+        let server = Canned::start(TRUNCATED_206);
+        let factory = StoreFactory::with_options(config(&server.endpoint()), options(attempts));
+        let store = factory
+            .open_s3("bucket", S3ClientKind::ObjectStore)
+            .expect("a store");
+        let ranged = bounded("a ranged read", store.get_range(&Path::from("key"), 0..100)).await;
+        let err = ranged.expect_err("5 bytes are not bytes 0..100");
+        assert!(
+            err.to_string().contains("..100"),
+            "the error names the range: {err}"
+        );
+        // A retry asks for the rest (5..100); this server's answer to that names
+        // another range, which ends the retries.
+        let requests = server.requests.load(Ordering::SeqCst);
+        assert_eq!(
+            requests,
+            attempts.min(2) as usize,
+            "a short body is asked for again"
+        );
+        let ranges = bounded(
+            "ranged reads",
+            store.get_ranges(&Path::from("key"), &[0..100, 500..600]),
+        )
+        .await;
+        assert!(ranges.is_err(), "{ranges:?}");
+    }
+}

@@ -198,6 +198,46 @@ impl DeletionVector {
     pub fn end(&self) -> u64 {
         self.runs.last().map_or(0, |&(_, end)| end)
     }
+
+    /// Why these runs are not a deletion vector of a file of `rows` rows, if they are
+    /// not: runs must be non-empty, ascending, disjoint and within the file. A stored
+    /// manifest is input; the methods above assume these rules.
+    fn check(&self, rows: u64) -> Result<(), String> {
+        let mut previous_end = 0;
+        for (k, &(start, end)) in self.runs.iter().enumerate() {
+            if start >= end || (k > 0 && start <= previous_end) || end > rows {
+                return Err(format!(
+                    "deleted rows {start}..{end} are not a run after row {previous_end} within {rows} rows"
+                ));
+            }
+            previous_end = end;
+        }
+        Ok(())
+    }
+}
+
+/// Encodes `manifest` as the JSON stored at its key.
+pub fn encode(manifest: &Manifest) -> Result<Vec<u8>, String> {
+    serde_json::to_vec(manifest).map_err(|e| e.to_string())
+}
+
+/// Decodes the manifest stored for `version`, or says why `bytes` are not one: not
+/// JSON of a manifest, another format or version, or a deletion vector that is not one
+/// of its file.
+pub fn decode(bytes: &[u8], version: u64) -> Result<Manifest, String> {
+    let manifest: Manifest = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    if manifest.format != FORMAT || manifest.version != version {
+        return Err(format!(
+            "format {} version {} (expected format {FORMAT} version {version})",
+            manifest.format, manifest.version
+        ));
+    }
+    for file in &manifest.files {
+        file.deleted
+            .check(file.summary.rows)
+            .map_err(|reason| format!("{}: {reason}", file.path))?;
+    }
+    Ok(manifest)
 }
 
 /// The key of version `version`'s manifest below the table prefix.
@@ -217,6 +257,58 @@ pub fn version_of(key: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Version 3 of a table of one file of `rows` rows whose deletion vector is `runs`,
+    /// as stored JSON.
+    fn stored(rows: u64, runs: &[(u64, u64)]) -> Vec<u8> {
+        let summary = FileSummary {
+            rows,
+            schema: Default::default(),
+            stats: Vec::new(),
+            unshredded_paths: tessera_tiles::summary::PathBloom::with_capacity(0),
+            columns: Vec::new(),
+        };
+        let manifest = Manifest {
+            format: FORMAT,
+            version: 3,
+            commit_id: "c".into(),
+            json_column: "j".into(),
+            columns: Vec::new(),
+            committed_at: "2026-11-23T00:00:00+00:00".into(),
+            files: vec![DataFile {
+                path: "data/a.parquet".into(),
+                size: 100,
+                summary,
+                deleted: DeletionVector {
+                    runs: runs.to_vec(),
+                },
+            }],
+        };
+        encode(&manifest).unwrap()
+    }
+
+    #[test]
+    fn decoding_refuses_deletion_vectors_that_are_not_runs_of_the_file() {
+        // Every pair of runs over a few rows: accepted exactly when the runs are
+        // non-empty, ascending, disjoint and within the file, and then they survive a
+        // round trip.
+        let bounds: Vec<(u64, u64)> = (0..6).flat_map(|s| (0..6).map(move |e| (s, e))).collect();
+        for &first in &bounds {
+            for &second in &bounds {
+                let runs = [first, second];
+                let valid =
+                    first.0 < first.1 && first.1 < second.0 && second.0 < second.1 && second.1 <= 4;
+                let decoded = decode(&stored(4, &runs), 3);
+                assert_eq!(decoded.is_ok(), valid, "{runs:?}: {decoded:?}");
+                if let Ok(manifest) = decoded {
+                    assert_eq!(manifest.files[0].deleted.runs, runs);
+                    assert_eq!(decode(&encode(&manifest).unwrap(), 3).unwrap(), manifest);
+                }
+            }
+        }
+        assert!(decode(&stored(4, &[]), 2).is_err(), "another version");
+        assert!(decode(b"{", 3).is_err());
+    }
 
     #[test]
     fn deletion_vectors_are_runs() {

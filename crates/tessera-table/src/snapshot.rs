@@ -2,6 +2,7 @@
 
 use std::ops::Range;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use arrow::array::BooleanArray;
 use arrow::array::RecordBatch;
@@ -22,6 +23,7 @@ use parquet::errors::ParquetError;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
 
 use tessera_blob::{Sizing, accounting, sizing};
+use tessera_tiles::checksum::verify_pages;
 
 use crate::cache;
 use crate::error::TableError;
@@ -459,6 +461,43 @@ struct FileReader {
 /// request.
 const FOOTER_HINT: usize = 64 << 10;
 
+impl FileReader {
+    /// `parts` (the bytes of `ranges`: whole pages, as the decoder asks for them) once
+    /// their pages match their checksums. A part that does not is read once more
+    /// straight from the store, since the store or the network may have sent bad bytes;
+    /// if it still does not match, the file is corrupt and the error says where.
+    async fn verified(
+        &self,
+        ranges: &[Range<u64>],
+        mut parts: Vec<Bytes>,
+    ) -> parquet::errors::Result<Vec<Bytes>> {
+        for (range, part) in ranges.iter().zip(parts.iter_mut()) {
+            if verify_pages(part).is_ok() {
+                continue;
+            }
+            self.traffic
+                .checksum_retries
+                .fetch_add(1, Ordering::Relaxed);
+            let again = accounting::scope(
+                Arc::clone(&self.traffic.store),
+                self.store.get_range(&self.key, range.clone()),
+            )
+            .await
+            .map_err(|e| ParquetError::External(Box::new(e)))?;
+            self.traffic.count(1, again.len() as u64);
+            if let Err(mismatch) = verify_pages(&again) {
+                return Err(ParquetError::General(format!(
+                    "{} is corrupt: the page at byte {} does not match its checksum (read twice)",
+                    self.key,
+                    range.start + mismatch.page_at as u64
+                )));
+            }
+            *part = again;
+        }
+        Ok(parts)
+    }
+}
+
 impl AsyncFileReader for FileReader {
     fn get_bytes(&mut self, range: Range<u64>) -> BoxFuture<'_, parquet::errors::Result<Bytes>> {
         async move {
@@ -489,7 +528,7 @@ impl AsyncFileReader for FileReader {
                 .map_err(external)?;
                 self.traffic
                     .count(parts.len(), parts.iter().map(|b| b.len() as u64).sum());
-                return Ok(parts);
+                return self.verified(&ranges, parts).await;
             };
             let mut parts: Vec<Option<Bytes>> = Vec::with_capacity(ranges.len());
             for hit in readahead.take(&ranges).await {
@@ -521,7 +560,7 @@ impl AsyncFileReader for FileReader {
                 .map(|part| part.or_else(|| fetched.next()).expect("one part per range"))
                 .collect();
             readahead.delivered(parts.iter().map(|b| b.len() as u64).sum());
-            Ok(parts)
+            self.verified(&ranges, parts).await
         }
         .boxed()
     }

@@ -26,7 +26,7 @@ use crate::claims::{self, Holder, MAX_CLAIM_HOLD, Taken};
 use crate::error::TableError;
 use crate::layout::{DATA, TABLE_DIRS, VERSIONS, child_key};
 use crate::manifest::{
-    DataFile, DeletionVector, FORMAT, Manifest, TableColumn, manifest_key, version_of,
+    self, DataFile, DeletionVector, FORMAT, Manifest, TableColumn, manifest_key, version_of,
 };
 use crate::snapshot::Snapshot;
 
@@ -586,9 +586,9 @@ impl Table {
     }
 
     async fn put_manifest(&self, manifest: &Manifest) -> Result<(), TableError> {
-        let body = serde_json::to_vec(manifest).map_err(|e| TableError::Manifest {
+        let body = manifest::encode(manifest).map_err(|reason| TableError::Manifest {
             path: manifest_key(manifest.version),
-            reason: e.to_string(),
+            reason,
         })?;
         let options = PutOptions {
             mode: PutMode::Create,
@@ -607,20 +607,11 @@ impl Table {
     pub(crate) async fn read_manifest(&self, version: u64) -> Result<Manifest, TableError> {
         let relative = manifest_key(version);
         let bytes = self.store.get(&self.key(&relative)).await?.bytes().await?;
-        let manifest: Manifest =
-            serde_json::from_slice(&bytes).map_err(|e| TableError::Manifest {
+        let manifest =
+            manifest::decode(&bytes, version).map_err(|reason| TableError::Manifest {
                 path: format!("{}/{relative}", self.location()),
-                reason: e.to_string(),
+                reason,
             })?;
-        if manifest.format != FORMAT || manifest.version != version {
-            return Err(TableError::Manifest {
-                path: format!("{}/{relative}", self.location()),
-                reason: format!(
-                    "format {} version {} (expected format {FORMAT} version {version})",
-                    manifest.format, manifest.version
-                ),
-            });
-        }
         Ok(manifest)
     }
 

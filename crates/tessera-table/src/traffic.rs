@@ -16,6 +16,9 @@ pub struct Traffic {
     /// What the store sent on the file's behalf, as its io_uring S3 client counts it
     /// (split and hedged GETs, retries); zero for stores that do not count (local files).
     pub store: Arc<RequestStats>,
+    /// Ranges read a second time because a page did not match its checksum (the store
+    /// or the network may have sent bad bytes).
+    pub checksum_retries: AtomicU64,
 }
 
 impl Traffic {

@@ -14,6 +14,7 @@
 //! - [`summary`]: what a written file tells the table manifest (shredding schema, path
 //!   statistics, distinct-count sketches, a Bloom filter of unshredded key paths).
 
+pub mod checksum;
 pub mod cluster;
 pub mod datetime;
 pub mod error;

@@ -424,7 +424,7 @@ fn encode(
         ArrowWriter::try_new(&mut out, schema, Some(properties)).map_err(TilesError::Parquet)?;
     writer.write(&batch).map_err(TilesError::Parquet)?;
     writer.close().map_err(TilesError::Parquet)?;
-    Ok(Bytes::from(out))
+    crate::checksum::add_page_checksums(Bytes::from(out)).map_err(TilesError::Parquet)
 }
 
 /// How the pages of a string leaf are compressed, when not as the rest of the file.

@@ -235,6 +235,31 @@ impl Chunked {
     }
 }
 
+/// Parses `response` as a whole HTTP response the way the event loop does: the head,
+/// then a chunked body fed in pieces of `split` bytes (at least one) under a body cap
+/// of `limit` bytes; returns the decoded body. For the fuzz target `http_response`
+/// only: its checks are that this never panics and never returns more than `limit`
+/// bytes.
+#[cfg(feature = "fuzzing")]
+pub fn parse_response(response: &[u8], split: usize, limit: usize) -> Result<Vec<u8>, HttpError> {
+    let Some(head) = read_head(response)? else {
+        return Ok(Vec::new());
+    };
+    let rest = &response[head.len..];
+    if !head.chunked {
+        let length = head.content_length.unwrap_or(rest.len());
+        return Ok(rest[..length.min(rest.len()).min(limit)].to_vec());
+    }
+    let mut decoder = Chunked::new(limit);
+    let mut body = Vec::new();
+    for piece in rest.chunks(split.max(1)) {
+        if decoder.feed(piece, &mut body)? < piece.len() {
+            break;
+        }
+    }
+    Ok(body)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,4 +32,6 @@ mod tls;
 
 pub use error::HttpError;
 pub use event_loop::{MAX_RETRIEVERS, Retrievers};
+#[cfg(feature = "fuzzing")]
+pub use http::parse_response;
 pub use request::{HttpRequest, HttpResponse, TlsTarget};

@@ -24,6 +24,7 @@ use tessera_blob::Location;
 use url::Url;
 
 use crate::datasource::ndjson::NdjsonFormat;
+use crate::datasource::parquet::CheckedParquetFormat;
 
 /// The format of a file, by name; `None` when the name says nothing.
 pub fn format_for(name: &str) -> Option<Arc<dyn FileFormat>> {
@@ -35,7 +36,9 @@ pub fn format_for(name: &str) -> Option<Arc<dyn FileFormat>> {
     let ext = stem.rsplit_once('.').map(|(_, e)| e)?;
     match ext {
         "json" | "ndjson" | "jsonl" => Some(Arc::new(NdjsonFormat::default())),
-        "parquet" => Some(Arc::new(ParquetFormat::default())),
+        "parquet" => Some(Arc::new(CheckedParquetFormat::new(Arc::new(
+            ParquetFormat::default(),
+        )))),
         "csv" => Some(Arc::new(CsvFormat::default().with_has_header(true))),
         _ => None,
     }
@@ -105,6 +108,11 @@ pub async fn table_for_locations(
                     texts.join(", ")
                 ))
             })?,
+    };
+    // `STORED AS PARQUET` names DataFusion's format, which panics on some bad files.
+    let format = match format.downcast_ref::<ParquetFormat>() {
+        Some(_) => Arc::new(CheckedParquetFormat::new(format)),
+        None => format,
     };
     let options = ListingOptions::new(format).with_file_extension("");
     let config = ListingTableConfig::new_with_multi_paths(urls).with_listing_options(options);

@@ -4,7 +4,9 @@
 //! - [`tessera`]: Tessera tables (JSON tiles with atomic commits): the table provider,
 //!   its scan, and its write path (INSERT, ingest, DELETE).
 //! - [`location`]: tables named by location (`FROM 's3://bucket/*.json.zst'`).
+//! - [`parquet`]: raw Parquet files, their footers checked before DataFusion reads them.
 
 pub mod location;
 pub mod ndjson;
+pub mod parquet;
 pub mod tessera;

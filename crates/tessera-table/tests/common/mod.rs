@@ -55,13 +55,18 @@ pub async fn data_file_with(
     let mut writer = ArrowWriter::try_new(&mut bytes, schema, Some(properties)).unwrap();
     writer.write(&batch).unwrap();
     writer.close().unwrap();
+    data_file_of(table, bytes, values.len() as u64).await
+}
+
+/// `bytes` (a Parquet file of `rows` rows) stored as a data file to commit.
+pub async fn data_file_of(table: &Table, bytes: Vec<u8>, rows: u64) -> Result<NewFile, TableError> {
     let size = bytes.len() as u64;
     let path = table.write_data_file(Bytes::from(bytes)).await?;
     Ok(NewFile {
         path,
         size,
         summary: FileSummary {
-            rows: values.len() as u64,
+            rows,
             schema: ShreddingSchema::default(),
             stats: Vec::new(),
             unshredded_paths: PathBloom::with_capacity(0),

@@ -31,6 +31,8 @@ pub(super) struct TesseraScanMetrics {
     pub(super) values_coded: Count,
     /// Outlier columns of read paths left unread: the file's statistics show none.
     pub(super) outlier_columns_skipped: Count,
+    /// Ranges read again because a page did not match its checksum.
+    pub(super) checksum_retries: Count,
 }
 
 impl TesseraScanMetrics {
@@ -52,6 +54,7 @@ impl TesseraScanMetrics {
             values_reconstructed: counter("values_reconstructed"),
             values_coded: counter("values_coded"),
             outlier_columns_skipped: counter("outlier_columns_skipped"),
+            checksum_retries: counter("checksum_retries"),
         }
     }
 }
@@ -73,6 +76,8 @@ impl TesseraScanMetrics {
         self.request_cost_nanodollars.add(billed * GET_NANODOLLARS);
         self.bytes_scanned
             .add(traffic.bytes.load(Ordering::Relaxed) as usize);
+        self.checksum_retries
+            .add(traffic.checksum_retries.load(Ordering::Relaxed) as usize);
     }
 }
 

@@ -17,6 +17,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use tessera_blob::{S3Config, S3Overrides};
+use tessera_engine::options::MemoryLimit;
 use tessera_engine::{OnError, SessionOptions, TesseraSession};
 
 use crate::output::Format;
@@ -49,6 +50,15 @@ struct GlobalArgs {
     /// What to do with malformed JSON lines: fail (default) or skip and report.
     #[arg(long, global = true, value_parser = parse_on_error)]
     on_error: Option<OnError>,
+    /// Memory a query's operators may hold before spilling to disk or failing: a size
+    /// (2GB, 512MiB) or a share of physical memory (default 50%).
+    #[arg(long, global = true, value_parser = parse_memory_limit)]
+    memory_limit: Option<MemoryLimit>,
+}
+
+fn parse_memory_limit(text: &str) -> Result<MemoryLimit, String> {
+    text.parse()
+        .map_err(|e: datafusion::error::DataFusionError| e.to_string())
 }
 
 fn parse_on_error(text: &str) -> Result<OnError, String> {
@@ -180,6 +190,7 @@ fn open_session(global: &GlobalArgs) -> anyhow::Result<TesseraSession> {
     let options = SessionOptions {
         target_partitions: global.threads,
         on_error: global.on_error,
+        memory_limit: global.memory_limit,
     };
     Ok(TesseraSession::new(s3, options)?)
 }

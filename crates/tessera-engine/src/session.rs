@@ -32,6 +32,7 @@ use crate::datasource::tessera::{
 };
 use crate::errors;
 use crate::functions::operators::{JsonOperatorPlanner, check_chains};
+use crate::functions::sum::WideIntegerSum;
 use crate::functions::{compat, json as json_functions};
 use crate::options::{MemoryLimit, OnError, TesseraOptions};
 use crate::physical_optimizer::{CastPushdown, GroupOnCodes, IntegerTextMinMax};
@@ -113,6 +114,7 @@ impl TesseraSession {
                 .cloned()
                 .ok_or_else(|| DataFusionError::Internal(format!("{name} is not registered")))
         };
+        state.register_function_rewrite(Arc::new(WideIntegerSum))?;
         state.register_expr_planner(Arc::new(JsonOperatorPlanner::new(
             find(json_functions::JSON_GET)?,
             find(json_functions::JSON_GET_TEXT)?,

@@ -191,9 +191,7 @@ async fn run_command(session: &TesseraSession, command: Command) -> anyhow::Resu
             .await
             .map(|()| ExitCode::SUCCESS),
         Command::Demo(args) => demo::run(session, args).await.map(|()| ExitCode::SUCCESS),
-        Command::Ingest(args) => ingest::run(session, args)
-            .await
-            .map(|()| ExitCode::SUCCESS),
+        Command::Ingest(args) => ingest::run(session, args).await.map(|()| ExitCode::SUCCESS),
         Command::Bench { bench } => bench::run(session.stores().s3_config(), bench)
             .await
             .map(|()| ExitCode::SUCCESS),

@@ -216,7 +216,12 @@ impl Preview {
 
     fn render(self, out: &mut (dyn Write + Send)) -> anyhow::Result<()> {
         if self.rows == 0 {
-            let names: Vec<&str> = self.schema.fields().iter().map(|f| f.name().as_str()).collect();
+            let names: Vec<&str> = self
+                .schema
+                .fields()
+                .iter()
+                .map(|f| f.name().as_str())
+                .collect();
             writeln!(out, "{}\n(0 rows)", names.join(" | "))?;
             return Ok(());
         }

@@ -369,17 +369,29 @@ fn command_errors_name_each_cause_once() {
     let not_a_dir = dir.path().join("file.json");
     std::fs::write(&not_a_dir, "{\"a\":1}\n").unwrap();
     let failures = [
-        run(dir.path(), &[], &["ingest", bad.to_str().unwrap(), "--table", "t"]),
         run(
             dir.path(),
             &[],
-            &["ingest", bad.to_str().unwrap(), "--table", not_a_dir.to_str().unwrap()],
+            &["ingest", bad.to_str().unwrap(), "--table", "t"],
+        ),
+        run(
+            dir.path(),
+            &[],
+            &[
+                "ingest",
+                bad.to_str().unwrap(),
+                "--table",
+                not_a_dir.to_str().unwrap(),
+            ],
         ),
     ];
     for failed in &failures {
         let error = failed.error();
         assert_eq!(error.lines().count(), 1, "{error}");
-        assert!(!error.contains("External error") && !error.contains("Execution error"), "{error}");
+        assert!(
+            !error.contains("External error") && !error.contains("Execution error"),
+            "{error}"
+        );
         let causes: Vec<&str> = error.trim_start_matches("Error: ").split(": ").collect();
         for (i, cause) in causes.iter().enumerate() {
             assert!(

@@ -28,6 +28,10 @@ fn large_query() -> String {
 
 /// Runs `tessera args...` and returns its outcome and peak resident set size in bytes
 /// (`wait4`'s `ru_maxrss` of exactly this child).
+#[expect(
+    clippy::zombie_processes,
+    reason = "wait4 reaps the child, to read its resource usage"
+)]
 fn run_measured(dir: &Path, args: &[&str]) -> (Run, u64) {
     let mut child = common::tessera(dir, &[])
         .args(args)
@@ -152,7 +156,15 @@ fn a_sort_beyond_the_limit_spills_and_is_correct() {
         "SELECT (value * 7919) % 1000003 AS k, value FROM generate_series(1, {n}) ORDER BY k, value"
     );
     let out = dir.path().join("sorted.csv");
-    let args = ["--threads", "2", "sql", "--memory-limit", "40MB", "--format", "csv"];
+    let args = [
+        "--threads",
+        "2",
+        "sql",
+        "--memory-limit",
+        "40MB",
+        "--format",
+        "csv",
+    ];
     let sorted = run(
         dir.path(),
         &[],
@@ -214,8 +226,16 @@ fn an_impossible_query_fails_with_one_sentence_about_memory() {
 #[test]
 fn memory_limits_are_checked() {
     let dir = tempfile::tempdir().unwrap();
-    let bad = run(dir.path(), &[], &["sql", "SET tessera.memory_limit = 'lots'"]);
+    let bad = run(
+        dir.path(),
+        &[],
+        &["sql", "SET tessera.memory_limit = 'lots'"],
+    );
     assert!(bad.error().contains("memory_limit"), "{}", bad.stderr);
     let bad = run(dir.path(), &[], &["--memory-limit", "0", "sql", "SELECT 1"]);
-    assert!(bad.code != 0 && bad.stderr.contains("memory"), "{}", bad.stderr);
+    assert!(
+        bad.code != 0 && bad.stderr.contains("memory"),
+        "{}",
+        bad.stderr
+    );
 }

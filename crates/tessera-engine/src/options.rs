@@ -158,8 +158,13 @@ impl fmt::Display for MemoryLimit {
 /// with `MiB`), decimal ones otherwise, one decimal.
 pub fn format_bytes(n: u64) -> String {
     const BINARY: [(u64, &str); 3] = [(1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB")];
-    const DECIMAL: [(u64, &str); 4] = [(1_000_000_000_000, "TB"), (1_000_000_000, "GB"), (1_000_000, "MB"), (1000, "KB")];
-    let binary = BINARY.iter().find(|(unit, _)| n >= *unit && n % unit == 0);
+    const DECIMAL: [(u64, &str); 4] = [
+        (1_000_000_000_000, "TB"),
+        (1_000_000_000, "GB"),
+        (1_000_000, "MB"),
+        (1000, "KB"),
+    ];
+    let binary = BINARY.iter().find(|(unit, _)| n >= *unit && n.is_multiple_of(*unit));
     let decimal = DECIMAL.iter().find(|(unit, _)| n >= *unit);
     match binary.or(decimal) {
         Some((unit, name)) => format!("{:.1} {name}", n as f64 / *unit as f64),
@@ -292,7 +297,17 @@ mod tests {
             assert_eq!(parsed.to_string(), shown);
             assert_eq!(parsed.to_string().parse::<MemoryLimit>().unwrap(), limit);
         }
-        for bad in ["", "lots", "0", "-1GB", "101%", "1KB", "2 parsecs", "1e30GB", "NaN"] {
+        for bad in [
+            "",
+            "lots",
+            "0",
+            "-1GB",
+            "101%",
+            "1KB",
+            "2 parsecs",
+            "1e30GB",
+            "NaN",
+        ] {
             assert!(bad.parse::<MemoryLimit>().is_err(), "{bad}");
         }
         let share = MemoryLimit::Share(0.5).bytes();

@@ -15,9 +15,9 @@ use datafusion::execution::FunctionRegistry;
 use datafusion::execution::memory_pool::{FairSpillPool, MemoryPool};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::session_state::SessionStateBuilder;
-use datafusion::logical_expr::{self, WriteOp};
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::utils::split_conjunction;
+use datafusion::logical_expr::{self, WriteOp};
 use datafusion::logical_expr::{CreateMemoryTable, DdlStatement, LogicalPlan, LogicalPlanBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParser, Statement};
@@ -345,9 +345,7 @@ fn memory_pool(limit: MemoryLimit) -> Arc<dyn MemoryPool> {
 fn sets_memory_limit(plan: &LogicalPlan) -> bool {
     let variable = match plan {
         LogicalPlan::Statement(logical_expr::Statement::SetVariable(set)) => &set.variable,
-        LogicalPlan::Statement(logical_expr::Statement::ResetVariable(reset)) => {
-            &reset.variable
-        }
+        LogicalPlan::Statement(logical_expr::Statement::ResetVariable(reset)) => &reset.variable,
         _ => return false,
     };
     variable.eq_ignore_ascii_case("tessera.memory_limit")

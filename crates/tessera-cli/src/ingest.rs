@@ -1,8 +1,9 @@
 //! `tessera ingest SOURCE... --table URL`: NDJSON into a Tessera table in one commit,
 //! with a progress line while it runs and a summary at the end.
 
-use std::io::{IsTerminal, Read, Write};
-use std::path::PathBuf;
+use std::fs::File;
+use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -42,11 +43,15 @@ pub enum Report {
 /// Runs the ingest.
 pub async fn run(session: &TesseraSession, args: IngestArgs) -> anyhow::Result<()> {
     let started = Instant::now();
-    let spool = tempfile::tempdir().context("cannot create a temporary directory")?;
+    // Open until the ingest ends: the sources name the spool by its descriptor.
+    let mut spool = None;
     let mut sources = Vec::with_capacity(args.sources.len());
     for source in &args.sources {
         sources.push(match source.as_str() {
-            "-" => spool_stdin(spool.path().to_path_buf())?,
+            "-" => {
+                let file = spool.get_or_insert(spool_stdin()?);
+                format!("/proc/self/fd/{}", file.as_raw_fd())
+            }
             _ => source.clone(),
         });
     }
@@ -68,28 +73,21 @@ pub async fn run(session: &TesseraSession, args: IngestArgs) -> anyhow::Result<(
     Ok(())
 }
 
-/// Copies standard input to a file whose extension tells its compression (sniffed from
-/// the magic bytes), so the regular file readers can split and decompress it.
-fn spool_stdin(dir: PathBuf) -> anyhow::Result<String> {
-    let mut input = std::io::stdin().lock();
-    let mut head = [0u8; 4];
-    let mut filled = 0;
-    while filled < head.len() {
-        match input.read(&mut head[filled..])? {
-            0 => break,
-            n => filled += n,
-        }
-    }
-    let name = match &head[..filled] {
-        [0x1f, 0x8b, ..] => "stdin.json.gz",
-        [0x28, 0xb5, 0x2f, 0xfd] => "stdin.json.zst",
-        _ => "stdin.json",
+/// Copies standard input, decompressed (gzip or zstd, sniffed from the magic bytes), to
+/// a file without a name in the temporary directory: the regular readers can split it,
+/// and a killed process leaves nothing behind.
+fn spool_stdin() -> anyhow::Result<File> {
+    let mut input = BufReader::new(std::io::stdin().lock());
+    let head = input.fill_buf().context("cannot read standard input")?;
+    let mut decoded: Box<dyn Read> = match head {
+        [0x1f, 0x8b, ..] => Box::new(flate2::bufread::MultiGzDecoder::new(input)),
+        [0x28, 0xb5, 0x2f, 0xfd, ..] => Box::new(zstd::Decoder::with_buffer(input)?),
+        _ => Box::new(input),
     };
-    let path = dir.join(name);
-    let mut file = std::fs::File::create(&path).context("cannot spool standard input")?;
-    file.write_all(&head[..filled])?;
-    std::io::copy(&mut input, &mut file).context("cannot spool standard input")?;
-    Ok(path.to_string_lossy().into_owned())
+    let mut file = tempfile::tempfile().context("cannot create a spool for standard input")?;
+    std::io::copy(&mut decoded, &mut file).context("cannot spool standard input")?;
+    file.flush()?;
+    Ok(file)
 }
 
 async fn tick(progress: Arc<WriteProgress>, started: Instant) {

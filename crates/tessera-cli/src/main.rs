@@ -16,7 +16,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use datafusion::error::DataFusionError;
 use tessera_blob::{S3Config, S3Overrides};
+use tessera_engine::options::MemoryLimit;
 use tessera_engine::{OnError, SessionOptions, TesseraSession};
 
 use crate::output::Format;
@@ -49,6 +51,15 @@ struct GlobalArgs {
     /// What to do with malformed JSON lines: fail (default) or skip and report.
     #[arg(long, global = true, value_parser = parse_on_error)]
     on_error: Option<OnError>,
+    /// Memory a query's operators may hold before spilling to disk or failing: a size
+    /// (2GB, 512MiB) or a share of physical memory (default 50%).
+    #[arg(long, global = true, value_parser = parse_memory_limit)]
+    memory_limit: Option<MemoryLimit>,
+}
+
+fn parse_memory_limit(text: &str) -> Result<MemoryLimit, String> {
+    text.parse()
+        .map_err(|e: datafusion::error::DataFusionError| e.to_string())
 }
 
 fn parse_on_error(text: &str) -> Result<OnError, String> {
@@ -114,15 +125,44 @@ fn main() -> ExitCode {
     match runtime.block_on(dispatch(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("Error: {e:#}");
+            eprintln!("Error: {e}");
             ExitCode::FAILURE
         }
     }
 }
 
 async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
-    let session = open_session(&cli.global)?;
-    match cli.command {
+    let session = open_session(&cli.global).map_err(|e| anyhow::anyhow!(sentence(None, &e)))?;
+    run_command(&session, cli.command)
+        .await
+        .map_err(|e| anyhow::anyhow!(sentence(Some(&session), &e)))
+}
+
+/// One sentence for `error`: each cause once (a wrapped error's text often repeats its
+/// source's), a query error as the session describes it, without "External error:".
+fn sentence(session: Option<&TesseraSession>, error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let part = match (session, cause.downcast_ref::<DataFusionError>()) {
+            (Some(session), Some(e)) => session.describe_error(e),
+            _ => cause.to_string(),
+        };
+        if !text.contains(&part) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&part);
+        }
+        if cause.is::<DataFusionError>() && session.is_some() {
+            // The description already followed the error's own chain.
+            break;
+        }
+    }
+    text
+}
+
+async fn run_command(session: &TesseraSession, command: Command) -> anyhow::Result<ExitCode> {
+    match command {
         Command::Sql {
             query,
             format,
@@ -130,7 +170,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             timer,
         } => {
             let mut sink = output::open_sink(output.as_deref(), format)?;
-            let ok = run::run_script(&session, &query, format, &mut sink, timer).await?;
+            let ok = run::run_script(session, &query, format, &mut sink, timer).await?;
             Ok(if ok {
                 ExitCode::SUCCESS
             } else {
@@ -138,7 +178,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             })
         }
         Command::Shell => {
-            let all_ok = shell::run(&session).await?;
+            let all_ok = shell::run(session).await?;
             // A person at a terminal saw each error; a script's caller needs the status.
             let interactive = std::io::stdin().is_terminal();
             Ok(if all_ok || interactive {
@@ -147,13 +187,11 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 ExitCode::FAILURE
             })
         }
-        Command::Gen { dataset } => generate::run(&session, dataset)
+        Command::Gen { dataset } => generate::run(session, dataset)
             .await
             .map(|()| ExitCode::SUCCESS),
-        Command::Demo(args) => demo::run(&session, args).await.map(|()| ExitCode::SUCCESS),
-        Command::Ingest(args) => ingest::run(&session, args)
-            .await
-            .map(|()| ExitCode::SUCCESS),
+        Command::Demo(args) => demo::run(session, args).await.map(|()| ExitCode::SUCCESS),
+        Command::Ingest(args) => ingest::run(session, args).await.map(|()| ExitCode::SUCCESS),
         Command::Bench { bench } => bench::run(session.stores().s3_config(), bench)
             .await
             .map(|()| ExitCode::SUCCESS),
@@ -180,6 +218,7 @@ fn open_session(global: &GlobalArgs) -> anyhow::Result<TesseraSession> {
     let options = SessionOptions {
         target_partitions: global.threads,
         on_error: global.on_error,
+        memory_limit: global.memory_limit,
     };
     Ok(TesseraSession::new(s3, options)?)
 }

@@ -1,12 +1,15 @@
 //! Writing result batches as an aligned table, CSV, JSON, NDJSON or Parquet.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use arrow::array::RecordBatch;
-use arrow::datatypes::SchemaRef;
+use arrow::array::{ArrayRef, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::util::display::{ArrayFormatter, FormatOptions};
 use clap::ValueEnum;
 
 /// An output format of `tessera sql`.
@@ -39,6 +42,116 @@ pub fn open_sink(path: Option<&Path>, format: Format) -> anyhow::Result<Box<dyn 
     }
 }
 
+/// Rows the terminal table shows in full; a longer result shows its first and last
+/// `PREVIEW_ROWS / 2` rows around an elision row, as DuckDB's shell does.
+pub const PREVIEW_ROWS: usize = 40;
+
+/// Bytes a Parquet row group may buffer before it is written out.
+const PARQUET_BUFFER_BYTES_MAX: usize = 64 * 1024 * 1024;
+
+/// Writes one result batch by batch as it arrives, so memory stays bounded whatever the
+/// result's size: text formats and Parquet are written through, the terminal table
+/// keeps only a bounded head and tail.
+pub struct ResultWriter<'a> {
+    kind: Kind<'a>,
+}
+
+type Sink<'a> = &'a mut (dyn Write + Send);
+
+enum Kind<'a> {
+    Table(Preview, Sink<'a>),
+    Csv(arrow::csv::Writer<Sink<'a>>, SchemaRef, bool),
+    Json(arrow::json::Writer<Sink<'a>, arrow::json::writer::JsonArray>),
+    Ndjson(arrow::json::Writer<Sink<'a>, arrow::json::writer::LineDelimited>),
+    Parquet(parquet::arrow::ArrowWriter<Sink<'a>>),
+}
+
+impl<'a> ResultWriter<'a> {
+    /// A writer of rows with `schema` to `out` in `format`.
+    pub fn new(format: Format, schema: &SchemaRef, out: Sink<'a>) -> anyhow::Result<Self> {
+        let kind = match format {
+            Format::Table => Kind::Table(Preview::new(schema.clone()), out),
+            Format::Csv => {
+                let writer = arrow::csv::WriterBuilder::new()
+                    .with_header(true)
+                    .build(out);
+                Kind::Csv(writer, schema.clone(), false)
+            }
+            // NULLs are written as null, not dropped, so every row has every column.
+            Format::Json => Kind::Json(
+                arrow::json::WriterBuilder::new()
+                    .with_explicit_nulls(true)
+                    .build(out),
+            ),
+            Format::Ndjson => Kind::Ndjson(
+                arrow::json::WriterBuilder::new()
+                    .with_explicit_nulls(true)
+                    .build(out),
+            ),
+            Format::Parquet => {
+                let props = parquet::file::properties::WriterProperties::builder()
+                    .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
+                    .build();
+                Kind::Parquet(parquet::arrow::ArrowWriter::try_new(
+                    out,
+                    schema.clone(),
+                    Some(props),
+                )?)
+            }
+        };
+        Ok(Self { kind })
+    }
+
+    /// Writes (or, for the terminal table, notes) one batch.
+    pub fn write(&mut self, batch: &RecordBatch) -> anyhow::Result<()> {
+        match &mut self.kind {
+            Kind::Table(preview, _) => preview.push(batch)?,
+            Kind::Csv(writer, _, written) => {
+                writer.write(batch)?;
+                *written = true;
+            }
+            Kind::Json(writer) => writer.write(batch)?,
+            Kind::Ndjson(writer) => writer.write(batch)?,
+            Kind::Parquet(writer) => {
+                writer.write(batch)?;
+                if writer.in_progress_size() > PARQUET_BUFFER_BYTES_MAX {
+                    writer.flush()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the result: the table is printed, arrays and files are closed.
+    pub fn finish(self) -> anyhow::Result<()> {
+        match self.kind {
+            Kind::Table(preview, out) => {
+                preview.render(out)?;
+                out.flush()?;
+            }
+            Kind::Csv(mut writer, schema, written) => {
+                if !written {
+                    // The header alone, so an empty result still names its columns.
+                    writer.write(&RecordBatch::new_empty(schema))?;
+                }
+                writer.into_inner().flush()?;
+            }
+            Kind::Json(mut writer) => {
+                writer.finish()?;
+                let out = writer.into_inner();
+                writeln!(out)?;
+                out.flush()?;
+            }
+            Kind::Ndjson(mut writer) => {
+                writer.finish()?;
+                writer.into_inner().flush()?;
+            }
+            Kind::Parquet(writer) => writer.into_inner()?.flush()?,
+        }
+        Ok(())
+    }
+}
+
 /// Writes `batches` (with `schema`, for empty results) to `out` in `format`.
 pub fn write(
     format: Format,
@@ -46,74 +159,105 @@ pub fn write(
     batches: &[RecordBatch],
     out: &mut (dyn Write + Send),
 ) -> anyhow::Result<()> {
-    match format {
-        Format::Table => {
-            if batches.iter().all(|b| b.num_rows() == 0) {
-                let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-                writeln!(out, "{}\n(0 rows)", names.join(" | "))?;
-            } else {
-                let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
-                // NULL is shown as NULL, as DuckDB's shell does, not as an empty cell.
-                let options = arrow::util::display::FormatOptions::default().with_null("NULL");
-                let table =
-                    arrow::util::pretty::pretty_format_batches_with_options(batches, &options)?;
-                writeln!(out, "{table}")?;
-                writeln!(out, "({rows} row{})", if rows == 1 { "" } else { "s" })?;
-            }
-        }
-        Format::Csv => {
-            let mut writer = arrow::csv::WriterBuilder::new()
-                .with_header(true)
-                .build(&mut *out);
-            if batches.is_empty() {
-                writer.write(&RecordBatch::new_empty(schema.clone()))?;
-            }
-            for batch in batches {
-                writer.write(batch)?;
-            }
-        }
-        Format::Json => {
-            // NULLs are written as null, not dropped, so every row has every column.
-            let mut writer = arrow::json::WriterBuilder::new()
-                .with_explicit_nulls(true)
-                .build::<_, arrow::json::writer::JsonArray>(&mut *out);
-            for batch in batches {
-                writer.write(batch)?;
-            }
-            writer.finish()?;
-            writeln!(out)?;
-        }
-        Format::Ndjson => {
-            let mut writer = arrow::json::WriterBuilder::new()
-                .with_explicit_nulls(true)
-                .build::<_, arrow::json::writer::LineDelimited>(&mut *out);
-            for batch in batches {
-                writer.write(batch)?;
-            }
-            writer.finish()?;
-        }
-        Format::Parquet => {
-            let props = parquet::file::properties::WriterProperties::builder()
-                .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
-                .build();
-            let mut writer =
-                parquet::arrow::ArrowWriter::try_new(&mut *out, schema.clone(), Some(props))?;
-            for batch in batches {
-                writer.write(batch)?;
-            }
-            writer.close()?;
+    let mut writer = ResultWriter::new(format, schema, out)?;
+    for batch in batches {
+        writer.write(batch)?;
+    }
+    writer.finish()
+}
+
+/// The rows a terminal table shows: the first `PREVIEW_ROWS` rows and the last
+/// `PREVIEW_ROWS / 2`, formatted as they arrive, and the total count.
+struct Preview {
+    schema: SchemaRef,
+    head: Vec<Vec<String>>,
+    tail: VecDeque<Vec<String>>,
+    rows: usize,
+}
+
+impl Preview {
+    fn new(schema: SchemaRef) -> Self {
+        Self {
+            schema,
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            rows: 0,
         }
     }
-    out.flush()?;
-    Ok(())
+
+    /// NULL is shown as NULL, as DuckDB's shell does, not as an empty cell.
+    fn options() -> FormatOptions<'static> {
+        FormatOptions::default().with_null("NULL")
+    }
+
+    fn push(&mut self, batch: &RecordBatch) -> anyhow::Result<()> {
+        let n = batch.num_rows();
+        let head_rows = n.min(PREVIEW_ROWS - self.head.len());
+        let tail_start = n.saturating_sub(PREVIEW_ROWS / 2);
+        if head_rows > 0 || tail_start < n {
+            let options = Self::options();
+            let formatters = batch
+                .columns()
+                .iter()
+                .map(|c| ArrayFormatter::try_new(c.as_ref(), &options))
+                .collect::<Result<Vec<_>, _>>()?;
+            let row = |i: usize| formatters.iter().map(|f| f.value(i).to_string()).collect();
+            self.head.extend((0..head_rows).map(row));
+            for i in tail_start..n {
+                if self.tail.len() == PREVIEW_ROWS / 2 {
+                    self.tail.pop_front();
+                }
+                self.tail.push_back(row(i));
+            }
+        }
+        self.rows += n;
+        Ok(())
+    }
+
+    fn render(self, out: &mut (dyn Write + Send)) -> anyhow::Result<()> {
+        if self.rows == 0 {
+            let names: Vec<&str> = self
+                .schema
+                .fields()
+                .iter()
+                .map(|f| f.name().as_str())
+                .collect();
+            writeln!(out, "{}\n(0 rows)", names.join(" | "))?;
+            return Ok(());
+        }
+        let elided = self.rows > PREVIEW_ROWS;
+        let mut shown = self.head;
+        if elided {
+            shown.truncate(PREVIEW_ROWS / 2);
+            shown.push(vec!["…".to_string(); self.schema.fields().len()]);
+            shown.extend(self.tail);
+        }
+        // The cells are already text: a table of strings prints them as they are.
+        let fields: Vec<Field> = self
+            .schema
+            .fields()
+            .iter()
+            .map(|f| Field::new(f.name(), DataType::Utf8, false))
+            .collect();
+        let columns: Vec<ArrayRef> = (0..fields.len())
+            .map(|c| Arc::new(StringArray::from_iter_values(shown.iter().map(|r| &r[c]))) as _)
+            .collect();
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;
+        let table = arrow::util::pretty::pretty_format_batches(&[batch])?;
+        writeln!(out, "{table}")?;
+        let rows = self.rows;
+        match elided {
+            true => writeln!(out, "({rows} rows, {PREVIEW_ROWS} shown)")?,
+            false => writeln!(out, "({rows} row{})", if rows == 1 { "" } else { "s" })?,
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::{Int64Array, StringArray};
-    use arrow::datatypes::{DataType, Field, Schema};
-    use std::sync::Arc;
+    use arrow::array::Int64Array;
 
     fn batch() -> (SchemaRef, RecordBatch) {
         let schema = Arc::new(Schema::new(vec![

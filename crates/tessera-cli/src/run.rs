@@ -10,7 +10,9 @@ use datafusion::error::DataFusionError;
 use datafusion::sql::parser::Statement;
 use tessera_engine::TesseraSession;
 
-use crate::output::{self, Format};
+use futures::StreamExt;
+
+use crate::output::{Format, ResultWriter};
 
 /// The outcome of one statement.
 pub struct StatementResult {
@@ -46,6 +48,35 @@ pub fn report_rejects(session: &TesseraSession) {
     }
 }
 
+/// Plans and runs one statement, writing its rows to `sink` as they arrive (nothing is
+/// written for a statement without columns, such as `SET`); the wall time taken.
+/// A failed query is a [`DataFusionError`] inside the error; a failed write is not.
+async fn stream(
+    session: &TesseraSession,
+    statement: Statement,
+    format: Format,
+    sink: &mut (dyn Write + Send),
+) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    let frame = session.execute(statement).await?;
+    let mut batches = frame.execute_stream().await?;
+    let schema = batches.schema();
+    let mut writer = match schema.fields().is_empty() {
+        true => None,
+        false => Some(ResultWriter::new(format, &schema, sink)?),
+    };
+    while let Some(batch) = batches.next().await {
+        let batch = batch?;
+        if let Some(writer) = &mut writer {
+            writer.write(&batch)?;
+        }
+    }
+    if let Some(writer) = writer {
+        writer.finish()?;
+    }
+    Ok(started.elapsed())
+}
+
 /// Runs every statement of `script`, writing results to `sink`; stops at the first
 /// failing statement and returns whether all succeeded.
 pub async fn run_script(
@@ -63,21 +94,21 @@ pub async fn run_script(
         }
     };
     for statement in statements {
-        let result = execute(session, statement).await;
+        let result = stream(session, statement, format, sink).await;
         report_rejects(session);
         match result {
-            Ok(result) => {
-                if !result.schema.fields().is_empty() {
-                    output::write(format, &result.schema, &result.batches, sink)?;
-                }
+            Ok(elapsed) => {
                 if timer {
-                    eprintln!("Run Time: {:.3} s", result.elapsed.as_secs_f64());
+                    eprintln!("Run Time: {:.3} s", elapsed.as_secs_f64());
                 }
             }
-            Err(e) => {
-                eprintln!("Error: {}", session.describe_error(&e));
-                return Ok(false);
-            }
+            Err(e) => match e.downcast_ref::<DataFusionError>() {
+                Some(e) => {
+                    eprintln!("Error: {}", session.describe_error(e));
+                    return Ok(false);
+                }
+                None => return Err(e),
+            },
         }
     }
     Ok(true)

@@ -358,3 +358,46 @@ fn tpch_json_has_every_table_in_proportion() {
         "one table per document"
     );
 }
+
+/// Each cause once, without DataFusion's "External error:" or "Execution error:" prefix:
+/// a wrapped error's text repeats its source's, and printing the chain doubled it.
+#[test]
+fn command_errors_name_each_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"a\":1}\n{\"a\":1e400}\n{\"a\":\n").unwrap();
+    let not_a_dir = dir.path().join("file.json");
+    std::fs::write(&not_a_dir, "{\"a\":1}\n").unwrap();
+    let failures = [
+        run(
+            dir.path(),
+            &[],
+            &["ingest", bad.to_str().unwrap(), "--table", "t"],
+        ),
+        run(
+            dir.path(),
+            &[],
+            &[
+                "ingest",
+                bad.to_str().unwrap(),
+                "--table",
+                not_a_dir.to_str().unwrap(),
+            ],
+        ),
+    ];
+    for failed in &failures {
+        let error = failed.error();
+        assert_eq!(error.lines().count(), 1, "{error}");
+        assert!(
+            !error.contains("External error") && !error.contains("Execution error"),
+            "{error}"
+        );
+        let causes: Vec<&str> = error.trim_start_matches("Error: ").split(": ").collect();
+        for (i, cause) in causes.iter().enumerate() {
+            assert!(
+                !causes[i + 1..].iter().any(|later| later.contains(cause)),
+                "{cause:?} repeated in {error}"
+            );
+        }
+    }
+}

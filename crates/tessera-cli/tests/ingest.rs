@@ -165,3 +165,74 @@ fn standard_input_is_ingested() {
     );
     assert_eq!(back.ok(), "missing,a\ntrue,1\nfalse,2\n");
 }
+
+#[test]
+fn compressed_standard_input_is_ingested() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs: String = (0..1000).map(|i| format!("{{\"a\":{i}}}\n")).collect();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, docs.as_bytes()).unwrap();
+    let zst = zstd::encode_all(docs.as_bytes(), 1).unwrap();
+    for (name, bytes) in [("gz", gz.finish().unwrap()), ("zst", zst)] {
+        let mut child = common::tessera(dir.path(), &[])
+            .args(["ingest", "-", "--table", name, "--report", "json"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), &bytes).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["documents"], 1000, "{name}");
+    }
+}
+
+/// The stdin spool has no name: a `kill -9` during the ingest leaves nothing behind.
+#[test]
+fn a_killed_standard_input_ingest_leaves_no_spool() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let mut child = common::tessera(dir.path(), &[("TMPDIR", tmp.display().to_string())])
+        .args(["ingest", "-", "--table", "t"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let docs: String = (0..10_000).map(|i| format!("{{\"a\":{i}}}\n")).collect();
+    std::io::Write::write_all(&mut stdin, docs.as_bytes()).unwrap();
+    // Kill once the process holds its spool open (stdin is still open, so it waits).
+    let spooling = (0..600).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        holds_file_under(child.id(), &tmp)
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(stdin);
+    assert!(spooling, "the ingest never opened a spool under TMPDIR");
+    let left: Vec<_> = walk(&tmp);
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// Whether process `pid` has a file under `dir` open.
+fn holds_file_under(pid: u32, dir: &std::path::Path) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .any(|target| target.starts_with(dir))
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flat_map(|e| {
+            let path = e.unwrap().path();
+            match path.is_dir() {
+                true => [vec![path.clone()], walk(&path)].concat(),
+                false => vec![path],
+            }
+        })
+        .collect()
+}

@@ -3,14 +3,29 @@
 use datafusion::common::DataFusionError;
 use tessera_blob::StoreFactory;
 
+use crate::options::format_bytes;
+
 /// Describes `error` for a person: object-store failures become sentences naming the
 /// endpoint, bucket or credential at fault (never a secret); DataFusion's own errors
-/// keep their text, without internal wrapping.
-pub fn describe(error: &DataFusionError, stores: &StoreFactory) -> String {
+/// keep their text, without internal wrapping; running out of the memory pool's
+/// `memory_limit_bytes` names the limit and how to raise it.
+pub fn describe(
+    error: &DataFusionError,
+    stores: &StoreFactory,
+    memory_limit_bytes: Option<u64>,
+) -> String {
     if let Some(store_error) = find_store_error(error) {
         return stores.explain(store_error);
     }
     let root = error.find_root();
+    if let (DataFusionError::ResourcesExhausted(_), Some(limit)) = (root, memory_limit_bytes) {
+        return format!(
+            "the query needs more memory than the memory limit of {} allows, even spilling \
+             to disk where it can: raise the limit with --memory-limit SIZE or \
+             SET tessera.memory_limit = 'SIZE'",
+            format_bytes(limit)
+        );
+    }
     let text = match root {
         DataFusionError::Execution(msg)
         | DataFusionError::Plan(msg)

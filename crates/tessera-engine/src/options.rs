@@ -68,6 +68,130 @@ impl fmt::Display for ValidationSetting {
     }
 }
 
+/// `tessera.memory_limit`: how much memory a query's operators may hold, in bytes
+/// (`2GB`, `512MiB`: decimal and binary units as in DuckDB) or as a share of the
+/// machine's memory (`50%`). Beyond it, sorts, aggregates and joins spill to disk
+/// where DataFusion can; others fail with a sentence naming the limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MemoryLimit {
+    /// A number of bytes.
+    Bytes(u64),
+    /// A share of physical memory (or of the cgroup's limit, when lower), in `(0, 1]`.
+    Share(f64),
+}
+
+/// The default limit: half of physical memory. Operators track most but not all of what
+/// a query holds (scan buffers, results on their way out), so half leaves room for the
+/// rest before the kernel's OOM killer would end the process.
+pub const DEFAULT_MEMORY_LIMIT: MemoryLimit = MemoryLimit::Share(0.5);
+
+/// The smallest limit accepted: below it not even one batch fits.
+pub const MEMORY_LIMIT_BYTES_MIN: u64 = 1024 * 1024;
+
+impl MemoryLimit {
+    /// The limit in bytes on this machine.
+    pub fn bytes(&self) -> u64 {
+        match *self {
+            MemoryLimit::Bytes(n) => n,
+            MemoryLimit::Share(share) => (physical_memory_bytes() as f64 * share) as u64,
+        }
+        .max(MEMORY_LIMIT_BYTES_MIN)
+    }
+}
+
+impl FromStr for MemoryLimit {
+    type Err = DataFusionError;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let text = s.trim();
+        let invalid = || {
+            DataFusionError::Configuration(format!(
+                "memory_limit must be a size such as '2GB', '512MiB' or '50%', not '{text}'"
+            ))
+        };
+        let split = text
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(text.len());
+        let (number, unit) = text.split_at(split);
+        let number: f64 = number.parse().map_err(|_| invalid())?;
+        if !number.is_finite() || number <= 0.0 {
+            return Err(invalid());
+        }
+        if unit.trim() == "%" {
+            return match number <= 100.0 {
+                true => Ok(MemoryLimit::Share(number / 100.0)),
+                false => Err(invalid()),
+            };
+        }
+        let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+            "" | "b" => 1,
+            "k" | "kb" => 1000,
+            "m" | "mb" => 1000 * 1000,
+            "g" | "gb" => 1000 * 1000 * 1000,
+            "t" | "tb" => 1000 * 1000 * 1000 * 1000,
+            "kib" => 1 << 10,
+            "mib" => 1 << 20,
+            "gib" => 1 << 30,
+            "tib" => 1 << 40,
+            _ => return Err(invalid()),
+        };
+        let bytes = number * scale as f64;
+        match bytes >= MEMORY_LIMIT_BYTES_MIN as f64 && bytes < u64::MAX as f64 {
+            true => Ok(MemoryLimit::Bytes(bytes as u64)),
+            false => Err(DataFusionError::Configuration(format!(
+                "memory_limit must be at least 1MiB, not '{text}'"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for MemoryLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            MemoryLimit::Share(share) => write!(f, "{}%", share * 100.0),
+            MemoryLimit::Bytes(n) => f.write_str(&format_bytes(n)),
+        }
+    }
+}
+
+/// `n` bytes for people: binary units when `n` is a whole number of MiB (as written
+/// with `MiB`), decimal ones otherwise, one decimal.
+pub fn format_bytes(n: u64) -> String {
+    const BINARY: [(u64, &str); 3] = [(1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB")];
+    const DECIMAL: [(u64, &str); 4] = [
+        (1_000_000_000_000, "TB"),
+        (1_000_000_000, "GB"),
+        (1_000_000, "MB"),
+        (1000, "KB"),
+    ];
+    let binary = BINARY
+        .iter()
+        .find(|(unit, _)| n >= *unit && n.is_multiple_of(*unit));
+    let decimal = DECIMAL.iter().find(|(unit, _)| n >= *unit);
+    match binary.or(decimal) {
+        Some((unit, name)) => format!("{:.1} {name}", n as f64 / *unit as f64),
+        None => format!("{n} bytes"),
+    }
+}
+
+/// Physical memory, or the cgroup's memory limit when that is lower (a container's
+/// processes are killed at the cgroup's limit, not the machine's).
+fn physical_memory_bytes() -> u64 {
+    let machine = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|info| {
+            let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024)
+        })
+        // Without /proc (not Linux), assume a small machine rather than none.
+        .unwrap_or(4 << 30);
+    let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
+        .ok()
+        .and_then(|text| text.trim().parse::<u64>().ok());
+    cgroup.map_or(machine, |limit| limit.min(machine))
+}
+
 /// Settings whose values are parsed from text and shown as text.
 macro_rules! text_config_field {
     ($($t:ty),*) => {$(
@@ -83,7 +207,7 @@ macro_rules! text_config_field {
         }
     )*};
 }
-text_config_field!(OnError, ValidationSetting);
+text_config_field!(OnError, ValidationSetting, MemoryLimit);
 
 /// Largest ranged read a scan may issue; bounds the memory of one partition.
 pub const MAX_BLOCK_SIZE: usize = 64 * 1024 * 1024;
@@ -116,6 +240,9 @@ extensions_options! {
         /// their dictionary codes (true, default); false leaves grouping to DataFusion
         /// (for comparison and diagnosis).
         pub group_on_codes: bool, default = true
+        /// How much memory a query's operators may hold before they spill to disk or
+        /// fail: a size ('2GB', '512MiB') or a share of physical memory (default '50%').
+        pub memory_limit: MemoryLimit, default = DEFAULT_MEMORY_LIMIT
     }
 }
 
@@ -156,5 +283,38 @@ mod tests {
         assert_eq!(opts.block_size(), 64 * 1024);
         ExtensionOptions::set(&mut opts, "scan_prefetch", "100000").unwrap();
         assert_eq!(opts.prefetch(), MAX_PREFETCH);
+    }
+
+    #[test]
+    fn memory_limits_parse_and_print() {
+        let cases = [
+            ("2GB", MemoryLimit::Bytes(2_000_000_000), "2.0 GB"),
+            ("512 MiB", MemoryLimit::Bytes(512 << 20), "512.0 MiB"),
+            ("1.5gib", MemoryLimit::Bytes(3 << 29), "1536.0 MiB"),
+            ("50%", MemoryLimit::Share(0.5), "50%"),
+            ("2000000", MemoryLimit::Bytes(2_000_000), "2.0 MB"),
+            ("16MB", MemoryLimit::Bytes(16_000_000), "16.0 MB"),
+        ];
+        for (text, limit, shown) in cases {
+            let parsed: MemoryLimit = text.parse().unwrap();
+            assert_eq!(parsed, limit, "{text}");
+            assert_eq!(parsed.to_string(), shown);
+            assert_eq!(parsed.to_string().parse::<MemoryLimit>().unwrap(), limit);
+        }
+        for bad in [
+            "",
+            "lots",
+            "0",
+            "-1GB",
+            "101%",
+            "1KB",
+            "2 parsecs",
+            "1e30GB",
+            "NaN",
+        ] {
+            assert!(bad.parse::<MemoryLimit>().is_err(), "{bad}");
+        }
+        let share = MemoryLimit::Share(0.5).bytes();
+        assert!(share >= MEMORY_LIMIT_BYTES_MIN && share < physical_memory_bytes());
     }
 }

@@ -12,11 +12,12 @@ use datafusion::common::{DataFusionError, Result, TableReference};
 use datafusion::dataframe::DataFrame;
 use datafusion::datasource::provider_as_source;
 use datafusion::execution::FunctionRegistry;
+use datafusion::execution::memory_pool::{FairSpillPool, MemoryPool};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::session_state::SessionStateBuilder;
-use datafusion::logical_expr::WriteOp;
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::utils::split_conjunction;
+use datafusion::logical_expr::{self, WriteOp};
 use datafusion::logical_expr::{CreateMemoryTable, DdlStatement, LogicalPlan, LogicalPlanBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParser, Statement};
@@ -31,8 +32,9 @@ use crate::datasource::tessera::{
 };
 use crate::errors;
 use crate::functions::operators::{JsonOperatorPlanner, check_chains};
+use crate::functions::sum::WideIntegerSum;
 use crate::functions::{compat, json as json_functions};
-use crate::options::{OnError, TesseraOptions};
+use crate::options::{MemoryLimit, OnError, TesseraOptions};
 use crate::physical_optimizer::{CastPushdown, GroupOnCodes, IntegerTextMinMax};
 use crate::rejects::{RejectLog, RejectSummary};
 use crate::stores::StoreRegistry;
@@ -44,6 +46,8 @@ pub struct SessionOptions {
     pub target_partitions: Option<usize>,
     /// Initial `tessera.on_error`.
     pub on_error: Option<OnError>,
+    /// Initial `tessera.memory_limit`.
+    pub memory_limit: Option<MemoryLimit>,
 }
 
 /// A SQL session over JSON and tables in object storage.
@@ -77,6 +81,10 @@ impl TesseraSession {
         if let Some(on_error) = options.on_error {
             tessera.on_error = on_error;
         }
+        if let Some(limit) = options.memory_limit {
+            tessera.memory_limit = limit;
+        }
+        let memory_limit = tessera.memory_limit;
         let mut config = SessionConfig::new()
             .with_information_schema(true)
             .with_option_extension(tessera)
@@ -89,6 +97,7 @@ impl TesseraSession {
         }
         let runtime = RuntimeEnvBuilder::new()
             .with_object_store_registry(Arc::clone(&stores) as _)
+            .with_memory_pool(memory_pool(memory_limit))
             .build_arc()?;
         let mut state = SessionStateBuilder::new()
             .with_config(config)
@@ -105,6 +114,7 @@ impl TesseraSession {
                 .cloned()
                 .ok_or_else(|| DataFusionError::Internal(format!("{name} is not registered")))
         };
+        state.register_function_rewrite(Arc::new(WideIntegerSum))?;
         state.register_expr_planner(Arc::new(JsonOperatorPlanner::new(
             find(json_functions::JSON_GET)?,
             find(json_functions::JSON_GET_TEXT)?,
@@ -181,7 +191,28 @@ impl TesseraSession {
         {
             return Ok(frame);
         }
-        self.ctx.execute_logical_plan(plan).await
+        let sets_memory_limit = sets_memory_limit(&plan);
+        let frame = self.ctx.execute_logical_plan(plan).await?;
+        if sets_memory_limit {
+            self.apply_memory_limit()?;
+        }
+        Ok(frame)
+    }
+
+    /// Gives the runtime a memory pool of the current `tessera.memory_limit` (as
+    /// DataFusion does for `SET datafusion.runtime.memory_limit`: a new runtime with
+    /// the same stores, caches and disk manager).
+    fn apply_memory_limit(&self) -> Result<()> {
+        let pool = memory_pool(self.options().memory_limit);
+        let state = self.ctx.state_ref();
+        let mut state = state.write();
+        let runtime = RuntimeEnvBuilder::from_runtime_env(state.runtime_env())
+            .with_memory_pool(pool)
+            .build_arc()?;
+        *state = SessionStateBuilder::from(state.clone())
+            .with_runtime_env(runtime)
+            .build();
+        Ok(())
     }
 
     /// `DELETE FROM` a Tessera table, planned from the statement's own predicates: the
@@ -291,13 +322,33 @@ impl TesseraSession {
 
     /// One clear sentence for a failed statement.
     pub fn describe_error(&self, error: &DataFusionError) -> String {
-        errors::describe(error, self.stores.factory())
+        let limit = match self.ctx.runtime_env().memory_pool.memory_limit() {
+            datafusion::execution::memory_pool::MemoryLimit::Finite(n) => Some(n as u64),
+            _ => None,
+        };
+        errors::describe(error, self.stores.factory(), limit)
     }
 
     /// The store factory behind `s3://` and `file://` locations.
     pub fn stores(&self) -> &StoreFactory {
         self.stores.factory()
     }
+}
+
+/// A pool that shares `limit` fairly among the operators that can spill (so one sort
+/// cannot starve another into failing) and gives the rest what remains.
+fn memory_pool(limit: MemoryLimit) -> Arc<dyn MemoryPool> {
+    Arc::new(FairSpillPool::new(limit.bytes() as usize))
+}
+
+/// Whether `plan` sets or resets `tessera.memory_limit`.
+fn sets_memory_limit(plan: &LogicalPlan) -> bool {
+    let variable = match plan {
+        LogicalPlan::Statement(logical_expr::Statement::SetVariable(set)) => &set.variable,
+        LogicalPlan::Statement(logical_expr::Statement::ResetVariable(reset)) => &reset.variable,
+        _ => return false,
+    };
+    variable.eq_ignore_ascii_case("tessera.memory_limit")
 }
 
 /// The table a `DESCRIBE name` statement names; a quoted location (`DESCRIBE

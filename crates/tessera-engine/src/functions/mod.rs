@@ -4,9 +4,11 @@
 //!   scans reproduce when an access is pushed into them.
 //! - [`operators`]: the `->` / `->>` operators, planned onto those functions.
 //! - [`compat`]: DuckDB and ClickHouse spellings (`hour(ts)`, `date_diff`, ...).
+//! - [`sum`]: `SUM` over integers widened so it cannot wrap around.
 
 pub mod compat;
 pub mod json;
 pub mod operators;
+pub mod sum;
 
 pub use json::access_output;

@@ -39,15 +39,19 @@ pub struct WrongLength {
 #[derive(Debug)]
 pub(crate) struct LengthChecked {
     inner: Arc<dyn ObjectStore>,
+    /// The bucket `inner` reads, which names the store.
+    bucket: String,
     /// Requests allowed for one read, the first included (at least 1).
     attempts: u32,
 }
 
 impl LengthChecked {
-    /// `inner` with reads checked, each allowed `attempts` requests.
-    pub(crate) fn new(inner: Arc<dyn ObjectStore>, attempts: u32) -> Self {
+    /// `inner`, the client of `bucket`, with reads checked, each allowed `attempts`
+    /// requests.
+    pub(crate) fn new(inner: Arc<dyn ObjectStore>, bucket: &str, attempts: u32) -> Self {
         Self {
             inner,
+            bucket: bucket.to_string(),
             attempts: attempts.max(1),
         }
     }
@@ -55,8 +59,8 @@ impl LengthChecked {
 
 impl fmt::Display for LengthChecked {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Errors and EXPLAIN name the S3 client, as without the check.
-        self.inner.fmt(f)
+        // As every Tessera store: the root of its URLs (see `location::object_url`).
+        write!(f, "s3://{}", self.bucket)
     }
 }
 

@@ -69,7 +69,7 @@ fn io_error(location: &Path, error: std::io::Error) -> object_store::Error {
 
 impl fmt::Display for LocalStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "LocalStore")
+        f.write_str(crate::location::LOCAL_ROOT)
     }
 }
 

@@ -123,6 +123,22 @@ impl Location {
     }
 }
 
+/// What a store that keeps its keys on the local file system displays as: keys there
+/// are absolute paths without their leading `/`.
+pub(crate) const LOCAL_ROOT: &str = "file://";
+
+/// How the object `key` of `store` reads to a user, in errors and plans: an absolute
+/// path on the local file system, an `s3://bucket/key` URL in object storage.
+///
+/// Tessera's stores display as the root of their URLs (`file://`, `s3://bucket`), so a
+/// key is named the way the user wrote its location.
+pub fn object_url(store: &dyn object_store::ObjectStore, key: &object_store::path::Path) -> String {
+    match store.to_string() {
+        root if root == LOCAL_ROOT => format!("/{key}"),
+        root => format!("{root}/{key}"),
+    }
+}
+
 impl std::fmt::Display for Location {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -150,6 +166,23 @@ fn normalize(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Errors name objects as users write their locations, never by the client's type.
+    #[test]
+    fn objects_are_named_by_their_urls() {
+        let key = object_store::path::Path::from("tmp/t/data/a.parquet");
+        let local = crate::local::local_store();
+        assert_eq!(object_url(local.as_ref(), &key), "/tmp/t/data/a.parquet");
+        // Opening resolves the endpoint, not the bucket: no server is contacted.
+        let env = |name: &str| (name == "AWS_ENDPOINT_URL").then(|| "http://127.0.0.1:9".into());
+        let config = crate::S3Config::resolve(&Default::default(), &env).unwrap();
+        let factory = crate::StoreFactory::new(config);
+        for kind in [crate::S3ClientKind::Uring, crate::S3ClientKind::ObjectStore] {
+            let s3 = factory.open_s3("events", kind).unwrap();
+            let name = object_url(s3.as_ref(), &key);
+            assert_eq!(name, "s3://events/tmp/t/data/a.parquet", "{kind:?}");
+        }
+    }
 
     #[test]
     fn parses_s3_locations() {

@@ -187,7 +187,7 @@ impl StoreFactory {
             source,
         })?);
         let attempts = options.map_or(MAX_RETRIES as u32 + 1, |o| o.max_attempts);
-        let store: Arc<dyn ObjectStore> = Arc::new(LengthChecked::new(client, attempts));
+        let store: Arc<dyn ObjectStore> = Arc::new(LengthChecked::new(client, bucket, attempts));
         if kind == S3ClientKind::ObjectStore {
             // That client would write plaintext and return ciphertext.
             if self.options()?.encryption.is_some() {

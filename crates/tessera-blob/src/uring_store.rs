@@ -159,7 +159,7 @@ impl UringS3Store {
 
 impl std::fmt::Display for UringS3Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "UringS3Store({})", self.bucket)
+        write!(f, "s3://{}", self.bucket)
     }
 }
 

@@ -197,7 +197,7 @@ impl Table {
         match foreign {
             Some(key) => Err(TableError::NotEmpty {
                 location: self.location(),
-                found: key.to_string(),
+                found: tessera_blob::location::object_url(self.store.as_ref(), key),
             }),
             None => Ok(()),
         }
@@ -304,7 +304,7 @@ impl Table {
             .put_opts(&key, PutPayload::from(parquet), options)
             .await
             .map_err(|source| TableError::DataFile {
-                path: format!("{}/{key}", self.store),
+                path: tessera_blob::location::object_url(self.store.as_ref(), &key),
                 source,
             })?;
         Ok(relative)
@@ -687,7 +687,7 @@ impl Table {
 
     /// The table for messages: the store and the prefix.
     pub(crate) fn location(&self) -> String {
-        format!("{}/{}", self.store, self.prefix)
+        tessera_blob::location::object_url(self.store.as_ref(), &self.prefix)
     }
 }
 

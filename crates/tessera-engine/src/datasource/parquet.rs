@@ -72,26 +72,13 @@ pub fn check_footer(name: &str, size: u64, tail: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-/// How `location` of `store` reads to a user: a local path, or an `s3://` URL.
-fn object_name(store: &dyn ObjectStore, location: &Path) -> String {
-    let display = store.to_string();
-    let bucket = ["UringS3Store(", "AmazonS3("]
-        .iter()
-        .find_map(|prefix| display.strip_prefix(prefix)?.strip_suffix(')'));
-    match bucket {
-        Some(bucket) => format!("s3://{bucket}/{location}"),
-        None if display.starts_with("Local") => format!("/{location}"),
-        None => format!("{display}/{location}"),
-    }
-}
-
 /// `error`, met reading `object`, as a sentence that names the file.
 fn named(
     store: &Arc<dyn ObjectStore>,
     object: &ObjectMeta,
     error: DataFusionError,
 ) -> DataFusionError {
-    let name = object_name(store.as_ref(), &object.location);
+    let name = tessera_blob::location::object_url(store.as_ref(), &object.location);
     DataFusionError::Execution(format!("{name}: {error}"))
 }
 
@@ -129,7 +116,7 @@ impl CheckedParquetFormat {
         };
         futures::stream::iter(unchecked)
             .map(|object| async move {
-                let name = object_name(store.as_ref(), &object.location);
+                let name = tessera_blob::location::object_url(store.as_ref(), &object.location);
                 let start = object.size.saturating_sub(FOOTER_BYTES);
                 let tail = store
                     .get_range(&object.location, start..object.size)

@@ -22,6 +22,7 @@ pub mod errors;
 mod functions;
 mod json;
 pub mod options;
+mod output_names;
 mod physical_optimizer;
 mod physical_plan;
 pub mod rejects;

@@ -35,6 +35,7 @@ use crate::functions::operators::{JsonOperatorPlanner, check_chains};
 use crate::functions::sum::WideIntegerSum;
 use crate::functions::{compat, json as json_functions};
 use crate::options::{MemoryLimit, OnError, TesseraOptions};
+use crate::output_names;
 use crate::physical_optimizer::{CastPushdown, GroupOnCodes, IntegerTextMinMax};
 use crate::rejects::{RejectLog, RejectSummary};
 use crate::stores::StoreRegistry;
@@ -175,13 +176,14 @@ impl TesseraSession {
 
     /// Plans one parsed statement; DDL and `SET` take effect at once, queries run when
     /// the returned frame is collected or streamed.
-    pub async fn execute(&self, statement: Statement) -> Result<DataFrame> {
+    pub async fn execute(&self, mut statement: Statement) -> Result<DataFrame> {
         if let Some(name) = described_table(&statement)
             && let Some(provider) = self.ctx.table_provider(name).await.ok()
             && let Some(table) = provider.downcast_ref::<TesseraTable>()
         {
             return self.ctx.read_batch(tessera::describe(table).await?);
         }
+        output_names::name_outputs(&mut statement);
         let plan = self.ctx.state().statement_to_plan(statement).await?;
         if let Some(frame) = self.delete_from_table(&plan).await? {
             return Ok(frame);

@@ -668,7 +668,7 @@ impl Parser<'_, '_> {
         if !value.is_finite() {
             return Err(ParseError {
                 offset: start,
-                reason: "number beyond the range of a double (a table could not store it exactly)",
+                reason: "number beyond the range of a double",
             });
         }
         self.push_node(Kind::Float, 0, value.to_bits());
@@ -694,7 +694,7 @@ impl Parser<'_, '_> {
             _ => {
                 return Err(ParseError {
                     offset: start,
-                    reason: "integer of more than 38 digits (a table could not store it exactly)",
+                    reason: "integer of more than 38 digits",
                 });
             }
         }
@@ -857,7 +857,10 @@ mod tests {
     fn integers_are_exact_up_to_38_digits() {
         let nines = "9".repeat(38);
         for (text, expected) in [
-            ("123456789012345678901234567890", 123456789012345678901234567890i128),
+            (
+                "123456789012345678901234567890",
+                123456789012345678901234567890i128,
+            ),
             ("-99999999999999999999", -99999999999999999999),
             ("18446744073709551616", 1 << 64),
             ("-9223372036854775809", -(1 << 63) - 1),

@@ -225,13 +225,16 @@ fn deep(rng: &mut Rng, levels: usize) -> String {
     text
 }
 
+/// Generates the usual value of a regular path.
+type Generator = fn(&mut Rng) -> String;
+
 /// One document: regular paths (mostly one type, sometimes another) for shredding, a
 /// random subtree, sometimes a duplicated regular key, sometimes a value nested to the
 /// limit (the document's own object is one level).
 fn document(rng: &mut Rng, id: usize, settings: Settings) -> String {
     let outlier = |rng: &mut Rng| rng.below(100) < settings.outliers_percent;
     let mut members = vec![format!("\"id\":{id}")];
-    let regular: [(&str, fn(&mut Rng) -> String); 5] = [
+    let regular: [(&str, Generator); 5] = [
         ("n", |rng| (rng.next() as i32).to_string()),
         ("f", |rng| format!("{}.5", rng.below(1000))),
         ("s", |rng| string(rng)),
@@ -280,7 +283,6 @@ async fn session(on_error: OnError) -> TesseraSession {
     let options = SessionOptions {
         target_partitions: Some(2),
         on_error: Some(on_error),
-        ..Default::default()
     };
     TesseraSession::new(s3, options).unwrap()
 }

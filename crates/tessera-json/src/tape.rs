@@ -8,9 +8,14 @@
 //! Strings without escapes point into the document text; the others are unescaped once
 //! into the tape's side buffer.
 //!
-//! Numbers are classified the way `serde_json` does, which the round trip relies on:
-//! integers that fit `i64` are `Int`, larger ones up to `u64::MAX` are `UInt`, every
-//! other number (fraction, exponent, or beyond `u64`) is a `Float`.
+//! Numbers keep their value and their integer/float kind, which the round trip through a
+//! table relies on: integers that fit `i64` are `Int`, larger ones up to `u64::MAX` are
+//! `UInt`, integers of up to 38 digits beyond that are `Decimal` (a Parquet Variant
+//! `Decimal16` of scale 0 holds them exactly), and every number with a fraction or an
+//! exponent is a `Float`. The integer `-0` is the integer 0 (DuckDB reads it so); the
+//! float `-0.0` keeps its sign. A number no Variant type holds exactly (an integer of
+//! more than 38 digits, a float beyond the range of `f64` such as `1e400`) is an error,
+//! so that a table never stores a value other than the one written.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -18,6 +23,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::escape::{Policy, unescape_str};
 use crate::limits::{MAX_NESTING, NESTING_ERROR};
+
+/// Most digits of an integer: a Variant `Decimal16` holds 38.
+pub const MAX_DECIMAL_DIGITS: usize = 38;
 
 /// Largest document accepted: offsets inside a document are 32-bit.
 pub const MAX_DOC_BYTES: usize = u32::MAX as usize;
@@ -72,6 +80,9 @@ pub enum Kind {
     Int,
     /// An integer above `i64::MAX` that fits `u64`.
     UInt,
+    /// An integer of up to 38 digits that fits neither `i64` nor `u64`; its digits are
+    /// the node's text ([`Value::decimal`]).
+    Decimal,
     /// Any other number.
     Float,
     /// A string value.
@@ -94,7 +105,8 @@ pub struct Node {
     /// String length in bytes, or the member/element count of a container.
     len: u32,
     /// String offset (for a key: offset in the low 32 bits, key id in the high 32),
-    /// number bits, or for a container the index of the node after it.
+    /// number bits (for a `Decimal`, the offset of its text), or for a container the
+    /// index of the node after it.
     payload: u64,
 }
 
@@ -188,6 +200,15 @@ impl Tape {
             key_names: Vec::new(),
             key_ids: HashMap::default(),
         }
+    }
+
+    /// Forgets every document (keeping the key dictionary and the allocations), for a
+    /// tape that only checks documents one at a time.
+    pub fn clear(&mut self) {
+        self.nodes.clear();
+        self.starts.clear();
+        self.unescaped.clear();
+        self.stack.clear();
     }
 
     /// The bytes of key `id`.
@@ -322,6 +343,22 @@ impl<'a> Value<'a> {
             doc: self.doc,
             index,
         }
+    }
+
+    /// The integer of a `Decimal` node (at most 38 digits, so it fits `i128`).
+    pub fn decimal(&self) -> i128 {
+        let node = self.node();
+        debug_assert_eq!(node.kind, Kind::Decimal);
+        let start = node.payload as usize;
+        let text = &self.doc.text.as_bytes()[start..start + node.len as usize];
+        let (negative, digits) = match text.split_first() {
+            Some((b'-', digits)) => (true, digits),
+            _ => (false, text),
+        };
+        let magnitude = digits
+            .iter()
+            .fold(0i128, |acc, &d| acc * 10 + i128::from(d - b'0'));
+        if negative { -magnitude } else { magnitude }
     }
 
     /// The bytes of a `String` or `Key` node.
@@ -618,20 +655,9 @@ impl Parser<'_, '_> {
             }
             integral = false;
         }
-        if integral && let Some(magnitude) = parse_u64(&self.text[int_start..int_end]) {
-            if !negative && magnitude <= i64::MAX as u64 {
-                self.push_node(Kind::Int, 0, magnitude);
-                return Ok(());
-            }
-            if !negative {
-                self.push_node(Kind::UInt, 0, magnitude);
-                return Ok(());
-            }
-            // `-0` is a float in serde_json (it keeps the sign); so it is here.
-            if magnitude != 0 && magnitude <= 1 << 63 {
-                self.push_node(Kind::Int, 0, magnitude.wrapping_neg());
-                return Ok(());
-            }
+        if integral {
+            let text = self.text;
+            return self.integer(start, negative, &text[int_start..int_end]);
         }
         let value: f64 = self.source[start..self.pos]
             .parse()
@@ -642,10 +668,36 @@ impl Parser<'_, '_> {
         if !value.is_finite() {
             return Err(ParseError {
                 offset: start,
-                reason: "number out of range",
+                reason: "number beyond the range of a double",
             });
         }
         self.push_node(Kind::Float, 0, value.to_bits());
+        Ok(())
+    }
+
+    /// An integer whose text starts at `start` and whose digits are `digits`, in the
+    /// narrowest kind that holds it exactly.
+    fn integer(&mut self, start: usize, negative: bool, digits: &[u8]) -> Result<(), ParseError> {
+        match parse_u64(digits) {
+            // `-0` is the integer 0, as DuckDB reads it.
+            Some(magnitude) if (!negative && magnitude <= i64::MAX as u64) || magnitude == 0 => {
+                self.push_node(Kind::Int, 0, magnitude);
+            }
+            Some(magnitude) if !negative => self.push_node(Kind::UInt, 0, magnitude),
+            Some(magnitude) if magnitude <= 1 << 63 => {
+                self.push_node(Kind::Int, 0, magnitude.wrapping_neg());
+            }
+            _ if digits.len() <= MAX_DECIMAL_DIGITS => {
+                let len = self.pos - start;
+                self.push_node(Kind::Decimal, len as u32, start as u64);
+            }
+            _ => {
+                return Err(ParseError {
+                    offset: start,
+                    reason: "integer of more than 38 digits",
+                });
+            }
+        }
         Ok(())
     }
 
@@ -747,6 +799,7 @@ mod tests {
             Kind::False => J::Bool(false),
             Kind::Int => J::from(node.int()),
             Kind::UInt => J::from(node.uint()),
+            Kind::Decimal => unreachable!("serde_json holds no integer beyond u64"),
             Kind::Float => J::from(node.float()),
             Kind::String | Kind::Key => J::from(value.str()),
             Kind::Object => J::Object(
@@ -763,8 +816,8 @@ mod tests {
     fn parses_like_serde_json() {
         for text in [
             r#"{"a":1,"b":[true,false,null,{"c":"d"}],"e":{},"f":[]}"#,
-            r#" [ 1 , -0 , 0.5 , -1.5e3 , 1E2 , 9223372036854775807 , -9223372036854775808 ] "#,
-            r#"[18446744073709551615, 18446744073709551616, -9223372036854775809, 1e308, 5e-324]"#,
+            r#" [ 1 , 0 , 0.5 , -1.5e3 , 1E2 , 9223372036854775807 , -9223372036854775808 ] "#,
+            r#"[18446744073709551615, -0.0, 1e308, 5e-324]"#,
             r#""d\u00e9j\u00e0 \"vu\"\n\t\/\\ \ud83d\ude00 東京""#,
             r#"{"k\u0041":"v","":""}"#,
             "[[[[[[]]]]]]",
@@ -785,15 +838,45 @@ mod tests {
             ("-9223372036854775808", Kind::Int),
             ("9223372036854775808", Kind::UInt),
             ("18446744073709551615", Kind::UInt),
-            ("18446744073709551616", Kind::Float),
-            ("-9223372036854775809", Kind::Float),
+            ("18446744073709551616", Kind::Decimal),
+            ("-9223372036854775809", Kind::Decimal),
             ("1.0", Kind::Float),
             ("1e2", Kind::Float),
-            ("-0", Kind::Float),
+            ("-0", Kind::Int),
+            ("-0.0", Kind::Float),
             ("0", Kind::Int),
         ] {
             let tape = parse(text).unwrap();
             assert_eq!(tape.doc(0, text).root().node().kind(), kind, "{text}");
+        }
+    }
+
+    /// Integers beyond 64 bits keep every digit up to 38 (a Variant decimal's precision);
+    /// `-0` is the integer 0, `-0.0` the negative zero double.
+    #[test]
+    fn integers_are_exact_up_to_38_digits() {
+        let nines = "9".repeat(38);
+        for (text, expected) in [
+            (
+                "123456789012345678901234567890",
+                123456789012345678901234567890i128,
+            ),
+            ("-99999999999999999999", -99999999999999999999),
+            ("18446744073709551616", 1 << 64),
+            ("-9223372036854775809", -(1 << 63) - 1),
+            (nines.as_str(), 10i128.pow(38) - 1),
+            (&format!("-{nines}"), 1 - 10i128.pow(38)),
+        ] {
+            let tape = parse(text).unwrap();
+            assert_eq!(tape.doc(0, text).root().decimal(), expected, "{text}");
+        }
+        let zero = parse("-0").unwrap();
+        assert_eq!(zero.doc(0, "-0").root().node().int(), 0);
+        let negative_zero = parse("-0.0").unwrap().doc(0, "-0.0").root().node().float();
+        assert!(negative_zero == 0.0 && negative_zero.is_sign_negative());
+        for text in [format!("1{nines}"), format!("[-1{nines}]")] {
+            let error = parse(&text).unwrap_err();
+            assert!(error.reason.contains("38 digits"), "{text}: {error}");
         }
     }
 

@@ -50,7 +50,7 @@ impl ItemType {
             Kind::Int => ItemType::Leaf(LeafType::Int),
             Kind::Float => ItemType::Leaf(LeafType::Float),
             Kind::String | Kind::Key => ItemType::Leaf(LeafType::String),
-            Kind::UInt => ItemType::Other,
+            Kind::UInt | Kind::Decimal => ItemType::Other,
             Kind::Array => ItemType::Array,
             Kind::Object => return None,
         })

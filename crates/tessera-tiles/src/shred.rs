@@ -157,7 +157,7 @@ struct Object {
     by_key: Vec<(u32, usize)>,
     valid: NullBufferBuilder,
     /// Per field, the tape index of the current row's value (a key given twice keeps
-    /// its last value); reused across rows.
+    /// its first value, as raw scans read it); reused across rows.
     slots: Vec<Option<usize>>,
 }
 
@@ -318,7 +318,10 @@ fn append<'a>(
             for (key, member) in value.members() {
                 let id = key.key_id();
                 match object.by_key.binary_search_by_key(&id, |&(k, _)| k) {
-                    Ok(at) => object.slots[object.by_key[at].1] = Some(member.index()),
+                    Ok(at) => {
+                        let slot = &mut object.slots[object.by_key[at].1];
+                        slot.get_or_insert(member.index());
+                    }
                     Err(_) => residual.push((key, member)),
                 }
             }

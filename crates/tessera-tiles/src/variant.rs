@@ -2,10 +2,15 @@
 //!
 //! Exact means: JSON -> Variant -> JSON gives the same document up to key order and
 //! whitespace, with every number keeping its value and its integer/float kind. Integers
-//! take the narrowest Variant integer that holds them; integers above `i64::MAX` (up to
-//! `u64::MAX`) become scale-0 decimals, which print as integers; every other number is a
-//! double, printed in Rust's shortest round-trip form with a fraction or exponent so it
-//! stays a float.
+//! take the narrowest Variant integer that holds them; integers beyond `i64` (up to 38
+//! digits, see the tape) become scale-0 `Decimal16`s, which print as integers; every
+//! other number is a double, printed in Rust's shortest round-trip form with a fraction
+//! or exponent so it stays a float. The integer `-0` is the integer 0; the double `-0.0`
+//! prints as `-0.0`. Numbers no Variant type holds exactly never get here: the tape
+//! rejects them.
+//!
+//! A key given twice in one object keeps its first value, as raw scans (and DuckDB)
+//! read it: a table stores the object normalized to its first occurrences.
 
 use std::fmt::Write as _;
 
@@ -124,12 +129,9 @@ impl<'a> RowEncoder<'a> {
             Kind::True => out.push(TRUE),
             Kind::False => out.push(FALSE),
             Kind::Int => encode_int(node.int(), out),
-            Kind::UInt => {
-                // Above i64::MAX: a scale-0 decimal, which prints as an integer.
-                out.push(DECIMAL16);
-                out.push(0);
-                out.extend_from_slice(&i128::from(node.uint()).to_le_bytes());
-            }
+            // Beyond i64: a scale-0 decimal, which prints as an integer.
+            Kind::UInt => encode_decimal(i128::from(node.uint()), out),
+            Kind::Decimal => encode_decimal(value.decimal(), out),
             Kind::Float => {
                 out.push(DOUBLE);
                 out.extend_from_slice(&node.float().to_le_bytes());
@@ -146,8 +148,8 @@ impl<'a> RowEncoder<'a> {
     }
 
     /// Appends an object made of `members` (a subset of `object`'s members, in
-    /// document order) to `out`. A key given twice keeps its last value, as JSON
-    /// parsers do.
+    /// document order) to `out`. A key given twice keeps its first value, as raw scans
+    /// read it.
     pub fn encode_object(
         &mut self,
         members: impl Iterator<Item = (Value<'a>, Value<'a>)>,
@@ -159,15 +161,13 @@ impl<'a> RowEncoder<'a> {
             let id = self.field_id(key.key_id());
             self.scratch.push((id, value.index()));
         }
-        // Stable sort by id (= by key, the dictionary is sorted), then keep the last
+        // Stable sort by id (= by key, the dictionary is sorted), then keep the first
         // of each run of equal keys.
         self.scratch[start..].sort_by_key(|&(id, _)| id);
         let mut write = start;
         for read in start..self.scratch.len() {
             let entry = self.scratch[read];
-            if write > start && self.scratch[write - 1].0 == entry.0 {
-                self.scratch[write - 1] = entry;
-            } else {
+            if write == start || self.scratch[write - 1].0 != entry.0 {
                 self.scratch[write] = entry;
                 write += 1;
             }
@@ -242,6 +242,13 @@ fn encode_int(v: i64, out: &mut Vec<u8>) {
         out.push(INT64);
         out.extend_from_slice(&v.to_le_bytes());
     }
+}
+
+/// An integer as a scale-0 `Decimal16`.
+fn encode_decimal(v: i128, out: &mut Vec<u8>) {
+    out.push(DECIMAL16);
+    out.push(0);
+    out.extend_from_slice(&v.to_le_bytes());
 }
 
 fn encode_str(s: &[u8], out: &mut Vec<u8>) {
@@ -363,6 +370,18 @@ mod tests {
             ("-9223372036854775808", "-9223372036854775808"),
             ("9223372036854775808", "9223372036854775808"),
             ("18446744073709551615", "18446744073709551615"),
+            ("18446744073709551616", "18446744073709551616"),
+            ("-9223372036854775809", "-9223372036854775809"),
+            (
+                "123456789012345678901234567890",
+                "123456789012345678901234567890",
+            ),
+            ("-99999999999999999999", "-99999999999999999999"),
+            (
+                "-99999999999999999999999999999999999999",
+                "-99999999999999999999999999999999999999",
+            ),
+            ("-0", "0"),
             ("1.0", "1.0"),
             ("0.1", "0.1"),
             ("-0.0", "-0.0"),
@@ -383,8 +402,12 @@ mod tests {
     }
 
     #[test]
-    fn duplicate_keys_keep_the_last_value_and_large_containers_encode() {
-        assert_eq!(round_trip(r#"{"b":1,"a":2,"b":3}"#), r#"{"a":2,"b":3}"#);
+    fn duplicate_keys_keep_the_first_value_and_large_containers_encode() {
+        assert_eq!(round_trip(r#"{"b":1,"a":2,"b":3}"#), r#"{"a":2,"b":1}"#);
+        assert_eq!(
+            round_trip(r#"{"d":{"x":1,"x":2},"d":3}"#),
+            r#"{"d":{"x":1}}"#
+        );
         let many: Vec<String> = (0..300).map(|i| format!(r#""k{i:03}":{i}"#)).collect();
         let text = format!("{{{}}}", many.join(","));
         let back: Json = serde_json::from_str(&round_trip(&text)).unwrap();

@@ -26,7 +26,13 @@ fn assert_round_trip(docs: &[String], options: &TilesOptions) -> WrittenFile {
             .unwrap_or_else(|e| panic!("{what} is not JSON ({e}): {text}"));
         serde_json::to_string(&value).unwrap()
     };
-    let mut expected: Vec<String> = docs.iter().map(|d| canonical(d, "input")).collect();
+    // The input as a table reads it: the first value of a key given twice, `-0` as 0.
+    let as_stored = |text: &str| {
+        let mut tape = tessera_json::tape::Tape::default();
+        let text = tape.push(text.as_bytes()).unwrap();
+        serde_json::to_string(&first_wins(tape.doc(0, text).root())).unwrap()
+    };
+    let mut expected: Vec<String> = docs.iter().map(|d| as_stored(d)).collect();
     let mut got: Vec<String> = back.iter().map(|d| canonical(d, "output")).collect();
     expected.sort();
     got.sort();
@@ -35,6 +41,33 @@ fn assert_round_trip(docs: &[String], options: &TilesOptions) -> WrittenFile {
     }
     assert_eq!(written.summary.rows, docs.len() as u64);
     written
+}
+
+/// A tape value as serde_json holds it, with the first value of a key given twice.
+fn first_wins(value: tessera_json::tape::Value<'_>) -> Value {
+    use tessera_json::tape::Kind;
+    let node = value.node();
+    match node.kind() {
+        Kind::Null => Value::Null,
+        Kind::True => json!(true),
+        Kind::False => json!(false),
+        Kind::Int => json!(node.int()),
+        Kind::UInt => json!(node.uint()),
+        // serde_json holds no integer beyond u64; the output is read the same way.
+        Kind::Decimal => serde_json::from_str(&value.decimal().to_string()).unwrap(),
+        Kind::Float => json!(node.float()),
+        Kind::String | Kind::Key => json!(value.str()),
+        Kind::Array => Value::Array(value.elements().map(first_wins).collect()),
+        Kind::Object => {
+            let mut members = Map::new();
+            for (key, member) in value.members() {
+                if !members.contains_key(key.str()) {
+                    members.insert(key.str().to_string(), first_wins(member));
+                }
+            }
+            Value::Object(members)
+        }
+    }
 }
 
 /// Options for a few hundred documents: small tiles and row groups, so that tiles,
@@ -289,7 +322,7 @@ fn outliers_of_every_kind_round_trip_at_nested_paths() {
             r#"{"a":{"b":1.5,"c":"one"},"d":false}"#,
             r#"{"a":{"b":18446744073709551615,"e":[1,{"f":2}]}}"#,
             r#"{"a":{"b":{"deep":[]},"c":-0.0}}"#,
-            r#"{"a":{"b":["x"],"b":"last wins"}}"#,
+            r#"{"a":{"b":["x"],"b":"first wins"}}"#,
             r#"{"a":"not an object","d":null}"#,
             r#"{"a":null}"#,
             r#"{"a":{}}"#,
@@ -312,7 +345,7 @@ fn outliers_of_every_kind_round_trip_at_nested_paths() {
         .iter()
         .find(|s| s.path == "$.a.b")
         .unwrap();
-    assert_eq!((b.typed_count, b.binary_count), (23, 4));
+    assert_eq!((b.typed_count, b.binary_count), (22, 5));
 }
 
 #[test]

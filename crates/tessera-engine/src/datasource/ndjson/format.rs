@@ -33,6 +33,10 @@ pub struct NdjsonOptions {
     pub on_error: Option<OnError>,
     /// Overrides the session's `tessera.validation` for this table.
     pub validation: Option<Validation>,
+    /// Whether a line a Tessera table could not store exactly (an integer of more than
+    /// 38 digits, a number beyond the range of a double) is malformed: set by ingest, so
+    /// that such a line is skipped or fails with its place like any other bad line.
+    pub storable: bool,
 }
 
 impl Default for NdjsonOptions {
@@ -41,6 +45,7 @@ impl Default for NdjsonOptions {
             column: DEFAULT_DOCUMENT_COLUMN.to_string(),
             on_error: None,
             validation: None,
+            storable: false,
         }
     }
 }
@@ -105,6 +110,7 @@ impl NdjsonFormat {
             validation: self.options.validation.unwrap_or(options.validation.0),
             block_size: options.block_size() as u64,
             prefetch: options.prefetch(),
+            storable: self.options.storable,
             rejects: session
                 .config()
                 .get_extension::<RejectLog>()
@@ -168,6 +174,7 @@ impl FileFormat for NdjsonFormat {
             validation: self.options.validation.unwrap_or_default(),
             block_size: TesseraOptions::default().block_size() as u64,
             prefetch: TesseraOptions::default().prefetch(),
+            storable: self.options.storable,
             rejects: Arc::new(RejectLog::default()),
         };
         Arc::new(NdjsonSource::new(table_schema, settings))

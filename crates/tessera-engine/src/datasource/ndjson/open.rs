@@ -34,6 +34,8 @@ pub struct ScanSettings {
     pub prefetch: usize,
     /// Where skipped lines are reported.
     pub rejects: Arc<RejectLog>,
+    /// Lines a Tessera table could not store exactly are malformed (ingest).
+    pub storable: bool,
 }
 
 /// Counters shared by the openers of one scan partition.
@@ -83,7 +85,8 @@ impl FileOpener for NdjsonOpener {
             file.partition_values.clone(),
             self.batch_size,
             self.settings.validation,
-        )?;
+        )?
+        .with_storable_check(self.settings.storable);
         let state = FileScan {
             chunks: read.chunks(range.start.saturating_sub(1)..range.end, codec),
             // Offsets in a compressed file count decompressed bytes, so its one partition

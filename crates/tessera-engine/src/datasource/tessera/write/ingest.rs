@@ -18,6 +18,7 @@ use object_store::{ObjectStoreExt, WriteMultipart};
 use super::sink::WriteReport;
 use crate::datasource::location::table_for_locations;
 use crate::datasource::ndjson::NdjsonFormat;
+use crate::datasource::ndjson::format::NdjsonOptions;
 use crate::datasource::tessera::provider::external;
 use crate::datasource::tessera::{TesseraTable, table_root};
 use crate::rejects::{RejectLog, RejectSummary};
@@ -53,7 +54,10 @@ pub async fn ingest(
     let source = table_for_locations(
         &state,
         sources,
-        Some(Arc::new(NdjsonFormat::default())),
+        Some(Arc::new(NdjsonFormat::new(NdjsonOptions {
+            storable: true,
+            ..NdjsonOptions::default()
+        }))),
         None,
     )
     .await?;

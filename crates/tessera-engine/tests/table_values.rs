@@ -283,6 +283,7 @@ async fn session(on_error: OnError) -> TesseraSession {
     let options = SessionOptions {
         target_partitions: Some(2),
         on_error: Some(on_error),
+        ..SessionOptions::default()
     };
     TesseraSession::new(s3, options).unwrap()
 }

@@ -284,6 +284,11 @@ impl PathTrie {
         &self.nodes[id]
     }
 
+    /// Number of nodes (node ids are `0..node_count()`).
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
     /// Number of distinct paths (slots).
     pub fn len(&self) -> usize {
         self.paths.len()

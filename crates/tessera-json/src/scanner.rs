@@ -127,6 +127,9 @@ pub struct Scanner {
     marks: Marks,
     /// Element offsets of the current array, kept only for paths with negative indexes.
     element_starts: Vec<u32>,
+    /// Trie nodes whose value the current document has reached: a node reached again
+    /// is a duplicated key, whose later values are not read (first occurrence wins).
+    entered: Vec<bool>,
 }
 
 impl Scanner {
@@ -138,6 +141,7 @@ impl Scanner {
             remaining: 0,
             open: Vec::new(),
             marks: Marks::default(),
+            entered: vec![false; trie.node_count()],
             trie,
             element_starts: Vec::new(),
         }
@@ -159,6 +163,7 @@ impl Scanner {
         );
         self.found.iter_mut().for_each(|f| *f = None);
         self.remaining = self.found.len();
+        self.entered.fill(false);
         self.open.clear();
         let mut marks = std::mem::take(&mut self.marks);
         marks.index(doc);
@@ -279,6 +284,8 @@ impl Scanner {
                 }
                 None => None,
             };
+            // The first occurrence of a duplicated key wins, below it too.
+            let child = child.filter(|&ch| !std::mem::replace(&mut self.entered[ch], true));
             c.skip_ws();
             if c.peek() != Some(b':') {
                 return Err(c.error("':' after an object key").into());
@@ -1040,6 +1047,19 @@ mod tests {
     fn escaped_keys_match_and_first_duplicate_wins() {
         let got = scan_paths(r#"{"a\u0062":1,"ab":2}"#, &["$.ab"]).unwrap();
         assert_eq!(got, vec![Some("1".into())]);
+    }
+
+    /// Below a duplicated key, paths read the first value too: the second value's
+    /// children are not the document's (the property test against tables found this).
+    #[test]
+    fn paths_below_a_duplicate_key_read_its_first_value() {
+        let doc = r#"{"f":{"k1":"str","k1":{"k4":"v"}},"g":{"x":{"y":1}},"g":{"x":{"y":2,"z":3}}}"#;
+        let paths = ["$.f.k1.k4", "$.f.k1", "$.g.x.y", "$.g.x.z"];
+        for validation in [Validation::Full, Validation::Structure] {
+            let got = scan_with(doc, &paths, validation).unwrap();
+            let want = [None, Some(r#""str""#.into()), Some("1".into()), None];
+            assert_eq!(got, want, "{validation:?}");
+        }
     }
 
     #[test]

@@ -85,7 +85,11 @@ async fn factory_store_reads_writes_and_reports_errors() {
     let store = factory
         .open_s3("seam", tessera_blob::store::S3ClientKind::Uring)
         .unwrap();
-    assert!(store.to_string().starts_with("UringS3Store"), "{store}");
+    assert!(
+        format!("{store:?}").starts_with("UringS3Store"),
+        "{store:?}"
+    );
+    assert_eq!(store.to_string(), "s3://seam");
 
     let path = Path::from("t/data.json");
     let data: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();

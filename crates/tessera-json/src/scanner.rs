@@ -23,6 +23,7 @@ use crate::escape::hex4;
 use crate::index::Marks;
 use crate::limits::{MAX_NESTING, NESTING_ERROR};
 use crate::path::{PathTrie, Slot};
+use crate::tape::MAX_DECIMAL_DIGITS;
 
 /// The JSON type of a located value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,6 +131,8 @@ pub struct Scanner {
     /// Trie nodes whose value the current document has reached: a node reached again
     /// is a duplicated key, whose later values are not read (first occurrence wins).
     entered: Vec<bool>,
+    /// Whether numbers a Tessera table cannot store exactly are syntax errors.
+    storable: bool,
 }
 
 impl Scanner {
@@ -144,6 +147,7 @@ impl Scanner {
             entered: vec![false; trie.node_count()],
             trie,
             element_starts: Vec::new(),
+            storable: false,
         }
     }
 
@@ -151,6 +155,14 @@ impl Scanner {
     pub fn with_validation(mut self, validation: Validation) -> Self {
         self.validation = validation;
         self
+    }
+
+    /// Whether this scanner also rejects numbers a Tessera table cannot store exactly:
+    /// an integer of more than [`MAX_DECIMAL_DIGITS`] digits, a float beyond `f64`'s
+    /// range (`1e400`). Ingest uses it so that such a line is a bad line with its place,
+    /// found in the one validating pass instead of a second parse.
+    pub fn set_storable_numbers(&mut self, storable: bool) {
+        self.storable = storable;
     }
 
     /// Scans one document; afterwards [`Self::get`] returns each path's value.
@@ -173,7 +185,12 @@ impl Scanner {
     }
 
     fn scan_indexed(&mut self, doc: &[u8], marks: &Marks) -> Result<(), SyntaxError> {
-        let mut cursor = Cursor { doc, pos: 0, marks };
+        let mut cursor = Cursor {
+            doc,
+            pos: 0,
+            marks,
+            storable: self.storable,
+        };
         // Control characters and escapes are checked once for all strings of the document.
         cursor.check_strings(0, doc.len())?;
         cursor.skip_ws();
@@ -393,6 +410,7 @@ pub fn for_each_member(doc: &[u8], span: Span, mut f: impl FnMut(Option<Span>, S
         doc,
         pos: span.start as usize + 1,
         marks: &marks,
+        storable: false,
     };
     c.skip_ws();
     if c.pos + 1 >= span.end as usize {
@@ -534,6 +552,8 @@ struct Cursor<'a> {
     doc: &'a [u8],
     pos: usize,
     marks: &'a Marks,
+    /// See [`Scanner::set_storable_numbers`].
+    storable: bool,
 }
 
 impl Cursor<'_> {
@@ -682,10 +702,12 @@ impl Cursor<'_> {
     /// Crosses a number; returns true when it is an integer literal.
     fn number(&mut self) -> Result<bool, SyntaxError> {
         let d = self.doc;
-        let mut i = self.pos;
+        let start = self.pos;
+        let mut i = start;
         if d.get(i) == Some(&b'-') {
             i += 1;
         }
+        let int_start = i;
         match d.get(i) {
             Some(b'0') => i += 1,
             Some(b'1'..=b'9') => {
@@ -698,6 +720,7 @@ impl Cursor<'_> {
                 return Err(self.error("a digit"));
             }
         }
+        let int_digits = i - int_start;
         let mut integer = true;
         if d.get(i) == Some(&b'.') {
             integer = false;
@@ -710,9 +733,11 @@ impl Cursor<'_> {
                 i += 1;
             }
         }
+        let mut exponent: i64 = 0;
         if let Some(b'e' | b'E') = d.get(i) {
             integer = false;
             i += 1;
+            let negative = d.get(i) == Some(&b'-');
             if let Some(b'+' | b'-') = d.get(i) {
                 i += 1;
             }
@@ -720,14 +745,66 @@ impl Cursor<'_> {
                 self.pos = i;
                 return Err(self.error("a digit in the exponent"));
             }
-            while d.get(i).is_some_and(u8::is_ascii_digit) {
+            while let Some(&digit) = d.get(i).filter(|b| b.is_ascii_digit()) {
+                exponent = (exponent * 10 + i64::from(digit - b'0')).min(1 << 20);
                 i += 1;
             }
+            if negative {
+                exponent = -exponent;
+            }
+        }
+        if self.storable {
+            self.check_storable(start, i, integer, int_digits, exponent)?;
         }
         self.pos = i;
         Ok(integer)
     }
+
+    /// Whether the number `doc[start..end]` fits a Tessera table exactly (see
+    /// [`Scanner::set_storable_numbers`]). Only a float whose decimal exponent reaches
+    /// `f64`'s is parsed: the rest cannot overflow.
+    #[cold]
+    fn check_storable(
+        &self,
+        start: usize,
+        end: usize,
+        integer: bool,
+        int_digits: usize,
+        exponent: i64,
+    ) -> Result<(), SyntaxError> {
+        let at_start = |expected| SyntaxError {
+            offset: start,
+            expected,
+        };
+        if integer {
+            return match int_digits > MAX_DECIMAL_DIGITS {
+                true => Err(at_start(TOO_MANY_DIGITS)),
+                false => Ok(()),
+            };
+        }
+        let magnitude_exponent = int_digits as i64 - 1 + exponent;
+        if magnitude_exponent < F64_MAX_EXPONENT {
+            return Ok(());
+        }
+        // SAFETY: a number's bytes are ASCII.
+        let text = unsafe { std::str::from_utf8_unchecked(&self.doc[start..end]) };
+        match text.parse::<f64>().is_ok_and(f64::is_finite) {
+            true => Ok(()),
+            false => Err(at_start(BEYOND_DOUBLE)),
+        }
+    }
 }
+
+/// The decimal exponent of `f64::MAX` (1.797e308): no number of a lower one overflows.
+const F64_MAX_EXPONENT: i64 = 308;
+
+/// What a Tessera table expects instead of a longer integer.
+const TOO_MANY_DIGITS: &str =
+    "an integer of at most 38 digits (a Tessera table stores no more exactly)";
+
+/// What a Tessera table expects instead of `1e400`.
+const BEYOND_DOUBLE: &str =
+    "a number within the range of a double (a Tessera table stores no larger)";
 
 #[cfg(test)]
 mod tests {
@@ -1015,6 +1092,67 @@ mod tests {
         }
         // The mutations must exercise both outcomes, or the test proves nothing.
         assert!(accepted > 300 && rejected > 300, "{accepted} {rejected}");
+    }
+
+    /// A random JSON number near the limits a table stores: integers of 30 to 45 digits,
+    /// floats whose decimal exponent is near `f64`'s (with long integer parts, fractions
+    /// and signed exponents).
+    fn number_near_limits(rng: &mut Rng) -> String {
+        let digits = |rng: &mut Rng, n: usize| -> String {
+            (0..n)
+                .map(|i| char::from(b'0' + (rng.below(9) + usize::from(i == 0)) as u8))
+                .collect()
+        };
+        let mut text = String::new();
+        if rng.below(2) == 0 {
+            text.push('-');
+        }
+        match rng.below(3) {
+            0 => {
+                let len = 30 + rng.below(16);
+                text += &digits(rng, len);
+            }
+            1 => {
+                let (int_len, fraction_len) = (1 + rng.below(4), 1 + rng.below(3));
+                text += &digits(rng, int_len);
+                let fraction = digits(rng, fraction_len);
+                text += &format!(".{fraction}e{}", 300 + rng.below(12));
+            }
+            _ => {
+                let int_len = 300 + rng.below(12);
+                text += &digits(rng, int_len);
+                if rng.below(2) == 0 {
+                    text += &format!("e-{}", rng.below(4));
+                }
+            }
+        }
+        text
+    }
+
+    /// Ingest's storable check in the scan rejects exactly the numbers the table writer's
+    /// parser (the tape) rejects, at the same offset.
+    #[test]
+    fn storable_numbers_agree_with_the_tape() {
+        let no_paths = Arc::new(PathTrie::new());
+        let mut scanner = Scanner::new(Arc::clone(&no_paths));
+        scanner.set_storable_numbers(true);
+        let mut tape = crate::tape::Tape::default();
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let (mut accepted, mut rejected) = (0, 0);
+        for _ in 0..3000 {
+            let doc = format!(r#"{{"a":[1,{}]}}"#, number_near_limits(&mut rng));
+            tape.clear();
+            let oracle = tape.push(doc.as_bytes()).map_err(|e| e.offset);
+            let scanned = scanner.scan(doc.as_bytes()).map_err(|e| e.offset);
+            assert_eq!(scanned, oracle.map(|_| ()), "{doc}");
+            match scanned {
+                Ok(()) => accepted += 1,
+                Err(_) => rejected += 1,
+            }
+        }
+        assert!(accepted > 500 && rejected > 500, "{accepted} {rejected}");
+        // Without the check, every one of them is valid JSON.
+        assert!(Scanner::new(no_paths).scan(b"[1e400]").is_ok());
     }
 
     #[test]

@@ -106,8 +106,6 @@ pub struct BatchDecoder {
     projector: Projector,
     scanner: Scanner,
     raw: Option<ViewColumn>,
-    /// With a storable check (ingest), the tape each line is parsed into once more.
-    storable: Option<tessera_json::tape::Tape>,
     columns: Vec<Column>,
     partition_values: Vec<ScalarValue>,
     rows: usize,
@@ -147,7 +145,6 @@ impl BatchDecoder {
             // is valid JSON at either.
             scanner: Scanner::new(Arc::clone(&plan.trie)).with_validation(validation),
             raw: plan.raw.then(|| ViewColumn::new(batch_size)),
-            storable: None,
             columns,
             partition_values,
             projector,
@@ -161,10 +158,10 @@ impl BatchDecoder {
     }
 
     /// With `check`, a line is also malformed when a Tessera table could not store it
-    /// exactly: it is parsed as the table writer parses it, so that what the writer
-    /// would refuse is rejected here, where the line's file and place are known.
+    /// exactly (a number beyond a Variant's), so that what the table writer would refuse
+    /// is rejected here, where the line's file and place are known.
     pub fn with_storable_check(mut self, check: bool) -> Self {
-        self.storable = check.then(tessera_json::tape::Tape::default);
+        self.scanner.set_storable_numbers(check);
         self
     }
 
@@ -191,15 +188,6 @@ impl BatchDecoder {
                 offset: e.offset,
                 expected: e.expected.to_string(),
             }));
-        }
-        if let Some(tape) = &mut self.storable {
-            tape.clear();
-            if let Err(e) = tape.push(bytes) {
-                return Ok(Err(LineError {
-                    offset: e.offset,
-                    expected: format!("a value a Tessera table stores exactly ({})", e.reason),
-                }));
-            }
         }
         // SAFETY: validated as UTF-8 above, per line or with its chunk.
         let doc = unsafe { std::str::from_utf8_unchecked(bytes) };

@@ -130,6 +130,8 @@ impl TesseraSink {
 /// Documents (and their rows' relational columns) gathered for one data file.
 #[derive(Default)]
 struct Chunk {
+    /// The statement's input row (from 0) of the first document.
+    first_row: u64,
     bytes: Vec<u8>,
     ends: Vec<usize>,
     columns: Vec<RecordBatch>,
@@ -173,6 +175,7 @@ impl Chunk {
             .map(|ends| {
                 let end = *ends.last().expect("chunks are not empty");
                 let part = Chunk {
+                    first_row: self.first_row + first_row as u64,
                     bytes: self.bytes[start..end].to_vec(),
                     ends: ends.iter().map(|e| e - start).collect(),
                     columns: relational
@@ -217,13 +220,14 @@ impl TesseraSink {
         let options = self.options.clone();
         let progress = Arc::clone(&self.progress);
         let relational = chunk.relational()?;
+        let first_row = chunk.first_row;
         running.spawn(async move {
             let written = tokio::task::spawn_blocking(move || {
                 tessera_tiles::write_file_with_columns(&chunk.docs(), relational.as_ref(), &options)
             })
             .await
             .map_err(|e| DataFusionError::External(Box::new(e)))?
-            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+            .map_err(|e| written_error(e, first_row))?;
             let size = written.parquet.len() as u64;
             let path = table
                 .write_data_file(written.parquet)
@@ -238,6 +242,24 @@ impl TesseraSink {
             })
         });
         Ok(())
+    }
+}
+
+/// A writer's error as the statement's user sees it: a document is named by its row in
+/// the statement's input (from 1), not by its place in the file being written.
+fn written_error(error: tessera_tiles::TilesError, first_row: u64) -> DataFusionError {
+    match error {
+        tessera_tiles::TilesError::Json {
+            index,
+            line,
+            column,
+            reason,
+        } => DataFusionError::Execution(format!(
+            "row {} is not a JSON document a Tessera table stores: {reason} (line {line}, \
+             column {column} of the document)",
+            first_row + index as u64 + 1
+        )),
+        other => DataFusionError::External(Box::new(other)),
     }
 }
 
@@ -281,7 +303,11 @@ impl DataSink for TesseraSink {
                 .documents
                 .fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
             if chunk.is_full() {
-                let full = std::mem::take(&mut chunk);
+                let next = Chunk {
+                    first_row: rows,
+                    ..Chunk::default()
+                };
+                let full = std::mem::replace(&mut chunk, next);
                 self.flush(full, &mut running, &mut done, max_in_flight)
                     .await?;
             }

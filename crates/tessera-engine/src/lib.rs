@@ -20,6 +20,7 @@ mod access;
 mod datasource;
 pub mod errors;
 mod functions;
+mod group_keys;
 mod json;
 pub mod options;
 mod output_names;

@@ -34,6 +34,7 @@ use crate::errors;
 use crate::functions::operators::{JsonOperatorPlanner, check_chains};
 use crate::functions::sum::WideIntegerSum;
 use crate::functions::{compat, json as json_functions};
+use crate::group_keys;
 use crate::options::{MemoryLimit, OnError, TesseraOptions};
 use crate::output_names;
 use crate::physical_optimizer::{CastPushdown, GroupOnCodes, IntegerTextMinMax};
@@ -184,6 +185,7 @@ impl TesseraSession {
             return self.ctx.read_batch(tessera::describe(table).await?);
         }
         output_names::name_outputs(&mut statement);
+        group_keys::drop_cast_keys(&mut statement);
         let plan = self.ctx.state().statement_to_plan(statement).await?;
         if let Some(frame) = self.delete_from_table(&plan).await? {
             return Ok(frame);

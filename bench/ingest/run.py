@@ -11,7 +11,10 @@ All three systems load one file in one run, each into its own storage on local d
   values served from typed columns.
 Each load runs --tries times into fresh storage; the table reports medians.
 
-Usage: bench/ingest/run.py [--docs 1000000] [--tries 3] [--threads N]
+With --file, any NDJSON file (another data shape, e.g. `tessera gen tpch`) is loaded
+instead of generated Bluesky events, by DuckDB and Tessera (chDB's DDL is Bluesky's).
+
+Usage: bench/ingest/run.py [--docs 1000000] [--tries 3] [--threads N] [--file F.json]
 """
 
 import argparse
@@ -61,11 +64,17 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=REPO / "bench/data")
     parser.add_argument("--tessera", default=default_tessera())
     parser.add_argument("--skip-chdb", action="store_true", help="leave chDB out (its load takes ~30 s per try)")
+    parser.add_argument("--file", type=Path, help="an NDJSON file to load instead of generated Bluesky events")
     args = parser.parse_args()
 
-    path = ensure_data(args.tessera, args.docs, args.seed, args.data)
+    if args.file:
+        path, what = args.file, args.file.name
+        with open(path, "rb") as f:
+            args.docs = sum(1 for line in f if line.strip())
+    else:
+        path, what = ensure_data(args.tessera, args.docs, args.seed, args.data), "Bluesky"
     systems = {"DuckDB": lambda w: load_duckdb(path, args.threads, w)[:3]}
-    if not args.skip_chdb:
+    if not args.skip_chdb and not args.file:
         systems["chDB"] = lambda w: load_chdb(path, args.threads, w)[:3]
     report = {}
 
@@ -87,7 +96,7 @@ def main() -> int:
 
     version = subprocess.run([args.tessera, "--version"], capture_output=True, text=True).stdout.strip()
     lines = [
-        f"Ingest of {args.docs:,} Bluesky documents ({path.stat().st_size / 1e6:.0f} MB NDJSON), {args.threads} threads, "
+        f"Ingest of {args.docs:,} {what} documents ({path.stat().st_size / 1e6:.0f} MB NDJSON), {args.threads} threads, "
         f"{args.tries} tries; {platform.machine()}, {os.cpu_count()} cores; {version}",
         "",
         "| system | load median (s) | load best (s) | bytes on disk (MB) | rows | load vs DuckDB |",

@@ -11,9 +11,7 @@ use tessera_tiles::variant::{RowEncoder, write_json};
 use tessera_tiles::writer::COLUMN;
 use tessera_tiles::{TilesOptions, read_json, write_file};
 
-#[path = "json_value.rs"]
-mod json_value;
-use json_value::{J, parse_tape};
+use tessera_json::canonical::Canonical as J;
 
 /// The document through the row encoder and back to JSON text.
 fn through_variant(doc: &[u8]) -> String {
@@ -56,14 +54,14 @@ fn through_file(docs: &[&[u8]]) -> Vec<String> {
 fuzz_target!(|data: &[u8]| {
     let docs: Vec<&[u8]> = data
         .split(|&b| b == b'\n')
-        .filter(|line| parse_tape(line).is_ok())
+        .filter(|line| J::parse(line).is_ok())
         .take(64)
         .collect();
     let mut expected = Vec::new();
     for doc in &docs {
-        let value = parse_tape(doc).expect("parsed above");
+        let value = J::parse(doc).expect("parsed above");
         let back = through_variant(doc);
-        assert_eq!(parse_tape(back.as_bytes()).ok().as_ref(), Some(&value), "{back}");
+        assert_eq!(J::parse(back.as_bytes()).ok().as_ref(), Some(&value), "{back}");
         expected.push(value);
     }
     if docs.is_empty() {
@@ -72,7 +70,7 @@ fuzz_target!(|data: &[u8]| {
     // Documents move between tiles; compare as multisets.
     let mut got: Vec<String> = through_file(&docs)
         .iter()
-        .map(|t| format!("{:?}", parse_tape(t.as_bytes()).expect("JSON out")))
+        .map(|t| format!("{:?}", J::parse(t.as_bytes()).expect("JSON out")))
         .collect();
     let mut expected: Vec<String> = expected.iter().map(|v: &J| format!("{v:?}")).collect();
     got.sort();

@@ -10,57 +10,18 @@
 //! so); a key given twice keeps its first value (the raw scan's `j` is the text as
 //! written, a table's `j` the object with first occurrences only).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use arrow::array::{Array, AsArray};
 use arrow::datatypes::DataType;
 use tessera_engine::{OnError, SessionOptions, TesseraSession};
+use tessera_json::canonical::Canonical;
 use tessera_json::limits::MAX_NESTING;
-use tessera_json::tape::{Kind, Tape, Value};
-
-/// A JSON value as the comparison sees it: integers exact whatever their size, floats by
-/// their bits, objects with the first value of a key given twice.
-#[derive(Debug, Clone, PartialEq)]
-enum J {
-    Null,
-    Bool(bool),
-    Int(i128),
-    Float(u64),
-    Str(String),
-    Arr(Vec<J>),
-    Obj(BTreeMap<String, J>),
-}
-
-fn canonical(value: Value<'_>) -> J {
-    let node = value.node();
-    match node.kind() {
-        Kind::Null => J::Null,
-        Kind::True => J::Bool(true),
-        Kind::False => J::Bool(false),
-        Kind::Int => J::Int(i128::from(node.int())),
-        Kind::UInt => J::Int(i128::from(node.uint())),
-        Kind::Decimal => J::Int(value.decimal()),
-        Kind::Float => J::Float(node.float().to_bits()),
-        Kind::String | Kind::Key => J::Str(value.str().to_string()),
-        Kind::Array => J::Arr(value.elements().map(canonical).collect()),
-        Kind::Object => {
-            let mut members = BTreeMap::new();
-            for (key, member) in value.members() {
-                members
-                    .entry(key.str().to_string())
-                    .or_insert_with(|| canonical(member));
-            }
-            J::Obj(members)
-        }
-    }
-}
 
 /// `text` parsed as JSON, `None` when it is none.
-fn parse(text: &str) -> Option<J> {
-    let mut tape = Tape::default();
-    let text = tape.push(text.as_bytes()).ok()?;
-    Some(canonical(tape.doc(0, text).root()))
+fn parse(text: &str) -> Option<Canonical> {
+    Canonical::parse(text.as_bytes()).ok()
 }
 
 /// SplitMix64: a seeded generator, so a failure repeats with its seed.
@@ -340,16 +301,21 @@ enum Step {
 }
 
 /// Every path of `value` below `prefix`, up to `depth_max` steps.
-fn paths(value: &J, prefix: &mut Vec<Step>, depth_max: usize, out: &mut BTreeSet<Vec<Step>>) {
+fn paths(
+    value: &Canonical,
+    prefix: &mut Vec<Step>,
+    depth_max: usize,
+    out: &mut BTreeSet<Vec<Step>>,
+) {
     if prefix.len() >= depth_max {
         return;
     }
-    let children: Vec<(Step, &J)> = match value {
-        J::Obj(members) => members
+    let children: Vec<(Step, &Canonical)> = match value {
+        Canonical::Obj(members) => members
             .iter()
             .map(|(k, v)| (Step::Key(k.clone()), v))
             .collect(),
-        J::Arr(items) => items
+        Canonical::Arr(items) => items
             .iter()
             .enumerate()
             .map(|(i, v)| (Step::Index(i), v))

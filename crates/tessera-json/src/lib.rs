@@ -8,6 +8,7 @@
 //! - [`scanner`]: a validating scanner that locates only the paths a query needs.
 //! - [`value`]: located values converted with the semantics of each SQL access form.
 //! - [`tape`]: one validating parse per document into a flat tape of nodes, for ingest.
+//! - [`canonical`]: a document's value as an owned tree that compares by meaning.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -20,6 +21,7 @@
 //! assert_eq!(span.raw(doc), br#""app.bsky.feed.like""#);
 //! ```
 
+pub mod canonical;
 pub mod escape;
 pub mod index;
 pub mod limits;

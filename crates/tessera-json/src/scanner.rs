@@ -269,17 +269,26 @@ impl Scanner {
         Ok(kind)
     }
 
-    fn object(&mut self, c: &mut Cursor, node: Option<usize>, depth: u32) -> Result<(), Stop> {
+    /// Crosses the opening bracket of a container at `depth` that `close` closes; false
+    /// when the container is empty (and crossed), else true with `close` pushed.
+    fn enter(&mut self, c: &mut Cursor, depth: u32, close: u8) -> Result<bool, Stop> {
         if depth as usize >= MAX_NESTING {
             return Err(c.error(NESTING_ERROR).into());
         }
         c.pos += 1;
         c.skip_ws();
-        if c.peek() == Some(b'}') {
+        if c.peek() == Some(close) {
             c.pos += 1;
+            return Ok(false);
+        }
+        self.open.push(close);
+        Ok(true)
+    }
+
+    fn object(&mut self, c: &mut Cursor, node: Option<usize>, depth: u32) -> Result<(), Stop> {
+        if !self.enter(c, depth, b'}')? {
             return Ok(());
         }
-        self.open.push(b'}');
         let mut key_buf = Vec::new();
         loop {
             if c.peek() != Some(b'"') {
@@ -327,16 +336,9 @@ impl Scanner {
     }
 
     fn array(&mut self, c: &mut Cursor, node: Option<usize>, depth: u32) -> Result<(), Stop> {
-        if depth as usize >= MAX_NESTING {
-            return Err(c.error(NESTING_ERROR).into());
-        }
-        c.pos += 1;
-        c.skip_ws();
-        if c.peek() == Some(b']') {
-            c.pos += 1;
+        if !self.enter(c, depth, b']')? {
             return Ok(());
         }
-        self.open.push(b']');
         let negative = node.is_some_and(|n| self.trie.node(n).has_negative_indexes());
         let mut starts = if negative {
             std::mem::take(&mut self.element_starts)

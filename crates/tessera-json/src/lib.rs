@@ -8,6 +8,8 @@
 //! - [`scanner`]: a validating scanner that locates only the paths a query needs.
 //! - [`value`]: located values converted with the semantics of each SQL access form.
 //! - [`tape`]: one validating parse per document into a flat tape of nodes, for ingest.
+//! - [`tree`]: an owned JSON value and the one writer of JSON text (DuckDB's layout).
+//! - [`modify`]: merge patches and set/insert/replace/remove at a path, on trees.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -23,9 +25,11 @@
 pub mod escape;
 pub mod index;
 pub mod limits;
+pub mod modify;
 pub mod path;
 pub mod scanner;
 pub mod tape;
+pub mod tree;
 pub mod value;
 
 pub use limits::MAX_NESTING;

@@ -19,7 +19,7 @@ pub enum Step {
 }
 
 /// Which of `json_set`, `json_insert` and `json_replace`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mode {
     /// Replace the value if the path exists, add it if not.
     Set,
@@ -67,6 +67,16 @@ pub fn merge_patch(target: Json, patch: Json) -> Json {
         out.push((key.clone(), merge_patch(base, value.clone())));
     }
     Json::Object(out)
+}
+
+/// [`merge_patch`] of a whole document as DuckDB's `json_merge_patch` applies it: a
+/// document that is not an object is replaced by the patch as written, `null` members
+/// included (RFC 7396 would drop them); below the top level the RFC holds.
+pub fn merge_patch_document(target: Json, patch: Json) -> Json {
+    match target {
+        Json::Object(_) => merge_patch(target, patch),
+        _ => patch,
+    }
 }
 
 /// Sets, inserts or replaces (per `mode`) the value at `path` of `root`. Missing
@@ -196,14 +206,34 @@ mod tests {
         for (target, patch, merged) in [
             (r#"{"a":1}"#, r#"{"a":null,"b":{"c":null}}"#, r#"{"b":{}}"#),
             (r#"{"a":1,"b":2}"#, r#"{"a":3}"#, r#"{"b":2,"a":3}"#),
-            (r#"{"a":1,"b":2,"a":5}"#, r#"{"b":3}"#, r#"{"a":1,"a":5,"b":3}"#),
-            (r#"{"a":{"x":1},"b":2}"#, r#"{"a":{"y":1}}"#, r#"{"b":2,"a":{"x":1,"y":1}}"#),
+            (
+                r#"{"a":1,"b":2,"a":5}"#,
+                r#"{"b":3}"#,
+                r#"{"a":1,"a":5,"b":3}"#,
+            ),
+            (
+                r#"{"a":{"x":1},"b":2}"#,
+                r#"{"a":{"y":1}}"#,
+                r#"{"b":2,"a":{"x":1,"y":1}}"#,
+            ),
             (r#"{"b":2}"#, r#"{"a":1,"a":2}"#, r#"{"b":2,"a":1,"a":2}"#),
             ("[1]", r#"{"a":1}"#, r#"{"a":1}"#),
             (r#"{"a":1}"#, "[1]", "[1]"),
             ("{}", "null", "null"),
+            (
+                r#"{"x":2}"#,
+                r#"{"x":{"a":null,"b":{"c":null}}}"#,
+                r#"{"x":{"b":{}}}"#,
+            ),
         ] {
             assert_eq!(merge_patch(json(target), json(patch)).to_text(), merged);
+        }
+        let patch = r#"{"a":null,"b":{"c":null}}"#;
+        for target in ["1", "[1]", "null"] {
+            assert_eq!(
+                merge_patch_document(json(target), json(patch)).to_text(),
+                patch
+            );
         }
     }
 
@@ -212,7 +242,12 @@ mod tests {
         // Answers of DuckDB 2.0.0's json_set, json_insert and json_replace.
         use Mode::*;
         for (doc, at, mode, out) in [
-            (r#"{"b":1,"a":1,"c":2,"a":2}"#, "a", Set, r#"{"b":1,"a":3,"c":2}"#),
+            (
+                r#"{"b":1,"a":1,"c":2,"a":2}"#,
+                "a",
+                Set,
+                r#"{"b":1,"a":3,"c":2}"#,
+            ),
             (r#"{"a":1,"a":2}"#, "a", Insert, r#"{"a":1,"a":2}"#),
             ("{}", "a.b.c", Set, r#"{"a":{"b":{"c":3}}}"#),
             ("{}", "a.b", Replace, "{}"),

@@ -305,7 +305,11 @@ mod tests {
             }
             let mut out = String::new();
             push_float(&mut out, value);
-            assert_eq!(out.parse::<f64>().unwrap().to_bits(), value.to_bits(), "{out}");
+            assert_eq!(
+                out.parse::<f64>().unwrap().to_bits(),
+                value.to_bits(),
+                "{out}"
+            );
         }
     }
 
@@ -313,13 +317,19 @@ mod tests {
     fn strings_escape_only_what_json_requires() {
         let mut out = String::new();
         push_string(&mut out, "a\"b\\\n\u{1f}\u{8}\u{c}\0/é\u{7f}");
-        assert_eq!(out, r#""a\"b\\\n\u001F\b\f\u0000/é""#.replace('é', "é\u{7f}"));
+        assert_eq!(
+            out,
+            r#""a\"b\\\n\u001F\b\f\u0000/é""#.replace('é', "é\u{7f}")
+        );
     }
 
     #[test]
     fn minified_text_keeps_duplicates_and_reads_numbers_as_duckdb() {
         assert_eq!(minify(r#" { "a" : 1 , "a":2} "#), r#"{"a":1,"a":2}"#);
-        assert_eq!(minify("[1E2, -0, 0.1e1, -0.0, 1.00000]"), "[100.0,0,1.0,-0.0,1.0]");
+        assert_eq!(
+            minify("[1E2, -0, 0.1e1, -0.0, 1.00000]"),
+            "[100.0,0,1.0,-0.0,1.0]"
+        );
         assert_eq!(
             minify("[18446744073709551616, 123456789012345678901234567890]"),
             "[18446744073709551616,123456789012345678901234567890]"

@@ -127,7 +127,7 @@ impl ScalarUDFImpl for JsonBuild {
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
         let fields = args.arg_fields;
         match self.build {
-            Build::Object if fields.len() % 2 != 0 => {
+            Build::Object if !fields.len().is_multiple_of(2) => {
                 return plan_err!("json_object() requires an even number of arguments");
             }
             Build::Object => {

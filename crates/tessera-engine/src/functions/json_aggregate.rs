@@ -3,8 +3,9 @@
 //! pairs, repeated keys kept, a NULL key an error) and `json_group_structure(j)` (the
 //! merged [`Structure`] of the group's JSON documents). An empty group gives NULL.
 //!
-//! The text an array or object accumulates is bounded by [`GROUP_TEXT_BYTES_MAX`]; a
-//! group beyond it is an error naming the limit, not an allocation without end.
+//! The text an array or object accumulates is bounded by [`GROUP_TEXT_BYTES_MAX`], a
+//! structure by [`GROUP_STRUCTURE_NODES_MAX`]; a group beyond either is an error naming
+//! the limit, not an allocation without end.
 
 use std::sync::{Arc, LazyLock};
 
@@ -25,6 +26,9 @@ use super::json_structure::Structure;
 /// Most bytes of JSON text one group of `json_group_array` or `json_group_object`
 /// accumulates.
 pub const GROUP_TEXT_BYTES_MAX: usize = 64 << 20;
+
+/// Most type names, arrays and keys one group's `json_group_structure` holds.
+pub const GROUP_STRUCTURE_NODES_MAX: usize = 1 << 20;
 
 /// The aggregates, ready to register.
 pub fn all_functions() -> Vec<Arc<AggregateUDF>> {
@@ -242,6 +246,18 @@ impl StructureAccumulator {
             None => structure,
         });
     }
+
+    /// Checked once a batch: counting walks the whole structure.
+    fn check_size(&self) -> Result<()> {
+        let nodes = self.structure.as_ref().map_or(0, Structure::node_count);
+        if nodes > GROUP_STRUCTURE_NODES_MAX {
+            return exec_err!(
+                "json_group_structure: a group's structure exceeds {GROUP_STRUCTURE_NODES_MAX} \
+                 type names and keys"
+            );
+        }
+        Ok(())
+    }
 }
 
 impl Accumulator for StructureAccumulator {
@@ -253,7 +269,7 @@ impl Accumulator for StructureAccumulator {
                 self.add(Structure::of(&json));
             }
         }
-        Ok(())
+        self.check_size()
     }
 
     fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
@@ -267,7 +283,7 @@ impl Accumulator for StructureAccumulator {
                 self.add(structure);
             }
         }
-        Ok(())
+        self.check_size()
     }
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
@@ -286,6 +302,7 @@ impl Accumulator for StructureAccumulator {
     }
 
     fn size(&self) -> usize {
-        std::mem::size_of_val(self)
+        let nodes = self.structure.as_ref().map_or(0, Structure::node_count);
+        std::mem::size_of_val(self) + nodes * std::mem::size_of::<(String, Structure)>()
     }
 }

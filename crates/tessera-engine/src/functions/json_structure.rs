@@ -101,6 +101,21 @@ impl Structure {
         }
     }
 
+    /// The number of type names, arrays and object keys in the structure: what it
+    /// costs to hold.
+    pub fn node_count(&self) -> usize {
+        match self {
+            Structure::Array(item) => 1 + item.node_count(),
+            Structure::Object(members) => {
+                1 + members
+                    .iter()
+                    .map(|(_, v)| 1 + v.node_count())
+                    .sum::<usize>()
+            }
+            _ => 1,
+        }
+    }
+
     /// The structure as DuckDB writes it (an object without keys is `"JSON"`).
     pub fn to_text(&self) -> String {
         let mut out = String::new();

@@ -1,5 +1,6 @@
 //! The functions that build JSON, as DuckDB 2.0.0 names and answers them:
-//! `json_object(k, v, ...)`, `json_array(v, ...)`, `to_json(x)` (alias `json_quote`) and
+//! `json_object(k, v, ...)`, `json_array(v, ...)`, `to_json(x)` (aliases `json_quote`,
+//! `row_to_json`, `array_to_json`) and
 //! `json(x)` (parse and minify).
 //!
 //! Values become JSON as DuckDB renders them: numbers as numbers (decimals through
@@ -57,7 +58,11 @@ pub fn all_functions() -> Vec<Arc<ScalarUDF>> {
     [
         ("json_object", Build::Object, &[][..]),
         ("json_array", Build::Array, &[][..]),
-        ("to_json", Build::ToJson, &["json_quote"][..]),
+        (
+            "to_json",
+            Build::ToJson,
+            &["json_quote", "row_to_json", "array_to_json"][..],
+        ),
         ("json", Build::Minify, &[][..]),
     ]
     .into_iter()
@@ -168,7 +173,8 @@ impl ScalarUDFImpl for JsonBuild {
                 out.push(']');
                 Ok(true)
             }
-            Build::ToJson if arrays[0].is_null(row) => Ok(false),
+            // A `Null` array has no validity buffer: `is_null` alone says no.
+            Build::ToJson if arrays[0].is_null(row) || arrays[0].data_type().is_null() => Ok(false),
             Build::ToJson => write_arrow(
                 arrays[0].as_ref(),
                 is_json_field(&fields[0]),

@@ -9,16 +9,18 @@
 //! and any other value as its JSON text, `JSON` takes the JSON text. A non-array where
 //! a list is asked for is a NULL list, a non-object where a struct is asked for a
 //! struct of NULLs (both errors under `_strict`, as are missing and duplicated keys).
+//! `DECIMAL(p,s)` takes numbers through double (rounding half away from zero),
+//! `DATE` and `TIMESTAMP` take strings Arrow's cast reads.
 
 use std::sync::{Arc, LazyLock};
 
 use arrow::array::{
-    ArrayRef, BooleanArray, Decimal128Array, Float64Array, ListArray, StringArray, StructArray,
-    new_null_array,
+    Array, ArrayRef, BooleanArray, Decimal128Array, Float64Array, ListArray, StringArray,
+    StructArray, new_null_array,
 };
 use arrow::buffer::{NullBuffer, OffsetBuffer};
-use arrow::compute::cast;
-use arrow::datatypes::{DataType, Field, FieldRef, Fields};
+use arrow::compute::{CastOptions, cast, cast_with_options};
+use arrow::datatypes::{DataType, Field, FieldRef, Fields, TimeUnit};
 use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, plan_err};
 use datafusion::logical_expr::scalar_doc_sections::DOC_SECTION_OTHER;
 use datafusion::logical_expr::{
@@ -57,6 +59,10 @@ enum Target {
     Integer(DataType),
     /// `Float32` or `Float64`.
     Float(DataType),
+    /// `Decimal128(precision, scale)`, from numbers through double as DuckDB converts.
+    Decimal(DataType),
+    /// `Date32` or `Timestamp(Microsecond)`, from strings by Arrow's cast.
+    Temporal(DataType),
     Varchar,
     Json,
     List(Box<Target>),
@@ -107,11 +113,14 @@ impl Target {
             "DOUBLE" | "FLOAT8" => Target::Float(Float64),
             "VARCHAR" | "TEXT" | "STRING" => Target::Varchar,
             "JSON" => Target::Json,
+            "DATE" => Target::Temporal(Date32),
+            "TIMESTAMP" => Target::Temporal(Timestamp(TimeUnit::Microsecond, None)),
+            upper if upper.starts_with("DECIMAL") => Target::Decimal(decimal_type(upper)?),
             other => {
                 return plan_err!(
                     "JSON structure type {other} can not be converted to a Tessera type \
                      (supported: NULL, BOOLEAN, the integer types, HUGEINT, FLOAT, DOUBLE, \
-                     VARCHAR, JSON, arrays and objects)"
+                     DECIMAL(p,s), DATE, TIMESTAMP, VARCHAR, JSON, arrays and objects)"
                 );
             }
         })
@@ -128,7 +137,9 @@ impl Target {
         match self {
             Target::Null => DataType::Null,
             Target::Boolean => DataType::Boolean,
-            Target::Integer(t) | Target::Float(t) => t.clone(),
+            Target::Integer(t) | Target::Float(t) | Target::Decimal(t) | Target::Temporal(t) => {
+                t.clone()
+            }
             Target::Varchar | Target::Json => DataType::Utf8,
             Target::List(item) => DataType::List(Arc::new(item.field("item"))),
             Target::Struct(fields) => DataType::Struct(Self::fields(fields)),
@@ -303,9 +314,54 @@ impl Converter {
                     })
                     .collect::<StringArray>(),
             ),
+            Target::Decimal(data_type) => {
+                let doubles = values
+                    .iter()
+                    .map(|v| present(v).map_or(Ok(None), |j| self.double(j)))
+                    .collect::<Result<Float64Array>>()?;
+                self.cast_checked(&doubles, data_type, "decimal")?
+            }
+            Target::Temporal(data_type) => {
+                let texts = values
+                    .iter()
+                    .map(|v| match present(v) {
+                        Some(Json::String(s)) => Ok(Some(s.as_str())),
+                        Some(other) => self.fail(format!(
+                            "Unable to cast '{}' to {data_type}",
+                            other.to_text()
+                        )),
+                        None => Ok(None),
+                    })
+                    .collect::<Result<StringArray>>()?;
+                self.cast_checked(&texts, data_type, &data_type.to_string())?
+            }
             Target::List(item) => self.list(item, values)?,
             Target::Struct(fields) => self.structure(fields, values)?,
         })
+    }
+
+    /// Arrow's cast, NULL where it fails; under `_strict` a failure is an error.
+    fn cast_checked(
+        &self,
+        array: &dyn Array,
+        data_type: &DataType,
+        what: &str,
+    ) -> Result<ArrayRef> {
+        let options = CastOptions {
+            safe: true,
+            ..Default::default()
+        };
+        let out = cast_with_options(array, data_type, &options)?;
+        if self.strict && out.null_count() > array.null_count() {
+            let row = (0..array.len())
+                .find(|&i| array.is_valid(i) && out.is_null(i))
+                .unwrap_or_default();
+            let value = arrow::util::display::ArrayFormatter::try_new(array, &Default::default())?
+                .value(row)
+                .to_string();
+            return exec_err!("{}: Failed to cast value to {what}: {value}", self.name);
+        }
+        Ok(out)
     }
 
     fn integers(&self, data_type: &DataType, values: &[Option<&Json>]) -> Result<ArrayRef> {
@@ -494,6 +550,31 @@ fn whole(value: f64) -> Option<i128> {
     // 2^127 is exactly representable; every double below it in magnitude fits i128.
     const LIMIT: f64 = 170_141_183_460_469_231_731_687_303_715_884_105_728.0;
     (value.is_finite() && value.abs() < LIMIT).then_some(value as i128)
+}
+
+/// `DECIMAL`, `DECIMAL(p)` or `DECIMAL(p,s)`; DuckDB's default is `DECIMAL(18,3)`.
+fn decimal_type(name: &str) -> Result<DataType> {
+    let arguments = name
+        .strip_prefix("DECIMAL")
+        .map(str::trim)
+        .and_then(|rest| match rest {
+            "" => Some(vec![18, 3]),
+            rest => rest
+                .strip_prefix('(')?
+                .strip_suffix(')')?
+                .split(',')
+                .map(|n| n.trim().parse::<u8>().ok())
+                .collect::<Option<Vec<_>>>(),
+        });
+    let (precision, scale) = match arguments.as_deref() {
+        Some([p]) => (*p, 0),
+        Some([p, s]) => (*p, *s),
+        _ => return plan_err!("JSON structure type {name} is not a decimal type"),
+    };
+    if !(1..=38).contains(&precision) || scale > precision {
+        return plan_err!("JSON structure type {name}: precision 1 to 38, scale at most precision");
+    }
+    Ok(DataType::Decimal128(precision, scale as i8))
 }
 
 /// The least and greatest value of an integer target type.

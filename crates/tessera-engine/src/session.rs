@@ -110,6 +110,12 @@ impl TesseraSession {
         for f in json.iter().cloned().chain(compat::all_functions()) {
             state.register_udf(f)?;
         }
+        for f in crate::functions::json_document_functions() {
+            state.register_udf(f)?;
+        }
+        for f in crate::functions::json_aggregate::all_functions() {
+            state.register_udaf(f)?;
+        }
         let find = |name: &str| {
             json.iter()
                 .find(|f| f.name() == name)

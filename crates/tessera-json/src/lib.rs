@@ -9,6 +9,8 @@
 //! - [`value`]: located values converted with the semantics of each SQL access form.
 //! - [`tape`]: one validating parse per document into a flat tape of nodes, for ingest.
 //! - [`canonical`]: a document's value as an owned tree that compares by meaning.
+//! - [`tree`]: an owned JSON value and the one writer of JSON text (DuckDB's layout).
+//! - [`modify`]: merge patches and set/insert/replace/remove at a path, on trees.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -25,9 +27,11 @@ pub mod canonical;
 pub mod escape;
 pub mod index;
 pub mod limits;
+pub mod modify;
 pub mod path;
 pub mod scanner;
 pub mod tape;
+pub mod tree;
 pub mod value;
 
 pub use limits::MAX_NESTING;

@@ -5,10 +5,26 @@
 //! - [`operators`]: the `->` / `->>` operators, planned onto those functions.
 //! - [`compat`]: DuckDB and ClickHouse spellings (`hour(ts)`, `date_diff`, ...).
 //! - [`sum`]: `SUM` over integers widened so it cannot wrap around.
+//! - [`json_build`], [`json_modify`], [`json_structure`], [`json_transform`],
+//!   [`json_aggregate`]: DuckDB's functions that build, change, describe and aggregate JSON.
 
 pub mod compat;
 pub mod json;
+pub mod json_aggregate;
+pub mod json_build;
+pub mod json_modify;
+pub mod json_structure;
+pub mod json_transform;
 pub mod operators;
 pub mod sum;
 
 pub use json::access_output;
+
+/// DuckDB's functions that build, change and describe JSON documents, ready to register.
+pub fn json_document_functions() -> Vec<std::sync::Arc<datafusion::logical_expr::ScalarUDF>> {
+    let mut out = json_build::all_functions();
+    out.extend(json_modify::all_functions());
+    out.extend(json_structure::all_functions());
+    out.extend(json_transform::all_functions());
+    out
+}

@@ -64,9 +64,12 @@ TYPE_CLASSES["<numeric>"] = TYPE_CLASSES["<integral>"] + ["float", "double"]
 # Requirements a Tessera session meets (it reads Parquet); a file needing another is left
 # out whole.
 REQUIRES_IGNORED = {"json", "notwindows", "parquet"}
+# Requirements of only some cases of a file: those cases are left out, the rest kept.
+REQUIRES_PER_CASE = {"httpfs"}
 
 # Cases whose SQL matches are left out, with the reason (first match wins).
 DROP_PATTERNS = [
+    (re.compile(r"(\(|\bfrom)\s*'https?://", re.I), "reads over HTTP"),
     (re.compile(r"\{TEMP_DIR\}|\{TEST_DIR\}|__TEST_DIR__", re.I),
      "writes or reads a temporary file (COPY TO, EXPORT)"),
     (re.compile(r"\bjson_(serialize|deserialize)_(sql|plan)\b|\bjson_execute_serialized_sql\b", re.I),
@@ -166,7 +169,7 @@ def parse_file(text: str) -> tuple[list[Case], str | None]:
                 case.dropped = "needs a database file or a restart (load, restart)"
             target.append(case)
         elif head == "require":
-            if tokens[1] not in REQUIRES_IGNORED:
+            if tokens[1] not in REQUIRES_IGNORED | REQUIRES_PER_CASE:
                 return [], f"require {tokens[1]}"
         elif head in ("loop", "foreach"):
             names, values = loop_values(head, tokens)
@@ -230,8 +233,8 @@ def expand(names: list[str], values: list[list[str]], body: list[Case]) -> list[
             sql = case.sql
             for name, value in zip(names, tuple_):
                 sql = sql.replace("${" + name + "}", value).replace("{" + name + "}", value)
-            dropped = case.dropped
-            if n >= LOOP_EXPANSIONS_MAX:
+            dropped = case.dropped or drop_reason(sql)
+            if not dropped and n >= LOOP_EXPANSIONS_MAX:
                 dropped = f"loop iterations beyond {LOOP_EXPANSIONS_MAX}"
             out.append(dataclasses.replace(case, sql=sql, dropped=dropped))
     return out
@@ -444,9 +447,6 @@ def run_case(con, case: Case, ported: Ported) -> str | None:
 
 def port_file(duckdb, repo: Repo, path: str, args) -> Ported:
     ported = Ported(path)
-    if path.endswith(".test_slow"):
-        ported.file_dropped = "slow test (.test_slow: TPC-H, many files, large data)"
-        return ported
     cases, reason = parse_file(repo.text(path))
     if reason:
         ported.file_dropped = reason

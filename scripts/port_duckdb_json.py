@@ -92,7 +92,6 @@ class Case:
     expect_error: bool
     sort_mode: str | None
     sql: str
-    line: int
     dropped: str | None = None
 
 
@@ -199,14 +198,13 @@ def parse_record(lines: list[str], i: int, tokens: list[str]) -> tuple[Case, int
     if kind == "query" and len(tokens) > 2 and tokens[2] in ("nosort", "rowsort", "valuesort", "sort"):
         sort_mode = "rowsort" if tokens[2] == "sort" else tokens[2]
     sql_lines = []
-    start = i
     while i < len(lines) and lines[i].strip() and lines[i].strip() != "----":
         sql_lines.append(lines[i].rstrip())
         i += 1
     if i < len(lines) and lines[i].strip() == "----":
         while i < len(lines) and lines[i].strip():
             i += 1
-    return Case(kind, expect_error, sort_mode, "\n".join(sql_lines), start), i
+    return Case(kind, expect_error, sort_mode, "\n".join(sql_lines)), i
 
 
 def loop_values(head: str, tokens: list[str]) -> tuple[list[str] | None, list[list[str]]]:
@@ -267,6 +265,7 @@ def rewrite_data(sql: str, repo: Repo, out_dir: str, size_max: int) -> tuple[str
 
 
 def copy_blob(repo: Repo, oid: str, dest: str) -> None:
+    """Writes the checkout's object `oid` to `dest` (once; several cases read one file)."""
     if os.path.exists(dest):
         return
     os.makedirs(os.path.dirname(dest), exist_ok=True)
@@ -275,6 +274,7 @@ def copy_blob(repo: Repo, oid: str, dest: str) -> None:
 
 
 def drop_reason(sql: str) -> str | None:
+    """Why a case cannot be ported (DROP_PATTERNS, a placeholder left); None if it can."""
     for pattern, reason in DROP_PATTERNS:
         if pattern.search(sql):
             return reason

@@ -435,6 +435,39 @@ mod tests {
         );
     }
 
+    /// Scripts pieced together from fragments that stress the tokenizer (strings,
+    /// quoted names, comments, multi-byte text, unbalanced brackets): preparing never
+    /// fails, changes only brackets into parentheses, and leaves the text parsing with
+    /// every `IN [` gone.
+    #[test]
+    fn generated_scripts_change_only_brackets_after_in() {
+        const FRAGMENTS: [&str; 16] = [
+            " IN ", "[", "]", "(", ")", "'a[b'", "\"[\"", "-- [\n", "/* ] */", "é", "1", ",",
+            " x ", "\n", "NOT", "'",
+        ];
+        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+        for _ in 0..20_000 {
+            let mut script = String::new();
+            for _ in 0..(state % 12) {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                script.push_str(FRAGMENTS[(state >> 59) as usize]);
+            }
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let out = prepared(&script);
+            assert_eq!(out.len(), script.len(), "{script:?}");
+            for (a, b) in script.bytes().zip(out.bytes()) {
+                assert!(
+                    a == b || (a, b) == (b'[', b'(') || (a, b) == (b']', b')'),
+                    "{script:?}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn arrows_bind_tighter_than_comparisons_and_in() {
         use datafusion::sql::parser::DFParser;

@@ -33,6 +33,7 @@ use crate::errors;
 use crate::functions::operators::{JsonOperatorPlanner, check_chains};
 use crate::functions::sum::WideIntegerSum;
 use crate::functions::{compat, json as json_functions};
+use crate::json::json_type::{JsonCasts, JsonTypePlanner};
 use crate::options::{MemoryLimit, OnError, SqlDialect, TesseraOptions};
 use crate::output_names;
 use crate::physical_optimizer::{CastPushdown, GroupOnCodes, IntegerTextMinMax};
@@ -120,6 +121,7 @@ impl TesseraSession {
         };
         state.register_function_rewrite(Arc::new(WideIntegerSum))?;
         state.register_function_rewrite(Arc::new(FractionalDivision))?;
+        state.register_function_rewrite(Arc::new(JsonCasts))?;
         state.register_expr_planner(Arc::new(JsonOperatorPlanner::new(
             find(json_functions::JSON_GET)?,
             find(json_functions::JSON_GET_TEXT)?,
@@ -142,6 +144,7 @@ impl TesseraSession {
         ));
         let state = SessionStateBuilder::new_from_existing(state)
             .with_catalog_list(catalogs)
+            .with_type_planner(Arc::new(JsonTypePlanner))
             .with_physical_optimizer_rule(Arc::new(IntegerTextMinMax))
             .with_physical_optimizer_rule(Arc::new(CastPushdown))
             .with_physical_optimizer_rule(Arc::new(GroupOnCodes))

@@ -427,14 +427,16 @@ fn float_of(scalar: &Scalar) -> Option<f64> {
         Scalar::Integer(i) => Some(i as f64),
         Scalar::Float(f) => Some(f),
         Scalar::Bool(b) => Some(f64::from(u8::from(b))),
-        Scalar::Text(t) => t.trim().parse::<f64>().ok(),
+        // DuckDB trims a string read as an integer, not one read as a double.
+        Scalar::Text(t) => t.parse::<f64>().ok(),
         Scalar::Null | Scalar::Container => None,
     }
 }
 
 fn bool_of(scalar: &Scalar) -> Option<bool> {
     match *scalar {
-        Scalar::Integer(i) => Some(i != 0),
+        // DuckDB reads an integer beyond 64 bits as no boolean.
+        Scalar::Integer(i) => i64::try_from(i).ok().map(|i| i != 0),
         Scalar::Float(f) => Some(f != 0.0),
         Scalar::Bool(b) => Some(b),
         Scalar::Text(t) => match t.trim().to_ascii_lowercase().as_str() {

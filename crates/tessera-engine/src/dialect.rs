@@ -452,7 +452,7 @@ mod tests {
                 state = state
                     .wrapping_mul(6364136223846793005)
                     .wrapping_add(1442695040888963407);
-                script.push_str(FRAGMENTS[(state >> 59) as usize]);
+                script.push_str(FRAGMENTS[(state >> 60) as usize]);
             }
             state = state
                 .wrapping_mul(6364136223846793005)

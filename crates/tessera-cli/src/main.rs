@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use datafusion::error::DataFusionError;
 use tessera_blob::{S3Config, S3Overrides};
-use tessera_engine::options::MemoryLimit;
+use tessera_engine::options::{MemoryLimit, SqlDialect};
 use tessera_engine::{OnError, SessionOptions, TesseraSession};
 
 use crate::output::Format;
@@ -55,9 +55,18 @@ struct GlobalArgs {
     /// (2GB, 512MiB) or a share of physical memory (default 50%).
     #[arg(long, global = true, value_parser = parse_memory_limit)]
     memory_limit: Option<MemoryLimit>,
+    /// Whose meaning SQL text has: postgres (default) or duckdb (DuckDB's grammar and
+    /// semantics: `/` with a fractional result, `IN [...]` lists, NULLs sorted last).
+    #[arg(long, global = true, value_parser = parse_dialect)]
+    dialect: Option<SqlDialect>,
 }
 
 fn parse_memory_limit(text: &str) -> Result<MemoryLimit, String> {
+    text.parse()
+        .map_err(|e: datafusion::error::DataFusionError| e.to_string())
+}
+
+fn parse_dialect(text: &str) -> Result<SqlDialect, String> {
     text.parse()
         .map_err(|e: datafusion::error::DataFusionError| e.to_string())
 }
@@ -219,6 +228,7 @@ fn open_session(global: &GlobalArgs) -> anyhow::Result<TesseraSession> {
         target_partitions: global.threads,
         on_error: global.on_error,
         memory_limit: global.memory_limit,
+        dialect: global.dialect,
     };
     Ok(TesseraSession::new(s3, options)?)
 }

@@ -3,7 +3,8 @@
 //! The modules follow DataFusion's own vocabulary; dependencies point down this list:
 //!
 //! - [`session`]: a configured SQL session ([`TesseraSession`]), the crate's entry point;
-//!   [`options`]: `SET tessera.*` settings; [`errors`]: one sentence per failure.
+//!   [`options`]: `SET tessera.*` settings; [`errors`]: one sentence per failure;
+//!   `dialect`: what a statement means under `tessera.dialect = 'duckdb'`.
 //! - `physical_optimizer`: rules that rewrite aggregates over Tessera table scans.
 //! - `physical_plan`: Tessera's own operators (`CodeAggregateExec`).
 //! - `datasource`: raw NDJSON files in place, Tessera tables (scan and write path),
@@ -18,6 +19,7 @@
 
 mod access;
 mod datasource;
+mod dialect;
 pub mod errors;
 mod functions;
 mod group_keys;

@@ -41,6 +41,42 @@ impl fmt::Display for OnError {
     }
 }
 
+/// `tessera.dialect`: whose meaning SQL text has. 'postgres' (default) is DataFusion's
+/// PostgreSQL grammar and semantics; 'duckdb' parses with DuckDB's grammar and gives
+/// DuckDB's meanings where they differ (`crate::dialect` says which), so queries
+/// written for DuckDB run unchanged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SqlDialect {
+    /// PostgreSQL's grammar and DataFusion's semantics.
+    #[default]
+    Postgres,
+    /// DuckDB's grammar and semantics.
+    DuckDb,
+}
+
+impl FromStr for SqlDialect {
+    type Err = DataFusionError;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "postgres" | "postgresql" => Ok(SqlDialect::Postgres),
+            "duckdb" => Ok(SqlDialect::DuckDb),
+            other => Err(DataFusionError::Configuration(format!(
+                "dialect must be 'postgres' or 'duckdb', not '{other}'"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for SqlDialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SqlDialect::Postgres => "postgres",
+            SqlDialect::DuckDb => "duckdb",
+        })
+    }
+}
+
 /// `tessera.validation`: the scanner's [`Validation`] as a session setting.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ValidationSetting(pub Validation);
@@ -207,7 +243,7 @@ macro_rules! text_config_field {
         }
     )*};
 }
-text_config_field!(OnError, ValidationSetting, MemoryLimit);
+text_config_field!(OnError, ValidationSetting, MemoryLimit, SqlDialect);
 
 /// Largest ranged read a scan may issue; bounds the memory of one partition.
 pub const MAX_BLOCK_SIZE: usize = 64 * 1024 * 1024;
@@ -243,6 +279,9 @@ extensions_options! {
         /// How much memory a query's operators may hold before they spill to disk or
         /// fail: a size ('2GB', '512MiB') or a share of physical memory (default '50%').
         pub memory_limit: MemoryLimit, default = DEFAULT_MEMORY_LIMIT
+        /// Whose meaning SQL text has: 'postgres' (default) or 'duckdb' (DuckDB's
+        /// grammar, `/` with a fractional result, `[...]` lists, NULLs sorted last).
+        pub dialect: SqlDialect, default = SqlDialect::Postgres
     }
 }
 
@@ -283,6 +322,13 @@ mod tests {
         assert_eq!(opts.block_size(), 64 * 1024);
         ExtensionOptions::set(&mut opts, "scan_prefetch", "100000").unwrap();
         assert_eq!(opts.prefetch(), MAX_PREFETCH);
+        assert_eq!(opts.dialect, SqlDialect::Postgres);
+        ExtensionOptions::set(&mut opts, "dialect", "DuckDB").unwrap();
+        assert_eq!(opts.dialect, SqlDialect::DuckDb);
+        let err = ExtensionOptions::set(&mut opts, "dialect", "mysql")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("'postgres' or 'duckdb'"), "{err}");
     }
 
     #[test]

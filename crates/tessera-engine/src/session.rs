@@ -6,7 +6,6 @@ use std::sync::Arc;
 use arrow::datatypes::Fields;
 use datafusion::catalog::DynamicFileCatalog;
 use datafusion::catalog::default_table_source::DefaultTableSource;
-use datafusion::common::config::Dialect;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::common::{DataFusionError, Result, TableReference};
 use datafusion::dataframe::DataFrame;
@@ -22,7 +21,6 @@ use datafusion::logical_expr::{CreateMemoryTable, DdlStatement, LogicalPlan, Log
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParser, Statement};
 use datafusion::sql::sqlparser::ast;
-use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use tessera_blob::{S3Config, StoreFactory};
 
 use crate::datasource::location::{ExternalTableFactory, LocationTableFactory};
@@ -30,12 +28,14 @@ use crate::datasource::ndjson::NdjsonFormatFactory;
 use crate::datasource::tessera::{
     self, IngestOutcome, TesseraTable, TesseraTableFactory, VacuumReport,
 };
+use crate::dialect::{self, FractionalDivision};
 use crate::errors;
 use crate::functions::operators::{JsonOperatorPlanner, check_chains};
 use crate::functions::sum::WideIntegerSum;
 use crate::functions::{compat, json as json_functions};
 use crate::group_keys;
-use crate::options::{MemoryLimit, OnError, TesseraOptions};
+use crate::json::json_type::{JsonCasts, JsonTypePlanner};
+use crate::options::{MemoryLimit, OnError, SqlDialect, TesseraOptions};
 use crate::output_names;
 use crate::physical_optimizer::{CastPushdown, GroupOnCodes, IntegerTextMinMax};
 use crate::rejects::{RejectLog, RejectSummary};
@@ -50,6 +50,8 @@ pub struct SessionOptions {
     pub on_error: Option<OnError>,
     /// Initial `tessera.memory_limit`.
     pub memory_limit: Option<MemoryLimit>,
+    /// Initial `tessera.dialect`.
+    pub dialect: Option<SqlDialect>,
 }
 
 /// A SQL session over JSON and tables in object storage.
@@ -86,14 +88,15 @@ impl TesseraSession {
         if let Some(limit) = options.memory_limit {
             tessera.memory_limit = limit;
         }
+        if let Some(dialect) = options.dialect {
+            tessera.dialect = dialect;
+        }
         let memory_limit = tessera.memory_limit;
         let mut config = SessionConfig::new()
             .with_information_schema(true)
             .with_option_extension(tessera)
             .with_extension(Arc::clone(&rejects));
-        // PostgreSQL's grammar binds `->>` tighter than `=` (as PostgreSQL and DuckDB do),
-        // so `j->>'kind' = 'commit'` compares the extracted value.
-        config.options_mut().sql_parser.dialect = Dialect::PostgreSQL;
+        dialect::configure(config.options_mut());
         if let Some(n) = options.target_partitions {
             config = config.with_target_partitions(n.max(1));
         }
@@ -107,6 +110,7 @@ impl TesseraSession {
             .with_default_features()
             .build();
         let json = json_functions::all_functions();
+        state.register_udf(dialect::divide())?;
         for f in json.iter().cloned().chain(compat::all_functions()) {
             state.register_udf(f)?;
         }
@@ -123,6 +127,8 @@ impl TesseraSession {
                 .ok_or_else(|| DataFusionError::Internal(format!("{name} is not registered")))
         };
         state.register_function_rewrite(Arc::new(WideIntegerSum))?;
+        state.register_function_rewrite(Arc::new(FractionalDivision))?;
+        state.register_function_rewrite(Arc::new(JsonCasts))?;
         state.register_expr_planner(Arc::new(JsonOperatorPlanner::new(
             find(json_functions::JSON_GET)?,
             find(json_functions::JSON_GET_TEXT)?,
@@ -145,6 +151,7 @@ impl TesseraSession {
         ));
         let state = SessionStateBuilder::new_from_existing(state)
             .with_catalog_list(catalogs)
+            .with_type_planner(Arc::new(JsonTypePlanner))
             .with_physical_optimizer_rule(Arc::new(IntegerTextMinMax))
             .with_physical_optimizer_rule(Arc::new(CastPushdown))
             .with_physical_optimizer_rule(Arc::new(GroupOnCodes))
@@ -177,8 +184,11 @@ impl TesseraSession {
     /// Splits a script into statements with the session's SQL dialect (semicolons inside
     /// strings and comments do not split).
     pub fn parse(&self, script: &str) -> Result<Vec<Statement>> {
-        check_chains(script, &PostgreSqlDialect {})?;
-        Ok(DFParser::parse_sql_with_dialect(script, &PostgreSqlDialect {})?.into())
+        let dialect = self.options().dialect;
+        let script = dialect::prepare(script, dialect);
+        let grammar = dialect::parser_dialect(dialect);
+        check_chains(&script, grammar)?;
+        Ok(DFParser::parse_sql_with_dialect(&script, grammar)?.into())
     }
 
     /// Plans one parsed statement; DDL and `SET` take effect at once, queries run when
@@ -192,6 +202,7 @@ impl TesseraSession {
         }
         output_names::name_outputs(&mut statement);
         group_keys::drop_cast_keys(&mut statement);
+        dialect::rewrite(&mut statement, self.options().dialect);
         let plan = self.ctx.state().statement_to_plan(statement).await?;
         if let Some(frame) = self.delete_from_table(&plan).await? {
             return Ok(frame);
@@ -201,10 +212,14 @@ impl TesseraSession {
         {
             return Ok(frame);
         }
-        let sets_memory_limit = sets_memory_limit(&plan);
+        let sets_memory_limit = sets(&plan, "tessera.memory_limit");
+        let sets_dialect = sets(&plan, "tessera.dialect");
         let frame = self.ctx.execute_logical_plan(plan).await?;
         if sets_memory_limit {
             self.apply_memory_limit()?;
+        }
+        if sets_dialect {
+            dialect::configure(self.ctx.state_ref().write().config_mut().options_mut());
         }
         Ok(frame)
     }
@@ -351,14 +366,14 @@ fn memory_pool(limit: MemoryLimit) -> Arc<dyn MemoryPool> {
     Arc::new(FairSpillPool::new(limit.bytes() as usize))
 }
 
-/// Whether `plan` sets or resets `tessera.memory_limit`.
-fn sets_memory_limit(plan: &LogicalPlan) -> bool {
+/// Whether `plan` sets or resets the setting `name`.
+fn sets(plan: &LogicalPlan, name: &str) -> bool {
     let variable = match plan {
         LogicalPlan::Statement(logical_expr::Statement::SetVariable(set)) => &set.variable,
         LogicalPlan::Statement(logical_expr::Statement::ResetVariable(reset)) => &reset.variable,
         _ => return false,
     };
-    variable.eq_ignore_ascii_case("tessera.memory_limit")
+    variable.eq_ignore_ascii_case(name)
 }
 
 /// The table a `DESCRIBE name` statement names; a quoted location (`DESCRIBE

@@ -24,9 +24,9 @@ use futures::FutureExt;
 use slt::Db;
 use sqllogictest::{DefaultColumnType, QueryExpect, Record, Runner, StatementExpect};
 
-/// Statements run before each file, as the first records of every file. Empty while
-/// Tessera's default dialect is the only one; the DuckDB dialect's `SET` goes here.
-const SETUP: &[&str] = &[];
+/// Statements run before each file, as the first records of every file: DuckDB's query
+/// text means what it means in DuckDB only under the DuckDB dialect.
+const SETUP: &[&str] = &["SET tessera.dialect = 'duckdb'"];
 
 /// Where the ported files and both lists live, below the repository root.
 const SUITE_DIR: &str = "test/duckdb_json";

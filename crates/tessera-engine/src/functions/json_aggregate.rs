@@ -20,8 +20,9 @@ use datafusion::logical_expr::{
 use tessera_json::tape::Tape;
 use tessera_json::tree::push_string;
 
-use super::json_build::{TextColumn, display, is_json_field, json_field, parse_json, write_arrow};
+use super::json_build::{TextColumn, display, parse_json, write_arrow};
 use super::json_structure::Structure;
+use crate::json::json_type::{is_json, json_field};
 
 /// Most bytes of JSON text one group of `json_group_array` or `json_group_object`
 /// accumulates.
@@ -112,7 +113,7 @@ impl AggregateUDFImpl for JsonGroup {
         if args.is_distinct || !args.order_bys.is_empty() {
             return plan_err!("{}() takes neither DISTINCT nor ORDER BY", self.name);
         }
-        let value_is_json = args.expr_fields.last().is_some_and(|f| is_json_field(f));
+        let value_is_json = args.expr_fields.last().is_some_and(|f| is_json(f));
         Ok(match self.group {
             Group::Structure => Box::new(StructureAccumulator::default()),
             group => Box::new(TextAccumulator {

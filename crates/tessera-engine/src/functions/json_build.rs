@@ -11,9 +11,9 @@
 //! columns, parsing with a clear error, evaluating row by row) are shared by the other
 //! `json_*` modules.
 
-use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
+use crate::json::json_type::{is_json, json_field};
 use arrow::array::{
     Array, ArrayRef, AsArray, LargeStringArray, StringArray, StringBuilder, StringViewArray,
 };
@@ -30,28 +30,6 @@ use datafusion::logical_expr::{
 };
 use tessera_json::tape::Tape;
 use tessera_json::tree::{Json, push_float, push_string};
-
-/// The Arrow extension type name of JSON text (Arrow's canonical `arrow.json`).
-pub const JSON_EXTENSION_NAME: &str = "arrow.json";
-
-/// The field metadata key naming an Arrow extension type.
-const EXTENSION_KEY: &str = "ARROW:extension:name";
-
-/// A UTF-8 field of the `arrow.json` extension type: text that is JSON.
-pub fn json_field(name: &str) -> Field {
-    Field::new(name, DataType::Utf8, true).with_metadata(HashMap::from([(
-        EXTENSION_KEY.to_string(),
-        JSON_EXTENSION_NAME.to_string(),
-    )]))
-}
-
-/// Whether `field` holds JSON text (the `arrow.json` extension type), not plain text.
-pub fn is_json_field(field: &Field) -> bool {
-    field
-        .metadata()
-        .get(EXTENSION_KEY)
-        .is_some_and(|n| n == JSON_EXTENSION_NAME)
-}
 
 /// The constructors, ready to register.
 pub fn all_functions() -> Vec<Arc<ScalarUDF>> {
@@ -168,21 +146,17 @@ impl ScalarUDFImpl for JsonBuild {
                     if i > 0 {
                         out.push(',');
                     }
-                    write_arrow(array.as_ref(), is_json_field(field), row, out, &mut tape)?;
+                    write_arrow(array.as_ref(), is_json(field), row, out, &mut tape)?;
                 }
                 out.push(']');
                 Ok(true)
             }
             // A `Null` array has no validity buffer: `is_null` alone says no.
             Build::ToJson if arrays[0].is_null(row) || arrays[0].data_type().is_null() => Ok(false),
-            Build::ToJson => write_arrow(
-                arrays[0].as_ref(),
-                is_json_field(&fields[0]),
-                row,
-                out,
-                &mut tape,
-            )
-            .map(|()| true),
+            Build::ToJson => {
+                write_arrow(arrays[0].as_ref(), is_json(&fields[0]), row, out, &mut tape)
+                    .map(|()| true)
+            }
             Build::Minify => match TextColumn::new(name, &arrays[0])?.get(row) {
                 Some(text) => {
                     parse_json(name, row, text, &mut tape)?.write(out);
@@ -222,7 +196,7 @@ fn write_object(
         }
         push_string(out, key);
         out.push(':');
-        let json = is_json_field(&fields[2 * i + 1]);
+        let json = is_json(&fields[2 * i + 1]);
         write_arrow(pair[1].as_ref(), json, row, out, tape)?;
     }
     out.push('}');
@@ -291,7 +265,7 @@ pub fn write_arrow(
                 if i > 0 {
                     out.push(',');
                 }
-                write_arrow(items.as_ref(), is_json_field(field), i, out, tape)?;
+                write_arrow(items.as_ref(), is_json(field), i, out, tape)?;
             }
             out.push(']');
         }
@@ -304,7 +278,7 @@ pub fn write_arrow(
                 }
                 push_string(out, field.name());
                 out.push(':');
-                write_arrow(column.as_ref(), is_json_field(field), row, out, tape)?;
+                write_arrow(column.as_ref(), is_json(field), row, out, tape)?;
             }
             out.push('}');
         }
@@ -327,7 +301,7 @@ fn write_map(array: &dyn Array, row: usize, out: &mut String, tape: &mut Tape) -
     let entries = array.as_map().value(row);
     let (keys, values) = (entries.column(0), entries.column(1));
     let value_is_json = match entries.data_type() {
-        DataType::Struct(fields) => is_json_field(&fields[1]),
+        DataType::Struct(fields) => is_json(&fields[1]),
         _ => false,
     };
     out.push('{');

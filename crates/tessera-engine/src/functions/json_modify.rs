@@ -25,7 +25,8 @@ use tessera_json::path::{PathElem, parse_json_path};
 use tessera_json::tape::Tape;
 use tessera_json::tree::Json;
 
-use super::json_build::{TextColumn, json_field, map_rows, parse_json};
+use super::json_build::{TextColumn, map_rows, parse_json};
+use crate::json::json_type::json_field;
 
 /// The modifiers, ready to register.
 pub fn all_functions() -> Vec<Arc<ScalarUDF>> {

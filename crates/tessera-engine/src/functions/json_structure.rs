@@ -19,7 +19,8 @@ use datafusion::logical_expr::{
 use tessera_json::tape::Tape;
 use tessera_json::tree::{Json, push_string};
 
-use super::json_build::{TextColumn, json_field, map_rows, parse_json};
+use super::json_build::{TextColumn, map_rows, parse_json};
+use crate::json::json_type::json_field;
 
 /// `json_structure`, ready to register.
 pub fn all_functions() -> Vec<Arc<ScalarUDF>> {

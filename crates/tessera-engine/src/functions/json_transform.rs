@@ -30,7 +30,8 @@ use datafusion::logical_expr::{
 use tessera_json::tape::Tape;
 use tessera_json::tree::Json;
 
-use super::json_build::{TextColumn, json_field, parse_json};
+use super::json_build::{TextColumn, parse_json};
+use crate::json::json_type::json_field;
 
 /// The transform functions, ready to register.
 pub fn all_functions() -> Vec<Arc<ScalarUDF>> {

@@ -497,8 +497,9 @@ pub fn select(
     }
 }
 
-/// The members (key and value) or elements (no key) of a container; none of a scalar.
-fn children(doc: &[u8], value: Span) -> Vec<(Option<Span>, Span)> {
+/// The members (key and value) or elements (no key) of a container at `value` of a
+/// validated document, in document order; none of a scalar.
+pub fn children(doc: &[u8], value: Span) -> Vec<(Option<Span>, Span)> {
     let mut out = Vec::new();
     if !matches!(value.kind, Kind::Object | Kind::Array) {
         return out;
@@ -521,8 +522,9 @@ fn children(doc: &[u8], value: Span) -> Vec<(Option<Span>, Span)> {
     out
 }
 
-/// The value of the first member named `key` of an object.
-fn member(doc: &[u8], value: Span, key: &str) -> Option<Span> {
+/// The value of the first member named `key` of an object (duplicates after it are not
+/// read, as everywhere in Tessera); `None` for other values.
+pub fn member(doc: &[u8], value: Span, key: &str) -> Option<Span> {
     if value.kind != Kind::Object {
         return None;
     }

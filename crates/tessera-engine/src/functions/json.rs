@@ -52,7 +52,11 @@ pub fn all_functions() -> Vec<Arc<ScalarUDF>> {
         ("json_typeof", Probe::TypeOf),
         ("json_length", Probe::Length),
     ] {
-        out.push(Arc::new(ScalarUDF::from(JsonFunction::new(name, probe, &[]))));
+        out.push(Arc::new(ScalarUDF::from(JsonFunction::new(
+            name,
+            probe,
+            &[],
+        ))));
     }
     out.extend(super::json_path::all_functions());
     out.extend(super::json_path_contains::all_functions());

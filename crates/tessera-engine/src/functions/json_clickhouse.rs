@@ -14,8 +14,7 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayRef, Float64Builder, Int64Builder, ListBuilder, StringBuilder, UInt8Builder,
-    UInt64Builder,
+    ArrayRef, Float64Builder, Int64Builder, ListBuilder, StringBuilder, UInt8Builder, UInt64Builder,
 };
 use arrow::datatypes::{DataType, Field};
 use datafusion::common::{Result, ScalarValue, exec_err, plan_err};
@@ -254,18 +253,30 @@ impl Builder {
     fn append(&mut self, doc: &str, found: Option<Span>) {
         let bytes = doc.as_bytes();
         match self {
-            Builder::Text(Extract::Type, b) => b.append_value(found.map_or("Null", |s| type_name(bytes, s))),
-            Builder::Text(_, b) => b.append_value(found.map(|s| string_of(doc, s)).unwrap_or_default()),
+            Builder::Text(Extract::Type, b) => {
+                b.append_value(found.map_or("Null", |s| type_name(bytes, s)))
+            }
+            Builder::Text(_, b) => {
+                b.append_value(found.map(|s| string_of(doc, s)).unwrap_or_default())
+            }
             Builder::Int(b) => b.append_value(found.and_then(|s| int_of(bytes, s)).unwrap_or(0)),
-            Builder::Float(b) => b.append_value(found.and_then(|s| float_of(bytes, s)).unwrap_or(0.0)),
+            Builder::Float(b) => {
+                b.append_value(found.and_then(|s| float_of(bytes, s)).unwrap_or(0.0))
+            }
             Builder::Flag(Extract::Has, b) => b.append_value(u8::from(found.is_some())),
-            Builder::Flag(_, b) => b.append_value(u8::from(found.is_some_and(|s| bool_of(bytes, s)))),
-            Builder::Length(b) => b.append_value(found.map_or(0, |s| children(bytes, s).len() as u64)),
+            Builder::Flag(_, b) => {
+                b.append_value(u8::from(found.is_some_and(|s| bool_of(bytes, s))))
+            }
+            Builder::Length(b) => {
+                b.append_value(found.map_or(0, |s| children(bytes, s).len() as u64))
+            }
             Builder::List(extract, b) => {
                 let mut key = Vec::new();
                 for (k, v) in found.map(|s| children(bytes, s)).unwrap_or_default() {
                     match (*extract, k) {
-                        (Extract::Keys, Some(k)) if found.is_some_and(|s| s.kind == Kind::Object) => {
+                        (Extract::Keys, Some(k))
+                            if found.is_some_and(|s| s.kind == Kind::Object) =>
+                        {
                             key.clear();
                             unescape_into(k.string_body(bytes), &mut key);
                             b.values().append_value(String::from_utf8_lossy(&key));

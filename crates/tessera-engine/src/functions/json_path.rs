@@ -27,13 +27,13 @@ use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, plan_er
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
-    Signature, Volatility,
+    ColumnarValue, Expr, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility,
 };
 use tessera_json::escape::unescape_into;
 use tessera_json::path::{
-    JsonPath, MAX_PATH_DEPTH, PathElem, PathStep, PathTrie, children, parse_json_path,
-    parse_path, select,
+    JsonPath, MAX_PATH_DEPTH, PathElem, PathStep, PathTrie, children, parse_json_path, parse_path,
+    select,
 };
 use tessera_json::scanner::{Kind, Scanner, Span};
 use tessera_json::value::{Output, text_of};
@@ -43,7 +43,11 @@ use super::json::{access_udf, is_json_text};
 /// The DuckDB reading functions, ready to register.
 pub fn all_functions() -> Vec<Arc<ScalarUDF>> {
     [
-        ("json_extract", DuckProbe::Extract, &["json_extract_path"][..]),
+        (
+            "json_extract",
+            DuckProbe::Extract,
+            &["json_extract_path"][..],
+        ),
         (
             "json_extract_string",
             DuckProbe::ExtractString,
@@ -139,9 +143,10 @@ enum Shape {
 fn shape_of(arg_types: &[DataType]) -> Shape {
     match arg_types {
         [_] => Shape::Root,
-        [_, DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..)] => {
-            Shape::List
-        }
+        [
+            _,
+            DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..),
+        ] => Shape::List,
         [_, _] => Shape::One,
         _ => Shape::Elems,
     }
@@ -394,7 +399,9 @@ fn row_paths(
                     }
                     ScalarValue::Utf8(Some(k)) => steps.push(PathStep::Elem(PathElem::Key(k))),
                     v if v.is_null() => return Ok(None),
-                    other => return exec_err!("{}: unsupported path element {other}", function.name),
+                    other => {
+                        return exec_err!("{}: unsupported path element {other}", function.name);
+                    }
                 }
             }
             Ok(Some(vec![JsonPath { steps }]))

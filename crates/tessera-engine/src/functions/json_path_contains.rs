@@ -133,7 +133,10 @@ fn matches(value: Value, needle: Value) -> bool {
                 })
         }
         Kind::Array => {
-            kind == Kind::Array && needle.elements().all(|n| value.elements().any(|v| matches(v, n)))
+            kind == Kind::Array
+                && needle
+                    .elements()
+                    .all(|n| value.elements().any(|v| matches(v, n)))
         }
         _ => kind == needle_kind && scalar_equal(value, needle),
     }

@@ -49,10 +49,10 @@ const SHOWCASE: &[(&str, &str)] = &[
          WHERE j->>'$.commit.collection' = 'app.bsky.feed.like' GROUP BY author ORDER BY likes DESC, author LIMIT 5",
     ),
     (
-        "How posts are built (optional fields, json_contains, json_length)",
+        "How posts are built (optional fields, json_exists, json_length)",
         "SELECT count() AS posts, \
-                sum(CASE WHEN json_contains(j, '$.commit.record.reply') THEN 1 ELSE 0 END) AS replies, \
-                sum(CASE WHEN json_contains(j, '$.commit.record.embed') THEN 1 ELSE 0 END) AS with_embed, \
+                sum(CASE WHEN json_exists(j, '$.commit.record.reply') THEN 1 ELSE 0 END) AS replies, \
+                sum(CASE WHEN json_exists(j, '$.commit.record.embed') THEN 1 ELSE 0 END) AS with_embed, \
                 round(avg(json_length(j, '$.commit.record.embed.images')), 2) AS avg_images \
          FROM bluesky WHERE j->>'$.commit.collection' = 'app.bsky.feed.post'",
     ),

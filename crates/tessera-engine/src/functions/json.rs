@@ -1,6 +1,8 @@
-//! The JSON SQL functions: `json_get`, `json_get_text` (`->>`), `json_get_str`,
-//! `json_get_int`, `json_get_float`, `json_get_bool`, `json_contains`, `json_typeof`,
-//! `json_length` and `json_keys`.
+//! Tessera's JSON SQL functions: `json_get` (`->`), `json_get_text` (`->>`),
+//! `json_get_str`, `json_get_int`, `json_get_float`, `json_get_bool`, `json_typeof` and
+//! `json_length`. DuckDB's spellings are in [`super::json_path`] and
+//! [`super::json_path_contains`], ClickHouse's in [`super::json_clickhouse`]; all are
+//! registered from [`all_functions`].
 //!
 //! Every function takes a JSON text followed by path elements: string keys, integer
 //! array indexes (negative counts from the end) or a JSONPath string (`'$.a[0].b'`).
@@ -9,8 +11,8 @@
 
 use std::sync::{Arc, LazyLock};
 
-use arrow::array::{Array, ArrayRef, BooleanBuilder, Int64Builder, ListBuilder, StringViewBuilder};
-use arrow::datatypes::{DataType, Field};
+use arrow::array::{Array, ArrayRef, Int64Builder, StringViewBuilder};
+use arrow::datatypes::DataType;
 use datafusion::common::cast::{as_large_string_array, as_string_array, as_string_view_array};
 use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, plan_err};
 use datafusion::logical_expr::scalar_doc_sections::DOC_SECTION_OTHER;
@@ -21,7 +23,6 @@ use datafusion::logical_expr::{
 };
 
 use crate::json::output::OutputBuilder;
-use tessera_json::escape::unescape_into;
 use tessera_json::path::{MAX_PATH_DEPTH, PathElem, PathTrie, parse_json_path};
 use tessera_json::scanner::{Kind, Scanner, Span, for_each_member};
 use tessera_json::value::{Output, type_name};
@@ -31,41 +32,54 @@ pub const JSON_GET: &str = "json_get";
 /// `->>`.
 pub const JSON_GET_TEXT: &str = "json_get_text";
 
-/// All JSON functions, ready to register with a session.
+/// The access functions: name, output and aliases.
+const ACCESS: [(&str, Output, &[&str]); 6] = [
+    (JSON_GET, Output::Json, &[]),
+    (JSON_GET_TEXT, Output::Text, &["json_as_text"]),
+    ("json_get_str", Output::Str, &[]),
+    ("json_get_int", Output::Int, &[]),
+    ("json_get_float", Output::Float, &[]),
+    ("json_get_bool", Output::Bool, &[]),
+];
+
+/// All JSON functions (Tessera's, DuckDB's and ClickHouse's), ready to register.
 pub fn all_functions() -> Vec<Arc<ScalarUDF>> {
-    let access = [
-        (JSON_GET, Output::Json, &["json_extract"][..]),
-        (
-            JSON_GET_TEXT,
-            Output::Text,
-            &["json_extract_string", "json_as_text"][..],
-        ),
-        ("json_get_str", Output::Str, &[][..]),
-        ("json_get_int", Output::Int, &[][..]),
-        ("json_get_float", Output::Float, &[][..]),
-        ("json_get_bool", Output::Bool, &[][..]),
-    ];
-    let mut out: Vec<Arc<ScalarUDF>> = access
-        .into_iter()
-        .map(|(name, output, aliases)| {
-            Arc::new(ScalarUDF::from(JsonFunction::new(
-                name,
-                Probe::Access(output),
-                aliases,
-            )))
-        })
+    let mut out: Vec<Arc<ScalarUDF>> = ACCESS
+        .iter()
+        .map(|(_, output, _)| Arc::new(access_udf(*output)))
         .collect();
-    for (name, probe, aliases) in [
-        ("json_contains", Probe::Contains, &["json_exists"][..]),
-        ("json_typeof", Probe::TypeOf, &[][..]),
-        ("json_length", Probe::Length, &[][..]),
-        ("json_keys", Probe::Keys, &[][..]),
+    for (name, probe) in [
+        ("json_typeof", Probe::TypeOf),
+        ("json_length", Probe::Length),
     ] {
         out.push(Arc::new(ScalarUDF::from(JsonFunction::new(
-            name, probe, aliases,
+            name,
+            probe,
+            &[],
         ))));
     }
+    out.extend(super::json_path::all_functions());
+    out.extend(super::json_path_contains::all_functions());
+    out.extend(super::json_clickhouse::all_functions());
     out
+}
+
+/// The access function (`json_get`, `json_get_text`, ...) of an output, as registered;
+/// DuckDB's spellings plan onto it when their path is plain.
+pub(crate) fn access_udf(output: Output) -> ScalarUDF {
+    let (name, _, aliases) = ACCESS
+        .iter()
+        .find(|(_, o, _)| *o == output)
+        .expect("every output has an access function");
+    ScalarUDF::from(JsonFunction::new(name, Probe::Access(output), aliases))
+}
+
+/// Whether a type holds JSON text (or is an untyped NULL).
+pub(crate) fn is_json_text(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null
+    )
 }
 
 /// What a JSON function computes from the value found at its path.
@@ -73,26 +87,18 @@ pub fn all_functions() -> Vec<Arc<ScalarUDF>> {
 pub enum Probe {
     /// The value itself, converted as [`Output`] says.
     Access(Output),
-    /// Whether the path exists (even holding JSON `null`).
-    Contains,
     /// The value's JSON type name.
     TypeOf,
     /// The number of elements of an array or members of an object.
     Length,
-    /// The keys of an object.
-    Keys,
 }
 
 impl Probe {
     fn data_type(self) -> DataType {
         match self {
             Probe::Access(output) => output.data_type(),
-            Probe::Contains => DataType::Boolean,
             Probe::TypeOf => DataType::Utf8View,
             Probe::Length => DataType::Int64,
-            Probe::Keys => {
-                DataType::List(Arc::new(Field::new_list_field(DataType::Utf8View, true)))
-            }
         }
     }
 }
@@ -392,15 +398,6 @@ fn evaluate(name: &str, probe: Probe, args: &[ColumnarValue], n: usize) -> Resul
             pad(&mut next, n, || b.append_null());
             Ok(b.finish())
         }
-        Probe::Contains => {
-            let mut b = BooleanBuilder::with_capacity(n);
-            for_each_row(name, args, n, |row, _, span| {
-                pad(&mut next, row, || b.append_null());
-                b.append_value(span.is_some());
-            })?;
-            pad(&mut next, n, || b.append_null());
-            Ok(Arc::new(b.finish()))
-        }
         Probe::TypeOf => {
             let mut b = StringViewBuilder::with_capacity(n);
             for_each_row(name, args, n, |row, _, span| {
@@ -422,28 +419,6 @@ fn evaluate(name: &str, probe: Probe, args: &[ColumnarValue], n: usize) -> Resul
                             count
                         }),
                 );
-            })?;
-            pad(&mut next, n, || b.append_null());
-            Ok(Arc::new(b.finish()))
-        }
-        Probe::Keys => {
-            let mut b = ListBuilder::new(StringViewBuilder::new())
-                .with_field(Arc::new(Field::new_list_field(DataType::Utf8View, true)));
-            let mut key = Vec::new();
-            for_each_row(name, args, n, |row, doc, span| {
-                pad(&mut next, row, || b.append_null());
-                match span.filter(|s| s.kind == Kind::Object) {
-                    Some(s) => {
-                        for_each_member(doc.as_bytes(), s, |k, _| {
-                            let k = k.expect("object members have keys");
-                            key.clear();
-                            unescape_into(k.string_body(doc.as_bytes()), &mut key);
-                            b.values().append_value(String::from_utf8_lossy(&key));
-                        });
-                        b.append(true);
-                    }
-                    None => b.append_null(),
-                }
             })?;
             pad(&mut next, n, || b.append_null());
             Ok(Arc::new(b.finish()))

@@ -2,6 +2,8 @@
 //!
 //! - [`json`]: the JSON functions (`json_get*`, `->>`, ...), the reference semantics that
 //!   scans reproduce when an access is pushed into them.
+//! - [`json_path`], [`json_path_contains`], [`json_clickhouse`]: DuckDB's and ClickHouse's
+//!   JSON functions (paths with wildcards, containment, defaults instead of NULL).
 //! - [`operators`]: the `->` / `->>` operators, planned onto those functions.
 //! - [`compat`]: DuckDB and ClickHouse spellings (`hour(ts)`, `date_diff`, ...).
 //! - [`sum`]: `SUM` over integers widened so it cannot wrap around.
@@ -12,7 +14,10 @@ pub mod compat;
 pub mod json;
 pub mod json_aggregate;
 pub mod json_build;
+pub mod json_clickhouse;
 pub mod json_modify;
+pub mod json_path;
+pub mod json_path_contains;
 pub mod json_structure;
 pub mod json_transform;
 pub mod operators;

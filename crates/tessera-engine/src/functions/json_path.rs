@@ -1,0 +1,697 @@
+//! DuckDB's JSON functions that read values, with DuckDB's names, signatures and
+//! answers: `json_extract` (`json_extract_path`), `json_extract_string`
+//! (`json_extract_path_text`), `json_value`, `json_exists`, `json_type`,
+//! `json_array_length`, `json_keys` and `json_valid` (`json_contains` is in
+//! [`super::json_path_contains`]).
+//!
+//! A path argument is read as DuckDB reads it ([`parse_path`]): JSONPath with wildcards
+//! and `..`, JSON Pointer, the empty path, a bare key, an integer index, or a list of
+//! paths (the result is then a list, one entry per path). A path that can select many
+//! values (`$[*].a`) makes the result a list of every value it selects. More than one
+//! path argument is Tessera's own form (`json_extract(j, 'a', 0)`), keys and indexes.
+//!
+//! A constant single-valued path of `json_extract` / `json_extract_string` is
+//! rewritten at planning time into `json_get` / `json_get_text` with plain elements,
+//! which scans compute while parsing (`access/pushable.rs`); everything else is
+//! evaluated here, on the document column.
+
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, BooleanBuilder, ListArray, ListBuilder, StringViewBuilder, UInt64Builder,
+};
+use arrow::buffer::{NullBuffer, OffsetBuffer};
+use arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::common::cast::{as_large_string_array, as_string_array, as_string_view_array};
+use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, plan_err};
+use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
+use datafusion::logical_expr::{
+    ColumnarValue, Expr, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility,
+};
+use tessera_json::escape::unescape_into;
+use tessera_json::path::{
+    JsonPath, MAX_PATH_DEPTH, PathElem, PathStep, PathTrie, children, parse_json_path, parse_path,
+    select,
+};
+use tessera_json::scanner::{Kind, Scanner, Span};
+use tessera_json::value::{Output, text_of};
+
+use super::json::{access_udf, is_json_text};
+
+/// The DuckDB reading functions, ready to register.
+pub fn all_functions() -> Vec<Arc<ScalarUDF>> {
+    [
+        (
+            "json_extract",
+            DuckProbe::Extract,
+            &["json_extract_path"][..],
+        ),
+        (
+            "json_extract_string",
+            DuckProbe::ExtractString,
+            &["json_extract_path_text"][..],
+        ),
+        ("json_value", DuckProbe::Value, &[][..]),
+        ("json_exists", DuckProbe::Exists, &[][..]),
+        ("json_type", DuckProbe::Type, &[][..]),
+        ("json_array_length", DuckProbe::ArrayLength, &[][..]),
+        ("json_keys", DuckProbe::Keys, &[][..]),
+        ("json_valid", DuckProbe::Valid, &[][..]),
+    ]
+    .into_iter()
+    .map(|(name, probe, aliases)| {
+        Arc::new(ScalarUDF::from(DuckJsonFunction {
+            name,
+            probe,
+            aliases: aliases.iter().map(|a| a.to_string()).collect(),
+            signature: Signature::user_defined(Volatility::Immutable),
+        }))
+    })
+    .collect()
+}
+
+/// What a DuckDB reading function computes from each value its path selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum DuckProbe {
+    /// The value as JSON text.
+    Extract,
+    /// Strings unescaped, other values as JSON text, `null` as SQL NULL.
+    ExtractString,
+    /// Scalars as JSON text; `null`, objects and arrays as SQL NULL.
+    Value,
+    /// Whether the path selects a value (a JSON `null` counts).
+    Exists,
+    /// DuckDB's type name: OBJECT, ARRAY, BIGINT, UBIGINT, DOUBLE, VARCHAR, BOOLEAN, NULL.
+    Type,
+    /// Elements of an array; 0 for any other value.
+    ArrayLength,
+    /// Keys of an object in document order; empty for any other value.
+    Keys,
+    /// Whether the text is one JSON value (no path).
+    Valid,
+}
+
+impl DuckProbe {
+    fn item_type(self) -> DataType {
+        match self {
+            DuckProbe::Extract | DuckProbe::ExtractString | DuckProbe::Value | DuckProbe::Type => {
+                DataType::Utf8View
+            }
+            DuckProbe::Exists | DuckProbe::Valid => DataType::Boolean,
+            DuckProbe::ArrayLength => DataType::UInt64,
+            DuckProbe::Keys => list_of(DataType::Utf8View),
+        }
+    }
+
+    /// Whether the path argument may be left out (it then is the whole document).
+    fn path_optional(self) -> bool {
+        matches!(
+            self,
+            DuckProbe::Type | DuckProbe::ArrayLength | DuckProbe::Keys | DuckProbe::Valid
+        )
+    }
+}
+
+fn list_of(item: DataType) -> DataType {
+    DataType::List(Arc::new(Field::new_list_field(item, true)))
+}
+
+/// One DuckDB reading function; see the module documentation.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct DuckJsonFunction {
+    name: &'static str,
+    probe: DuckProbe,
+    aliases: Vec<String>,
+    signature: Signature,
+}
+
+/// How the arguments after the document are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// No path: the whole document.
+    Root,
+    /// One path (text or an integer index).
+    One,
+    /// A list of paths: one result per path, in a list.
+    List,
+    /// Tessera's elements (`'a', 0`): keys, indexes or single-valued JSONPath strings.
+    Elems,
+}
+
+fn shape_of(arg_types: &[DataType]) -> Shape {
+    match arg_types {
+        [_] => Shape::Root,
+        [
+            _,
+            DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..),
+        ] => Shape::List,
+        [_, _] => Shape::One,
+        _ => Shape::Elems,
+    }
+}
+
+impl DuckJsonFunction {
+    /// Whether a constant path argument makes the result a list; checks the path.
+    fn constant_is_list(&self, shape: Shape, path: Option<&ScalarValue>) -> Result<bool> {
+        match (shape, path) {
+            (Shape::List, Some(ScalarValue::List(list))) => {
+                for text in list_texts(list.values())?.into_iter().flatten() {
+                    if self.parse(&text)?.is_multi() {
+                        return plan_err!(
+                            "{}: a path in a list of paths must select one value, not '{text}'",
+                            self.name
+                        );
+                    }
+                }
+                Ok(true)
+            }
+            (Shape::List, _) => Ok(true),
+            (Shape::One, Some(value)) => match value.try_as_str() {
+                Some(Some(text)) => Ok(self.parse(text)?.is_multi()),
+                _ => Ok(false),
+            },
+            _ => Ok(false),
+        }
+    }
+
+    fn parse(&self, text: &str) -> Result<JsonPath> {
+        parse_path(text).map_err(|e| DataFusionError::Plan(format!("{}: {e}", self.name)))
+    }
+}
+
+impl ScalarUDFImpl for DuckJsonFunction {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn aliases(&self) -> &[String] {
+        &self.aliases
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        let Some((first, path)) = arg_types.split_first() else {
+            return plan_err!("{} needs a JSON argument", self.name);
+        };
+        if !is_json_text(first) {
+            return plan_err!(
+                "{} expects JSON text as its first argument, not {first}",
+                self.name
+            );
+        }
+        let json = match first {
+            DataType::Null => DataType::Utf8,
+            other => other.clone(),
+        };
+        let shape = shape_of(arg_types);
+        match (self.probe, shape) {
+            (DuckProbe::Valid, Shape::Root) => return Ok(vec![json]),
+            (DuckProbe::Valid, _) => return plan_err!("json_valid takes one argument"),
+            (probe, Shape::Root) if !probe.path_optional() => {
+                return plan_err!("{} needs a path argument", self.name);
+            }
+            (_, Shape::Elems) if path.len() > MAX_PATH_DEPTH => {
+                return plan_err!(
+                    "{}: a path has at most {MAX_PATH_DEPTH} elements",
+                    self.name
+                );
+            }
+            _ => {}
+        }
+        let mut out = vec![json];
+        for t in path {
+            out.push(match t {
+                t if is_json_text(t) => DataType::Utf8,
+                t if t.is_integer() => DataType::Int64,
+                DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _)
+                    if shape == Shape::List && is_json_text(f.data_type()) =>
+                {
+                    list_of(DataType::Utf8)
+                }
+                other => {
+                    return plan_err!(
+                        "{}: a path is text, an integer index or a list of text, not {other}",
+                        self.name
+                    );
+                }
+            });
+        }
+        Ok(out)
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        // The type depends on a constant path's value: `return_field_from_args` decides.
+        Ok(self.probe.item_type())
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
+        let types: Vec<DataType> = args
+            .arg_fields
+            .iter()
+            .map(|f| f.data_type().clone())
+            .collect();
+        let shape = shape_of(&types);
+        let path = args.scalar_arguments.get(1).copied().flatten();
+        let item = self.probe.item_type();
+        let data_type = if self.constant_is_list(shape, path)? {
+            list_of(item)
+        } else {
+            item
+        };
+        Ok(Arc::new(Field::new(self.name, data_type, true)))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let scalar_result = args
+            .args
+            .iter()
+            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let n = if scalar_result { 1 } else { args.number_rows };
+        // A list where the probe's item is not: a list of paths or a path of many values.
+        let listed = *args.return_field.data_type() != self.probe.item_type();
+        let array = evaluate(self, &args.args, n, listed)?;
+        if scalar_result {
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+                &array, 0,
+            )?))
+        } else {
+            Ok(ColumnarValue::Array(array))
+        }
+    }
+
+    fn simplify(&self, args: Vec<Expr>, _info: &SimplifyContext) -> Result<ExprSimplifyResult> {
+        let output = match self.probe {
+            DuckProbe::Extract => Output::Json,
+            DuckProbe::ExtractString => Output::Text,
+            _ => return Ok(ExprSimplifyResult::Original(args)),
+        };
+        let Some(elems) = constant_elems(self, &args)? else {
+            return Ok(ExprSimplifyResult::Original(args));
+        };
+        let mut new_args = vec![args[0].clone()];
+        new_args.extend(elems);
+        Ok(ExprSimplifyResult::Simplified(Expr::ScalarFunction(
+            ScalarFunction::new_udf(Arc::new(access_udf(output)), new_args),
+        )))
+    }
+}
+
+/// The plain elements of a constant single-valued path, as `json_get` arguments; `None`
+/// when the path is not constant or not plain (wildcards, pointer indexes, lists).
+fn constant_elems(function: &DuckJsonFunction, args: &[Expr]) -> Result<Option<Vec<Expr>>> {
+    match args {
+        [_, Expr::Literal(ScalarValue::Utf8(Some(text)), _)] => {
+            let path = function.parse(text)?;
+            Ok(path.elems().map(|elems| {
+                elems
+                    .into_iter()
+                    .map(|e| match e {
+                        PathElem::Key(k) => Expr::Literal(ScalarValue::Utf8(Some(k)), None),
+                        PathElem::Index(i) => Expr::Literal(ScalarValue::Int64(Some(i)), None),
+                    })
+                    .collect()
+            }))
+        }
+        [_, index @ Expr::Literal(ScalarValue::Int64(Some(_)), _)] => Ok(Some(vec![index.clone()])),
+        [_, rest @ ..] if rest.len() > 1 => {
+            let constant = rest.iter().all(|e| {
+                matches!(
+                    e,
+                    Expr::Literal(ScalarValue::Utf8(Some(_)) | ScalarValue::Int64(Some(_)), _)
+                )
+            });
+            Ok(constant.then(|| rest.to_vec()))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The texts of a list of paths (NULL entries as `None`).
+fn list_texts(values: &ArrayRef) -> Result<Vec<Option<String>>> {
+    (0..values.len())
+        .map(|i| {
+            let v = ScalarValue::try_from_array(values, i)?;
+            Ok(v.try_as_str().flatten().map(str::to_string))
+        })
+        .collect()
+}
+
+/// The paths of one row: `None` when the row's path is NULL (the result is NULL).
+fn row_paths(
+    function: &DuckJsonFunction,
+    args: &[ColumnarValue],
+    row: usize,
+) -> Result<Option<Vec<JsonPath>>> {
+    let value_at = |arg: &ColumnarValue| match arg {
+        ColumnarValue::Scalar(s) => Ok(s.clone()),
+        ColumnarValue::Array(a) => ScalarValue::try_from_array(a, row),
+    };
+    let exec = |e: DataFusionError| match e {
+        DataFusionError::Plan(m) => DataFusionError::Execution(m),
+        other => other,
+    };
+    match args {
+        [] => Ok(Some(vec![JsonPath::default()])),
+        [arg] => match value_at(arg)? {
+            ScalarValue::List(list) => {
+                if list.is_null(0) {
+                    return Ok(None);
+                }
+                let mut paths = Vec::new();
+                for text in list_texts(&list.value(0))? {
+                    // A NULL path in a list selects nothing.
+                    let text = text.unwrap_or_else(|| "$[#]".to_string());
+                    let path = function.parse(&text).map_err(exec)?;
+                    if path.is_multi() {
+                        return exec_err!(
+                            "{}: a path in a list of paths must select one value, not '{text}'",
+                            function.name
+                        );
+                    }
+                    paths.push(path);
+                }
+                Ok(Some(paths))
+            }
+            ScalarValue::Int64(Some(i)) => Ok(Some(vec![JsonPath {
+                steps: vec![PathStep::Elem(PathElem::Index(i))],
+            }])),
+            v => match v.try_as_str() {
+                Some(Some(text)) => Ok(Some(vec![function.parse(text).map_err(exec)?])),
+                Some(None) | None if v.is_null() => Ok(None),
+                _ => exec_err!("{}: unsupported path {v}", function.name),
+            },
+        },
+        elems => {
+            let mut steps = Vec::with_capacity(elems.len());
+            for arg in elems {
+                match value_at(arg)? {
+                    ScalarValue::Int64(Some(i)) => steps.push(PathStep::Elem(PathElem::Index(i))),
+                    ScalarValue::Utf8(Some(k)) if k.starts_with('$') => {
+                        let parsed = parse_json_path(&k).map_err(|e| {
+                            DataFusionError::Execution(format!("{}: {e}", function.name))
+                        })?;
+                        steps.extend(parsed.into_iter().map(PathStep::Elem));
+                    }
+                    ScalarValue::Utf8(Some(k)) => steps.push(PathStep::Elem(PathElem::Key(k))),
+                    v if v.is_null() => return Ok(None),
+                    other => {
+                        return exec_err!("{}: unsupported path element {other}", function.name);
+                    }
+                }
+            }
+            Ok(Some(vec![JsonPath { steps }]))
+        }
+    }
+}
+
+/// One scanner for a row's paths: each path's longest prefix of plain steps is located
+/// while parsing; the rest is walked from there with [`select`].
+struct Locator {
+    paths: Vec<JsonPath>,
+    /// Per path: its slot in the scanner and how many steps the slot covers.
+    slots: Vec<(usize, usize)>,
+    scanner: Scanner,
+}
+
+impl Locator {
+    fn new(paths: Vec<JsonPath>) -> Self {
+        let mut trie = PathTrie::new();
+        let slots = paths
+            .iter()
+            .map(|p| {
+                let plain: Vec<PathElem> = p
+                    .steps
+                    .iter()
+                    .map_while(|s| match s {
+                        PathStep::Elem(e) => Some(e.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                (trie.add(&plain), plain.len())
+            })
+            .collect();
+        Self {
+            paths,
+            slots,
+            scanner: Scanner::new(Arc::new(trie)),
+        }
+    }
+
+    /// The values each path selects in `doc` (already scanned), into `out[path]`.
+    fn select(&self, doc: &[u8], out: &mut Vec<Vec<Span>>) -> Result<()> {
+        out.resize_with(self.paths.len(), Vec::new);
+        for ((path, &(slot, covered)), values) in self.paths.iter().zip(&self.slots).zip(out) {
+            values.clear();
+            if let Some(start) = self.scanner.get(slot) {
+                select(doc, start, &path.steps[covered..], values)
+                    .map_err(|e| DataFusionError::Execution(e.to_string()))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The JSON texts of a column of documents, by row (`None` for NULL).
+pub(crate) fn texts(array: &ArrayRef) -> Result<Vec<Option<&str>>> {
+    Ok(match array.data_type() {
+        DataType::Utf8 => as_string_array(array)?.iter().collect(),
+        DataType::LargeUtf8 => as_large_string_array(array)?.iter().collect(),
+        DataType::Utf8View => as_string_view_array(array)?.iter().collect(),
+        DataType::Null => vec![None; array.len()],
+        other => return exec_err!("expected JSON text, not {other}"),
+    })
+}
+
+/// Evaluates a DuckDB reading function over `n` rows; `listed` when the result is a
+/// list per row.
+fn evaluate(
+    function: &DuckJsonFunction,
+    args: &[ColumnarValue],
+    n: usize,
+    listed: bool,
+) -> Result<ArrayRef> {
+    let docs = args[0].to_array(n)?;
+    let docs = texts(&docs)?;
+    let path_args = &args[1..];
+    let constant = path_args
+        .iter()
+        .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+    let mut locator = match constant {
+        true => row_paths(function, path_args, 0)?.map(Locator::new),
+        false => None,
+    };
+    let mut column = Column::new(function.probe, n, listed);
+    let mut values = Vec::new();
+    for (row, doc) in docs.into_iter().enumerate() {
+        if !constant {
+            locator = row_paths(function, path_args, row)?.map(Locator::new);
+        }
+        let (Some(doc), Some(loc)) = (doc, locator.as_mut()) else {
+            column.append_null();
+            continue;
+        };
+        if let Err(e) = loc.scanner.scan(doc.as_bytes()) {
+            if function.probe == DuckProbe::Valid {
+                column.items.append_bool(false);
+                continue;
+            }
+            return exec_err!(
+                "{}: malformed JSON in row {}: expected {e}",
+                function.name,
+                row + 1
+            );
+        }
+        loc.select(doc.as_bytes(), &mut values)?;
+        let multi = loc.paths.len() == 1 && loc.paths[0].is_multi();
+        if multi && !listed {
+            return exec_err!(
+                "{}: a path that selects many values ('{}') must be a constant",
+                function.name,
+                loc.paths[0]
+            );
+        }
+        column.append_row(doc, &values, multi);
+    }
+    column.finish(function.probe)
+}
+
+/// A result column: items, and when `listed` the list offsets and validity around them.
+struct Column {
+    probe: DuckProbe,
+    items: Items,
+    listed: bool,
+    offsets: Vec<i32>,
+    valid: Vec<bool>,
+}
+
+impl Column {
+    fn new(probe: DuckProbe, n: usize, listed: bool) -> Self {
+        Self {
+            probe,
+            items: Items::new(probe, n),
+            listed,
+            offsets: vec![0],
+            valid: Vec::with_capacity(n),
+        }
+    }
+
+    fn append_null(&mut self) {
+        if self.listed {
+            self.offsets.push(*self.offsets.last().unwrap_or(&0));
+            self.valid.push(false);
+        } else {
+            self.items.append_null();
+        }
+    }
+
+    /// One row: `values[path]` are each path's selections; a `multi` path lists them
+    /// all, otherwise each path gives its first (or nothing).
+    fn append_row(&mut self, doc: &str, values: &[Vec<Span>], multi: bool) {
+        let before = self.items.len();
+        if multi {
+            for span in &values[0] {
+                self.items.append(self.probe, doc, Some(*span));
+            }
+        } else {
+            for found in values {
+                self.items.append(self.probe, doc, found.first().copied());
+            }
+        }
+        if self.listed {
+            let added = self.items.len() - before;
+            let last = *self.offsets.last().unwrap_or(&0);
+            self.offsets
+                .push(last + i32::try_from(added).unwrap_or(i32::MAX));
+            self.valid.push(true);
+        }
+    }
+
+    fn finish(mut self, probe: DuckProbe) -> Result<ArrayRef> {
+        let values = self.items.finish();
+        if !self.listed {
+            return Ok(values);
+        }
+        let field = Arc::new(Field::new_list_field(probe.item_type(), true));
+        let offsets = OffsetBuffer::new(self.offsets.into());
+        Ok(Arc::new(ListArray::try_new(
+            field,
+            offsets,
+            values,
+            Some(NullBuffer::from(std::mem::take(&mut self.valid))),
+        )?))
+    }
+}
+
+/// The builder of one probe's items.
+enum Items {
+    Text(StringViewBuilder),
+    Bool(BooleanBuilder),
+    UInt(UInt64Builder),
+    Keys(ListBuilder<StringViewBuilder>, Vec<u8>),
+}
+
+impl Items {
+    fn new(probe: DuckProbe, n: usize) -> Self {
+        match probe.item_type() {
+            DataType::Boolean => Items::Bool(BooleanBuilder::with_capacity(n)),
+            DataType::UInt64 => Items::UInt(UInt64Builder::with_capacity(n)),
+            DataType::List(_) => Items::Keys(
+                ListBuilder::new(StringViewBuilder::new())
+                    .with_field(Arc::new(Field::new_list_field(DataType::Utf8View, true))),
+                Vec::new(),
+            ),
+            _ => Items::Text(StringViewBuilder::with_capacity(n)),
+        }
+    }
+
+    fn len(&self) -> usize {
+        use arrow::array::ArrayBuilder;
+        match self {
+            Items::Text(b) => b.len(),
+            Items::Bool(b) => b.len(),
+            Items::UInt(b) => b.len(),
+            Items::Keys(b, _) => b.len(),
+        }
+    }
+
+    fn append_null(&mut self) {
+        match self {
+            Items::Text(b) => b.append_null(),
+            Items::Bool(b) => b.append_null(),
+            Items::UInt(b) => b.append_null(),
+            Items::Keys(b, _) => b.append_null(),
+        }
+    }
+
+    fn append_bool(&mut self, value: bool) {
+        if let Items::Bool(b) = self {
+            b.append_value(value);
+        }
+    }
+
+    /// The probe of the value at `span` (`None`: the path selected nothing).
+    fn append(&mut self, probe: DuckProbe, doc: &str, span: Option<Span>) {
+        let bytes = doc.as_bytes();
+        match (self, span) {
+            (Items::Bool(b), span) => b.append_value(span.is_some()),
+            (items, None) => items.append_null(),
+            (Items::Text(b), Some(s)) => b.append_option(match probe {
+                DuckProbe::Extract => text_of(doc, s, Output::Json),
+                DuckProbe::ExtractString => text_of(doc, s, Output::Text),
+                DuckProbe::Value => match s.kind {
+                    Kind::Null | Kind::Object | Kind::Array => None,
+                    _ => text_of(doc, s, Output::Json),
+                },
+                _ => Some(duckdb_type(bytes, s).into()),
+            }),
+            (Items::UInt(b), Some(s)) => b.append_value(match s.kind {
+                Kind::Array => children(bytes, s).len() as u64,
+                _ => 0,
+            }),
+            (Items::Keys(b, key), Some(s)) => {
+                for (k, _) in children(bytes, s) {
+                    let Some(k) = k else { continue };
+                    key.clear();
+                    unescape_into(k.string_body(bytes), key);
+                    b.values().append_value(String::from_utf8_lossy(key));
+                }
+                b.append(true);
+            }
+        }
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        match self {
+            Items::Text(b) => Arc::new(b.finish()),
+            Items::Bool(b) => Arc::new(b.finish()),
+            Items::UInt(b) => Arc::new(b.finish()),
+            Items::Keys(b, _) => Arc::new(b.finish()),
+        }
+    }
+}
+
+/// DuckDB's name of a value's type: integers are BIGINT when negative and within 64
+/// bits, UBIGINT when not negative and within 64 bits, DOUBLE beyond.
+fn duckdb_type(doc: &[u8], span: Span) -> &'static str {
+    match span.kind {
+        Kind::Null => "NULL",
+        Kind::Bool(_) => "BOOLEAN",
+        Kind::String { .. } => "VARCHAR",
+        Kind::Object => "OBJECT",
+        Kind::Array => "ARRAY",
+        Kind::Number { integer: false } => "DOUBLE",
+        Kind::Number { integer: true } => {
+            let text = std::str::from_utf8(span.raw(doc)).unwrap_or("");
+            match text.starts_with('-') {
+                true if text.parse::<i64>().is_ok() => "BIGINT",
+                false if text.parse::<u64>().is_ok() => "UBIGINT",
+                _ => "DOUBLE",
+            }
+        }
+    }
+}

@@ -33,7 +33,7 @@ use datafusion::logical_expr::{
 use datafusion::sql::parser::Statement;
 use datafusion::sql::sqlparser::ast::{
     self, BinaryOperator, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments,
-    Ident, ObjectName, VisitMut, VisitorMut,
+    Ident, ObjectName, VisitorMut,
 };
 use datafusion::sql::sqlparser::dialect::{
     Dialect as ParserDialect, DuckDbDialect, PostgreSqlDialect, Precedence,
@@ -42,6 +42,7 @@ use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
 
 use crate::options::{SqlDialect, TesseraOptions};
+use crate::statement_walk;
 
 /// The sqlparser grammar of `dialect`.
 pub(crate) fn parser_dialect(dialect: SqlDialect) -> &'static dyn ParserDialect {
@@ -169,13 +170,7 @@ pub(crate) fn rewrite(statement: &mut Statement, dialect: SqlDialect) {
     if dialect != SqlDialect::DuckDb {
         return;
     }
-    match statement {
-        Statement::Statement(inner) => {
-            let _ = inner.visit(&mut IntegerDivisions);
-        }
-        Statement::Explain(explain) => rewrite(&mut explain.statement, dialect),
-        Statement::CopyTo(_) | Statement::CreateExternalTable(_) | Statement::Reset(_) => {}
-    }
+    let _ = statement_walk::walk(statement, &mut IntegerDivisions);
 }
 
 /// Turns each `a // b` into `divide(a, b)`, innermost first.

@@ -10,19 +10,13 @@
 use std::ops::ControlFlow;
 
 use datafusion::sql::parser::Statement;
-use datafusion::sql::sqlparser::ast::{
-    Expr, GroupByExpr, Select, SelectItem, Value, VisitMut, VisitorMut,
-};
+use datafusion::sql::sqlparser::ast::{Expr, GroupByExpr, Select, SelectItem, Value, VisitorMut};
+
+use crate::statement_walk;
 
 /// Drops the redundant cast keys of every GROUP BY in `statement`, subqueries included.
 pub(crate) fn drop_cast_keys(statement: &mut Statement) {
-    match statement {
-        Statement::Statement(inner) => {
-            let _ = inner.visit(&mut Dropper);
-        }
-        Statement::Explain(explain) => drop_cast_keys(&mut explain.statement),
-        Statement::CopyTo(_) | Statement::CreateExternalTable(_) | Statement::Reset(_) => {}
-    }
+    let _ = statement_walk::walk(statement, &mut Dropper);
 }
 
 struct Dropper;

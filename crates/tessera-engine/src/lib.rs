@@ -30,6 +30,7 @@ mod physical_optimizer;
 mod physical_plan;
 pub mod rejects;
 pub mod session;
+mod statement_walk;
 mod stores;
 
 pub use datasource::tessera::write::ingest::IngestOutcome;

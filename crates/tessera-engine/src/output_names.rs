@@ -11,17 +11,13 @@ use std::collections::HashSet;
 use std::ops::ControlFlow;
 
 use datafusion::sql::parser::Statement;
-use datafusion::sql::sqlparser::ast::{Expr, Ident, Select, SelectItem, VisitMut, VisitorMut};
+use datafusion::sql::sqlparser::ast::{Expr, Ident, Select, SelectItem, VisitorMut};
+
+use crate::statement_walk;
 
 /// Names the SELECT items of every query in `statement`, subqueries included.
 pub(crate) fn name_outputs(statement: &mut Statement) {
-    match statement {
-        Statement::Statement(inner) => {
-            let _ = inner.visit(&mut Namer);
-        }
-        Statement::Explain(explain) => name_outputs(&mut explain.statement),
-        Statement::CopyTo(_) | Statement::CreateExternalTable(_) | Statement::Reset(_) => {}
-    }
+    let _ = statement_walk::walk(statement, &mut Namer);
 }
 
 struct Namer;

@@ -1,0 +1,25 @@
+//! One walk over a parsed statement for the rewrites that run before planning
+//! (`output_names`, `group_keys`, `dialect`, `json_each_rewrite`): each is a sqlparser
+//! `VisitorMut`, and this is where the SQL inside DataFusion's own statements (EXPLAIN)
+//! is found, once.
+
+use std::ops::ControlFlow;
+
+use datafusion::sql::parser::Statement;
+use datafusion::sql::sqlparser::ast::{VisitMut, VisitorMut};
+
+/// Visits the SQL of `statement` with `visitor`: the statement itself, or the one an
+/// EXPLAIN explains; DataFusion's COPY, CREATE EXTERNAL TABLE and RESET hold no query
+/// to rewrite.
+pub(crate) fn walk<V: VisitorMut>(
+    statement: &mut Statement,
+    visitor: &mut V,
+) -> ControlFlow<V::Break> {
+    match statement {
+        Statement::Statement(inner) => inner.visit(visitor),
+        Statement::Explain(explain) => walk(&mut explain.statement, visitor),
+        Statement::CopyTo(_) | Statement::CreateExternalTable(_) | Statement::Reset(_) => {
+            ControlFlow::Continue(())
+        }
+    }
+}

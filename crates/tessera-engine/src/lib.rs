@@ -21,6 +21,7 @@ mod datasource;
 pub mod errors;
 mod functions;
 mod json;
+mod json_each_rewrite;
 pub mod options;
 mod output_names;
 mod physical_optimizer;

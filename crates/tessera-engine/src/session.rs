@@ -115,6 +115,7 @@ impl TesseraSession {
                 .cloned()
                 .ok_or_else(|| DataFusionError::Internal(format!("{name} is not registered")))
         };
+        crate::json_each_rewrite::register(&mut state)?;
         state.register_function_rewrite(Arc::new(WideIntegerSum))?;
         state.register_expr_planner(Arc::new(JsonOperatorPlanner::new(
             find(json_functions::JSON_GET)?,
@@ -184,7 +185,9 @@ impl TesseraSession {
             return self.ctx.read_batch(tessera::describe(table).await?);
         }
         output_names::name_outputs(&mut statement);
+        crate::json_each_rewrite::rewrite_statement(&mut statement)?;
         let plan = self.ctx.state().statement_to_plan(statement).await?;
+        let plan = crate::json_each_rewrite::plan_laterals(plan)?;
         if let Some(frame) = self.delete_from_table(&plan).await? {
             return Ok(frame);
         }

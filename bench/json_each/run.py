@@ -35,34 +35,34 @@ from common.canon import canon_rows, same_rows  # noqa: E402
 # (name, SQL run verbatim by both systems); every query aggregates, so answers are small.
 QUERIES = {
     "bluesky": [
-        ("each_count", "SELECT count(*) FROM docs, json_each(docs.j) AS e"),
-        ("each_keys", "SELECT e.key, count(*) AS n FROM docs, json_each(docs.j) AS e GROUP BY e.key ORDER BY n DESC, e.key"),
+        ("each_count", "SELECT count(*) FROM jdocs, json_each(jdocs.j) AS e"),
+        ("each_keys", "SELECT e.key, count(*) AS n FROM jdocs, json_each(jdocs.j) AS e GROUP BY e.key ORDER BY n DESC, e.key"),
         (
             "each_path_types",
-            "SELECT e.type, count(*) AS n FROM docs, json_each(docs.j, '$.commit.record') AS e GROUP BY e.type ORDER BY e.type",
+            "SELECT e.type, count(*) AS n FROM jdocs, json_each(jdocs.j, '$.commit.record') AS e GROUP BY e.type ORDER BY e.type",
         ),
-        ("tree_types", "SELECT t.type, count(*) AS n FROM docs, json_tree(docs.j) AS t GROUP BY t.type ORDER BY t.type"),
+        ("tree_types", "SELECT t.type, count(*) AS n FROM jdocs, json_tree(jdocs.j) AS t GROUP BY t.type ORDER BY t.type"),
         (
             "unnest_langs",
-            "SELECT u AS lang, count(*) AS n FROM (SELECT unnest(TRY_CAST(docs.j->'commit'->'record'->'langs' AS JSON[])) AS u "
-            "FROM docs) AS s GROUP BY lang ORDER BY n DESC, lang LIMIT 10",
+            "SELECT u AS lang, count(*) AS n FROM (SELECT unnest(TRY_CAST(jdocs.j->'commit'->'record'->'langs' AS JSON[])) AS u "
+            "FROM jdocs) AS s GROUP BY lang ORDER BY n DESC, lang LIMIT 10",
         ),
     ],
     "arrays": [
-        ("each_items", "SELECT count(*) FROM docs, json_each(docs.j, '$.items') AS e"),
+        ("each_items", "SELECT count(*) FROM jdocs, json_each(jdocs.j, '$.items') AS e"),
         (
             "items_by_sku",
-            "SELECT e.value->>'sku' AS sku, sum(CAST(e.value->>'qty' AS BIGINT)) AS qty FROM docs, "
-            "json_each(docs.j, '$.items') AS e GROUP BY sku ORDER BY qty DESC, sku LIMIT 10",
+            "SELECT e.value->>'sku' AS sku, sum(CAST(e.value->>'qty' AS BIGINT)) AS qty FROM jdocs, "
+            "json_each(jdocs.j, '$.items') AS e GROUP BY sku ORDER BY qty DESC, sku LIMIT 10",
         ),
         (
             "left_join_items",
-            "SELECT count(*), count(e.key) FROM docs LEFT JOIN LATERAL json_each(docs.j, '$.items') AS e ON true",
+            "SELECT count(*), count(e.key) FROM jdocs LEFT JOIN LATERAL json_each(jdocs.j, '$.items') AS e ON true",
         ),
-        ("tree_items", "SELECT t.type, count(*) AS n FROM docs, json_tree(docs.j, '$.items') AS t GROUP BY t.type ORDER BY t.type"),
+        ("tree_items", "SELECT t.type, count(*) AS n FROM jdocs, json_tree(jdocs.j, '$.items') AS t GROUP BY t.type ORDER BY t.type"),
         (
             "unnest_items",
-            "SELECT count(*) FROM (SELECT unnest(CAST(docs.j->'items' AS JSON[])) AS u FROM docs) AS s",
+            "SELECT count(*) FROM (SELECT unnest(CAST(jdocs.j->'items' AS JSON[])) AS u FROM jdocs) AS s",
         ),
     ],
 }
@@ -104,7 +104,7 @@ def arrays_file(docs: int, seed: int, items_max: int, data: Path) -> Path:
 def run_duckdb(path: Path, threads: int, tries: int, sqls: list[str]):
     con = duckdb.connect()
     con.execute(f"SET threads = {threads}")
-    con.execute(f"CREATE VIEW docs AS SELECT json AS j FROM read_ndjson_objects('{path}')")
+    con.execute(f"CREATE VIEW jdocs AS SELECT json AS j FROM read_ndjson_objects('{path}')")
     out = []
     for sql in sqls:
         times, rows = [], None
@@ -118,7 +118,7 @@ def run_duckdb(path: Path, threads: int, tries: int, sqls: list[str]):
 
 def run_tessera(tessera: str, path: Path, threads: int, tries: int, sqls: list[str]):
     """Each query `tries` times in one process; its times and last answer."""
-    ddl = f"CREATE EXTERNAL TABLE docs STORED AS NDJSON LOCATION '{path}';"
+    ddl = f"CREATE EXTERNAL TABLE jdocs STORED AS NDJSON LOCATION '{path}';"
     out = []
     for sql in sqls:
         script = ddl + " " + " ".join(f"{sql};" for _ in range(tries))

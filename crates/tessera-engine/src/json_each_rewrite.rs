@@ -153,10 +153,14 @@ fn json_list_call(expr: &ast::Expr) -> Result<Option<ast::Expr>> {
         return Ok(None);
     };
     let try_cast = matches!(kind, CastKind::TryCast | CastKind::SafeCast);
-    let text = match try_cast {
-        true => format!("{JSON_LIST}({expr}, true)"),
-        false => format!("{JSON_LIST}({expr})"),
-    };
+    // DuckDB casts text to JSON[] keeping `null` elements as JSON, but a JSON value (a
+    // JSON access, a JSON column) with them as SQL NULL; Tessera's JSON values are text,
+    // so a string literal is taken for text and anything else for JSON.
+    let sql_nulls = !matches!(
+        expr.as_ref(),
+        ast::Expr::Value(v) if matches!(v.value, ast::Value::SingleQuotedString(_))
+    );
+    let text = format!("{JSON_LIST}({expr}, {try_cast}, {sql_nulls})");
     Ok(Some(parse_expr(&text)?))
 }
 

@@ -406,7 +406,8 @@ fn literal_text(name: &str, value: &ScalarValue) -> Result<Option<String>> {
 
 /// `CAST(x AS JSON[])`: the elements of a JSON array as a list of JSON texts (written
 /// as DuckDB writes them); NULL stays NULL, anything but an array is an error, or NULL
-/// under `TRY_CAST` (the second argument `true`).
+/// under `TRY_CAST` (the second argument `true`). With the third argument `true`,
+/// `null` elements are SQL NULL (DuckDB's cast of a JSON value, not of text).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct JsonList {
     signature: Signature,
@@ -434,13 +435,12 @@ impl ScalarUDFImpl for JsonList {
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
         match arg_types {
-            [json] => coerce_text_args("CAST AS JSON[]", std::slice::from_ref(json), 0),
-            [json, DataType::Boolean] => {
+            [json, DataType::Boolean, DataType::Boolean] => {
                 let mut out = coerce_text_args("CAST AS JSON[]", std::slice::from_ref(json), 0)?;
-                out.push(DataType::Boolean);
+                out.extend([DataType::Boolean, DataType::Boolean]);
                 Ok(out)
             }
-            _ => plan_err!("CAST AS JSON[] takes one text value"),
+            _ => plan_err!("{JSON_LIST} takes a text value and two flags"),
         }
     }
 
@@ -454,10 +454,13 @@ impl ScalarUDFImpl for JsonList {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let n = args.number_rows;
         let docs = args.args[0].to_array(n)?;
-        let try_cast = matches!(
-            args.args.get(1),
-            Some(ColumnarValue::Scalar(ScalarValue::Boolean(Some(true))))
-        );
+        let flag = |i: usize| {
+            matches!(
+                args.args.get(i),
+                Some(ColumnarValue::Scalar(ScalarValue::Boolean(Some(true))))
+            )
+        };
+        let (try_cast, sql_nulls) = (flag(1), flag(2));
         let mut list = ListBuilder::new(StringViewBuilder::new())
             .with_field(Arc::new(Field::new_list_field(DataType::Utf8View, true)));
         let mut tape = Tape::default();
@@ -488,6 +491,10 @@ impl ScalarUDFImpl for JsonList {
                 );
             }
             for value in root.elements() {
+                if sql_nulls && value.node().kind() == Kind::Null {
+                    list.values().append_null();
+                    continue;
+                }
                 element.clear();
                 write_json(value, &mut element);
                 list.values().append_value(&element);

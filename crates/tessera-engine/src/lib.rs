@@ -24,6 +24,7 @@ pub mod errors;
 mod functions;
 mod group_keys;
 mod json;
+mod json_each_rewrite;
 pub mod options;
 mod output_names;
 mod physical_optimizer;

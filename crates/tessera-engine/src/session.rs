@@ -126,6 +126,7 @@ impl TesseraSession {
                 .cloned()
                 .ok_or_else(|| DataFusionError::Internal(format!("{name} is not registered")))
         };
+        crate::json_each_rewrite::register(&mut state)?;
         state.register_function_rewrite(Arc::new(WideIntegerSum))?;
         state.register_function_rewrite(Arc::new(FractionalDivision))?;
         state.register_function_rewrite(Arc::new(JsonCasts))?;
@@ -203,7 +204,9 @@ impl TesseraSession {
         output_names::name_outputs(&mut statement);
         group_keys::drop_cast_keys(&mut statement);
         dialect::rewrite(&mut statement, self.options().dialect);
+        crate::json_each_rewrite::rewrite_statement(&mut statement)?;
         let plan = self.ctx.state().statement_to_plan(statement).await?;
+        let plan = crate::json_each_rewrite::plan_laterals(plan)?;
         if let Some(frame) = self.delete_from_table(&plan).await? {
             return Ok(frame);
         }

@@ -4,6 +4,7 @@
 //!   scans reproduce when an access is pushed into them.
 //! - [`json_path`], [`json_path_contains`], [`json_clickhouse`]: DuckDB's and ClickHouse's
 //!   JSON functions (paths with wildcards, containment, defaults instead of NULL).
+//! - [`json_each`]: `json_each`/`json_tree` and `CAST(x AS JSON[])`: JSON unnested into rows.
 //! - [`operators`]: the `->` / `->>` operators, planned onto those functions.
 //! - [`compat`]: DuckDB and ClickHouse spellings (`hour(ts)`, `date_diff`, ...).
 //! - [`sum`]: `SUM` over integers widened so it cannot wrap around.
@@ -15,6 +16,7 @@ pub mod json;
 pub mod json_aggregate;
 pub mod json_build;
 pub mod json_clickhouse;
+pub mod json_each;
 pub mod json_modify;
 pub mod json_path;
 pub mod json_path_contains;

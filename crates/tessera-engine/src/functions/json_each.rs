@@ -1,0 +1,524 @@
+//! Unnesting JSON into rows, as DuckDB does: the table functions `json_each(json [,
+//! path])` and `json_tree(json [, path])`, and the list behind `CAST(x AS JSON[])`.
+//!
+//! Both table functions answer DuckDB's eight columns (`key`, `value`, `type`, `atom`,
+//! `id`, `parent`, `fullkey`, `path`): `json_each` one row per member or element of the
+//! value at the path (the value itself when it is a scalar), `json_tree` one row per
+//! value of that subtree in pre-order. Values are written back as DuckDB writes JSON
+//! (minified, numbers in their shortest form), and `id` is the value's position among
+//! all keys and values of the document in pre-order, which is the index of its node on a
+//! [`Tape`], so the numbering equals DuckDB's.
+//!
+//! Over constant arguments the table functions produce their rows directly. Over a
+//! column (`FROM t, json_each(t.j)`) `json_each_rewrite` plans them as an UNNEST of
+//! [`JsonEntries`], which returns each document's rows as a list of structs; DataFusion's
+//! unnest then emits them in batches of at most `batch_size` rows.
+
+use std::sync::{Arc, LazyLock};
+
+use arrow::array::{
+    Array, ArrayRef, ListBuilder, StringViewBuilder, StructArray, StructBuilder, UInt64Builder,
+};
+use arrow::datatypes::{DataType, Field, Fields, Schema};
+use arrow::record_batch::RecordBatch;
+use datafusion::catalog::{TableFunctionImpl, TableProvider};
+use datafusion::common::cast::{as_large_string_array, as_string_array, as_string_view_array};
+use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, plan_err};
+use datafusion::datasource::MemTable;
+use datafusion::logical_expr::scalar_doc_sections::DOC_SECTION_OTHER;
+use datafusion::logical_expr::{
+    ColumnarValue, Documentation, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility,
+};
+use tessera_json::path::{PathElem, parse_json_path};
+use tessera_json::tape::{Kind, ParseError, Tape};
+
+mod walk;
+
+use walk::escape_key;
+pub use walk::{Row, Walk, Walker, write_json};
+
+/// The output columns of `json_each` and `json_tree`, in DuckDB's order.
+pub const ENTRY_COLUMNS: [&str; 8] = [
+    "key", "value", "type", "atom", "id", "parent", "fullkey", "path",
+];
+
+/// Most rows of one batch of a constant `json_each`/`json_tree` (DataFusion's default
+/// batch size), so a large literal still streams in bounded batches.
+const BATCH_ROWS_MAX: usize = 8192;
+
+/// The Arrow fields of the output columns: text columns as `Utf8View`, `id` and
+/// `parent` as `UInt64` (DuckDB's `UBIGINT`).
+pub fn entry_fields() -> Fields {
+    ENTRY_COLUMNS
+        .iter()
+        .map(|name| {
+            let data_type = match *name {
+                "id" | "parent" => DataType::UInt64,
+                _ => DataType::Utf8View,
+            };
+            Field::new(*name, data_type, true)
+        })
+        .collect()
+}
+
+/// The type of one output column by name, if it is one.
+pub fn entry_type(name: &str) -> Option<DataType> {
+    entry_fields()
+        .iter()
+        .find(|f| f.name() == name)
+        .map(|f| f.data_type().clone())
+}
+
+/// Where a walk starts: the path argument, parsed, and its text (the `path` and the
+/// prefix of `fullkey` in the output, as the user wrote it).
+#[derive(Debug, Clone)]
+pub struct Start {
+    elems: Vec<PathElem>,
+    text: String,
+}
+
+impl Start {
+    /// The document's root (`$`).
+    pub fn root() -> Self {
+        Self {
+            elems: Vec::new(),
+            text: "$".to_string(),
+        }
+    }
+
+    /// The start at JSONPath `text` (`$...`), or at member `text` of the root when it
+    /// has no `$`; DuckDB refuses JSON Pointers (`/a`) here.
+    pub fn parse(function: &str, text: &str) -> Result<Self> {
+        if text.starts_with('/') {
+            return plan_err!("{function}: the path must start with '$', not {text:?}");
+        }
+        if !text.starts_with('$') {
+            let mut quoted = String::from("$.\"");
+            escape_key(text, &mut quoted);
+            quoted.push('"');
+            return Ok(Self {
+                elems: vec![PathElem::Key(text.to_string())],
+                text: quoted,
+            });
+        }
+        let elems =
+            parse_json_path(text).map_err(|e| DataFusionError::Plan(format!("{function}: {e}")))?;
+        Ok(Self {
+            elems,
+            text: text.to_string(),
+        })
+    }
+}
+
+/// The columns being built for the rows of one or more walks.
+pub struct EntryColumns {
+    builder: StructBuilder,
+}
+
+impl Default for EntryColumns {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl EntryColumns {
+    /// Empty columns.
+    pub fn new() -> Self {
+        Self {
+            builder: StructBuilder::from_fields(entry_fields(), 0),
+        }
+    }
+
+    /// The rows so far as a struct array; the columns are left empty.
+    pub fn finish(&mut self) -> StructArray {
+        self.builder.finish()
+    }
+
+    fn text(&mut self, column: usize, value: Option<&str>) {
+        self.builder
+            .field_builder::<StringViewBuilder>(column)
+            .expect("text column")
+            .append_option(value);
+    }
+
+    fn number(&mut self, column: usize, value: Option<u64>) {
+        self.builder
+            .field_builder::<UInt64Builder>(column)
+            .expect("id column")
+            .append_option(value);
+    }
+
+    /// Appends one row.
+    pub fn append(&mut self, row: &Row<'_>) {
+        self.text(0, row.key);
+        self.text(1, Some(row.value));
+        self.text(2, Some(row.type_name));
+        self.text(3, row.atom.then_some(row.value));
+        self.number(4, Some(row.id));
+        self.number(5, row.parent);
+        self.text(6, Some(row.fullkey));
+        self.text(7, Some(row.path));
+        self.builder.append(true);
+    }
+}
+
+/// The JSON text argument of row `row` of `docs` (any string type), `None` when NULL.
+fn text_at(docs: &ArrayRef, row: usize) -> Result<Option<&str>> {
+    if docs.is_null(row) {
+        return Ok(None);
+    }
+    Ok(Some(match docs.data_type() {
+        DataType::Utf8 => as_string_array(docs)?.value(row),
+        DataType::LargeUtf8 => as_large_string_array(docs)?.value(row),
+        DataType::Utf8View => as_string_view_array(docs)?.value(row),
+        other => return exec_err!("expected JSON text, not {other}"),
+    }))
+}
+
+/// Accepts JSON text (any string type, or NULL) followed by `paths` optional text
+/// arguments.
+fn coerce_text_args(name: &str, arg_types: &[DataType], paths: usize) -> Result<Vec<DataType>> {
+    if arg_types.is_empty() || arg_types.len() > 1 + paths {
+        return plan_err!("{name} takes a JSON text and at most {paths} path");
+    }
+    arg_types
+        .iter()
+        .map(|t| match t {
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => Ok(t.clone()),
+            DataType::Null => Ok(DataType::Utf8),
+            other => plan_err!("{name} expects text arguments, not {other}"),
+        })
+        .collect()
+}
+
+fn malformed(name: &str, row: usize, error: ParseError) -> DataFusionError {
+    DataFusionError::Execution(format!(
+        "{name}: malformed JSON in row {}: {error}",
+        row + 1
+    ))
+}
+
+/// The rows of `json_each`/`json_tree` of each document as a list of structs (see the
+/// module documentation); NULL documents and paths give an empty list. Planned by
+/// `json_each_rewrite` under an UNNEST; not meant to be called by name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct JsonEntries {
+    walk: Walk,
+    name: String,
+    signature: Signature,
+}
+
+impl JsonEntries {
+    /// The entries function of `walk`.
+    pub fn new(walk: Walk) -> Self {
+        Self {
+            walk,
+            name: format!("__tessera_{}", walk.name()),
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+
+    /// The list type it returns.
+    pub fn list_type() -> DataType {
+        DataType::List(Arc::new(Field::new_list_field(
+            DataType::Struct(entry_fields()),
+            true,
+        )))
+    }
+}
+
+impl ScalarUDFImpl for JsonEntries {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        coerce_text_args(self.walk.name(), arg_types, 1)
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(Self::list_type())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let n = args.number_rows;
+        let docs = args.args[0].to_array(n)?;
+        let paths = match args.args.get(1) {
+            Some(p) => Some(p.to_array(n)?),
+            None => None,
+        };
+        let name = self.walk.name();
+        let mut list = ListBuilder::new(EntryColumns::new()).with_field(Arc::new(
+            Field::new_list_field(DataType::Struct(entry_fields()), true),
+        ));
+        let mut walker = Walker::default();
+        let mut constant_start: Option<(String, Start)> = None;
+        for row in 0..n {
+            let start = match &paths {
+                None => Some(Start::root()),
+                Some(p) => match text_at(p, row)? {
+                    None => None,
+                    Some(text) => Some(match &constant_start {
+                        Some((t, s)) if t == text => s.clone(),
+                        _ => {
+                            let s = Start::parse(name, text)?;
+                            constant_start = Some((text.to_string(), s.clone()));
+                            s
+                        }
+                    }),
+                },
+            };
+            if let (Some(doc), Some(start)) = (text_at(&docs, row)?, start) {
+                let columns = list.values();
+                walker
+                    .walk(
+                        doc.as_bytes(),
+                        &start.elems,
+                        &start.text,
+                        self.walk,
+                        &mut |row| columns.append(row),
+                    )
+                    .map_err(|e| malformed(name, row, e))?;
+            }
+            list.append(true);
+        }
+        Ok(ColumnarValue::Array(Arc::new(list.finish())))
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&ENTRIES_DOCS)
+    }
+}
+
+impl arrow::array::ArrayBuilder for EntryColumns {
+    fn len(&self) -> usize {
+        self.builder.len()
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        Arc::new(EntryColumns::finish(self))
+    }
+
+    fn finish_cloned(&self) -> ArrayRef {
+        Arc::new(self.builder.finish_cloned())
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+
+    fn into_box_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
+
+static ENTRIES_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        DOC_SECTION_OTHER,
+        "The rows json_each/json_tree give for each document, as a list of structs \
+         (planned under UNNEST for `FROM t, json_each(t.j)`).",
+        "FROM t, json_each(t.j, '$.items') AS e",
+    )
+    .with_argument("json", "JSON text")
+    .with_argument("path", "optional JSONPath starting with '$'")
+    .build()
+});
+
+/// `json_each(json [, path])` / `json_tree(json [, path])` in FROM with constant
+/// arguments.
+#[derive(Debug)]
+pub struct JsonEachTable {
+    walk: Walk,
+}
+
+impl JsonEachTable {
+    /// The table function of `walk`.
+    pub fn new(walk: Walk) -> Self {
+        Self { walk }
+    }
+}
+
+impl TableFunctionImpl for JsonEachTable {
+    fn call(&self, exprs: &[Expr]) -> Result<Arc<dyn TableProvider>> {
+        let name = self.walk.name();
+        if exprs.is_empty() || exprs.len() > 2 {
+            return plan_err!("{name} takes a JSON text and an optional path");
+        }
+        let mut texts = Vec::with_capacity(exprs.len());
+        for e in exprs {
+            texts.push(match e {
+                Expr::Literal(v, _) => literal_text(name, v)?,
+                _ => {
+                    return plan_err!(
+                        "{name}: arguments over columns are read as a lateral join: \
+                         write FROM t, {name}(t.j) (got {e})"
+                    );
+                }
+            });
+        }
+        let start = match texts.get(1) {
+            None => Some(Start::root()),
+            Some(path) => path.as_deref().map(|p| Start::parse(name, p)).transpose()?,
+        };
+        let schema = Arc::new(Schema::new(entry_fields()));
+        let mut batches = Vec::new();
+        if let (Some(doc), Some(start)) = (&texts[0], start) {
+            let mut columns = EntryColumns::new();
+            Walker::default()
+                .walk(
+                    doc.as_bytes(),
+                    &start.elems,
+                    &start.text,
+                    self.walk,
+                    &mut |row| columns.append(row),
+                )
+                .map_err(|e| malformed(name, 0, e))?;
+            let rows = RecordBatch::from(columns.finish());
+            let mut offset = 0;
+            while offset < rows.num_rows() {
+                let len = BATCH_ROWS_MAX.min(rows.num_rows() - offset);
+                batches.push(rows.slice(offset, len));
+                offset += len;
+            }
+        }
+        Ok(Arc::new(MemTable::try_new(schema, vec![batches])?))
+    }
+}
+
+fn literal_text(name: &str, value: &ScalarValue) -> Result<Option<String>> {
+    match value {
+        ScalarValue::Utf8(s) | ScalarValue::LargeUtf8(s) | ScalarValue::Utf8View(s) => {
+            Ok(s.clone())
+        }
+        v if v.is_null() => Ok(None),
+        other => plan_err!("{name} expects JSON text, not {}", other.data_type()),
+    }
+}
+
+/// `CAST(x AS JSON[])`: the elements of a JSON array as a list of JSON texts (written
+/// as DuckDB writes them); NULL stays NULL, anything but an array is an error, or NULL
+/// under `TRY_CAST` (the second argument `true`). With the third argument `true`,
+/// `null` elements are SQL NULL (DuckDB's cast of a JSON value, not of text).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct JsonList {
+    signature: Signature,
+}
+
+/// The name `CAST(x AS JSON[])` is rewritten to.
+pub const JSON_LIST: &str = "__tessera_json_list";
+
+impl Default for JsonList {
+    fn default() -> Self {
+        Self {
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for JsonList {
+    fn name(&self) -> &str {
+        JSON_LIST
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [json, DataType::Boolean, DataType::Boolean] => {
+                let mut out = coerce_text_args("CAST AS JSON[]", std::slice::from_ref(json), 0)?;
+                out.extend([DataType::Boolean, DataType::Boolean]);
+                Ok(out)
+            }
+            _ => plan_err!("{JSON_LIST} takes a text value and two flags"),
+        }
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::List(Arc::new(Field::new_list_field(
+            DataType::Utf8View,
+            true,
+        ))))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let n = args.number_rows;
+        let docs = args.args[0].to_array(n)?;
+        let flag = |i: usize| {
+            matches!(
+                args.args.get(i),
+                Some(ColumnarValue::Scalar(ScalarValue::Boolean(Some(true))))
+            )
+        };
+        let (try_cast, sql_nulls) = (flag(1), flag(2));
+        let mut list = ListBuilder::new(StringViewBuilder::new())
+            .with_field(Arc::new(Field::new_list_field(DataType::Utf8View, true)));
+        let mut tape = Tape::default();
+        let mut element = String::new();
+        for row in 0..n {
+            let Some(text) = text_at(&docs, row)? else {
+                list.append(false);
+                continue;
+            };
+            tape.clear();
+            let parsed = match tape.push(text.as_bytes()) {
+                Ok(parsed) => parsed,
+                Err(_) if try_cast => {
+                    list.append(false);
+                    continue;
+                }
+                Err(e) => return Err(malformed("CAST AS JSON[]", row, e)),
+            };
+            let root = tape.doc(0, parsed).root();
+            if root.node().kind() != Kind::Array {
+                if try_cast {
+                    list.append(false);
+                    continue;
+                }
+                return exec_err!(
+                    "Cannot cast to list of JSON: row {} is not a JSON array",
+                    row + 1
+                );
+            }
+            for value in root.elements() {
+                if sql_nulls && value.node().kind() == Kind::Null {
+                    list.values().append_null();
+                    continue;
+                }
+                element.clear();
+                write_json(value, &mut element);
+                list.values().append_value(&element);
+            }
+            list.append(true);
+        }
+        let array: ArrayRef = Arc::new(list.finish());
+        Ok(ColumnarValue::Array(array))
+    }
+}
+
+/// The scalar functions of this module, to register with a session.
+pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
+    vec![
+        Arc::new(ScalarUDF::from(JsonEntries::new(Walk::Each))),
+        Arc::new(ScalarUDF::from(JsonEntries::new(Walk::Tree))),
+        Arc::new(ScalarUDF::from(JsonList::default())),
+    ]
+}
+
+/// The table functions of this module, by name.
+pub fn table_functions() -> Vec<(&'static str, Arc<dyn TableFunctionImpl>)> {
+    [Walk::Each, Walk::Tree]
+        .into_iter()
+        .map(|w| (w.name(), Arc::new(JsonEachTable::new(w)) as _))
+        .collect()
+}

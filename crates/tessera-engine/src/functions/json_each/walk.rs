@@ -1,0 +1,353 @@
+//! The walk of one document behind `json_each`/`json_tree`, and JSON written back as
+//! DuckDB writes it. Depends on `tessera-json` only, so the fuzz target `json_each`
+//! includes this file as is.
+
+use std::fmt::Write as _;
+
+use tessera_json::path::PathElem;
+use tessera_json::tape::{Kind, ParseError, Tape, Value};
+
+/// Which rows a walk produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Walk {
+    /// `json_each`: the members or elements of the value (the value, if a scalar).
+    Each,
+    /// `json_tree`: the value and every value below it, in pre-order.
+    Tree,
+}
+
+impl Walk {
+    /// The SQL name of the table function.
+    pub fn name(self) -> &'static str {
+        match self {
+            Walk::Each => "json_each",
+            Walk::Tree => "json_tree",
+        }
+    }
+
+    /// The walk named `name` (`json_each` or `json_tree`).
+    pub fn from_name(name: &str) -> Option<Walk> {
+        match name.to_ascii_lowercase().as_str() {
+            "json_each" => Some(Walk::Each),
+            "json_tree" => Some(Walk::Tree),
+            _ => None,
+        }
+    }
+}
+
+/// Appends `key` with its quotes and backslashes escaped, as inside a quoted path key.
+pub fn escape_key(key: &str, out: &mut String) {
+    for c in key.chars() {
+        if matches!(c, '"' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+}
+
+/// One output row, borrowed from the walker's buffers.
+#[derive(Debug)]
+pub struct Row<'a> {
+    /// The member's key or the element's index; NULL (None) for the start value.
+    pub key: Option<&'a str>,
+    /// The value as JSON text.
+    pub value: &'a str,
+    /// DuckDB's type name.
+    pub type_name: &'static str,
+    /// Whether `atom` is the value (scalars but null).
+    pub atom: bool,
+    /// Position among the document's keys and values in pre-order.
+    pub id: u64,
+    /// `json_tree`: the id of the container.
+    pub parent: Option<u64>,
+    /// The path of the value.
+    pub fullkey: &'a str,
+    /// The path of its container (of the start value: its own).
+    pub path: &'a str,
+}
+
+/// Parses documents and writes their rows; reused across documents so its buffers are
+/// allocated once.
+#[derive(Default)]
+pub struct Walker {
+    tape: Tape,
+    value: String,
+    fullkey: String,
+    path: String,
+    rows: usize,
+}
+
+impl Walker {
+    /// Appends the rows of `walk` over `text` from `start` to `out`; returns how many.
+    /// `Err` holds the byte offset and reason of malformed JSON.
+    pub fn walk(
+        &mut self,
+        text: &[u8],
+        path: &[PathElem],
+        path_text: &str,
+        walk: Walk,
+        out: &mut dyn FnMut(&Row<'_>),
+    ) -> Result<usize, ParseError> {
+        self.tape.clear();
+        let text = self.tape.push(text)?;
+        let tape = std::mem::take(&mut self.tape);
+        let doc = tape.doc(0, text);
+        let root = doc.root();
+        self.rows = 0;
+        if let Some(at) = find(root, path) {
+            self.fullkey.clear();
+            self.fullkey.push_str(path_text);
+            let base = root.index();
+            match walk {
+                Walk::Each => self.each(at, base, out),
+                Walk::Tree => self.tree(at, base, None, None, out),
+            }
+        }
+        self.tape = tape;
+        Ok(self.rows)
+    }
+
+    /// `json_each`: the children of `at`, or `at` itself when it is a scalar.
+    fn each(&mut self, at: Value<'_>, base: usize, out: &mut dyn FnMut(&Row<'_>)) {
+        self.path.clear();
+        self.path.push_str(&self.fullkey);
+        let fullkey_len = self.fullkey.len();
+        match at.node().kind() {
+            Kind::Object => {
+                for (key, value) in at.members() {
+                    self.key_suffix(key.str());
+                    self.emit(value, base, Some(key.str()), None, out);
+                    self.fullkey.truncate(fullkey_len);
+                }
+            }
+            Kind::Array => {
+                for (i, value) in at.elements().enumerate() {
+                    self.index_suffix(i);
+                    self.emit(value, base, Some(&i.to_string()), None, out);
+                    self.fullkey.truncate(fullkey_len);
+                }
+            }
+            _ => self.emit(at, base, None, None, out),
+        }
+    }
+
+    /// `json_tree`: `at` (reached by `key` from `parent`) and everything below it. The
+    /// tape limits nesting to 128 levels, which bounds the recursion.
+    fn tree(
+        &mut self,
+        at: Value<'_>,
+        base: usize,
+        key: Option<&str>,
+        parent: Option<u64>,
+        out: &mut dyn FnMut(&Row<'_>),
+    ) {
+        self.emit(at, base, key, parent, out);
+        let id = Some((at.index() - base) as u64);
+        let fullkey_len = self.fullkey.len();
+        match at.node().kind() {
+            Kind::Object => {
+                for (k, value) in at.members() {
+                    self.path.clear();
+                    self.path.push_str(&self.fullkey);
+                    self.key_suffix(k.str());
+                    self.tree(value, base, Some(k.str()), id, out);
+                    self.fullkey.truncate(fullkey_len);
+                }
+            }
+            Kind::Array => {
+                for (i, value) in at.elements().enumerate() {
+                    self.path.clear();
+                    self.path.push_str(&self.fullkey);
+                    self.index_suffix(i);
+                    self.tree(value, base, Some(&i.to_string()), id, out);
+                    self.fullkey.truncate(fullkey_len);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Appends the row of `value`, whose `fullkey` and `path` are in the buffers.
+    fn emit(
+        &mut self,
+        value: Value<'_>,
+        base: usize,
+        key: Option<&str>,
+        parent: Option<u64>,
+        out: &mut dyn FnMut(&Row<'_>),
+    ) {
+        if parent.is_none() && key.is_none() {
+            // The start value itself: its path is its own full key.
+            self.path.clear();
+            self.path.push_str(&self.fullkey);
+        }
+        self.value.clear();
+        write_json(value, &mut self.value);
+        let kind = value.node().kind();
+        self.rows += 1;
+        out(&Row {
+            key,
+            value: &self.value,
+            type_name: type_name(value),
+            atom: !matches!(kind, Kind::Object | Kind::Array | Kind::Null),
+            id: (value.index() - base) as u64,
+            parent,
+            fullkey: &self.fullkey,
+            path: &self.path,
+        });
+    }
+
+    /// `.key`, quoted unless it is an ASCII letter followed by letters, digits and `_`
+    /// (SQLite's rule, which DuckDB follows).
+    fn key_suffix(&mut self, key: &str) {
+        let plain = key.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
+            && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        self.fullkey.push('.');
+        if plain {
+            self.fullkey.push_str(key);
+            return;
+        }
+        self.fullkey.push('"');
+        escape_key(key, &mut self.fullkey);
+        self.fullkey.push('"');
+    }
+
+    fn index_suffix(&mut self, index: usize) {
+        let _ = write!(self.fullkey, "[{index}]");
+    }
+}
+
+/// The value at `path` below `root`: the first member of a repeated key (as DuckDB
+/// reads it), negative indexes from the end.
+fn find<'a>(root: Value<'a>, path: &[PathElem]) -> Option<Value<'a>> {
+    let mut at = root;
+    for elem in path {
+        at = match (elem, at.node().kind()) {
+            (PathElem::Key(k), Kind::Object) => at.members().find(|(key, _)| key.str() == k)?.1,
+            (PathElem::Index(i), Kind::Array) => {
+                let len = at.node().container_len() as i64;
+                let i = if *i < 0 { len + i } else { *i };
+                at.elements().nth(usize::try_from(i).ok()?)?
+            }
+            _ => return None,
+        };
+    }
+    Some(at)
+}
+
+/// DuckDB's type name of a JSON value.
+fn type_name(value: Value<'_>) -> &'static str {
+    match value.node().kind() {
+        Kind::Null => "NULL",
+        Kind::True | Kind::False => "BOOLEAN",
+        Kind::Int if value.node().int() < 0 => "BIGINT",
+        Kind::Int | Kind::UInt => "UBIGINT",
+        Kind::Decimal | Kind::Float => "DOUBLE",
+        Kind::String | Kind::Key => "VARCHAR",
+        Kind::Object => "OBJECT",
+        Kind::Array => "ARRAY",
+    }
+}
+
+/// Writes `value` as DuckDB writes JSON: no whitespace, strings with the minimal
+/// escapes, numbers in their shortest form ([`write_float`]).
+pub fn write_json(value: Value<'_>, out: &mut String) {
+    let node = value.node();
+    match node.kind() {
+        Kind::Null => out.push_str("null"),
+        Kind::True => out.push_str("true"),
+        Kind::False => out.push_str("false"),
+        Kind::Int => {
+            let _ = write!(out, "{}", node.int());
+        }
+        Kind::UInt => {
+            let _ = write!(out, "{}", node.uint());
+        }
+        // DuckDB keeps the digits of an integer beyond u64 as written.
+        Kind::Decimal => {
+            let _ = write!(out, "{}", value.decimal());
+        }
+        Kind::Float => write_float(node.float(), out),
+        Kind::String | Kind::Key => write_string(value.str(), out),
+        Kind::Object => {
+            out.push('{');
+            for (i, (key, member)) in value.members().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(key.str(), out);
+                out.push(':');
+                write_json(member, out);
+            }
+            out.push('}');
+        }
+        Kind::Array => {
+            out.push('[');
+            for (i, element) in value.elements().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json(element, out);
+            }
+            out.push(']');
+        }
+    }
+}
+
+/// A double with the shortest digits that read back to it: positional when its decimal
+/// exponent is in -6..=20 (with `.0` when integral), otherwise `1.5e-10` style (as
+/// ECMAScript's Number::toString, which DuckDB's writer follows).
+pub fn write_float(f: f64, out: &mut String) {
+    let sci = format!("{f:e}");
+    let (mantissa, exponent) = sci.split_once('e').expect("{:e} has an exponent");
+    let exponent: i32 = exponent.parse().expect("{:e} exponent is an integer");
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(m) => ("-", m),
+        None => ("", mantissa),
+    };
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    out.push_str(sign);
+    if !(-6..=20).contains(&exponent) {
+        out.push_str(mantissa);
+        let _ = write!(out, "e{exponent}");
+        return;
+    }
+    if exponent < 0 {
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', (-exponent - 1) as usize));
+        out.push_str(&digits);
+        return;
+    }
+    let integral = exponent as usize + 1;
+    if digits.len() <= integral {
+        out.push_str(&digits);
+        out.extend(std::iter::repeat_n('0', integral - digits.len()));
+        out.push_str(".0");
+    } else {
+        out.push_str(&digits[..integral]);
+        out.push('.');
+        out.push_str(&digits[integral..]);
+    }
+}
+
+/// A JSON string: `"` and `\` escaped, control characters as `\n`-style escapes or
+/// `\u00XX`, everything else (non-ASCII, DEL, `/`) as is.
+fn write_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04X}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}

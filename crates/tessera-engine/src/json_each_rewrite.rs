@@ -1,0 +1,450 @@
+//! `json_each`/`json_tree` over columns (`FROM t, json_each(t.j)`, `CROSS JOIN LATERAL`,
+//! `LEFT JOIN LATERAL ... ON true`) and `CAST(x AS JSON[])`, planned with DataFusion's
+//! own operators.
+//!
+//! DataFusion's table functions take constant arguments only, and it cannot run a
+//! lateral subquery whose outer references sit in a projection. So, before planning, a
+//! `json_each(args)` that follows another relation in FROM becomes a lateral derived
+//! table of marker calls (`LATERAL (SELECT __tessera_lateral_json('key', 'json_each',
+//! args) AS key, ...) AS json_each`): the SQL planner then resolves the arguments
+//! against the relations on the left and gives the alias its eight typed columns. After
+//! planning, [`plan_laterals`] replaces each join with such a marker on its right by
+//! `Unnest(Projection(left.*, __tessera_json_each(args)))` and a projection of the
+//! struct fields under the alias. The unnest streams: DataFusion's `UnnestExec` emits
+//! batches of at most `batch_size` rows however long a document's array is.
+//!
+//! `CAST(x AS JSON[])` (and `x::JSON[]`, `TRY_CAST`) becomes `__tessera_json_list(x)`
+//! before planning, so `unnest(CAST(j->'a' AS JSON[]))` is DataFusion's UNNEST of a
+//! list of JSON texts.
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, FieldRef};
+use datafusion::common::NullHandling;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{
+    Column, DataFusionError, Result, ScalarValue, UnnestOptions, exec_err, plan_err,
+};
+use datafusion::functions::core::expr_fn::get_field;
+use datafusion::logical_expr::{
+    ColumnarValue, Expr, JoinType, LogicalPlan, LogicalPlanBuilder, ReturnFieldArgs,
+    ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility, expr::ScalarFunction,
+};
+use datafusion::sql::parser::Statement;
+use datafusion::sql::sqlparser::ast::{
+    self, CastKind, FunctionArg, FunctionArgExpr, Select, SelectItem, SetExpr, TableFactor,
+    VisitMut, VisitorMut,
+};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+
+use crate::functions::json_each::{ENTRY_COLUMNS, JSON_LIST, JsonEntries, Walk, entry_type};
+use crate::statement_walk;
+
+/// The marker function a lateral `json_each`/`json_tree` is planned through.
+pub const LATERAL_MARKER: &str = "__tessera_lateral_json";
+
+/// Rewrites lateral `json_each`/`json_tree` relations and `JSON[]` casts in `statement`
+/// (see the module documentation).
+pub(crate) fn rewrite_statement(statement: &mut Statement) -> Result<()> {
+    match statement_walk::walk(statement, &mut Rewriter) {
+        ControlFlow::Continue(()) => Ok(()),
+        ControlFlow::Break(e) => Err(e),
+    }
+}
+
+struct Rewriter;
+
+impl VisitorMut for Rewriter {
+    type Break = DataFusionError;
+
+    fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<DataFusionError> {
+        let lateral = |factor: &mut TableFactor| match lateral_relation(factor) {
+            Ok(Some(derived)) => {
+                *factor = derived;
+                ControlFlow::Continue(())
+            }
+            Ok(None) => ControlFlow::Continue(()),
+            Err(e) => ControlFlow::Break(e),
+        };
+        for (i, from) in select.from.iter_mut().enumerate() {
+            if i > 0 {
+                lateral(&mut from.relation)?;
+            }
+            for join in &mut from.joins {
+                lateral(&mut join.relation)?;
+            }
+        }
+        name_cast_items(&mut select.projection);
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_expr(&mut self, expr: &mut ast::Expr) -> ControlFlow<DataFusionError> {
+        match json_list_call(expr) {
+            Ok(Some(call)) => {
+                *expr = call;
+                ControlFlow::Continue(())
+            }
+            Ok(None) => ControlFlow::Continue(()),
+            Err(e) => ControlFlow::Break(e),
+        }
+    }
+}
+
+/// Names an unaliased SELECT item that holds a `JSON[]` cast by its text as written, so
+/// the rewrite does not show in the output's column names.
+fn name_cast_items(items: &mut [SelectItem]) {
+    for item in items {
+        let SelectItem::UnnamedExpr(expr) = item else {
+            continue;
+        };
+        let mut probe = expr.clone();
+        let mut finder = CastFinder(false);
+        let _ = probe.visit(&mut finder);
+        if finder.0 {
+            *item = SelectItem::ExprWithAlias {
+                alias: ast::Ident::with_quote('"', expr.to_string()),
+                expr: expr.clone(),
+            };
+        }
+    }
+}
+
+struct CastFinder(bool);
+
+impl VisitorMut for CastFinder {
+    type Break = ();
+
+    fn pre_visit_expr(&mut self, expr: &mut ast::Expr) -> ControlFlow<()> {
+        if is_json_list_cast(expr) {
+            self.0 = true;
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn is_json_list_cast(expr: &ast::Expr) -> bool {
+    let ast::Expr::Cast { data_type, .. } = expr else {
+        return false;
+    };
+    let ast::DataType::Array(ast::ArrayElemTypeDef::SquareBracket(inner, None)) = data_type else {
+        return false;
+    };
+    match inner.as_ref() {
+        ast::DataType::JSON => true,
+        ast::DataType::Custom(name, modifiers) => {
+            modifiers.is_empty() && name.to_string().eq_ignore_ascii_case("json")
+        }
+        _ => false,
+    }
+}
+
+/// `CAST(x AS JSON[])` as a call of the JSON list function (`TRY_CAST` with `true`).
+fn json_list_call(expr: &ast::Expr) -> Result<Option<ast::Expr>> {
+    if !is_json_list_cast(expr) {
+        return Ok(None);
+    }
+    let ast::Expr::Cast { kind, expr, .. } = expr else {
+        return Ok(None);
+    };
+    let try_cast = matches!(kind, CastKind::TryCast | CastKind::SafeCast);
+    // DuckDB casts text to JSON[] keeping `null` elements as JSON, but a JSON value (a
+    // JSON access, a JSON column) with them as SQL NULL; Tessera's JSON values are text,
+    // so a string literal is taken for text and anything else for JSON.
+    let sql_nulls = !matches!(
+        expr.as_ref(),
+        ast::Expr::Value(v) if matches!(v.value, ast::Value::SingleQuotedString(_))
+    );
+    let text = format!("{JSON_LIST}({expr}, {try_cast}, {sql_nulls})");
+    Ok(Some(parse_expr(&text)?))
+}
+
+fn parse_expr(text: &str) -> Result<ast::Expr> {
+    Ok(Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(text)?
+        .parse_expr()?)
+}
+
+/// If `factor` calls `json_each`/`json_tree`, the lateral derived table of markers that
+/// replaces it.
+fn lateral_relation(factor: &TableFactor) -> Result<Option<TableFactor>> {
+    let (name, args, alias) = match factor {
+        TableFactor::Table {
+            name,
+            args: Some(args),
+            alias,
+            ..
+        } => (name, &args.args, alias),
+        TableFactor::Function {
+            name, args, alias, ..
+        } => (name, args, alias),
+        _ => return Ok(None),
+    };
+    let Some(walk) = name
+        .0
+        .last()
+        .and_then(|p| p.as_ident())
+        .and_then(|i| Walk::from_name(&i.value))
+    else {
+        return Ok(None);
+    };
+    if name.0.len() != 1 {
+        return Ok(None);
+    }
+    let args = args
+        .iter()
+        .map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Ok(e.to_string()),
+            other => plan_err!("{}: unsupported argument {other}", walk.name()),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let columns: Vec<String> = ENTRY_COLUMNS
+        .iter()
+        .map(|c| {
+            format!(
+                "{LATERAL_MARKER}('{c}', '{}', {}) AS \"{c}\"",
+                walk.name(),
+                args.join(", ")
+            )
+        })
+        .collect();
+    let alias = match alias {
+        Some(alias) => ast::TableAlias {
+            explicit: false,
+            ..alias.clone()
+        }
+        .to_string(),
+        None => walk.name().to_string(),
+    };
+    let sql = format!(
+        "SELECT 1 FROM t, LATERAL (SELECT {}) AS {alias}",
+        columns.join(", ")
+    );
+    let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, &sql)?;
+    let Some(ast::Statement::Query(query)) = statements.pop() else {
+        return plan_err!("{}: could not plan its lateral form", walk.name());
+    };
+    let SetExpr::Select(select) = *query.body else {
+        return plan_err!("{}: could not plan its lateral form", walk.name());
+    };
+    let mut from = select.from;
+    Ok(from.pop().map(|f| f.relation))
+}
+
+/// One lateral `json_each`/`json_tree` found on the right of a join.
+struct Marker {
+    walk: Walk,
+    /// The function's arguments, outer references resolved against the left input.
+    args: Vec<Expr>,
+    /// For each output column of the right side, which entry column it is.
+    columns: Vec<&'static str>,
+}
+
+/// Replaces every join with a lateral `json_each`/`json_tree` marker on its right (see
+/// the module documentation).
+pub(crate) fn plan_laterals(plan: LogicalPlan) -> Result<LogicalPlan> {
+    Ok(plan
+        .transform_up_with_subqueries(|node| match &node {
+            LogicalPlan::Join(join) => match marker(&join.right)? {
+                Some(marker) => Ok(Transformed::yes(unnest_join(join, marker)?)),
+                None => Ok(Transformed::no(node)),
+            },
+            _ => Ok(Transformed::no(node)),
+        })?
+        .data)
+}
+
+/// The marker under `plan` (through an alias and a subquery wrapper), if any.
+fn marker(plan: &LogicalPlan) -> Result<Option<Marker>> {
+    let plan = match plan {
+        LogicalPlan::SubqueryAlias(alias) => alias.input.as_ref(),
+        other => other,
+    };
+    let plan = match plan {
+        LogicalPlan::Subquery(subquery) => subquery.subquery.as_ref(),
+        other => other,
+    };
+    let LogicalPlan::Projection(projection) = plan else {
+        return Ok(None);
+    };
+    if !matches!(projection.input.as_ref(), LogicalPlan::EmptyRelation(_)) {
+        return Ok(None);
+    }
+    let mut found: Option<(Walk, Vec<Expr>)> = None;
+    let mut columns = Vec::with_capacity(projection.expr.len());
+    for expr in &projection.expr {
+        let Some((column, walk, args)) = marker_call(expr.clone().unalias()) else {
+            return Ok(None);
+        };
+        columns.push(column);
+        found = Some((walk, args));
+    }
+    let Some((walk, args)) = found else {
+        return Ok(None);
+    };
+    let args = args
+        .into_iter()
+        .map(|a| {
+            a.transform(|e| match e {
+                Expr::OuterReferenceColumn(_, column) => Ok(Transformed::yes(Expr::Column(column))),
+                e => Ok(Transformed::no(e)),
+            })
+            .map(|t| t.data)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Some(Marker {
+        walk,
+        args,
+        columns,
+    }))
+}
+
+/// The column, walk and arguments of a marker call.
+fn marker_call(expr: Expr) -> Option<(&'static str, Walk, Vec<Expr>)> {
+    let Expr::ScalarFunction(ScalarFunction { func, args }) = expr else {
+        return None;
+    };
+    if func.name() != LATERAL_MARKER || args.len() < 3 {
+        return None;
+    }
+    let literal = |e: &Expr| match e {
+        Expr::Literal(ScalarValue::Utf8(Some(s)), _) => Some(s.clone()),
+        _ => None,
+    };
+    let column = literal(&args[0])?;
+    let column = ENTRY_COLUMNS.iter().find(|c| **c == column)?;
+    let walk = Walk::from_name(&literal(&args[1])?)?;
+    Some((column, walk, args[2..].to_vec()))
+}
+
+/// `left JOIN LATERAL json_each(args)` as an unnest over `left`.
+fn unnest_join(join: &datafusion::logical_expr::Join, marker: Marker) -> Result<LogicalPlan> {
+    let name = marker.walk.name();
+    let on_true = join.on.is_empty()
+        && matches!(
+            join.filter,
+            None | Some(Expr::Literal(ScalarValue::Boolean(Some(true)), _))
+        );
+    let null_handling = match join.join_type {
+        JoinType::Inner => NullHandling::Drop,
+        JoinType::Left if on_true => NullHandling::PreserveAndExpandEmpty,
+        JoinType::Left => {
+            return plan_err!("LEFT JOIN LATERAL {name}(...) is supported with ON true only");
+        }
+        other => return plan_err!("{other} JOIN LATERAL {name}(...) is not supported"),
+    };
+    let left = join.left.as_ref().clone();
+    let left_columns: Vec<Expr> = left
+        .schema()
+        .iter()
+        .map(|(q, f)| Expr::Column(Column::new(q.cloned(), f.name())))
+        .collect();
+    let entry = format!("__tessera_entry_{}", left_columns.len());
+    let entries = Arc::new(ScalarUDF::from(JsonEntries::new(marker.walk)));
+    let mut listed = left_columns.clone();
+    listed.push(Expr::ScalarFunction(ScalarFunction::new_udf(entries, marker.args)).alias(&entry));
+    let options = UnnestOptions {
+        null_handling,
+        ..Default::default()
+    };
+    let mut output = left_columns;
+    for ((qualifier, field), column) in join.right.schema().iter().zip(&marker.columns) {
+        output.push(
+            get_field(Expr::Column(Column::from_name(&entry)), *column)
+                .alias_qualified(qualifier.cloned(), field.name()),
+        );
+    }
+    let mut builder = LogicalPlanBuilder::from(left)
+        .project(listed)?
+        .unnest_column_with_options(Column::from_name(&entry), options)?
+        .project(output)?;
+    if join.join_type == JoinType::Inner {
+        let equal = join.on.iter().map(|(l, r)| l.clone().eq(r.clone()));
+        if let Some(condition) = equal.chain(join.filter.clone()).reduce(Expr::and) {
+            builder = builder.filter(condition)?;
+        }
+    }
+    builder.build()
+}
+
+/// Stands for one output column of a lateral `json_each`/`json_tree` until
+/// [`plan_laterals`] replaces the join it sits in; its type is that column's type.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LateralMarker {
+    signature: Signature,
+}
+
+impl Default for LateralMarker {
+    fn default() -> Self {
+        Self {
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for LateralMarker {
+    fn name(&self) -> &str {
+        LATERAL_MARKER
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        Ok(arg_types
+            .iter()
+            .map(|t| match t {
+                DataType::Null => DataType::Utf8,
+                t => t.clone(),
+            })
+            .collect())
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        plan_err!("{LATERAL_MARKER}: the column is named by its first argument")
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
+        let column = match args.scalar_arguments.first() {
+            Some(Some(ScalarValue::Utf8(Some(c)))) => c.as_str(),
+            _ => return plan_err!("{LATERAL_MARKER}: expected a column name"),
+        };
+        let Some(data_type) = entry_type(column) else {
+            return plan_err!("{LATERAL_MARKER}: no column {column}");
+        };
+        Ok(Arc::new(arrow::datatypes::Field::new(
+            self.name(),
+            data_type,
+            true,
+        )))
+    }
+
+    fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        exec_err!(
+            "json_each/json_tree over a column is supported as a lateral join of the \
+             table it reads: FROM t, json_each(t.j) or t CROSS JOIN LATERAL json_each(t.j)"
+        )
+    }
+}
+
+/// Registers the JSON unnesting functions of `functions::json_each` and the marker with
+/// `state`.
+pub(crate) fn register(
+    state: &mut datafusion::execution::session_state::SessionState,
+) -> Result<()> {
+    use datafusion::execution::FunctionRegistry;
+    let marker = Arc::new(ScalarUDF::from(LateralMarker::default()));
+    for f in crate::functions::json_each::scalar_functions()
+        .into_iter()
+        .chain([marker])
+    {
+        state.register_udf(f)?;
+    }
+    for (name, function) in crate::functions::json_each::table_functions() {
+        state.register_udtf(name, function);
+    }
+    Ok(())
+}

@@ -18,8 +18,8 @@ use arrow::array::{
     Array, ArrayRef, AsArray, LargeStringArray, StringArray, StringBuilder, StringViewArray,
 };
 use arrow::datatypes::{
-    DataType, Field, FieldRef, Float16Type, Float32Type, Float64Type, Int8Type, Int16Type,
-    Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+    DataType, FieldRef, Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type,
+    Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, plan_err};

@@ -155,9 +155,9 @@ impl UrlTableFactory for LocationTableFactory {
             || name.starts_with("./")
             || name.starts_with("../")
             || format_for(name).is_some()
-            || name.contains(['*', '?'])
-            || std::path::Path::new(name).exists();
-        if !looks_like_location {
+            || name.contains(['*', '?']);
+        let local_name = !looks_like_location && std::path::Path::new(name).exists();
+        if !looks_like_location && !local_name {
             return Ok(None);
         }
         let state = self
@@ -173,6 +173,12 @@ impl UrlTableFactory for LocationTableFactory {
             && let Some(table) = crate::datasource::tessera::open_existing(&state, name).await?
         {
             return Ok(Some(Arc::new(table)));
+        }
+        // A bare name that is only a local file or directory of that name is a table
+        // name first: `CREATE EXTERNAL TABLE docs ...` asks whether `docs` exists, and a
+        // `docs/` folder in the working directory must not answer with an error.
+        if local_name {
+            return Ok(None);
         }
         table_for_locations(&state, &[name.to_string()], None, None)
             .await

@@ -7,7 +7,8 @@
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
-use tessera_json::path::{display_path, parse_path, select};
+use tessera_json::path::{display_path, parse_path};
+use tessera_json::select::select;
 use tessera_json::{PathTrie, Scanner, parse_json_path};
 
 const DOC: &str = r#"{"a":{"b":[1,{"c":[2,3]}],"a":{"a":[]}},"d":[[0],{"":1,"/":2,"~":3}]}"#;

@@ -43,7 +43,7 @@ impl fmt::Display for OnError {
 
 /// `tessera.dialect`: whose meaning SQL text has. 'postgres' (default) is DataFusion's
 /// PostgreSQL grammar and semantics; 'duckdb' parses with DuckDB's grammar and gives
-/// DuckDB's meanings where they differ (`crate::dialect` says which), so queries
+/// DuckDB's meanings where they differ (the `dialect` module says which), so queries
 /// written for DuckDB run unchanged.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum SqlDialect {

@@ -109,7 +109,7 @@ impl TesseraSession {
             .with_runtime_env(runtime)
             .with_default_features()
             .build();
-        let json = json_functions::all_functions();
+        let json = crate::functions::json_scalar_functions();
         state.register_udf(dialect::divide())?;
         for f in json.iter().cloned().chain(compat::all_functions()) {
             state.register_udf(f)?;

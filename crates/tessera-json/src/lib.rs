@@ -6,6 +6,7 @@
 //! - [`limits`]: the nesting limit raw queries and ingest share.
 //! - [`index`]: stage-one SIMD bitmaps of a document (quotes, escapes, brackets).
 //! - [`scanner`]: a validating scanner that locates only the paths a query needs.
+//! - [`select`]: the values a DuckDB path (wildcards, `..`) selects in a scanned document.
 //! - [`value`]: located values converted with the semantics of each SQL access form.
 //! - [`tape`]: one validating parse per document into a flat tape of nodes, for ingest.
 //! - [`canonical`]: a document's value as an owned tree that compares by meaning.
@@ -30,6 +31,7 @@ pub mod limits;
 pub mod modify;
 pub mod path;
 pub mod scanner;
+pub mod select;
 pub mod tape;
 pub mod tree;
 pub mod value;

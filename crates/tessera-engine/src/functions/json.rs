@@ -1,8 +1,7 @@
 //! Tessera's JSON SQL functions: `json_get` (`->`), `json_get_text` (`->>`),
 //! `json_get_str`, `json_get_int`, `json_get_float`, `json_get_bool`, `json_typeof` and
-//! `json_length`. DuckDB's spellings are in [`super::json_path`] and
-//! [`super::json_path_contains`], ClickHouse's in [`super::json_clickhouse`]; all are
-//! registered from [`all_functions`].
+//! `json_length`. DuckDB's spellings are in the modules `json_path` and
+//! `json_path_contains`, ClickHouse's in `json_clickhouse`, which build on this one.
 //!
 //! Every function takes a JSON text followed by path elements: string keys, integer
 //! array indexes (negative counts from the end) or a JSONPath string (`'$.a[0].b'`).
@@ -58,9 +57,6 @@ pub fn all_functions() -> Vec<Arc<ScalarUDF>> {
             &[],
         ))));
     }
-    out.extend(super::json_path::all_functions());
-    out.extend(super::json_path_contains::all_functions());
-    out.extend(super::json_clickhouse::all_functions());
     out
 }
 

@@ -22,8 +22,9 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use tessera_json::escape::unescape_into;
-use tessera_json::path::{MAX_PATH_DEPTH, PathTrie, children, member};
+use tessera_json::path::{MAX_PATH_DEPTH, PathTrie};
 use tessera_json::scanner::{Kind, Scanner, Span};
+use tessera_json::select::{children, member};
 
 use super::json::is_json_text;
 use super::json_path::texts;

@@ -1,8 +1,8 @@
 //! DuckDB's JSON functions that read values, with DuckDB's names, signatures and
 //! answers: `json_extract` (`json_extract_path`), `json_extract_string`
 //! (`json_extract_path_text`), `json_value`, `json_exists`, `json_type`,
-//! `json_array_length`, `json_keys` and `json_valid` (`json_contains` is in
-//! [`super::json_path_contains`]).
+//! `json_array_length`, `json_keys` and `json_valid` (`json_contains` is in the
+//! module `json_path_contains`).
 //!
 //! A path argument is read as DuckDB reads it ([`parse_path`]): JSONPath with wildcards
 //! and `..`, JSON Pointer, the empty path, a bare key, an integer index, or a list of
@@ -32,10 +32,10 @@ use datafusion::logical_expr::{
 };
 use tessera_json::escape::unescape_into;
 use tessera_json::path::{
-    JsonPath, MAX_PATH_DEPTH, PathElem, PathStep, PathTrie, children, parse_json_path, parse_path,
-    select,
+    JsonPath, MAX_PATH_DEPTH, PathElem, PathStep, PathTrie, parse_json_path, parse_path,
 };
 use tessera_json::scanner::{Kind, Scanner, Span};
+use tessera_json::select::{children, select};
 use tessera_json::value::{Output, text_of};
 
 use super::json::{access_udf, is_json_text};

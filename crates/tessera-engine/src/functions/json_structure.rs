@@ -5,7 +5,7 @@
 //! make `DOUBLE`, arrays merge their elements, objects their keys (in order of first
 //! appearance), and anything else that differs is `JSON`. An object without keys is
 //! `JSON` unless it merges with one that has keys. The same merge serves
-//! `json_group_structure` ([`super::json_aggregate`]).
+//! `json_group_structure` (in `json_aggregate`).
 
 use std::sync::{Arc, LazyLock};
 

@@ -35,3 +35,14 @@ pub fn json_document_functions() -> Vec<std::sync::Arc<datafusion::logical_expr:
     out.extend(json_transform::all_functions());
     out
 }
+
+/// Every JSON scalar function: Tessera's own ([`json`]), DuckDB's reading functions and
+/// containment ([`json_path`], [`json_path_contains`]) and ClickHouse's spellings
+/// ([`json_clickhouse`]), ready to register with a session.
+pub fn json_scalar_functions() -> Vec<std::sync::Arc<datafusion::logical_expr::ScalarUDF>> {
+    let mut out = json::all_functions();
+    out.extend(json_path::all_functions());
+    out.extend(json_path_contains::all_functions());
+    out.extend(json_clickhouse::all_functions());
+    out
+}

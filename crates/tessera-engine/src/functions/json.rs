@@ -60,6 +60,27 @@ pub fn all_functions() -> Vec<Arc<ScalarUDF>> {
     out
 }
 
+/// Evaluates a row-at-a-time function: over one row when every argument is a scalar
+/// (the result is a scalar), else over the batch's rows; `eval` gets the row count.
+pub(crate) fn rowwise(
+    args: &ScalarFunctionArgs,
+    eval: impl FnOnce(usize) -> Result<ArrayRef>,
+) -> Result<ColumnarValue> {
+    let scalar_result = args
+        .args
+        .iter()
+        .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+    let n = if scalar_result { 1 } else { args.number_rows };
+    let array = eval(n)?;
+    if scalar_result {
+        Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+            &array, 0,
+        )?))
+    } else {
+        Ok(ColumnarValue::Array(array))
+    }
+}
+
 /// The access function (`json_get`, `json_get_text`, ...) of an output, as registered;
 /// DuckDB's spellings plan onto it when their path is plain.
 pub(crate) fn access_udf(output: Output) -> ScalarUDF {
@@ -195,19 +216,7 @@ impl ScalarUDFImpl for JsonFunction {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar_result = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let n = if scalar_result { 1 } else { args.number_rows };
-        let array = evaluate(self.name, self.probe, &args.args, n)?;
-        if scalar_result {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &array, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(array))
-        }
+        rowwise(&args, |n| evaluate(self.name, self.probe, &args.args, n))
     }
 
     fn simplify(&self, args: Vec<Expr>, _info: &SimplifyContext) -> Result<ExprSimplifyResult> {

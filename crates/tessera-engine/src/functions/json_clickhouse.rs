@@ -26,7 +26,7 @@ use tessera_json::path::{MAX_PATH_DEPTH, PathTrie};
 use tessera_json::scanner::{Kind, Scanner, Span};
 use tessera_json::select::{children, member};
 
-use super::json::is_json_text;
+use super::json::{is_json_text, rowwise};
 use super::json_path::texts;
 
 /// The ClickHouse functions, ready to register.
@@ -130,19 +130,7 @@ impl ScalarUDFImpl for ClickHouseJson {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar_result = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let n = if scalar_result { 1 } else { args.number_rows };
-        let array = evaluate(self.extract, &args.args, n)?;
-        if scalar_result {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &array, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(array))
-        }
+        rowwise(&args, |n| evaluate(self.extract, &args.args, n))
     }
 }
 

@@ -38,7 +38,7 @@ use tessera_json::scanner::{Kind, Scanner, Span};
 use tessera_json::select::{children, select};
 use tessera_json::value::{Output, text_of};
 
-use super::json::{access_udf, is_json_text};
+use super::json::{access_udf, is_json_text, rowwise};
 
 /// The DuckDB reading functions, ready to register.
 pub fn all_functions() -> Vec<Arc<ScalarUDF>> {
@@ -267,21 +267,9 @@ impl ScalarUDFImpl for DuckJsonFunction {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar_result = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let n = if scalar_result { 1 } else { args.number_rows };
         // A list where the probe's item is not: a list of paths or a path of many values.
         let listed = *args.return_field.data_type() != self.probe.item_type();
-        let array = evaluate(self, &args.args, n, listed)?;
-        if scalar_result {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &array, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(array))
-        }
+        rowwise(&args, |n| evaluate(self, &args.args, n, listed))
     }
 
     fn simplify(&self, args: Vec<Expr>, _info: &SimplifyContext) -> Result<ExprSimplifyResult> {

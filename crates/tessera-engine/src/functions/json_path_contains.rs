@@ -12,13 +12,13 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, BooleanBuilder};
 use arrow::datatypes::DataType;
-use datafusion::common::{Result, ScalarValue, exec_err, plan_err};
+use datafusion::common::{Result, exec_err, plan_err};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use tessera_json::tape::{Kind, Tape, Value};
 
-use super::json::is_json_text;
+use super::json::{is_json_text, rowwise};
 use super::json_path::texts;
 
 /// `json_contains`, ready to register.
@@ -58,21 +58,11 @@ impl ScalarUDFImpl for JsonContains {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar_result = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let n = if scalar_result { 1 } else { args.number_rows };
-        let haystacks = args.args[0].to_array(n)?;
-        let needles = args.args[1].to_array(n)?;
-        let array = contains_column(&texts(&haystacks)?, &texts(&needles)?)?;
-        if scalar_result {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &array, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(array))
-        }
+        rowwise(&args, |n| {
+            let haystacks = args.args[0].to_array(n)?;
+            let needles = args.args[1].to_array(n)?;
+            contains_column(&texts(&haystacks)?, &texts(&needles)?)
+        })
     }
 }
 

@@ -24,23 +24,32 @@ pub fn deep_merge(target: Json, patch: Json) -> Json {
 }
 
 fn merge_objects(target: Vec<(String, Json)>, patch: Vec<(String, Json)>) -> Json {
-    let patched: HashMap<&str, &Json> = first_values(&patch);
+    let patched = first_values(&patch);
+    // Each patch member that is not `null` merges into the target's first member of
+    // its key, even where the patch's first member of that key is `null`.
+    let merging: HashSet<&str> = patch
+        .iter()
+        .filter(|(_, v)| *v != Json::Null)
+        .map(|(k, _)| k.as_str())
+        .collect();
     let mut bases: HashMap<String, Json> = HashMap::new();
+    for (key, value) in &target {
+        if merging.contains(key.as_str()) && !bases.contains_key(key) {
+            bases.insert(key.clone(), value.clone());
+        }
+    }
     let mut out = Vec::with_capacity(target.len() + patch.len());
     for (key, value) in target {
-        match patched.get(key.as_str()) {
-            Some(Json::Null) | None => out.push((key, value)),
-            Some(_) => {
-                bases.entry(key).or_insert(value);
-            }
+        if matches!(patched.get(key.as_str()), Some(Json::Null) | None) {
+            out.push((key, value));
         }
     }
     for (key, value) in patch {
         if value == Json::Null {
             continue;
         }
-        // A target member absent (or replaced twice by duplicate patch keys) merges
-        // like `null`: the patch value as written, its `null` members included.
+        // A target member absent merges like `null`: the patch value as written, its
+        // `null` members included.
         let base = bases.get(&key).cloned().unwrap_or(Json::Null);
         out.push((key, deep_merge(base, value)));
     }
@@ -159,6 +168,11 @@ mod tests {
             (r#"{"a":1,"a":2}"#, r#"{"a":null}"#, r#"{"a":1,"a":2}"#),
             (r#"{"a":1}"#, r#"{"a":3,"a":2}"#, r#"{"a":3,"a":2}"#),
             (r#"{"a":{"x":1},"a":2}"#, r#"{"a":{"y":1}}"#, r#"{"a":{"x":1,"y":1}}"#),
+            (
+                r#"{"a":{"x":1}}"#,
+                r#"{"a":null,"a":{"y":2}}"#,
+                r#"{"a":{"x":1},"a":{"x":1,"y":2}}"#,
+            ),
         ] {
             let out = deep_merge(json(target), json(patch)).to_text();
             assert_eq!(out, merged, "{target} {patch}");

@@ -116,11 +116,13 @@ pub fn set_path(root: &mut Json, path: &[Step], value: &Json, mode: Mode) {
                 });
             }
         }
-        (Json::Array(items), Step::Index(_) | Step::Append | Step::Token(_)) => match element(items.len(), step) {
-            Some(at) if at < items.len() => set_path(&mut items[at], rest, value, mode),
-            Some(_) if mode.adds() => items.extend(fresh(rest, value)),
-            _ => {}
-        },
+        (Json::Array(items), Step::Index(_) | Step::Append | Step::Token(_)) => {
+            match element(items.len(), step) {
+                Some(at) if at < items.len() => set_path(&mut items[at], rest, value, mode),
+                Some(_) if mode.adds() => items.extend(fresh(rest, value)),
+                _ => {}
+            }
+        }
         _ => {}
     }
 }
@@ -165,10 +167,7 @@ fn element(len: usize, step: &Step) -> Option<usize> {
         Step::Token(token) => {
             let canonical = token == "0"
                 || (!token.starts_with('0') && token.bytes().all(|b| b.is_ascii_digit()));
-            token
-                .parse()
-                .ok()
-                .filter(|&at| canonical && at <= len)
+            token.parse().ok().filter(|&at| canonical && at <= len)
         }
         Step::Key(_) => None,
     }
@@ -286,7 +285,9 @@ mod tests {
     fn pointer_tokens_index_arrays_and_name_keys() {
         // Answers of DuckDB 2.0.0's json_set and json_remove on JSON Pointer paths.
         let tokens = |text: &str| -> Vec<Step> {
-            text.split('/').map(|t| Step::Token(t.to_string())).collect()
+            text.split('/')
+                .map(|t| Step::Token(t.to_string()))
+                .collect()
         };
         for (doc, at, out) in [
             ("{}", "a/0", r#"{"a":{"0":1}}"#),
@@ -302,7 +303,11 @@ mod tests {
             set_path(&mut value, &tokens(at), &json("1"), Mode::Set);
             assert_eq!(value.to_text(), out, "{doc} {at}");
         }
-        for (doc, at, out) in [("[1,2]", "-", "[1,2]"), (r#"{"1":2}"#, "1", "{}"), ("[1,2]", "1", "[1]")] {
+        for (doc, at, out) in [
+            ("[1,2]", "-", "[1,2]"),
+            (r#"{"1":2}"#, "1", "{}"),
+            ("[1,2]", "1", "[1]"),
+        ] {
             let mut value = json(doc);
             remove_path(&mut value, &tokens(at));
             assert_eq!(value.to_text(), out, "{doc} {at}");

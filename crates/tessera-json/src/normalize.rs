@@ -46,9 +46,15 @@ mod tests {
     fn keys_sort_by_bytes_at_every_level() {
         // Answers of DuckDB 2.0.0's json_normalize.
         for (text, sorted) in [
-            (r#"{"zzz":3,"äbc":1,"abc":2}"#, r#"{"abc":2,"zzz":3,"äbc":1}"#),
+            (
+                r#"{"zzz":3,"äbc":1,"abc":2}"#,
+                r#"{"abc":2,"zzz":3,"äbc":1}"#,
+            ),
             (r#"{"2":2,"10":10,"1":1}"#, r#"{"1":1,"10":10,"2":2}"#),
-            (r#"[{"b":[{"d":1,"c":2}],"a":0}]"#, r#"[{"a":0,"b":[{"c":2,"d":1}]}]"#),
+            (
+                r#"[{"b":[{"d":1,"c":2}],"a":0}]"#,
+                r#"[{"a":0,"b":[{"c":2,"d":1}]}]"#,
+            ),
             (
                 r#"{"b":1,"a":2,"a":3,"a":1,"a":0,"ab":0}"#,
                 r#"{"a":2,"a":3,"a":1,"a":0,"ab":0,"b":1}"#,
@@ -63,7 +69,10 @@ mod tests {
     fn nulls_go_from_objects_only() {
         // Answers of DuckDB 2.0.0's json_strip_nulls.
         for (text, stripped) in [
-            (r#"{"a":null,"a":1,"b":[null,{"c":null}]}"#, r#"{"a":1,"b":[null,{}]}"#),
+            (
+                r#"{"a":null,"a":1,"b":[null,{"c":null}]}"#,
+                r#"{"a":1,"b":[null,{}]}"#,
+            ),
             (r#"{"a":{"b":{"c":null}}}"#, r#"{"a":{"b":{}}}"#),
             ("null", "null"),
             ("[null]", "[null]"),

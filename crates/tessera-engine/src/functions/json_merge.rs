@@ -173,7 +173,12 @@ impl JsonMerge {
     /// Merges the arguments left to right. A SQL NULL patch makes the merge so far SQL
     /// NULL, and a later patch merged into SQL NULL is that patch as written (DuckDB's
     /// answers: `json_deep_merge('{"a":1}', NULL, '{"c":3}')` is `{"c":3}`).
-    fn deep_merge(&self, texts: &[Option<&str>], row: usize, tape: &mut Tape) -> Result<Option<Json>> {
+    fn deep_merge(
+        &self,
+        texts: &[Option<&str>],
+        row: usize,
+        tape: &mut Tape,
+    ) -> Result<Option<Json>> {
         let mut merged: Option<Json> = None;
         for text in texts {
             let patch = match text {

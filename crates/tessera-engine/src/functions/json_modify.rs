@@ -205,8 +205,8 @@ fn modify_path(function: &str, text: &str) -> Result<Vec<Step>> {
     } else {
         text.to_string()
     };
-    let path = parse_path(&text)
-        .map_err(|e| DataFusionError::Execution(format!("{function}: {e}")))?;
+    let path =
+        parse_path(&text).map_err(|e| DataFusionError::Execution(format!("{function}: {e}")))?;
     path.steps
         .into_iter()
         .map(|step| match step {

@@ -4,13 +4,15 @@
 //! `json_normalize(j)` (keys sorted at every level, as `VARCHAR`) and
 //! `json_strip_nulls(j)` (members whose value is `null` dropped at every level).
 //!
-//! Arguments are JSON text; malformed text is an error naming the function and the row.
+//! Arguments are JSON text, or values of other types cast to JSON first (as `to_json`
+//! writes them); malformed text is an error naming the function and the row.
 //! The kernels are `tessera_json::merge` and `tessera_json::normalize`.
 
 use std::sync::{Arc, LazyLock};
 
+use arrow::array::{Array, ArrayRef, StringBuilder};
 use arrow::datatypes::{DataType, Field, FieldRef};
-use datafusion::common::{Result, plan_err};
+use datafusion::common::{Result, ScalarValue, plan_err};
 use datafusion::logical_expr::scalar_doc_sections::DOC_SECTION_OTHER;
 use datafusion::logical_expr::{
     ColumnarValue, Documentation, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
@@ -21,7 +23,7 @@ use tessera_json::normalize::{sort_keys, strip_nulls};
 use tessera_json::tape::Tape;
 use tessera_json::tree::Json;
 
-use super::json_build::{TextColumn, map_rows, parse_json};
+use super::json_build::{TextColumn, map_rows, parse_json, write_arrow};
 use crate::json::json_type::json_field;
 
 /// The functions, ready to register.
@@ -102,14 +104,14 @@ impl ScalarUDFImpl for JsonMerge {
             let least = if variadic { "at least " } else { "" };
             return plan_err!("{}() takes {least}{count} JSON arguments", self.name);
         }
-        arg_types
+        // Other types are cast to JSON when invoked (`to_json`'s text), as in DuckDB.
+        Ok(arg_types
             .iter()
             .map(|t| match t {
-                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => Ok(t.clone()),
-                DataType::Null => Ok(DataType::Utf8),
-                other => plan_err!("{}() takes JSON text, not {other}", self.name),
+                DataType::Null => DataType::Utf8,
+                other => other.clone(),
             })
-            .collect()
+            .collect())
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
@@ -126,6 +128,15 @@ impl ScalarUDFImpl for JsonMerge {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let mut tape = Tape::default();
+        let texts = args
+            .args
+            .iter()
+            .map(|arg| as_json_text(arg, &mut tape))
+            .collect::<Result<Vec<_>>>()?;
+        let args = ScalarFunctionArgs {
+            args: texts,
+            ..args
+        };
         map_rows(&args, |arrays, row, out| {
             let texts = arrays
                 .iter()
@@ -192,4 +203,35 @@ impl JsonMerge {
         }
         Ok(merged)
     }
+}
+
+/// `value` as JSON text: text as it is (it is read as JSON), any other type written as
+/// `to_json` writes it (a struct as an object, a date as a string), NULL kept.
+fn as_json_text(value: &ColumnarValue, tape: &mut Tape) -> Result<ColumnarValue> {
+    let array = match value {
+        ColumnarValue::Array(array) => array.clone(),
+        ColumnarValue::Scalar(scalar) => scalar.to_array()?,
+    };
+    if matches!(
+        array.data_type(),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null
+    ) {
+        return Ok(value.clone());
+    }
+    let mut builder = StringBuilder::with_capacity(array.len(), array.len() * 16);
+    let mut text = String::new();
+    for row in 0..array.len() {
+        if array.is_null(row) {
+            builder.append_null();
+            continue;
+        }
+        text.clear();
+        write_arrow(array.as_ref(), false, row, &mut text, tape)?;
+        builder.append_value(&text);
+    }
+    let array: ArrayRef = Arc::new(builder.finish());
+    Ok(match value {
+        ColumnarValue::Array(_) => ColumnarValue::Array(array),
+        ColumnarValue::Scalar(_) => ColumnarValue::Scalar(ScalarValue::try_from_array(&array, 0)?),
+    })
 }

@@ -3,14 +3,15 @@
 //! value written, and the round trips hold: merging the diff from `old` into `old` gives
 //! `new` (where RFC 7396 can say it: no duplicate keys, no `null` members in `new`), a
 //! value equals itself and (without duplicate keys) has an empty diff to itself, and
-//! sorting keys or stripping nulls twice changes nothing the second time.
+//! sorting keys or stripping nulls twice changes nothing the second time. JSON Pointer
+//! tokens (`json_set(j, '/a/0', v)`) set and remove without a panic, too.
 //!
 //! Input: the first document, a newline, the second.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use tessera_json::merge::{deep_merge, equal, merge_patch_diff};
-use tessera_json::modify::merge_patch;
+use tessera_json::modify::{Mode, Step, merge_patch, remove_path, set_path};
 use tessera_json::normalize::{sort_keys, strip_nulls};
 use tessera_json::tape::Tape;
 use tessera_json::tree::Json;
@@ -34,6 +35,15 @@ fn has_duplicates(value: &Json) -> bool {
         Json::Array(items) => items.iter().any(has_duplicates),
         _ => false,
     }
+}
+
+/// Up to three JSON Pointer tokens chosen by the bits of `selector`: indexes, the
+/// append token, keys and a non-canonical index.
+fn tokens(selector: usize) -> Vec<Step> {
+    const TOKENS: [&str; 6] = ["0", "1", "-", "a", "01", ""];
+    (0..selector % 4)
+        .map(|i| Step::Token(TOKENS[(selector >> (2 + 3 * i)) % TOKENS.len()].to_string()))
+        .collect()
 }
 
 fn sorted(mut value: Json) -> Json {
@@ -76,6 +86,15 @@ fuzz_target!(|data: &[u8]| {
             patched.to_text()
         );
     }
+    let path = tokens(data.len());
+    for mode in [Mode::Set, Mode::Insert, Mode::Replace] {
+        let mut changed = old.clone();
+        set_path(&mut changed, &path, &new, mode);
+        check(&changed, &mut tape);
+    }
+    let mut removed = old.clone();
+    remove_path(&mut removed, &path);
+    check(&removed, &mut tape);
     for value in [old, new] {
         let once = sorted(value.clone());
         check(&once, &mut tape);

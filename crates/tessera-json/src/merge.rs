@@ -223,7 +223,11 @@ mod tests {
             ),
             // Found by the json_merge fuzz target: a duplicate is compared with the
             // first member of its name, so a document differs from itself.
-            (r#"{"c":null,"c":""}"#, r#"{"c":null,"c":""}"#, r#"{"c":""}"#),
+            (
+                r#"{"c":null,"c":""}"#,
+                r#"{"c":null,"c":""}"#,
+                r#"{"c":""}"#,
+            ),
             (
                 r#"{"x":{"a":1,"a":1}}"#,
                 r#"{"x":{"a":1,"a":2}}"#,

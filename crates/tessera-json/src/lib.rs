@@ -12,6 +12,8 @@
 //! - [`canonical`]: a document's value as an owned tree that compares by meaning.
 //! - [`tree`]: an owned JSON value and the one writer of JSON text (DuckDB's layout).
 //! - [`modify`]: merge patches and set/insert/replace/remove at a path, on trees.
+//! - [`merge`]: DuckDB's coalescing deep merge and the merge patch between two documents.
+//! - [`normalize`]: keys sorted at every level; `null` members stripped.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -28,7 +30,9 @@ pub mod canonical;
 pub mod escape;
 pub mod index;
 pub mod limits;
+pub mod merge;
 pub mod modify;
+pub mod normalize;
 pub mod path;
 pub mod scanner;
 pub mod select;

@@ -14,8 +14,12 @@ pub enum Step {
     /// An array element; negative counts from the end (`-1` is the last). The index
     /// one past the end names the place an element would be appended.
     Index(i64),
-    /// The place after an array's last element (`$[#]`, `/-`).
+    /// The place after an array's last element (`$[#]`).
     Append,
+    /// A JSON Pointer token (RFC 6901): a key of an object; of an array, the element
+    /// its canonical decimal digits name, or with `-` the place after the last element.
+    /// Where nothing exists yet, it creates an object member.
+    Token(String),
 }
 
 /// Which of `json_set`, `json_insert` and `json_replace`.
@@ -90,7 +94,7 @@ pub fn set_path(root: &mut Json, path: &[Step], value: &Json, mode: Mode) {
         return;
     };
     match (root, step) {
-        (Json::Object(members), Step::Key(key)) => {
+        (Json::Object(members), Step::Key(key) | Step::Token(key)) => {
             let Some(first) = members.iter().position(|(k, _)| k == key) else {
                 if mode.adds()
                     && let Some(fresh) = fresh(rest, value)
@@ -112,11 +116,13 @@ pub fn set_path(root: &mut Json, path: &[Step], value: &Json, mode: Mode) {
                 });
             }
         }
-        (Json::Array(items), Step::Index(_) | Step::Append) => match element(items.len(), step) {
-            Some(at) if at < items.len() => set_path(&mut items[at], rest, value, mode),
-            Some(_) if mode.adds() => items.extend(fresh(rest, value)),
-            _ => {}
-        },
+        (Json::Array(items), Step::Index(_) | Step::Append | Step::Token(_)) => {
+            match element(items.len(), step) {
+                Some(at) if at < items.len() => set_path(&mut items[at], rest, value, mode),
+                Some(_) if mode.adds() => items.extend(fresh(rest, value)),
+                _ => {}
+            }
+        }
         _ => {}
     }
 }
@@ -128,15 +134,15 @@ pub fn remove_path(root: &mut Json, path: &[Step]) -> bool {
         return false;
     };
     match (root, step) {
-        (Json::Object(members), Step::Key(key)) if rest.is_empty() => {
+        (Json::Object(members), Step::Key(key) | Step::Token(key)) if rest.is_empty() => {
             members.retain(|(k, _)| k != key);
         }
-        (Json::Object(members), Step::Key(key)) => {
+        (Json::Object(members), Step::Key(key) | Step::Token(key)) => {
             if let Some((_, child)) = members.iter_mut().find(|(k, _)| k == key) {
                 remove_path(child, rest);
             }
         }
-        (Json::Array(items), Step::Index(_)) => match element(items.len(), step) {
+        (Json::Array(items), Step::Index(_) | Step::Token(_)) => match element(items.len(), step) {
             Some(at) if at < items.len() && rest.is_empty() => {
                 items.remove(at);
             }
@@ -153,10 +159,16 @@ pub fn remove_path(root: &mut Json, path: &[Step]) -> bool {
 /// Where `step` points in an array of `len` elements: an element, `len` (the place
 /// to append), or nowhere.
 fn element(len: usize, step: &Step) -> Option<usize> {
-    match *step {
+    match step {
         Step::Append => Some(len),
-        Step::Index(i) if i >= 0 => usize::try_from(i).ok().filter(|&at| at <= len),
+        Step::Index(i) if *i >= 0 => usize::try_from(*i).ok().filter(|&at| at <= len),
         Step::Index(i) => len.checked_sub(usize::try_from(i.unsigned_abs()).ok()?),
+        Step::Token(token) if token == "-" => Some(len),
+        Step::Token(token) => {
+            let canonical = token == "0"
+                || (!token.starts_with('0') && token.bytes().all(|b| b.is_ascii_digit()));
+            token.parse().ok().filter(|&at| canonical && at <= len)
+        }
         Step::Key(_) => None,
     }
 }
@@ -169,7 +181,9 @@ fn fresh(path: &[Step], value: &Json) -> Option<Json> {
         return Some(value.clone());
     };
     match step {
-        Step::Key(key) => Some(Json::Object(vec![(key.clone(), fresh(rest, value)?)])),
+        Step::Key(key) | Step::Token(key) => {
+            Some(Json::Object(vec![(key.clone(), fresh(rest, value)?)]))
+        }
         Step::Index(0) | Step::Append => Some(Json::Array(vec![fresh(rest, value)?])),
         Step::Index(_) => None,
     }
@@ -264,6 +278,39 @@ mod tests {
             (r#"{"a":1}"#, "", Replace, "3"),
         ] {
             assert_eq!(set(doc, at, "3", mode), out, "{doc} {at} {mode:?}");
+        }
+    }
+
+    #[test]
+    fn pointer_tokens_index_arrays_and_name_keys() {
+        // Answers of DuckDB 2.0.0's json_set and json_remove on JSON Pointer paths.
+        let tokens = |text: &str| -> Vec<Step> {
+            text.split('/')
+                .map(|t| Step::Token(t.to_string()))
+                .collect()
+        };
+        for (doc, at, out) in [
+            ("{}", "a/0", r#"{"a":{"0":1}}"#),
+            (r#"{"a":[]}"#, "a/0", r#"{"a":[1]}"#),
+            ("[]", "0/b", r#"[{"b":1}]"#),
+            ("[1,2]", "01", "[1,2]"),
+            ("{}", "-", r#"{"-":1}"#),
+            ("[1]", "-/x", r#"[1,{"x":1}]"#),
+            ("[]", "-/-", r#"[{"-":1}]"#),
+            (r#"{"0":5}"#, "0", r#"{"0":1}"#),
+        ] {
+            let mut value = json(doc);
+            set_path(&mut value, &tokens(at), &json("1"), Mode::Set);
+            assert_eq!(value.to_text(), out, "{doc} {at}");
+        }
+        for (doc, at, out) in [
+            ("[1,2]", "-", "[1,2]"),
+            (r#"{"1":2}"#, "1", "{}"),
+            ("[1,2]", "1", "[1]"),
+        ] {
+            let mut value = json(doc);
+            remove_path(&mut value, &tokens(at));
+            assert_eq!(value.to_text(), out, "{doc} {at}");
         }
     }
 

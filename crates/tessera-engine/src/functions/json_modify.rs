@@ -6,9 +6,10 @@
 //!
 //! Documents and values are JSON text (a value `'2'` is the number 2, `'"x"'` the
 //! string); malformed text is an error, as in DuckDB. Paths are read by
-//! `tessera-json`'s `parse_json_path`; on top of it, a path ending in `[#]` (or `/-`)
-//! names the place after an array's last element, a path without `$` or `/` is one key,
-//! and the empty path is the whole document.
+//! `tessera-json`'s `parse_path`: JSONPath, where `[#]` and `[#-0]` name the place after
+//! an array's last element; JSON Pointer, whose tokens are keys of objects and indexes
+//! (or `-`, the place after the last element) of arrays; a path without `$` or `/` is
+//! one key, and the empty path is the whole document.
 
 use std::sync::{Arc, LazyLock};
 
@@ -21,7 +22,7 @@ use datafusion::logical_expr::{
     Signature, Volatility,
 };
 use tessera_json::modify::{Mode, Step, merge_patch_document, remove_path, set_path};
-use tessera_json::path::{PathElem, parse_json_path};
+use tessera_json::path::{PathElem, PathStep, parse_path};
 use tessera_json::tape::Tape;
 use tessera_json::tree::Json;
 
@@ -198,36 +199,59 @@ impl JsonModify {
 
 /// Reads a modification path (see the module documentation).
 fn modify_path(function: &str, text: &str) -> Result<Vec<Step>> {
-    if text.is_empty() || text == "$" {
-        return Ok(Vec::new());
-    }
-    if !text.starts_with('$') && !text.starts_with('/') {
-        return Ok(vec![Step::Key(text.to_string())]);
-    }
-    let (prefix, append) = match text.strip_suffix("[#]").or_else(|| text.strip_suffix("/-")) {
-        Some(prefix) => (prefix, true),
-        None => (text, false),
+    let pointer = text.starts_with('/');
+    let text = if text.starts_with('$') {
+        zero_from_end_as_append(text)
+    } else {
+        text.to_string()
     };
-    let elements = match prefix {
-        "" | "$" => Vec::new(),
-        prefix => parse_json_path(prefix)
-            .map_err(|e| DataFusionError::Execution(format!("{function}: {e}")))?,
-    };
-    let mut steps = Vec::with_capacity(elements.len() + 1);
-    for element in elements {
-        // Wildcards and other path forms that name many places cannot be changed.
-        if let PathElem::Key(key) = element {
-            steps.push(Step::Key(key));
-        } else if let PathElem::Index(index) = element {
-            steps.push(Step::Index(index));
-        } else {
-            return Err(DataFusionError::Execution(format!(
+    let path =
+        parse_path(&text).map_err(|e| DataFusionError::Execution(format!("{function}: {e}")))?;
+    path.steps
+        .into_iter()
+        .map(|step| match step {
+            PathStep::KeyOrIndex(token) => Ok(Step::Token(token)),
+            PathStep::Elem(PathElem::Key(token)) if pointer => Ok(Step::Token(token)),
+            PathStep::Elem(PathElem::Key(key)) => Ok(Step::Key(key)),
+            // The path reader's `[#]`, one past the last element.
+            PathStep::Elem(PathElem::Index(i64::MIN)) => Ok(Step::Append),
+            PathStep::Elem(PathElem::Index(index)) => Ok(Step::Index(index)),
+            // Wildcards and other path forms that name many places cannot be changed.
+            _ => Err(DataFusionError::Execution(format!(
                 "{function}: JSON path wildcards are not supported in JSON modification functions"
-            )));
+            ))),
+        })
+        .collect()
+}
+
+/// The JSONPath `text` with every `[#-0]` (any number of zeros) outside quoted keys
+/// written `[#]`: zero from the end is the place after the last element, as in DuckDB,
+/// where the path reader would read the first element.
+fn zero_from_end_as_append(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let (mut at, mut quoted) = (0, false);
+    while at < bytes.len() {
+        if !quoted && bytes[at..].starts_with(b"[#-0") {
+            let zeros = bytes[at + 3..].iter().take_while(|b| **b == b'0').count();
+            if bytes.get(at + 3 + zeros) == Some(&b']') {
+                out.extend_from_slice(b"[#]");
+                at += 4 + zeros;
+                continue;
+            }
         }
+        // A backslash in a quoted key escapes the byte after it (`\"` is a quote).
+        let taken = match bytes[at] {
+            b'\\' if quoted => 2,
+            b'"' => {
+                quoted = !quoted;
+                1
+            }
+            _ => 1,
+        };
+        let end = (at + taken).min(bytes.len());
+        out.extend_from_slice(&bytes[at..end]);
+        at = end;
     }
-    if append {
-        steps.push(Step::Append);
-    }
-    Ok(steps)
+    String::from_utf8(out).expect("only ASCII bytes were replaced")
 }

@@ -8,7 +8,7 @@
 //! - [`operators`]: the `->` / `->>` operators, planned onto those functions.
 //! - [`compat`]: DuckDB and ClickHouse spellings (`hour(ts)`, `date_diff`, ...).
 //! - [`sum`]: `SUM` over integers widened so it cannot wrap around.
-//! - [`json_build`], [`json_modify`], [`json_structure`], [`json_transform`],
+//! - [`json_build`], [`json_modify`], [`json_merge`], [`json_structure`], [`json_transform`],
 //!   [`json_aggregate`]: DuckDB's functions that build, change, describe and aggregate JSON.
 
 pub mod compat;
@@ -17,6 +17,7 @@ pub mod json_aggregate;
 pub mod json_build;
 pub mod json_clickhouse;
 pub mod json_each;
+pub mod json_merge;
 pub mod json_modify;
 pub mod json_path;
 pub mod json_path_contains;
@@ -44,5 +45,6 @@ pub fn json_scalar_functions() -> Vec<std::sync::Arc<datafusion::logical_expr::S
     out.extend(json_path::all_functions());
     out.extend(json_path_contains::all_functions());
     out.extend(json_clickhouse::all_functions());
+    out.extend(json_merge::all_functions());
     out
 }

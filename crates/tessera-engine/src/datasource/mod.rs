@@ -9,4 +9,5 @@
 pub mod location;
 pub mod ndjson;
 pub mod parquet;
+pub mod read_json;
 pub mod tessera;

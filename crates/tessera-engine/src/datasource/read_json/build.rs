@@ -173,6 +173,8 @@ fn collect(
     })?;
     let mut tape = Tape::default();
     let (mut line, mut counted) = (1, 0);
+    // Only the first files' records are sampled, as DuckDB's maximum_sample_files says.
+    let sampled = file < options.sample_files_max;
     for range in ranges {
         line += bytes[counted..range.start]
             .iter()
@@ -180,29 +182,9 @@ fn collect(
             .count();
         counted = range.start;
         let text = &bytes[range.clone()];
-        let parsed = match text.len() > options.object_size_max_bytes {
-            true => Err(format!(
-                "a record of {} bytes is larger than maximum_object_size ({} bytes)",
-                text.len(),
-                options.object_size_max_bytes
-            )),
-            false => Json::parse(text, &mut tape).map_err(|e| e.to_string()),
-        };
-        match parsed {
-            Ok(value)
-                if !options.objects
-                    && !options.ignore_errors
-                    && duplicate_key(&value).is_some() =>
-            {
-                return plan_err!(
-                    "{name} line {}: object has duplicate key \"{}\"",
-                    line,
-                    duplicate_key(&value).unwrap_or_default()
-                );
-            }
+        match parse_record(text, options, &mut tape) {
             Ok(value) => {
-                let keep = records.sample.len() < options.sample_size;
-                if keep {
+                if sampled && records.sample.len() < options.sample_size {
                     records.sample.push(value);
                 }
                 records
@@ -214,7 +196,7 @@ fn collect(
                     file: name.to_string(),
                     line: line as u64,
                     offset: range.start as u64,
-                    reason: format!("malformed JSON: {reason}"),
+                    reason,
                 };
                 if !options.ignore_errors || format != Format::NewlineDelimited {
                     return plan_err!(
@@ -231,6 +213,23 @@ fn collect(
         records.places.push((line, range.start));
     }
     Ok(())
+}
+
+/// One record parsed, or why it is rejected: too large, malformed, or (when its keys
+/// become columns) an object holding a key twice.
+fn parse_record(text: &[u8], options: &ReadJsonOptions, tape: &mut Tape) -> Result<Json, String> {
+    if text.len() > options.object_size_max_bytes {
+        return Err(format!(
+            "a record of {} bytes is larger than maximum_object_size ({} bytes)",
+            text.len(),
+            options.object_size_max_bytes
+        ));
+    }
+    let value = Json::parse(text, tape).map_err(|e| format!("malformed JSON: {e}"))?;
+    match duplicate_key(&value) {
+        Some(key) if !options.objects => Err(format!("object has duplicate key \"{key}\"")),
+        _ => Ok(value),
+    }
 }
 
 /// A key that a record object holds twice.
@@ -303,7 +302,40 @@ fn typed_columns(
     texts: ArrayRef,
     names: &[&str],
 ) -> Result<(Vec<Field>, Vec<ArrayRef>)> {
-    let sample: Vec<&Json> = records.sample.iter().collect();
+    let (name, structure) = structure(options, &records.sample)?;
+    let structure = match (&name, structure) {
+        (None, Json::Object(members)) if !members.is_empty() => Json::Object(members),
+        // Records that are all empty objects or all NULL: one JSON column.
+        (None, _) => return typed_single(state, "json", Json::String("JSON".into()), texts),
+        (_, other) => other,
+    };
+    if let Some(name) = name {
+        return typed_single(state, &name, structure, texts);
+    }
+    let array = transform(state, &structure, texts)?;
+    let array = array
+        .as_any()
+        .downcast_ref::<StructArray>()
+        .ok_or_else(|| {
+            DataFusionError::Internal("json_transform of an object gave no struct".into())
+        })?;
+    if !options.ignore_errors {
+        check_converted(array, records, names)?;
+    }
+    let unique = unique_names(array.fields().iter().map(|f| f.name().as_str()));
+    let fields = array
+        .fields()
+        .iter()
+        .zip(unique)
+        .map(|(f, name)| f.as_ref().clone().with_name(name))
+        .collect();
+    Ok((fields, array.columns().to_vec()))
+}
+
+/// The structure records are converted to, and the one column's name when they are not
+/// split into columns (`None`: the structure's keys are the columns).
+fn structure(options: &ReadJsonOptions, sample: &[Json]) -> Result<(Option<String>, Json)> {
+    let sample: Vec<&Json> = sample.iter().collect();
     let objects = !sample.is_empty()
         && sample
             .iter()
@@ -313,13 +345,10 @@ fn typed_columns(
             "read_json: records=true needs every record to be a JSON object; use records=false for other values"
         );
     }
+    // One declared column takes whole records that are not objects, as in DuckDB.
     let single_value = options.columns.as_ref().is_some_and(|c| c.len() == 1) && !objects;
-    if options.columns.is_some()
-        && options.records == Records::Auto
-        && !objects
-        && !single_value
-        && !sample.is_empty()
-        && !options.ignore_errors
+    let must_be_objects = options.columns.is_some() && options.records == Records::Auto;
+    if must_be_objects && !objects && !single_value && !sample.is_empty() && !options.ignore_errors
     {
         return plan_err!(
             "read_json: columns={{...}} needs every record to be a JSON object; use records=false for other values"
@@ -330,56 +359,30 @@ fn typed_columns(
         Records::Yes => true,
         Records::No => false,
     };
+    let inferred = || transform_type(&sample, options.maximum_depth, options.strings);
     let (name, structure) = match (&options.columns, as_records) {
         (Some(columns), true) => (None, declared(columns)),
         (Some(columns), false) => (Some(columns[0].0.clone()), declared_type(&columns[0].1)),
-        (None, true) => (
-            None,
-            transform_type(&sample, options.maximum_depth, options.strings),
-        ),
-        (None, false) => (
-            Some("json".to_string()),
-            transform_type(&sample, options.maximum_depth, options.strings),
-        ),
+        (None, true) => (None, inferred()),
+        // Nothing sampled (or only nulls): the records' JSON as it is.
+        (None, false) => match inferred() {
+            Json::String(t) if t == "NULL" => {
+                (Some("json".to_string()), Json::String("JSON".into()))
+            }
+            other => (Some("json".to_string()), other),
+        },
     };
-    // Top-level names that differ only in case are renamed below, as DuckDB does.
+    // Top-level names that differ only in case are renamed, as DuckDB does; nested
+    // ones cannot be.
     let nested_duplicate = match (&name, &structure) {
         (None, Json::Object(members)) => members.iter().find_map(|(_, v)| case_duplicate(v)),
         _ => case_duplicate(&structure),
     };
-    if let Some(twice) = nested_duplicate.filter(|_| !options.ignore_errors) {
-        return plan_err!(
+    match nested_duplicate.filter(|_| !options.ignore_errors) {
+        Some(twice) => plan_err!(
             "duplicate name \"{twice}\" (names differ only in case) in a struct inferred from JSON; give columns={{...}} instead"
-        );
-    }
-    let structure = match (&name, structure) {
-        (None, Json::Object(members)) if !members.is_empty() => Json::Object(members),
-        // Records that are all empty objects or all NULL: one JSON column.
-        (None, _) => return typed_single(state, "json", Json::String("JSON".into()), texts),
-        (_, other) => other,
-    };
-    match name {
-        Some(name) => typed_single(state, &name, structure, texts),
-        None => {
-            let array = transform(state, &structure, texts)?;
-            let array = array
-                .as_any()
-                .downcast_ref::<StructArray>()
-                .ok_or_else(|| {
-                    DataFusionError::Internal("json_transform of an object gave no struct".into())
-                })?;
-            if !options.ignore_errors {
-                check_converted(array, records, names)?;
-            }
-            let unique = unique_names(array.fields().iter().map(|f| f.name().as_str()));
-            let fields = array
-                .fields()
-                .iter()
-                .zip(unique)
-                .map(|(f, name)| f.as_ref().clone().with_name(name))
-                .collect();
-            Ok((fields, array.columns().to_vec()))
-        }
+        ),
+        None => Ok((name, structure)),
     }
 }
 

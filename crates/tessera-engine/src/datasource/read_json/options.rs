@@ -11,6 +11,8 @@ use super::records::Format;
 
 /// Default number of records the schema is inferred from, as DuckDB's `sample_size`.
 const SAMPLE_SIZE_DEFAULT: usize = 20_480;
+/// Default number of files sampled, as DuckDB's `maximum_sample_files`.
+const SAMPLE_FILES_DEFAULT: usize = 32;
 /// Default largest record, as DuckDB's `maximum_object_size`.
 const OBJECT_SIZE_DEFAULT_BYTES: usize = 16 * 1024 * 1024;
 
@@ -40,6 +42,8 @@ pub struct ReadJsonOptions {
     pub maximum_depth: Option<usize>,
     /// Records the schema is inferred from (`usize::MAX`: all).
     pub sample_size: usize,
+    /// Files whose records are sampled (`usize::MAX`: all).
+    pub sample_files_max: usize,
     /// Malformed records become rows of NULLs (counted in the session's reject log)
     /// instead of failing the statement.
     pub ignore_errors: bool,
@@ -70,6 +74,7 @@ impl ReadJsonOptions {
             columns: None,
             maximum_depth: None,
             sample_size: SAMPLE_SIZE_DEFAULT,
+            sample_files_max: SAMPLE_FILES_DEFAULT,
             ignore_errors: false,
             filename: None,
             auto_detect: true,
@@ -146,6 +151,9 @@ impl ReadJsonOptions {
                 let count = integer(function, name, value)?;
                 if count < least && count != -1 {
                     return plan_err!("{function}: {name} must be -1 or at least {}", least.max(0));
+                }
+                if name == "maximum_sample_files" {
+                    self.sample_files_max = usize::try_from(count).unwrap_or(usize::MAX);
                 }
             }
             // Accepted with DuckDB's meaning where Tessera's reading already behaves so:

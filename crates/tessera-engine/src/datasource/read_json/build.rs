@@ -411,7 +411,11 @@ fn check_converted(array: &StructArray, records: &Collected, names: &[&str]) -> 
             continue;
         };
         let missing: Vec<usize> = (0..array.num_columns())
-            .filter(|&c| array.column(c).is_null(row))
+            .filter(|&c| {
+                // A column inferred as NULL reads every value as NULL, as DuckDB's does.
+                let column = array.column(c);
+                column.data_type() != &DataType::Null && column.is_null(row)
+            })
             .collect();
         if missing.is_empty() {
             continue;

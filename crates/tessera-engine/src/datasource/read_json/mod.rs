@@ -162,3 +162,6 @@ fn is_json_name(name: &str) -> bool {
         .iter()
         .any(|e| stem.ends_with(e))
 }
+
+#[cfg(test)]
+mod tests;

@@ -156,12 +156,16 @@ impl ReadJsonOptions {
                     self.sample_files_max = usize::try_from(count).unwrap_or(usize::MAX);
                 }
             }
-            // Accepted with DuckDB's meaning where Tessera's reading already behaves so:
-            // compression comes from file names, schemas are always unified by name,
-            // maps are never inferred (objects stay structs).
             "convert_strings_to_integers" => {
                 self.strings.integers = boolean(function, name, value)?;
             }
+            // Hive partitions would add columns Tessera does not make: an error, not a
+            // silently different table.
+            "hive_partitioning" if boolean(function, name, value)? => {
+                return plan_err!("{function}: hive_partitioning is not supported");
+            }
+            // Accepted where Tessera's reading already behaves so: compression comes from
+            // file names, schemas are always unified by name.
             "compression" | "union_by_name" | "hive_partitioning" | "hive_types_autocast" => {}
             other => return plan_err!("{function}: unknown parameter '{other}'"),
         }

@@ -291,7 +291,7 @@ mod tests {
         }
     }
 
-    fn records<'a>(bytes: &'a str, format: Format) -> (Vec<&'a str>, Format) {
+    fn records(bytes: &str, format: Format) -> (Vec<&str>, Format) {
         let (ranges, found) = split(bytes.as_bytes(), format, usize::MAX).unwrap();
         (ranges.into_iter().map(|r| &bytes[r]).collect(), found)
     }

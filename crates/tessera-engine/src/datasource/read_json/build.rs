@@ -18,6 +18,7 @@ use tessera_blob::Location;
 use tessera_json::tape::Tape;
 use tessera_json::tree::Json;
 
+use super::hive;
 use super::infer::transform_type;
 use super::options::{ReadJsonOptions, Records};
 use super::records::{Format, line_of, split};
@@ -84,11 +85,7 @@ async fn list(state: &dyn Session, paths: &[String]) -> Result<Vec<ListedFile>> 
         let location = Location::parse(text).map_err(|e| DataFusionError::Plan(e.to_string()))?;
         let url = listing_url(&location)?;
         let store = state.runtime_env().object_store(&url)?;
-        let mut metas: Vec<ObjectMeta> = url
-            .list_all_files(state, store.as_ref(), "")
-            .await?
-            .try_collect()
-            .await?;
+        let mut metas = list_files(state, &url, &store).await?;
         if metas.is_empty() {
             return plan_err!("No files found that match the pattern \"{text}\"");
         }
@@ -103,6 +100,32 @@ async fn list(state: &dyn Session, paths: &[String]) -> Result<Vec<ListedFile>> 
         }
     }
     Ok(out)
+}
+
+/// The files of one listing URL. DataFusion matches a glob after dropping `key=value`
+/// folders (hive partitions) from the path, so a glob naming such folders
+/// (`month=*/*.json`) is matched here against the whole path below the prefix.
+async fn list_files(
+    state: &dyn Session,
+    url: &datafusion::datasource::listing::ListingTableUrl,
+    store: &Arc<dyn object_store::ObjectStore>,
+) -> Result<Vec<ObjectMeta>> {
+    let glob = match url.get_glob() {
+        Some(glob) if glob.as_str().contains('=') => glob,
+        _ => {
+            let files = url.list_all_files(state, store.as_ref(), "").await?;
+            return files.try_collect().await;
+        }
+    };
+    let prefix = url.prefix();
+    let listed: Vec<ObjectMeta> = store.list(Some(prefix)).try_collect().await?;
+    Ok(listed
+        .into_iter()
+        .filter(|meta| {
+            url.strip_prefix(&meta.location)
+                .is_some_and(|segments| glob.matches(&segments.collect::<Vec<_>>().join("/")))
+        })
+        .collect())
 }
 
 /// A file a local glob matched, named relative to the working directory when the glob
@@ -269,7 +292,8 @@ fn format_name(format: Format) -> &'static str {
     }
 }
 
-/// The batch of all records: the columns the options ask for, then the file name.
+/// The batch of all records: the columns the options ask for, then the file name, then
+/// the hive partitions.
 fn to_batch(
     state: &dyn Session,
     options: &ReadJsonOptions,
@@ -285,6 +309,12 @@ fn to_batch(
         let values: StringArray = records.files.iter().map(|&f| Some(names[f])).collect();
         fields.push(Field::new(column, DataType::Utf8, true));
         columns.push(Arc::new(values));
+    }
+    if options.hive_partitioning {
+        let (hive_fields, hive_columns) =
+            hive::columns(names, &records.files, &options.hive_types)?;
+        fields.extend(hive_fields);
+        columns.extend(hive_columns);
     }
     let schema = Arc::new(Schema::new(fields));
     Ok(RecordBatch::try_new_with_options(

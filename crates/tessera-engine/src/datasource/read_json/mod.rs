@@ -9,6 +9,7 @@
 //! `FROM 'file.json'` reads as `read_json_auto('file.json')` too.
 
 mod build;
+mod hive;
 pub mod infer;
 pub mod options;
 pub mod records;

@@ -49,6 +49,10 @@ pub struct ReadJsonOptions {
     pub ignore_errors: bool,
     /// Name of a column holding each row's file name, if asked for.
     pub filename: Option<String>,
+    /// `key=value` folders become columns.
+    pub hive_partitioning: bool,
+    /// Types of partition columns, by name.
+    pub hive_types: Vec<(String, String)>,
     /// Whether types are inferred (false needs `columns`).
     pub auto_detect: bool,
     /// Largest record; a larger one is an error.
@@ -77,6 +81,8 @@ impl ReadJsonOptions {
             sample_files_max: SAMPLE_FILES_DEFAULT,
             ignore_errors: false,
             filename: None,
+            hive_partitioning: false,
+            hive_types: Vec::new(),
             auto_detect: true,
             object_size_max_bytes: OBJECT_SIZE_DEFAULT_BYTES,
             objects: function.contains("objects"),
@@ -159,14 +165,11 @@ impl ReadJsonOptions {
             "convert_strings_to_integers" => {
                 self.strings.integers = boolean(function, name, value)?;
             }
-            // Hive partitions would add columns Tessera does not make: an error, not a
-            // silently different table.
-            "hive_partitioning" if boolean(function, name, value)? => {
-                return plan_err!("{function}: hive_partitioning is not supported");
-            }
+            "hive_partitioning" => self.hive_partitioning = boolean(function, name, value)?,
+            "hive_types" => self.hive_types = columns(function, value)?,
             // Accepted where Tessera's reading already behaves so: compression comes from
-            // file names, schemas are always unified by name.
-            "compression" | "union_by_name" | "hive_partitioning" | "hive_types_autocast" => {}
+            // file names, schemas are always unified by name, partitions always autocast.
+            "compression" | "union_by_name" | "hive_types_autocast" => {}
             other => return plan_err!("{function}: unknown parameter '{other}'"),
         }
         Ok(())
@@ -179,6 +182,7 @@ const OBJECTS_PARAMETERS: &[&str] = &[
     "compression",
     "filename",
     "hive_partitioning",
+    "hive_types",
     "hive_types_autocast",
     "ignore_errors",
     "maximum_object_size",

@@ -205,7 +205,12 @@ impl TesseraSession {
         group_keys::drop_cast_keys(&mut statement);
         dialect::rewrite(&mut statement, self.options().dialect);
         crate::json_each_rewrite::rewrite_statement(&mut statement)?;
-        let plan = self.ctx.state().statement_to_plan(statement).await?;
+        let duckdb = self.options().dialect == crate::options::SqlDialect::DuckDb;
+        let reads =
+            crate::datasource::read_json::resolve(&self.ctx, &mut statement, duckdb).await?;
+        let plan = self.ctx.state().statement_to_plan(statement).await;
+        reads.release(&self.ctx)?;
+        let plan = plan?;
         let plan = crate::json_each_rewrite::plan_laterals(plan)?;
         if let Some(frame) = self.delete_from_table(&plan).await? {
             return Ok(frame);

@@ -11,16 +11,17 @@
 use std::sync::{Arc, LazyLock};
 
 use arrow::array::{Array, ArrayRef, Int64Builder, StringViewBuilder};
-use arrow::datatypes::DataType;
+use arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::cast::{as_large_string_array, as_string_array, as_string_view_array};
 use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, plan_err};
 use datafusion::logical_expr::scalar_doc_sections::DOC_SECTION_OTHER;
 use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
 use datafusion::logical_expr::{
-    ColumnarValue, Documentation, Expr, ExpressionPlacement, ScalarFunctionArgs, ScalarUDF,
-    ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, Documentation, Expr, ExpressionPlacement, ReturnFieldArgs, ScalarFunctionArgs,
+    ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 
+use crate::json::json_type::json_field;
 use crate::json::output::OutputBuilder;
 use tessera_json::path::{MAX_PATH_DEPTH, PathElem, PathTrie, parse_json_path};
 use tessera_json::scanner::{Kind, Scanner, Span, for_each_member};
@@ -89,6 +90,15 @@ pub(crate) fn access_udf(output: Output) -> ScalarUDF {
         .find(|(_, o, _)| *o == output)
         .expect("every output has an access function");
     ScalarUDF::from(JsonFunction::new(name, Probe::Access(output), aliases))
+}
+
+/// The nullable result field `name` of a reading function: SQL `JSON` when it gives a
+/// JSON value (`->`, `json_extract`), so that builders nest it instead of quoting it.
+pub(crate) fn value_field(name: &str, data_type: DataType, json: bool) -> Field {
+    match json {
+        true => json_field(name).with_data_type(data_type),
+        false => Field::new(name, data_type, true),
+    }
 }
 
 /// Whether a type holds JSON text (or is an untyped NULL).
@@ -213,6 +223,14 @@ impl ScalarUDFImpl for JsonFunction {
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
         Ok(self.probe.data_type())
+    }
+
+    fn return_field_from_args(&self, _args: ReturnFieldArgs) -> Result<FieldRef> {
+        Ok(Arc::new(value_field(
+            self.name,
+            self.probe.data_type(),
+            self.probe == Probe::Access(Output::Json),
+        )))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {

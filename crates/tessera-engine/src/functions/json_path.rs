@@ -38,7 +38,7 @@ use tessera_json::scanner::{Kind, Scanner, Span};
 use tessera_json::select::{children, select};
 use tessera_json::value::{Output, text_of};
 
-use super::json::{access_udf, is_json_text, rowwise};
+use super::json::{access_udf, is_json_text, rowwise, value_field};
 
 /// The DuckDB reading functions, ready to register.
 pub fn all_functions() -> Vec<Arc<ScalarUDF>> {
@@ -258,12 +258,11 @@ impl ScalarUDFImpl for DuckJsonFunction {
         let shape = shape_of(&types);
         let path = args.scalar_arguments.get(1).copied().flatten();
         let item = self.probe.item_type();
-        let data_type = if self.constant_is_list(shape, path)? {
-            list_of(item)
-        } else {
-            item
-        };
-        Ok(Arc::new(Field::new(self.name, data_type, true)))
+        if self.constant_is_list(shape, path)? {
+            return Ok(Arc::new(Field::new(self.name, list_of(item), true)));
+        }
+        let json = self.probe == DuckProbe::Extract;
+        Ok(Arc::new(value_field(self.name, item, json)))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {

@@ -24,6 +24,7 @@ pub mod json_structure;
 pub mod json_transform;
 pub mod operators;
 pub mod sum;
+pub mod type_of;
 
 pub use json::access_output;
 

@@ -41,6 +41,8 @@ use datafusion::logical_expr::{
 use datafusion::sql::sqlparser::ast;
 use tessera_json::tape::{Kind, Tape};
 
+use crate::functions::json_transform::{convert_json, converts_to};
+
 /// The name of Arrow's canonical JSON extension type.
 pub const JSON_EXTENSION_NAME: &str = "arrow.json";
 /// The field metadata key naming an Arrow extension type.
@@ -93,16 +95,17 @@ pub fn json_return_field(name: &str, args: &ReturnFieldArgs, nullable: bool) -> 
 }
 
 /// Plans the SQL type `JSON` (casts, typed literals, column definitions) onto
-/// [`json_field`]; `JSON[]` follows as a list of such fields.
+/// [`json_field`]; `JSON[]` follows as a list of such fields. DuckDB's other type names
+/// DataFusion lacks are planned by [`super::sql_types`].
 #[derive(Debug, Default)]
 pub struct JsonTypePlanner;
 
 impl TypePlanner for JsonTypePlanner {
     fn plan_type_field(&self, sql_type: &ast::DataType) -> Result<Option<FieldRef>> {
-        Ok(match sql_type {
-            ast::DataType::JSON => Some(Arc::new(json_field(""))),
-            _ => None,
-        })
+        match sql_type {
+            ast::DataType::JSON => Ok(Some(Arc::new(json_field("")))),
+            other => super::sql_types::duckdb_field(other),
+        }
     }
 }
 
@@ -130,8 +133,14 @@ impl FunctionRewrite for JsonCasts {
         let (_, source) = inner.to_field(schema)?;
         let conversion = match (is_json(&source), is_json(target)) {
             (false, true) if is_text(source.data_type()) => Conversion::Validate,
+            (false, true) if !source.data_type().is_null() => {
+                let call = crate::functions::json_build::to_json().call(vec![*inner.clone()]);
+                return Ok(Transformed::yes(call));
+            }
             (true, false) => match Target::of(target.data_type()) {
                 Some(to) => Conversion::Read(to),
+                None if is_text(target.data_type()) => return Ok(Transformed::no(expr)),
+                None if converts_to(target) => Conversion::Convert(Arc::clone(target)),
                 None => return Ok(Transformed::no(expr)),
             },
             _ => return Ok(Transformed::no(expr)),
@@ -153,12 +162,14 @@ fn is_text(data_type: &DataType) -> bool {
 }
 
 /// What a cast involving `JSON` computes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Conversion {
     /// Text to JSON: checked, kept as written.
     Validate,
     /// JSON to a scalar type: its value read.
     Read(Target),
+    /// JSON to a nested or temporal type: converted as `json_transform` converts.
+    Convert(FieldRef),
 }
 
 /// The scalar types a JSON value is read as.
@@ -232,7 +243,7 @@ impl ScalarUDFImpl for JsonCast {
     fn name(&self) -> &str {
         match self.conversion {
             Conversion::Validate => "cast_to_json",
-            Conversion::Read(_) => "cast_from_json",
+            Conversion::Read(_) | Conversion::Convert(_) => "cast_from_json",
         }
     }
 
@@ -241,17 +252,22 @@ impl ScalarUDFImpl for JsonCast {
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(match self.conversion {
+        Ok(match &self.conversion {
             Conversion::Validate => DataType::Utf8,
             Conversion::Read(target) => target.data_type(),
+            Conversion::Convert(field) => field.data_type().clone(),
         })
     }
 
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
-        match self.conversion {
+        match &self.conversion {
             Conversion::Validate => Ok(json_return_field(self.name(), &args, !self.strict)),
-            Conversion::Read(target) => {
-                Ok(Arc::new(Field::new(self.name(), target.data_type(), true)))
+            conversion => {
+                let data_type = match conversion {
+                    Conversion::Read(target) => target.data_type(),
+                    _ => self.return_type(&[])?,
+                };
+                Ok(Arc::new(Field::new(self.name(), data_type, true)))
             }
         }
     }
@@ -263,9 +279,13 @@ impl ScalarUDFImpl for JsonCast {
             return exec_err!("{} takes one argument", self.name());
         };
         let texts = Texts::of(input.as_ref())?;
-        let out = match self.conversion {
+        let out = match &self.conversion {
             Conversion::Validate => validate(&texts, input, self.strict)?,
-            Conversion::Read(target) => read(&texts, target, self.strict)?,
+            Conversion::Read(target) => read(&texts, *target, self.strict)?,
+            Conversion::Convert(field) => match convert_json(input, field, self.strict)? {
+                Some(out) => out,
+                None => return exec_err!("no cast from JSON to {}", field.data_type()),
+            },
         };
         match scalar {
             true => Ok(ColumnarValue::Scalar(

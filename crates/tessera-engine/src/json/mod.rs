@@ -6,5 +6,6 @@
 
 pub mod json_type;
 pub mod output;
+pub mod sql_types;
 
 pub use tessera_json::{Kind, Output, Scanner, Span, path, scanner, value};

@@ -30,7 +30,7 @@ use arrow::compute::{CastOptions, cast_with_options};
 use arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::Transformed;
-use datafusion::common::{DFSchema, Result, exec_err, plan_err};
+use datafusion::common::{DFSchema, DataFusionError, Result, exec_err, plan_err};
 use datafusion::logical_expr::expr::{Cast, ScalarFunction, TryCast};
 use datafusion::logical_expr::expr_rewriter::FunctionRewrite;
 use datafusion::logical_expr::planner::TypePlanner;
@@ -104,7 +104,8 @@ impl TypePlanner for JsonTypePlanner {
     fn plan_type_field(&self, sql_type: &ast::DataType) -> Result<Option<FieldRef>> {
         match sql_type {
             ast::DataType::JSON => Ok(Some(Arc::new(json_field("")))),
-            other => super::sql_types::duckdb_field(other),
+            other => super::sql_types::duckdb_field(other)
+                .map_err(|e| DataFusionError::Plan(e.to_string())),
         }
     }
 }

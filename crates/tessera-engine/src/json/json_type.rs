@@ -7,8 +7,8 @@
 //! `JSON` are planned onto such fields by [`JsonTypePlanner`]; [`JsonCasts`] gives the
 //! casts DuckDB's meaning:
 //!
-//! - text to JSON is validated with Tessera's parser (the `tessera-json` tape) and kept
-//!   as written, as DuckDB keeps it; malformed text is an error saying at which byte and
+//! - text to JSON is validated with Tessera's parser (the `tessera-json` scanner) and
+//!   kept as written, as DuckDB keeps it; malformed text is an error saying at which byte and
 //!   why (`TRY_CAST` gives NULL);
 //! - JSON to integers, floats and booleans reads the JSON value: numbers (rounded to
 //!   the nearest integer, halves to even, for integer types), strings holding an
@@ -39,6 +39,8 @@ use datafusion::logical_expr::{
     ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::sql::sqlparser::ast;
+use tessera_json::path::PathTrie;
+use tessera_json::scanner::Scanner;
 use tessera_json::tape::{Kind, Tape};
 
 use crate::functions::json_transform::{convert_json, converts_to};
@@ -373,22 +375,24 @@ fn quoted(text: &str) -> String {
 }
 
 /// Text to JSON: each row checked, kept as written; a malformed one is an error (or
-/// NULL when not `strict`).
+/// NULL when not `strict`). The scanner checks (not the tape), so that a number beyond
+/// a double's range (`1e400`) is JSON, as in DuckDB: only storing it in a table needs
+/// it to fit.
 fn validate(texts: &Texts, input: &ArrayRef, strict: bool) -> Result<ArrayRef> {
-    let mut parser = Parser::new();
+    let mut scanner = Scanner::new(Arc::new(PathTrie::new()));
     let mut valid = Vec::with_capacity(texts.len());
     for row in 0..texts.len() {
         let Some(text) = texts.get(row) else {
             valid.push(false);
             continue;
         };
-        match parser.with_root(text, |_| ()) {
+        match scanner.scan(text.as_bytes()) {
             Ok(()) => valid.push(true),
             Err(e) if strict => {
                 return exec_err!(
-                    "Malformed JSON at byte {} of input: {}. Input: {}",
+                    "Malformed JSON at byte {} of input: expected {}. Input: {}",
                     e.offset,
-                    e.reason,
+                    e.expected,
                     quoted(text)
                 );
             }

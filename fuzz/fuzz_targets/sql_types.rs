@@ -8,17 +8,10 @@ use libfuzzer_sys::fuzz_target;
 use sqlparser::dialect::DuckDbDialect;
 use sqlparser::parser::Parser;
 
-/// What `sql_types` imports from the engine's dependencies, under the same paths.
-mod arrow {
-    pub mod datatypes {
-        pub use arrow_schema::{DataType, Field, FieldRef, Fields, TimeUnit};
-    }
-}
-
-mod datafusion {
-    pub mod sql {
-        pub use sqlparser;
-    }
+/// What `sql_types` uses of Arrow and the SQL parser (the engine's `json::sql_deps`).
+mod sql_deps {
+    pub use arrow_schema::{DataType, Field, FieldRef, Fields, TimeUnit};
+    pub use sqlparser::{ast, dialect::DuckDbDialect, parser::Parser};
 }
 
 /// The engine's JSON field: text marked `arrow.json`.

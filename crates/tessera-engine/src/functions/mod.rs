@@ -15,6 +15,7 @@ pub mod compat;
 pub mod json;
 pub mod json_aggregate;
 pub mod json_build;
+pub mod json_cast;
 pub mod json_clickhouse;
 pub mod json_each;
 pub mod json_modify;

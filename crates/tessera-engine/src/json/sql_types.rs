@@ -12,10 +12,8 @@
 
 use std::sync::Arc;
 
-use arrow::datatypes::{DataType, Field, FieldRef, Fields, TimeUnit};
-use datafusion::sql::sqlparser::ast::{self, ArrayElemTypeDef};
-use datafusion::sql::sqlparser::dialect::DuckDbDialect;
-use datafusion::sql::sqlparser::parser::Parser;
+use super::sql_deps::ast::{self, ArrayElemTypeDef};
+use super::sql_deps::{DataType, DuckDbDialect, Field, FieldRef, Fields, Parser, TimeUnit};
 
 use super::json_type::{is_json, json_field};
 

@@ -32,6 +32,7 @@ use tessera_json::tree::Json;
 
 use super::json_build::{TextColumn, parse_json};
 use crate::json::json_type::{is_json, json_field};
+use crate::json::sql_types::plan_type_text;
 
 /// The transform functions, ready to register.
 pub fn all_functions() -> Vec<Arc<ScalarUDF>> {
@@ -67,6 +68,8 @@ enum Target {
     /// `Date32` or `Timestamp(Microsecond)`, from strings by Arrow's cast.
     Temporal(DataType),
     Varchar,
+    /// A string holding a UUID (`8-4-4-4-12` hex digits), lower-cased as DuckDB prints it.
+    Uuid,
     Json,
     List(Box<Target>),
     Struct(Vec<(String, Target)>),
@@ -122,14 +125,20 @@ impl Target {
             "JSON" => Target::Json,
             "DATE" => Target::Temporal(Date32),
             "TIMESTAMP" => Target::Temporal(Timestamp(TimeUnit::Microsecond, None)),
+            "UUID" => Target::Uuid,
             upper if upper.starts_with("DECIMAL") => Target::Decimal(decimal_type(upper)?),
-            other => {
-                return plan_err!(
-                    "JSON structure type {other} can not be converted to a Tessera type \
-                     (supported: NULL, BOOLEAN, the integer types, HUGEINT, UHUGEINT, FLOAT, DOUBLE, \
-                     DECIMAL(p,s), DATE, TIMESTAMP, VARCHAR, JSON, arrays and objects)"
-                );
-            }
+            // The other temporal types (TIME, TIMESTAMP_S, ...) as the SQL planner names them.
+            other => match plan_type_text(other).map(|f| f.data_type().clone()) {
+                Ok(t @ (Time64(_) | Timestamp(_, None))) => Target::Temporal(t),
+                _ => {
+                    return plan_err!(
+                        "JSON structure type {other} can not be converted to a Tessera type \
+                         (supported: NULL, BOOLEAN, the integer types, HUGEINT, UHUGEINT, FLOAT, \
+                         DOUBLE, DECIMAL(p,s), DATE, TIME, the TIMESTAMP types, UUID, VARCHAR, \
+                         JSON, arrays and objects)"
+                    );
+                }
+            },
         })
     }
 
@@ -188,7 +197,7 @@ impl Target {
                 t.clone()
             }
             Target::UHugeInt => DataType::Decimal128(38, 0),
-            Target::Varchar | Target::Json => DataType::Utf8,
+            Target::Varchar | Target::Uuid | Target::Json => DataType::Utf8,
             Target::List(item) => DataType::List(Arc::new(item.field("item"))),
             Target::Struct(fields) => DataType::Struct(Self::fields(fields)),
             Target::Map(key, value) => {
@@ -379,6 +388,18 @@ impl Converter {
                         })
                     })
                     .collect::<StringArray>(),
+            ),
+            Target::Uuid => Arc::new(
+                values
+                    .iter()
+                    .map(|v| match present(v) {
+                        Some(Json::String(s)) if is_uuid(s) => Ok(Some(s.to_ascii_lowercase())),
+                        Some(other) => {
+                            self.fail(format!("Unable to cast '{}' to UUID", other.to_text()))
+                        }
+                        None => Ok(None),
+                    })
+                    .collect::<Result<StringArray>>()?,
             ),
             Target::Decimal(data_type) => {
                 let doubles = values
@@ -699,6 +720,17 @@ pub fn convert_json(docs: &ArrayRef, field: &Field, strict: bool) -> Result<Opti
 /// Whether [`convert_json`] converts to `field`'s type.
 pub fn converts_to(field: &Field) -> bool {
     Target::of_field(field).is_some()
+}
+
+/// Whether `text` is a UUID in its standard form: 32 hex digits, dashes after the
+/// 8th, 12th, 16th and 20th.
+fn is_uuid(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.len() == 36
+        && bytes.iter().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => *b == b'-',
+            _ => b.is_ascii_hexdigit(),
+        })
 }
 
 /// The integral value of a double, if it has one an `i128` holds.

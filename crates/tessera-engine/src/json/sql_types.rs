@@ -42,6 +42,12 @@ pub fn duckdb_field(sql_type: &ast::DataType) -> Result<Option<FieldRef>> {
     Ok(Some(Arc::new(plan_field(sql_type)?)))
 }
 
+/// The Arrow field of a type written as text (`'TIMESTAMP_MS'`, `'MAP(VARCHAR, JSON)'`),
+/// read with DuckDB's grammar; for type names inside strings (`json_transform`).
+pub fn plan_type_text(text: &str) -> Result<Field> {
+    plan_field(&parse_type(text)?)
+}
+
 /// Whether DataFusion lacks `sql_type` (or a member of it).
 fn needs_planning(sql_type: &ast::DataType) -> bool {
     match sql_type {

@@ -384,6 +384,7 @@ impl Converter {
                     .map(|v| {
                         present(v).map(|j| match (target, j) {
                             (Target::Varchar, Json::String(s)) => s.clone(),
+                            (Target::Varchar, Json::Float(_)) => varchar_exponent(j.to_text()),
                             _ => j.to_text(),
                         })
                     })
@@ -720,6 +721,19 @@ pub fn convert_json(docs: &ArrayRef, field: &Field, strict: bool) -> Result<Opti
 /// Whether [`convert_json`] converts to `field`'s type.
 pub fn converts_to(field: &Field) -> bool {
     Target::of_field(field).is_some()
+}
+
+/// A double's JSON text as DuckDB's cast of a double to `VARCHAR` writes it: the
+/// exponent signed and of at least two digits (`1e+300`, `2.5e-08`).
+fn varchar_exponent(text: String) -> String {
+    let Some((mantissa, exponent)) = text.split_once(['e', 'E']) else {
+        return text;
+    };
+    let (sign, digits) = match exponent.strip_prefix('-') {
+        Some(digits) => ('-', digits),
+        None => ('+', exponent.trim_start_matches('+')),
+    };
+    format!("{mantissa}e{sign}{digits:0>2}")
 }
 
 /// Whether `text` is a UUID in its standard form: 32 hex digits, dashes after the

@@ -207,8 +207,14 @@ impl ScalarUDFImpl for JsonCast {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = matches!(args.args.first(), Some(ColumnarValue::Scalar(_)));
-        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        // A list through `ScalarValue` loses its item field's metadata (`arrow.json` of
+        // a `JSON[]`), so converted values stay an array of the batch's rows.
+        let converted = matches!(self.conversion, Conversion::Convert(_));
+        let scalar = !converted && matches!(args.args.first(), Some(ColumnarValue::Scalar(_)));
+        let arrays = match (converted, args.args.as_slice()) {
+            (true, [input]) => vec![input.to_array(args.number_rows)?],
+            _ => ColumnarValue::values_to_arrays(&args.args)?,
+        };
         let [input] = arrays.as_slice() else {
             return exec_err!("{} takes one argument", self.name());
         };

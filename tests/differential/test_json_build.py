@@ -1,5 +1,6 @@
 """Differential tests of the functions that build, change, describe and aggregate JSON
-(json_merge_patch, to_json, json_structure, json_group_array, json_group_structure)
+(json_merge_patch, to_json, json_structure, json_group_array, json_group_structure) and
+casts between JSON and nested types
 against DuckDB 2.0.0, over generated heterogeneous nested documents.
 
 Each line of the generated file is {"id": i, "doc": D, "patch": P} with D and P random
@@ -102,6 +103,11 @@ def per_row(duck, tessera, expression_duck: str, expression_tessera: str):
         ("json_object('d', doc, 'p', json_array(patch, id))", None),
         ("json_set(doc, '$.a', patch)", None),
         ("json_remove(doc, '$.b')", None),
+        # The JSON type: extractions nest, typeof names them, casts convert as DuckDB's.
+        ("json_object('x', doc->'a', 'y', json_extract(doc, '$.b'))", None),
+        ("typeof(doc->'a') || typeof(doc->>'a')", None),
+        ("TRY_CAST(doc AS STRUCT(a BIGINT, b VARCHAR))::JSON", None),
+        ("TRY_CAST(doc AS BIGINT[])::JSON", None),
     ],
 )
 def test_per_row_answers_are_duckdbs(duck_docs, tessera_docs, duck_expr, tessera_expr):

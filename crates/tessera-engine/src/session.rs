@@ -30,11 +30,12 @@ use crate::datasource::tessera::{
 };
 use crate::dialect::{self, FractionalDivision};
 use crate::errors;
+use crate::functions::json_cast::JsonCasts;
 use crate::functions::operators::{JsonOperatorPlanner, check_chains};
 use crate::functions::sum::WideIntegerSum;
 use crate::functions::{compat, json as json_functions};
 use crate::group_keys;
-use crate::json::json_type::{JsonCasts, JsonTypePlanner};
+use crate::json::json_type::JsonTypePlanner;
 use crate::options::{MemoryLimit, OnError, SqlDialect, TesseraOptions};
 use crate::output_names;
 use crate::physical_optimizer::{CastPushdown, GroupOnCodes, IntegerTextMinMax};

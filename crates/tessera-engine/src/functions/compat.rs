@@ -1,5 +1,5 @@
 //! DuckDB-compatible spellings that JSONBench-style queries use: `hour(ts)` and friends,
-//! and `date_diff(part, start, end)`.
+//! `date_diff(part, start, end)`, and `typeof(x)` (in `type_of`).
 
 use std::sync::{Arc, LazyLock};
 
@@ -22,6 +22,7 @@ pub fn all_functions() -> Vec<Arc<ScalarUDF>> {
         .map(|part| Arc::new(ScalarUDF::from(TimePart::new(part))))
         .collect();
     out.push(Arc::new(ScalarUDF::from(DateDiff::new())));
+    out.push(super::type_of::type_of());
     out
 }
 

@@ -11,16 +11,17 @@
 use std::sync::{Arc, LazyLock};
 
 use arrow::array::{Array, ArrayRef, Int64Builder, StringViewBuilder};
-use arrow::datatypes::DataType;
-use datafusion::common::cast::{as_large_string_array, as_string_array, as_string_view_array};
+use arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, plan_err};
 use datafusion::logical_expr::scalar_doc_sections::DOC_SECTION_OTHER;
 use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
 use datafusion::logical_expr::{
-    ColumnarValue, Documentation, Expr, ExpressionPlacement, ScalarFunctionArgs, ScalarUDF,
-    ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, Documentation, Expr, ExpressionPlacement, ReturnFieldArgs, ScalarFunctionArgs,
+    ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 
+use super::json_build::TextColumn;
+use crate::json::json_type::json_field;
 use crate::json::output::OutputBuilder;
 use tessera_json::path::{MAX_PATH_DEPTH, PathElem, PathTrie, parse_json_path};
 use tessera_json::scanner::{Kind, Scanner, Span, for_each_member};
@@ -89,6 +90,62 @@ pub(crate) fn access_udf(output: Output) -> ScalarUDF {
         .find(|(_, o, _)| *o == output)
         .expect("every output has an access function");
     ScalarUDF::from(JsonFunction::new(name, Probe::Access(output), aliases))
+}
+
+/// The nullable result field `name` of a reading function: SQL `JSON` when it gives a
+/// JSON value (`->`, `json_extract`), so that builders nest it instead of quoting it.
+pub(crate) fn value_field(name: &str, data_type: DataType, json: bool) -> Field {
+    match json {
+        true => json_field(name).with_data_type(data_type),
+        false => Field::new(name, data_type, true),
+    }
+}
+
+/// The argument types of a reading function (the `json_*` functions here, DuckDB's
+/// and ClickHouse's): the document as text (an untyped NULL as `Utf8`), then path
+/// elements, keys as `Utf8` and indexes as `Int64`, at most [`MAX_PATH_DEPTH`] of them;
+/// with `list_paths` a path may also be a list of path texts (DuckDB's many paths).
+pub(crate) fn coerce_path_args(
+    name: &str,
+    arg_types: &[DataType],
+    list_paths: bool,
+) -> Result<Vec<DataType>> {
+    let Some((first, path)) = arg_types.split_first() else {
+        return plan_err!("{name} needs a JSON argument");
+    };
+    if !is_json_text(first) {
+        return plan_err!("{name} expects JSON text as its first argument, not {first}");
+    }
+    if path.len() > MAX_PATH_DEPTH {
+        return plan_err!("{name}: a path has at most {MAX_PATH_DEPTH} elements");
+    }
+    let mut out = vec![match first {
+        DataType::Null => DataType::Utf8,
+        other => other.clone(),
+    }];
+    for t in path {
+        out.push(match t {
+            t if is_json_text(t) => DataType::Utf8,
+            t if t.is_integer() => DataType::Int64,
+            DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _)
+                if list_paths && is_json_text(f.data_type()) =>
+            {
+                DataType::List(Arc::new(Field::new_list_field(DataType::Utf8, true)))
+            }
+            other => {
+                return plan_err!(
+                    "{name}: path elements are keys (text) or array indexes (integers){}, \
+                     not {other}",
+                    if list_paths {
+                        " or a list of paths"
+                    } else {
+                        ""
+                    }
+                );
+            }
+        });
+    }
+    Ok(out)
 }
 
 /// Whether a type holds JSON text (or is an untyped NULL).
@@ -174,45 +231,19 @@ impl ScalarUDFImpl for JsonFunction {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        let Some((first, path)) = arg_types.split_first() else {
-            return plan_err!("{} needs a JSON argument", self.name);
-        };
-        if path.len() > MAX_PATH_DEPTH {
-            return plan_err!(
-                "{}: a path has at most {MAX_PATH_DEPTH} elements",
-                self.name
-            );
-        }
-        let json = match first {
-            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => first.clone(),
-            DataType::Null => DataType::Utf8,
-            other => {
-                return plan_err!(
-                    "{} expects JSON text as its first argument, not {other}",
-                    self.name
-                );
-            }
-        };
-        let mut out = vec![json];
-        for t in path {
-            out.push(match t {
-                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null => {
-                    DataType::Utf8
-                }
-                t if t.is_integer() => DataType::Int64,
-                other => {
-                    return plan_err!(
-                        "{} path elements are keys (text) or array indexes (integers), not {other}",
-                        self.name
-                    );
-                }
-            });
-        }
-        Ok(out)
+        coerce_path_args(self.name, arg_types, false)
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
         Ok(self.probe.data_type())
+    }
+
+    fn return_field_from_args(&self, _args: ReturnFieldArgs) -> Result<FieldRef> {
+        Ok(Arc::new(value_field(
+            self.name,
+            self.probe.data_type(),
+            self.probe == Probe::Access(Output::Json),
+        )))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
@@ -361,22 +392,10 @@ fn for_each_row(
         f(row, doc, scanner.get(0));
         Ok(())
     };
-    match docs.data_type() {
-        DataType::Utf8 => for_each_str(as_string_array(&docs)?, &mut visit),
-        DataType::LargeUtf8 => for_each_str(as_large_string_array(&docs)?, &mut visit),
-        DataType::Utf8View => for_each_str(as_string_view_array(&docs)?, &mut visit),
-        DataType::Null => Ok(()),
-        other => exec_err!("{name} expects JSON text, not {other}"),
-    }
-}
-
-fn for_each_str<'a, A>(array: A, visit: &mut impl FnMut(usize, &'a str) -> Result<()>) -> Result<()>
-where
-    A: arrow::array::ArrayAccessor<Item = &'a str>,
-{
-    for row in 0..array.len() {
-        if array.is_valid(row) {
-            visit(row, array.value(row))?;
+    let texts = TextColumn::new(name, &docs)?;
+    for row in 0..docs.len() {
+        if let Some(doc) = texts.get(row) {
+            visit(row, doc)?;
         }
     }
     Ok(())

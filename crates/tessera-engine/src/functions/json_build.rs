@@ -3,8 +3,8 @@
 //! `row_to_json`, `array_to_json`) and
 //! `json(x)` (parse and minify).
 //!
-//! Values become JSON as DuckDB renders them: numbers as numbers (decimals through
-//! double), text as strings, lists as arrays, structs and maps as objects, dates and
+//! Values become JSON as DuckDB renders them: numbers as numbers (decimals exactly, trailing zeros
+//! dropped), text as strings, lists as arrays, structs and maps as objects, dates and
 //! timestamps as strings. Text whose field carries the `arrow.json` extension type is
 //! JSON already and is embedded, not quoted; every function here returns such a field,
 //! so `json_object('a', json_array(1))` nests. The helpers at the bottom (reading text
@@ -44,18 +44,25 @@ pub fn all_functions() -> Vec<Arc<ScalarUDF>> {
         ("json", Build::Minify, &[][..]),
     ]
     .into_iter()
-    .map(|(name, build, aliases)| {
-        Arc::new(ScalarUDF::from(JsonBuild {
-            name,
-            build,
-            aliases: aliases.iter().map(|a| a.to_string()).collect(),
-            signature: Signature::one_of(
-                vec![TypeSignature::Nullary, TypeSignature::VariadicAny],
-                Volatility::Immutable,
-            ),
-        }))
-    })
+    .map(|(name, build, aliases)| constructor(name, build, aliases))
     .collect()
+}
+
+fn constructor(name: &'static str, build: Build, aliases: &[&str]) -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::from(JsonBuild {
+        name,
+        build,
+        aliases: aliases.iter().map(|a| a.to_string()).collect(),
+        signature: Signature::one_of(
+            vec![TypeSignature::Nullary, TypeSignature::VariadicAny],
+            Volatility::Immutable,
+        ),
+    }))
+}
+
+/// `to_json(x)`: what `CAST(x AS JSON)` of a non-text value computes.
+pub fn to_json() -> Arc<ScalarUDF> {
+    constructor("to_json", Build::ToJson, &[])
 }
 
 /// What a constructor builds.
@@ -241,14 +248,10 @@ pub fn write_arrow(
         DataType::Float16 => push_float(out, array.as_primitive::<Float16Type>().value(row).into()),
         DataType::Float32 => push_float(out, array.as_primitive::<Float32Type>().value(row).into()),
         DataType::Float64 => push_float(out, array.as_primitive::<Float64Type>().value(row)),
-        // DuckDB writes decimals through double; the decimal's text rounds exactly.
         DataType::Decimal32(..)
         | DataType::Decimal64(..)
         | DataType::Decimal128(..)
-        | DataType::Decimal256(..) => {
-            let text = display(array, row)?;
-            push_float(out, text.parse().unwrap_or(f64::NAN));
-        }
+        | DataType::Decimal256(..) => push_decimal(out, &display(array, row)?),
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
             let text = TextColumn::new("to_json", array)?
                 .get(row)
@@ -286,6 +289,20 @@ pub fn write_arrow(
         _ => push_string(out, &display(array, row)?),
     }
     Ok(())
+}
+
+/// A decimal's exact text as DuckDB writes it in JSON: trailing fractional zeros
+/// dropped down to one (`1.50` as `1.5`, `1.00` as `1.0`), a scale of 0 as an integer.
+fn push_decimal(out: &mut String, text: &str) {
+    match text.split_once('.') {
+        Some((whole, fraction)) => {
+            let kept = fraction.trim_end_matches('0');
+            out.push_str(whole);
+            out.push('.');
+            out.push_str(if kept.is_empty() { "0" } else { kept });
+        }
+        None => out.push_str(text),
+    }
 }
 
 fn list_value(array: &dyn Array, row: usize) -> ArrayRef {

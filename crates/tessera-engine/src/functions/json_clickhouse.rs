@@ -17,16 +17,16 @@ use arrow::array::{
     ArrayRef, Float64Builder, Int64Builder, ListBuilder, StringBuilder, UInt8Builder, UInt64Builder,
 };
 use arrow::datatypes::{DataType, Field};
-use datafusion::common::{Result, ScalarValue, exec_err, plan_err};
+use datafusion::common::{Result, ScalarValue, exec_err};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use tessera_json::escape::unescape_into;
-use tessera_json::path::{MAX_PATH_DEPTH, PathTrie};
+use tessera_json::path::PathTrie;
 use tessera_json::scanner::{Kind, Scanner, Span};
 use tessera_json::select::{children, member};
 
-use super::json::{is_json_text, rowwise};
+use super::json::{coerce_path_args, rowwise};
 use super::json_path::texts;
 
 /// The ClickHouse functions, ready to register.
@@ -100,29 +100,7 @@ impl ScalarUDFImpl for ClickHouseJson {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        let Some((first, path)) = arg_types.split_first() else {
-            return plan_err!("{} needs a JSON argument", self.name);
-        };
-        if !is_json_text(first) {
-            return plan_err!("{} expects JSON text, not {first}", self.name);
-        }
-        if path.len() > MAX_PATH_DEPTH {
-            return plan_err!("{}: at most {MAX_PATH_DEPTH} keys and indexes", self.name);
-        }
-        let mut out = vec![DataType::Utf8];
-        for t in path {
-            out.push(match t {
-                t if is_json_text(t) => DataType::Utf8,
-                t if t.is_integer() => DataType::Int64,
-                other => {
-                    return plan_err!(
-                        "{}: keys are text and indexes integers, not {other}",
-                        self.name
-                    );
-                }
-            });
-        }
-        Ok(out)
+        coerce_path_args(self.name, arg_types, false)
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {

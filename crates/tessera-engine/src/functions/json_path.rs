@@ -22,7 +22,6 @@ use arrow::array::{
 };
 use arrow::buffer::{NullBuffer, OffsetBuffer};
 use arrow::datatypes::{DataType, Field, FieldRef};
-use datafusion::common::cast::{as_large_string_array, as_string_array, as_string_view_array};
 use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, plan_err};
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
@@ -31,14 +30,13 @@ use datafusion::logical_expr::{
     Volatility,
 };
 use tessera_json::escape::unescape_into;
-use tessera_json::path::{
-    JsonPath, MAX_PATH_DEPTH, PathElem, PathStep, PathTrie, parse_json_path, parse_path,
-};
+use tessera_json::path::{JsonPath, PathElem, PathStep, PathTrie, parse_json_path, parse_path};
 use tessera_json::scanner::{Kind, Scanner, Span};
 use tessera_json::select::{children, select};
 use tessera_json::value::{Output, text_of};
 
-use super::json::{access_udf, is_json_text, rowwise};
+use super::json::{access_udf, coerce_path_args, rowwise, value_field};
+use super::json_build::TextColumn;
 
 /// The DuckDB reading functions, ready to register.
 pub fn all_functions() -> Vec<Arc<ScalarUDF>> {
@@ -195,53 +193,16 @@ impl ScalarUDFImpl for DuckJsonFunction {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        let Some((first, path)) = arg_types.split_first() else {
-            return plan_err!("{} needs a JSON argument", self.name);
-        };
-        if !is_json_text(first) {
-            return plan_err!(
-                "{} expects JSON text as its first argument, not {first}",
-                self.name
-            );
-        }
-        let json = match first {
-            DataType::Null => DataType::Utf8,
-            other => other.clone(),
-        };
         let shape = shape_of(arg_types);
         match (self.probe, shape) {
-            (DuckProbe::Valid, Shape::Root) => return Ok(vec![json]),
+            (DuckProbe::Valid, Shape::Root) => {}
             (DuckProbe::Valid, _) => return plan_err!("json_valid takes one argument"),
             (probe, Shape::Root) if !probe.path_optional() => {
                 return plan_err!("{} needs a path argument", self.name);
             }
-            (_, Shape::Elems) if path.len() > MAX_PATH_DEPTH => {
-                return plan_err!(
-                    "{}: a path has at most {MAX_PATH_DEPTH} elements",
-                    self.name
-                );
-            }
             _ => {}
         }
-        let mut out = vec![json];
-        for t in path {
-            out.push(match t {
-                t if is_json_text(t) => DataType::Utf8,
-                t if t.is_integer() => DataType::Int64,
-                DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _)
-                    if shape == Shape::List && is_json_text(f.data_type()) =>
-                {
-                    list_of(DataType::Utf8)
-                }
-                other => {
-                    return plan_err!(
-                        "{}: a path is text, an integer index or a list of text, not {other}",
-                        self.name
-                    );
-                }
-            });
-        }
-        Ok(out)
+        coerce_path_args(self.name, arg_types, shape == Shape::List)
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
@@ -258,12 +219,11 @@ impl ScalarUDFImpl for DuckJsonFunction {
         let shape = shape_of(&types);
         let path = args.scalar_arguments.get(1).copied().flatten();
         let item = self.probe.item_type();
-        let data_type = if self.constant_is_list(shape, path)? {
-            list_of(item)
-        } else {
-            item
-        };
-        Ok(Arc::new(Field::new(self.name, data_type, true)))
+        if self.constant_is_list(shape, path)? {
+            return Ok(Arc::new(Field::new(self.name, list_of(item), true)));
+        }
+        let json = self.probe == DuckProbe::Extract;
+        Ok(Arc::new(value_field(self.name, item, json)))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
@@ -446,13 +406,8 @@ impl Locator {
 
 /// The JSON texts of a column of documents, by row (`None` for NULL).
 pub(crate) fn texts(array: &ArrayRef) -> Result<Vec<Option<&str>>> {
-    Ok(match array.data_type() {
-        DataType::Utf8 => as_string_array(array)?.iter().collect(),
-        DataType::LargeUtf8 => as_large_string_array(array)?.iter().collect(),
-        DataType::Utf8View => as_string_view_array(array)?.iter().collect(),
-        DataType::Null => vec![None; array.len()],
-        other => return exec_err!("expected JSON text, not {other}"),
-    })
+    let column = TextColumn::new("a JSON function", array)?;
+    Ok((0..array.len()).map(|row| column.get(row)).collect())
 }
 
 /// Evaluates a DuckDB reading function over `n` rows; `listed` when the result is a

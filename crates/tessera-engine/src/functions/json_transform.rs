@@ -15,7 +15,7 @@
 use std::sync::{Arc, LazyLock};
 
 use arrow::array::{
-    Array, ArrayRef, BooleanArray, Decimal128Array, Float64Array, ListArray, StringArray,
+    Array, ArrayRef, BooleanArray, Decimal128Array, Float64Array, ListArray, MapArray, StringArray,
     StructArray, new_null_array,
 };
 use arrow::buffer::{NullBuffer, OffsetBuffer};
@@ -31,7 +31,8 @@ use tessera_json::tape::Tape;
 use tessera_json::tree::Json;
 
 use super::json_build::{TextColumn, parse_json};
-use crate::json::json_type::json_field;
+use crate::json::json_type::{is_json, json_field};
+use crate::json::sql_types::plan_type_text;
 
 /// The transform functions, ready to register.
 pub fn all_functions() -> Vec<Arc<ScalarUDF>> {
@@ -58,6 +59,8 @@ enum Target {
     Boolean,
     /// An integer type (`Int8` ... `UInt64`, or `Decimal128(38, 0)` for `HUGEINT`).
     Integer(DataType),
+    /// `UHUGEINT`: `Decimal128(38, 0)` without negative values.
+    UHugeInt,
     /// `Float32` or `Float64`.
     Float(DataType),
     /// `Decimal128(precision, scale)`, from numbers through double as DuckDB converts.
@@ -65,9 +68,14 @@ enum Target {
     /// `Date32` or `Timestamp(Microsecond)`, from strings by Arrow's cast.
     Temporal(DataType),
     Varchar,
+    /// A string holding a UUID (`8-4-4-4-12` hex digits), lower-cased as DuckDB prints it.
+    Uuid,
     Json,
     List(Box<Target>),
     Struct(Vec<(String, Target)>),
+    /// A map from an object: its keys converted to the first type (always strictly:
+    /// a map key cannot be NULL), its values to the second.
+    Map(Box<Target>, Box<Target>),
 }
 
 impl Target {
@@ -110,20 +118,67 @@ impl Target {
             "UINTEGER" => Target::Integer(UInt32),
             "UBIGINT" => Target::Integer(UInt64),
             "HUGEINT" => Target::Integer(Decimal128(38, 0)),
+            "UHUGEINT" => Target::UHugeInt,
             "FLOAT" | "REAL" | "FLOAT4" => Target::Float(Float32),
             "DOUBLE" | "FLOAT8" => Target::Float(Float64),
             "VARCHAR" | "TEXT" | "STRING" => Target::Varchar,
             "JSON" => Target::Json,
             "DATE" => Target::Temporal(Date32),
             "TIMESTAMP" => Target::Temporal(Timestamp(TimeUnit::Microsecond, None)),
+            "UUID" => Target::Uuid,
             upper if upper.starts_with("DECIMAL") => Target::Decimal(decimal_type(upper)?),
-            other => {
-                return plan_err!(
-                    "JSON structure type {other} can not be converted to a Tessera type \
-                     (supported: NULL, BOOLEAN, the integer types, HUGEINT, FLOAT, DOUBLE, \
-                     DECIMAL(p,s), DATE, TIMESTAMP, VARCHAR, JSON, arrays and objects)"
-                );
+            // The other temporal types (TIME, TIMESTAMP_S, ...) as the SQL planner names them.
+            other => match plan_type_text(other).map(|f| f.data_type().clone()) {
+                Ok(t @ (Time64(_) | Timestamp(_, None))) => Target::Temporal(t),
+                _ => {
+                    return plan_err!(
+                        "JSON structure type {other} can not be converted to a Tessera type \
+                         (supported: NULL, BOOLEAN, the integer types, HUGEINT, UHUGEINT, FLOAT, \
+                         DOUBLE, DECIMAL(p,s), DATE, TIME, the TIMESTAMP types, UUID, VARCHAR, \
+                         JSON, arrays and objects)"
+                    );
+                }
+            },
+        })
+    }
+
+    /// The target of a cast to `field`'s type; `None` for a type no JSON value
+    /// converts to.
+    fn of_field(field: &Field) -> Option<Target> {
+        use DataType::*;
+        if is_json(field) {
+            return Some(Target::Json);
+        }
+        let data_type = field.data_type();
+        Some(match data_type {
+            Null => Target::Null,
+            Boolean => Target::Boolean,
+            Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32 | UInt64 => {
+                Target::Integer(data_type.clone())
             }
+            // HUGEINT: integers' rules (rounding half to even, strings as integers).
+            Decimal128(38, 0) => Target::Integer(data_type.clone()),
+            Decimal128(..) => Target::Decimal(data_type.clone()),
+            Float32 | Float64 => Target::Float(data_type.clone()),
+            Date32 | Timestamp(..) | Time64(_) => Target::Temporal(data_type.clone()),
+            // Built as Utf8; the caller casts to the view or large layout.
+            Utf8 | Utf8View | LargeUtf8 => Target::Varchar,
+            // A fixed-size list is built as a list; the caller casts it to its size.
+            List(item) | FixedSizeList(item, _) => Target::List(Box::new(Target::of_field(item)?)),
+            Struct(fields) => Target::Struct(
+                fields
+                    .iter()
+                    .map(|f| Some((f.name().clone(), Target::of_field(f)?)))
+                    .collect::<Option<Vec<_>>>()?,
+            ),
+            Map(entries, _) => match entries.data_type() {
+                Struct(pair) if pair.len() == 2 => Target::Map(
+                    Box::new(Target::of_field(&pair[0])?),
+                    Box::new(Target::of_field(&pair[1])?),
+                ),
+                _ => return None,
+            },
+            _ => return None,
         })
     }
 
@@ -141,10 +196,22 @@ impl Target {
             Target::Integer(t) | Target::Float(t) | Target::Decimal(t) | Target::Temporal(t) => {
                 t.clone()
             }
-            Target::Varchar | Target::Json => DataType::Utf8,
+            Target::UHugeInt => DataType::Decimal128(38, 0),
+            Target::Varchar | Target::Uuid | Target::Json => DataType::Utf8,
             Target::List(item) => DataType::List(Arc::new(item.field("item"))),
             Target::Struct(fields) => DataType::Struct(Self::fields(fields)),
+            Target::Map(key, value) => {
+                DataType::Map(Arc::new(Self::map_entries(key, value)), false)
+            }
         }
+    }
+
+    fn map_entries(key: &Target, value: &Target) -> Field {
+        let pair = Fields::from(vec![
+            key.field("key").with_nullable(false),
+            value.field("value"),
+        ]);
+        Field::new("entries", DataType::Struct(pair), false)
     }
 
     fn fields(fields: &[(String, Target)]) -> Fields {
@@ -296,7 +363,14 @@ impl Converter {
                     .map(|v| present(v).map_or(Ok(None), |j| self.boolean(j)))
                     .collect::<Result<BooleanArray>>()?,
             ),
-            Target::Integer(data_type) => self.integers(data_type, values)?,
+            Target::Integer(data_type) => {
+                self.integers(data_type, integer_range(data_type), values)?
+            }
+            Target::UHugeInt => self.integers(
+                &DataType::Decimal128(38, 0),
+                (0, 10i128.pow(38) - 1),
+                values,
+            )?,
             Target::Float(data_type) => {
                 let doubles = values
                     .iter()
@@ -310,10 +384,23 @@ impl Converter {
                     .map(|v| {
                         present(v).map(|j| match (target, j) {
                             (Target::Varchar, Json::String(s)) => s.clone(),
+                            (Target::Varchar, Json::Float(_)) => varchar_exponent(j.to_text()),
                             _ => j.to_text(),
                         })
                     })
                     .collect::<StringArray>(),
+            ),
+            Target::Uuid => Arc::new(
+                values
+                    .iter()
+                    .map(|v| match present(v) {
+                        Some(Json::String(s)) if is_uuid(s) => Ok(Some(s.to_ascii_lowercase())),
+                        Some(other) => {
+                            self.fail(format!("Unable to cast '{}' to UUID", other.to_text()))
+                        }
+                        None => Ok(None),
+                    })
+                    .collect::<Result<StringArray>>()?,
             ),
             Target::Decimal(data_type) => {
                 let doubles = values
@@ -338,6 +425,7 @@ impl Converter {
             }
             Target::List(item) => self.list(item, values)?,
             Target::Struct(fields) => self.structure(fields, values)?,
+            Target::Map(key, value) => self.map(key, value, values)?,
         })
     }
 
@@ -365,8 +453,13 @@ impl Converter {
         Ok(out)
     }
 
-    fn integers(&self, data_type: &DataType, values: &[Option<&Json>]) -> Result<ArrayRef> {
-        let (min, max) = integer_range(data_type);
+    /// Integers in `min..=max` as `data_type`; others NULL (an error under `_strict`).
+    fn integers(
+        &self,
+        data_type: &DataType,
+        (min, max): (i128, i128),
+        values: &[Option<&Json>],
+    ) -> Result<ArrayRef> {
         let integers = values
             .iter()
             .map(|v| match v.filter(|j| **j != Json::Null) {
@@ -486,6 +579,56 @@ impl Converter {
         )?))
     }
 
+    fn map(&self, key: &Target, value: &Target, values: &[Option<&Json>]) -> Result<ArrayRef> {
+        let mut offsets = Vec::with_capacity(values.len() + 1);
+        offsets.push(0i32);
+        let (mut keys, mut items) = (Vec::new(), Vec::new());
+        let mut valid = Vec::with_capacity(values.len());
+        for v in values {
+            match v {
+                Some(Json::Object(members)) => {
+                    keys.extend(members.iter().map(|(k, _)| Json::String(k.clone())));
+                    items.extend(members.iter().map(|(_, v)| Some(v)));
+                    valid.push(true);
+                }
+                None | Some(Json::Null) => valid.push(false),
+                Some(other) => {
+                    self.fail::<()>(format!(
+                        "Expected OBJECT, but got {}: {}",
+                        type_name(other),
+                        other.to_text()
+                    ))?;
+                    valid.push(false);
+                }
+            }
+            let end = i32::try_from(keys.len()).map_err(|_| {
+                DataFusionError::Execution(format!("{}: more than 2^31 map entries", self.name))
+            })?;
+            offsets.push(end);
+        }
+        let keys: Vec<Option<&Json>> = keys.iter().map(Some).collect();
+        let strict = Converter {
+            name: self.name,
+            strict: true,
+        };
+        let entries = Target::map_entries(key, value);
+        let DataType::Struct(pair) = entries.data_type() else {
+            return exec_err!("{}: map entries are a struct", self.name);
+        };
+        let pairs = StructArray::try_new(
+            pair.clone(),
+            vec![strict.build(key, &keys)?, self.build(value, &items)?],
+            None,
+        )?;
+        Ok(Arc::new(MapArray::try_new(
+            Arc::new(entries),
+            OffsetBuffer::new(offsets.into()),
+            pairs,
+            Some(NullBuffer::from(valid)),
+            false,
+        )?))
+    }
+
     fn structure(&self, fields: &[(String, Target)], values: &[Option<&Json>]) -> Result<ArrayRef> {
         let mut valid = Vec::with_capacity(values.len());
         for value in values {
@@ -544,6 +687,64 @@ impl Converter {
         }
         Ok(first)
     }
+}
+
+/// JSON documents (`docs`, text) converted to `field`'s type (exactly) as `CAST(j AS type)`
+/// (`strict`) or `TRY_CAST` converts them, with the rules of `json_transform`(`_strict`);
+/// `None` when `field`'s type is not one a JSON value converts to.
+pub fn convert_json(docs: &ArrayRef, field: &Field, strict: bool) -> Result<Option<ArrayRef>> {
+    let Some(target) = Target::of_field(field) else {
+        return Ok(None);
+    };
+    let name = match strict {
+        true => "CAST",
+        false => "TRY_CAST",
+    };
+    let texts = TextColumn::new(name, docs)?;
+    let mut tape = Tape::default();
+    let parsed = (0..docs.len())
+        .map(|row| {
+            texts
+                .get(row)
+                .map(|t| parse_json(name, row, t, &mut tape))
+                .transpose()
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let values: Vec<Option<&Json>> = parsed.iter().map(Option::as_ref).collect();
+    let out = Converter { name, strict }.build(&target, &values)?;
+    match out.data_type() == field.data_type() {
+        true => Ok(Some(out)),
+        false => Ok(Some(cast(&out, field.data_type())?)),
+    }
+}
+
+/// Whether [`convert_json`] converts to `field`'s type.
+pub fn converts_to(field: &Field) -> bool {
+    Target::of_field(field).is_some()
+}
+
+/// A double's JSON text as DuckDB's cast of a double to `VARCHAR` writes it: the
+/// exponent signed and of at least two digits (`1e+300`, `2.5e-08`).
+fn varchar_exponent(text: String) -> String {
+    let Some((mantissa, exponent)) = text.split_once(['e', 'E']) else {
+        return text;
+    };
+    let (sign, digits) = match exponent.strip_prefix('-') {
+        Some(digits) => ('-', digits),
+        None => ('+', exponent.trim_start_matches('+')),
+    };
+    format!("{mantissa}e{sign}{digits:0>2}")
+}
+
+/// Whether `text` is a UUID in its standard form: 32 hex digits, dashes after the
+/// 8th, 12th, 16th and 20th.
+fn is_uuid(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.len() == 36
+        && bytes.iter().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => *b == b'-',
+            _ => b.is_ascii_hexdigit(),
+        })
 }
 
 /// The integral value of a double, if it has one an `i128` holds.

@@ -15,6 +15,7 @@ pub mod compat;
 pub mod json;
 pub mod json_aggregate;
 pub mod json_build;
+pub mod json_cast;
 pub mod json_clickhouse;
 pub mod json_each;
 pub mod json_merge;
@@ -25,6 +26,7 @@ pub mod json_structure;
 pub mod json_transform;
 pub mod operators;
 pub mod sum;
+pub mod type_of;
 
 pub use json::access_output;
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use datafusion::common::{DFSchema, Result, plan_err};
+use datafusion::common::{DFSchema, Result, ScalarValue, plan_err};
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawBinaryExpr};
 use datafusion::logical_expr::{Expr, ScalarUDF};
@@ -73,13 +73,26 @@ impl ExprPlanner for JsonOperatorPlanner {
         expr: RawBinaryExpr,
         _schema: &DFSchema,
     ) -> Result<PlannerResult<RawBinaryExpr>> {
-        let func = match expr.op {
-            BinaryOperator::Arrow => &self.get,
-            BinaryOperator::LongArrow => &self.get_text,
+        let (func, duckdb_name) = match expr.op {
+            BinaryOperator::Arrow => (&self.get, "json_extract"),
+            BinaryOperator::LongArrow => (&self.get_text, "json_extract_string"),
             _ => return Ok(PlannerResult::Original(expr)),
         };
+        // A JSON Pointer (`j -> '/a/0'`): DuckDB's reading function, where a token of
+        // digits indexes an array or keys an object, whichever the document holds.
+        let pointer = matches!(
+            &expr.right,
+            Expr::Literal(ScalarValue::Utf8(Some(path)), _) if path.starts_with('/')
+        );
+        let func = match pointer {
+            true => super::json_path::all_functions()
+                .into_iter()
+                .find(|f| f.name() == duckdb_name)
+                .unwrap_or_else(|| Arc::clone(func)),
+            false => Arc::clone(func),
+        };
         Ok(PlannerResult::Planned(Expr::ScalarFunction(
-            ScalarFunction::new_udf(Arc::clone(func), vec![expr.left, expr.right]),
+            ScalarFunction::new_udf(func, vec![expr.left, expr.right]),
         )))
     }
 }

@@ -6,5 +6,13 @@
 
 pub mod json_type;
 pub mod output;
+pub mod sql_types;
+
+/// What `sql_types` uses of Arrow and the SQL parser, named here once so that the fuzz
+/// target `sql_types` compiles that module against the plain crates.
+mod sql_deps {
+    pub use arrow::datatypes::{DataType, Field, FieldRef, Fields, TimeUnit};
+    pub use datafusion::sql::sqlparser::{ast, dialect::DuckDbDialect, parser::Parser};
+}
 
 pub use tessera_json::{Kind, Output, Scanner, Span, path, scanner, value};

@@ -14,6 +14,7 @@
 //! - [`modify`]: merge patches and set/insert/replace/remove at a path, on trees.
 //! - [`merge`]: DuckDB's coalescing deep merge and the merge patch between two documents.
 //! - [`normalize`]: keys sorted at every level; `null` members stripped.
+//! - [`non_finite`]: `NaN` and `Infinity` as numbers, as DuckDB's JSON functions read them.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -32,6 +33,7 @@ pub mod index;
 pub mod limits;
 pub mod merge;
 pub mod modify;
+pub mod non_finite;
 pub mod normalize;
 pub mod path;
 pub mod scanner;

@@ -22,6 +22,7 @@ use std::sync::{Arc, LazyLock};
 use crate::escape::hex4;
 use crate::index::Marks;
 use crate::limits::{MAX_NESTING, NESTING_ERROR};
+use crate::non_finite;
 use crate::path::{PathTrie, Slot};
 use crate::tape::MAX_DECIMAL_DIGITS;
 
@@ -133,6 +134,8 @@ pub struct Scanner {
     entered: Vec<bool>,
     /// Whether numbers a Tessera table cannot store exactly are syntax errors.
     storable: bool,
+    /// Whether `NaN` and `Infinity` are numbers (see [`crate::non_finite`]).
+    non_finite: bool,
 }
 
 impl Scanner {
@@ -148,12 +151,20 @@ impl Scanner {
             trie,
             element_starts: Vec::new(),
             storable: false,
+            non_finite: false,
         }
     }
 
     /// The same scanner with another validation level.
     pub fn with_validation(mut self, validation: Validation) -> Self {
         self.validation = validation;
+        self
+    }
+
+    /// The same scanner reading `NaN` and `Infinity` as numbers, as DuckDB's JSON
+    /// functions do (see [`crate::non_finite`]); without it they are syntax errors.
+    pub fn with_non_finite_numbers(mut self, non_finite: bool) -> Self {
+        self.non_finite = non_finite;
         self
     }
 
@@ -190,6 +201,7 @@ impl Scanner {
             pos: 0,
             marks,
             storable: self.storable,
+            non_finite: self.non_finite,
         };
         // Control characters and escapes are checked once for all strings of the document.
         cursor.check_strings(0, doc.len())?;
@@ -413,6 +425,8 @@ pub fn for_each_member(doc: &[u8], span: Span, mut f: impl FnMut(Option<Span>, S
         pos: span.start as usize + 1,
         marks: &marks,
         storable: false,
+        // The document is validated already: whatever numbers its scan accepted.
+        non_finite: true,
     };
     c.skip_ws();
     if c.pos + 1 >= span.end as usize {
@@ -556,6 +570,8 @@ struct Cursor<'a> {
     marks: &'a Marks,
     /// See [`Scanner::set_storable_numbers`].
     storable: bool,
+    /// See [`Scanner::with_non_finite_numbers`].
+    non_finite: bool,
 }
 
 impl Cursor<'_> {
@@ -595,11 +611,14 @@ impl Cursor<'_> {
                 self.literal(b"false")?;
                 Kind::Bool(false)
             }
-            Some(b'n') => {
+            Some(b'n') if !self.non_finite || self.doc[self.pos..].starts_with(b"null") => {
                 self.literal(b"null")?;
                 Kind::Null
             }
             Some(b'-' | b'0'..=b'9') => Kind::Number {
+                integer: self.number()?,
+            },
+            Some(b) if self.non_finite && non_finite::starts_word(b) => Kind::Number {
                 integer: self.number()?,
             },
             Some(_) => return Err(self.error("a JSON value")),
@@ -705,6 +724,12 @@ impl Cursor<'_> {
     fn number(&mut self) -> Result<bool, SyntaxError> {
         let d = self.doc;
         let start = self.pos;
+        if self.non_finite
+            && let Some(len) = non_finite::word_len(&d[start..])
+        {
+            self.pos = start + len;
+            return Ok(false);
+        }
         let mut i = start;
         if d.get(i) == Some(&b'-') {
             i += 1;

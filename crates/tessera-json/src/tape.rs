@@ -23,6 +23,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::escape::{Policy, unescape_str};
 use crate::limits::{MAX_NESTING, NESTING_ERROR};
+use crate::non_finite;
 
 /// Most digits of an integer: a Variant `Decimal16` holds 38.
 pub const MAX_DECIMAL_DIGITS: usize = 38;
@@ -178,6 +179,8 @@ pub struct Tape {
     /// Every distinct object key, by id, and the ids by key.
     key_names: Vec<Box<[u8]>>,
     key_ids: HashMap<Box<[u8]>, u32, BuildHasherDefault<FxHasher>>,
+    /// Whether `NaN` and `Infinity` are numbers (see [`crate::non_finite`]).
+    non_finite: bool,
 }
 
 /// One document of a tape, with the text its strings point into.
@@ -199,7 +202,16 @@ impl Tape {
             stack: Vec::with_capacity(MAX_NESTING),
             key_names: Vec::new(),
             key_ids: HashMap::default(),
+            non_finite: false,
         }
+    }
+
+    /// The same tape reading `NaN` and `Infinity` as (non-finite) float numbers, as
+    /// DuckDB's JSON functions do (see [`crate::non_finite`]); without it they are
+    /// syntax errors, as a table that stores JSON needs.
+    pub fn with_non_finite_numbers(mut self, non_finite: bool) -> Self {
+        self.non_finite = non_finite;
+        self
     }
 
     /// Forgets every document (keeping the key dictionary and the allocations), for a
@@ -599,8 +611,11 @@ impl Parser<'_, '_> {
             }
             b't' => self.literal(b"true", Kind::True),
             b'f' => self.literal(b"false", Kind::False),
-            b'n' => self.literal(b"null", Kind::Null),
+            b'n' if !self.tape.non_finite || self.text[self.pos..].starts_with(b"null") => {
+                self.literal(b"null", Kind::Null)
+            }
             b'-' | b'0'..=b'9' => self.number(),
+            b if self.tape.non_finite && non_finite::starts_word(b) => self.number(),
             _ => self.error("expected a value"),
         }
     }
@@ -624,6 +639,16 @@ impl Parser<'_, '_> {
 
     fn number(&mut self) -> Result<(), ParseError> {
         let start = self.pos;
+        if self.tape.non_finite
+            && let Some(len) = non_finite::word_len(&self.text[start..])
+        {
+            self.pos += len;
+            let value: f64 = self.source[start..self.pos]
+                .parse()
+                .expect("a non-finite word reads as a double");
+            self.push_node(Kind::Float, 0, value.to_bits());
+            return Ok(());
+        }
         let negative = self.text[self.pos] == b'-';
         if negative {
             self.pos += 1;

@@ -370,11 +370,10 @@ fn for_each_row(
     let constant = path_args
         .iter()
         .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-    let scanner_for =
-        |row: usize| -> Result<Option<Scanner>> {
-            Ok(path_of_row(name, path_args, row)?
-                .map(|p| Scanner::new(Arc::new(PathTrie::single(&p)))))
-        };
+    let scanner_for = |row: usize| -> Result<Option<Scanner>> {
+        Ok(path_of_row(name, path_args, row)?
+            .map(|p| crate::json::function_scanner(Arc::new(PathTrie::single(&p)))))
+    };
     let mut scanner = if constant { scanner_for(0)? } else { None };
     let mut visit = |row: usize, doc: &str| -> Result<()> {
         if !constant {

@@ -121,7 +121,7 @@ impl AggregateUDFImpl for JsonGroup {
                 object: group == Group::Object,
                 value_is_json,
                 text: String::new(),
-                tape: Tape::default(),
+                tape: crate::json::function_tape(),
             }),
         })
     }

@@ -143,7 +143,7 @@ impl ScalarUDFImpl for JsonBuild {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let fields = args.arg_fields.clone();
-        let mut tape = Tape::default();
+        let mut tape = crate::json::function_tape();
         let name = self.name;
         map_rows(&args, |arrays, row, out| match self.build {
             Build::Object => write_object(arrays, &fields, row, out, &mut tape).map(|()| true),

@@ -29,7 +29,6 @@ use datafusion::logical_expr::{
     ScalarUDFImpl, Signature, Volatility,
 };
 use tessera_json::path::PathTrie;
-use tessera_json::scanner::Scanner;
 use tessera_json::tape::{Kind, Tape};
 
 use super::json_build::{TextColumn, to_json};
@@ -245,7 +244,7 @@ struct Parser {
 impl Parser {
     fn new() -> Self {
         Self {
-            tape: Tape::default(),
+            tape: crate::json::function_tape(),
         }
     }
 
@@ -256,7 +255,7 @@ impl Parser {
         f: impl FnOnce(tessera_json::tape::Value<'_>) -> T,
     ) -> std::result::Result<T, tessera_json::tape::ParseError> {
         if self.tape.key_count() > TAPE_KEYS_MAX {
-            self.tape = Tape::default();
+            self.tape = crate::json::function_tape();
         }
         self.tape.clear();
         let text = self.tape.push(text.as_bytes())?;
@@ -277,7 +276,7 @@ fn quoted(text: &str) -> String {
 /// a double's range (`1e400`) is JSON, as in DuckDB: only storing it in a table needs
 /// it to fit.
 fn validate(texts: &TextColumn, input: &ArrayRef, strict: bool) -> Result<ArrayRef> {
-    let mut scanner = Scanner::new(Arc::new(PathTrie::new()));
+    let mut scanner = crate::json::function_scanner(Arc::new(PathTrie::new()));
     let mut valid = Vec::with_capacity(input.len());
     for row in 0..input.len() {
         let Some(text) = texts.get(row) else {

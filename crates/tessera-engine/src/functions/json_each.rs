@@ -31,7 +31,7 @@ use datafusion::logical_expr::{
     Volatility,
 };
 use tessera_json::path::{PathElem, parse_json_path};
-use tessera_json::tape::{Kind, ParseError, Tape};
+use tessera_json::tape::{Kind, ParseError};
 
 mod walk;
 
@@ -463,7 +463,7 @@ impl ScalarUDFImpl for JsonList {
         let (try_cast, sql_nulls) = (flag(1), flag(2));
         let mut list = ListBuilder::new(StringViewBuilder::new())
             .with_field(Arc::new(Field::new_list_field(DataType::Utf8View, true)));
-        let mut tape = Tape::default();
+        let mut tape = crate::json::function_tape();
         let mut element = String::new();
         for row in 0..n {
             let Some(text) = text_at(&docs, row)? else {

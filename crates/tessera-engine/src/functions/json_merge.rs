@@ -127,7 +127,7 @@ impl ScalarUDFImpl for JsonMerge {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let mut tape = Tape::default();
+        let mut tape = crate::json::function_tape();
         let texts = args
             .args
             .iter()

@@ -128,7 +128,7 @@ impl ScalarUDFImpl for JsonModify {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let mut tape = Tape::default();
+        let mut tape = crate::json::function_tape();
         map_rows(&args, |arrays, row, out| {
             let Some(result) = self.apply(arrays, row, &mut tape)? else {
                 return Ok(false);

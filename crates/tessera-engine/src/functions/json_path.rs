@@ -386,7 +386,7 @@ impl Locator {
         Self {
             paths,
             slots,
-            scanner: Scanner::new(Arc::new(trie)),
+            scanner: crate::json::function_scanner(Arc::new(trie)),
         }
     }
 

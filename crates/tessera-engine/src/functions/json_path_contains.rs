@@ -16,7 +16,7 @@ use datafusion::common::{Result, exec_err, plan_err};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
-use tessera_json::tape::{Kind, Tape, Value};
+use tessera_json::tape::{Kind, Value};
 
 use super::json::{is_json_text, rowwise};
 use super::json_path::texts;
@@ -68,7 +68,7 @@ impl ScalarUDFImpl for JsonContains {
 
 fn contains_column(haystacks: &[Option<&str>], needles: &[Option<&str>]) -> Result<ArrayRef> {
     let mut out = BooleanBuilder::with_capacity(haystacks.len());
-    let mut tape = Tape::default();
+    let mut tape = crate::json::function_tape();
     for (row, (haystack, needle)) in haystacks.iter().zip(needles).enumerate() {
         let (Some(haystack), Some(needle)) = (haystack, needle) else {
             out.append_null();

@@ -16,7 +16,6 @@ use datafusion::logical_expr::{
     ColumnarValue, Documentation, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
     Signature, Volatility,
 };
-use tessera_json::tape::Tape;
 use tessera_json::tree::{Json, push_string};
 
 use super::json_build::{TextColumn, map_rows, parse_json};
@@ -232,7 +231,7 @@ impl ScalarUDFImpl for JsonStructure {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let mut tape = Tape::default();
+        let mut tape = crate::json::function_tape();
         map_rows(&args, |arrays, row, out| {
             let Some(text) = TextColumn::new("json_structure", &arrays[0])?.get(row) else {
                 return Ok(false);
@@ -253,7 +252,8 @@ mod tests {
     use super::*;
 
     fn structure(text: &str) -> String {
-        Structure::of(&Json::parse(text.as_bytes(), &mut Tape::default()).unwrap()).to_text()
+        Structure::of(&Json::parse(text.as_bytes(), &mut crate::json::function_tape()).unwrap())
+            .to_text()
     }
 
     #[test]
@@ -282,7 +282,7 @@ mod tests {
 
     #[test]
     fn exact_text_reads_back() {
-        let mut tape = Tape::default();
+        let mut tape = crate::json::function_tape();
         for json in [
             r#"[{},{"a":[{"b":-1}]}]"#,
             "[{}]",

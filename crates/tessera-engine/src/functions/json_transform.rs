@@ -27,7 +27,6 @@ use datafusion::logical_expr::{
     ColumnarValue, Documentation, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
     Signature, Volatility,
 };
-use tessera_json::tape::Tape;
 use tessera_json::tree::Json;
 
 use super::json_build::{TextColumn, parse_json};
@@ -254,9 +253,10 @@ impl JsonTransform {
                 );
             }
         };
-        let json = Json::parse(text.as_bytes(), &mut Tape::default()).map_err(|e| {
-            DataFusionError::Plan(format!("{}: malformed JSON structure: {e}", self.name))
-        })?;
+        let json =
+            Json::parse(text.as_bytes(), &mut crate::json::function_tape()).map_err(|e| {
+                DataFusionError::Plan(format!("{}: malformed JSON structure: {e}", self.name))
+            })?;
         Target::parse(&json)
     }
 }
@@ -308,7 +308,7 @@ impl ScalarUDFImpl for JsonTransform {
         let rows = if constant { 1 } else { args.number_rows };
         let docs = args.args[0].to_array(rows)?;
         let texts = TextColumn::new(self.name, &docs)?;
-        let mut tape = Tape::default();
+        let mut tape = crate::json::function_tape();
         let parsed = (0..rows)
             .map(|row| {
                 texts
@@ -701,7 +701,7 @@ pub fn convert_json(docs: &ArrayRef, field: &Field, strict: bool) -> Result<Opti
         false => "TRY_CAST",
     };
     let texts = TextColumn::new(name, docs)?;
-    let mut tape = Tape::default();
+    let mut tape = crate::json::function_tape();
     let parsed = (0..docs.len())
         .map(|row| {
             texts

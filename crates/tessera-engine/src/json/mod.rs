@@ -16,3 +16,20 @@ mod sql_deps {
 }
 
 pub use tessera_json::{Kind, Output, Scanner, Span, path, scanner, value};
+
+use std::sync::Arc;
+
+use tessera_json::path::PathTrie;
+use tessera_json::tape::Tape;
+
+/// A tape that parses JSON as the SQL functions read it: DuckDB's reader, which takes
+/// `NaN` and `Infinity` as numbers. Ingest keeps the strict tape, since a table stores
+/// only what JSON spells.
+pub fn function_tape() -> Tape {
+    Tape::default().with_non_finite_numbers(true)
+}
+
+/// A scanner for `trie` that reads JSON as the SQL functions do (see [`function_tape`]).
+pub fn function_scanner(trie: Arc<PathTrie>) -> Scanner {
+    Scanner::new(trie).with_non_finite_numbers(true)
+}

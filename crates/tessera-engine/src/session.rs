@@ -95,6 +95,7 @@ impl TesseraSession {
         let mut config = SessionConfig::new()
             .with_information_schema(true)
             .with_option_extension(tessera)
+            .with_option_extension(crate::functions::geometry::GeometryOptions::default())
             .with_extension(Arc::clone(&rejects));
         dialect::configure(config.options_mut());
         if let Some(n) = options.target_partitions {
@@ -130,6 +131,8 @@ impl TesseraSession {
         state.register_function_rewrite(Arc::new(WideIntegerSum))?;
         state.register_function_rewrite(Arc::new(FractionalDivision))?;
         state.register_function_rewrite(Arc::new(JsonCasts))?;
+        state.register_function_rewrite(Arc::new(crate::functions::geometry::GeometryCasts))?;
+        state.add_analyzer_rule(Arc::new(crate::functions::geometry::GeometryInserts));
         state.register_expr_planner(Arc::new(JsonOperatorPlanner::new(
             find(json_functions::JSON_GET)?,
             find(json_functions::JSON_GET_TEXT)?,
@@ -204,6 +207,7 @@ impl TesseraSession {
         output_names::name_outputs(&mut statement);
         group_keys::drop_cast_keys(&mut statement);
         dialect::rewrite(&mut statement, self.options().dialect);
+        crate::functions::settings::rewrite_statement(&mut statement);
         crate::json_each_rewrite::rewrite_statement(&mut statement)?;
         let plan = self.ctx.state().statement_to_plan(statement).await?;
         let plan = crate::json_each_rewrite::plan_laterals(plan)?;

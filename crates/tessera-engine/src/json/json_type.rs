@@ -101,7 +101,7 @@ impl TypePlanner for JsonTypePlanner {
     fn plan_type_field(&self, sql_type: &ast::DataType) -> Result<Option<FieldRef>> {
         Ok(match sql_type {
             ast::DataType::JSON => Some(Arc::new(json_field(""))),
-            _ => None,
+            other => crate::functions::geometry::sql_type_field(other),
         })
     }
 }

@@ -109,16 +109,42 @@ impl FromStr for JsonFormat {
     }
 }
 
-impl fmt::Display for JsonFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            JsonFormat::Wkt => "wkt",
-            JsonFormat::GeoJson => "geojson",
+/// `json_geometry_format` as set, its spelling kept: DuckDB shows a setting back as it
+/// was written (`GeoJSON`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonFormatSetting {
+    /// The format.
+    pub format: JsonFormat,
+    spelling: String,
+}
+
+impl Default for JsonFormatSetting {
+    fn default() -> Self {
+        Self {
+            format: JsonFormat::Wkt,
+            spelling: "wkt".to_string(),
+        }
+    }
+}
+
+impl FromStr for JsonFormatSetting {
+    type Err = DataFusionError;
+
+    fn from_str(s: &str) -> Result<Self> {
+        Ok(Self {
+            format: s.parse()?,
+            spelling: s.trim().to_string(),
         })
     }
 }
 
-impl ConfigField for JsonFormat {
+impl fmt::Display for JsonFormatSetting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.spelling)
+    }
+}
+
+impl ConfigField for JsonFormatSetting {
     fn visit<V: Visit>(&self, v: &mut V, key: &str, description: &'static str) {
         v.some(key, self, description)
     }
@@ -134,7 +160,7 @@ extensions_options! {
     /// `functions::settings`).
     pub struct GeometryOptions {
         /// How a GEOMETRY becomes JSON: 'wkt' (default, a string) or 'geojson' (an object).
-        pub json_format: JsonFormat, default = JsonFormat::Wkt
+        pub json_format: JsonFormatSetting, default = JsonFormatSetting::default()
     }
 }
 
@@ -388,7 +414,7 @@ impl FunctionRewrite for GeometryCasts {
         let format = config
             .extensions
             .get::<GeometryOptions>()
-            .map(|o| o.json_format)
+            .map(|o| o.json_format.format)
             .unwrap_or_default();
         match expr {
             Expr::Cast(Cast { expr, field }) => cast_call(*expr, &field, schema, format, true),

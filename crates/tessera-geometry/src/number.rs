@@ -6,11 +6,24 @@ use std::fmt::Write as _;
 /// The shortest decimal digits of a finite, non-zero magnitude and its decimal exponent:
 /// the value is `d.ddd × 10^exponent`.
 fn digits(magnitude: f64) -> (String, i32) {
-    // `{:e}` writes the shortest digits that read back as the same double.
-    let scientific = format!("{magnitude:e}");
-    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
-    let digits = mantissa.chars().filter(|c| *c != '.').collect();
-    (digits, exponent.parse().unwrap_or(0))
+    let split = |scientific: &str| {
+        let (mantissa, exponent) = scientific.split_once('e').unwrap_or((scientific, "0"));
+        let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+        (digits, exponent.parse().unwrap_or(0))
+    };
+    // `{:e}` writes the shortest digits that read back as the same double, but breaks
+    // a tie between two such (279248847377553.625: .62 or .63) upwards; DuckDB takes
+    // the even one, as `{:.Ne}` (exact, ties to even) at the same length does.
+    let (shortest, exponent) = split(&format!("{magnitude:e}"));
+    let precision = shortest.len() - 1;
+    let even = format!("{magnitude:.precision$e}");
+    match even.parse::<f64>() {
+        Ok(back) if back == magnitude => {
+            let (digits, exponent) = split(&even);
+            (digits.trim_end_matches('0').to_string(), exponent)
+        }
+        _ => (shortest, exponent),
+    }
 }
 
 /// `digits` (d.ddd × 10^exponent) in positional notation, with `.0` when `whole_suffix`
@@ -157,6 +170,7 @@ mod tests {
             (0.000001, "1e-06", "0.000001"),
             (1e-7, "1e-07", "1e-7"),
             (1e21, "1e+21", "1e21"),
+            (279248847377553.62, "279248847377553.62", "279248847377553.62"),
             (-0.0, "-0", "-0.0"),
             (5e-324, "5e-324", "5e-324"),
         ];

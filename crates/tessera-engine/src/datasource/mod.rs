@@ -5,8 +5,10 @@
 //!   its scan, and its write path (INSERT, ingest, DELETE).
 //! - [`location`]: tables named by location (`FROM 's3://bucket/*.json.zst'`).
 //! - [`parquet`]: raw Parquet files, their footers checked before DataFusion reads them.
+//! - [`read_geojson`]: GeoJSON records as DuckDB's `read_json` reads them.
 
 pub mod location;
 pub mod ndjson;
 pub mod parquet;
+pub mod read_geojson;
 pub mod tessera;

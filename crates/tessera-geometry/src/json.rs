@@ -17,6 +17,8 @@ pub(crate) enum Value {
     Null,
     Bool,
     Number(f64),
+    /// A number beyond a double's range (`1e400`): valid JSON, but no coordinate.
+    OutOfRange,
     String(String),
     Array(Vec<Node>),
     Object(Vec<(String, Node)>),
@@ -82,7 +84,10 @@ impl Reader<'_> {
             Some(b't') => self.literal("true", Value::Bool)?,
             Some(b'f') => self.literal("false", Value::Bool)?,
             Some(b'n') => self.literal("null", Value::Null)?,
-            Some(b'-' | b'0'..=b'9') => Value::Number(self.number()?),
+            Some(b'-' | b'0'..=b'9') => match self.number()? {
+                v if v.is_finite() => Value::Number(v),
+                _ => Value::OutOfRange,
+            },
             Some(_) => return Err(self.error("invalid literal")),
         };
         Ok(Node { offset, value })

@@ -251,6 +251,11 @@ fn errors_say_where() {
             r#"GeometryCollection requires a "geometries" array"#,
         ),
         ("[1,2]", "geometry must be an object"),
+        // Found by the geojson_geometry fuzz target: beyond a double's range, as DuckDB.
+        (
+            r#"{"type":"Point","coordinates":[1e400,0]}"#,
+            "Point position must contain only numbers",
+        ),
     ];
     for (input, message) in geojson_cases {
         let error = geojson::parse(input).expect_err(input).to_string();

@@ -117,6 +117,18 @@ fn feature_row(feature: Json) -> Json {
     Json::Object(row)
 }
 
+/// A value that is not a geometry: its row and why.
+pub type RowError = (usize, GeometryError);
+
+/// A `GEOMETRY` column read from GeoJSON values, and the rows rejected into NULL.
+#[derive(Debug)]
+pub struct GeometryColumn {
+    /// WKB values.
+    pub array: ArrayRef,
+    /// The rows `ignore_errors` made NULL, with their errors.
+    pub rejected: Vec<RowError>,
+}
+
 /// A column of GeoJSON values (`None` and JSON `null` are NULL) as a `GEOMETRY` array
 /// (WKB; the field marker is the caller's, `functions::geometry::geometry_field`).
 /// A value that is not a geometry is an error with its row, or, with `ignore_errors`,
@@ -124,7 +136,7 @@ fn feature_row(feature: Json) -> Json {
 pub fn geometry_column<'a>(
     values: impl IntoIterator<Item = Option<&'a Json>>,
     ignore_errors: bool,
-) -> Result<(ArrayRef, Vec<(usize, GeometryError)>), (usize, GeometryError)> {
+) -> Result<GeometryColumn, RowError> {
     let mut out = BinaryBuilder::new();
     let mut rejected = Vec::new();
     for (row, value) in values.into_iter().enumerate() {
@@ -144,7 +156,10 @@ pub fn geometry_column<'a>(
             Err(e) => return Err((row, e)),
         }
     }
-    Ok((Arc::new(out.finish()), rejected))
+    Ok(GeometryColumn {
+        array: Arc::new(out.finish()),
+        rejected,
+    })
 }
 
 #[cfg(test)]
@@ -216,9 +231,10 @@ mod tests {
             error.to_string().contains("must contain only numbers"),
             "{error}"
         );
-        let (column, rejected) = geometry_column(values.iter().map(Some), true).expect("skips");
+        let column = geometry_column(values.iter().map(Some), true).expect("skips");
+        let array = &column.array;
         assert_eq!(
-            (column.len(), column.null_count(), rejected.len()),
+            (array.len(), array.null_count(), column.rejected.len()),
             (3, 2, 1)
         );
     }

@@ -33,6 +33,7 @@ pub mod rejects;
 pub mod session;
 mod statement_walk;
 mod stores;
+mod type_planner;
 
 pub use datasource::tessera::write::ingest::IngestOutcome;
 pub use datasource::tessera::write::sink::WriteProgress;

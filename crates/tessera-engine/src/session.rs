@@ -35,12 +35,12 @@ use crate::functions::operators::{JsonOperatorPlanner, check_chains};
 use crate::functions::sum::WideIntegerSum;
 use crate::functions::{compat, json as json_functions};
 use crate::group_keys;
-use crate::json::json_type::JsonTypePlanner;
 use crate::options::{MemoryLimit, OnError, SqlDialect, TesseraOptions};
 use crate::output_names;
 use crate::physical_optimizer::{CastPushdown, GroupOnCodes, IntegerTextMinMax};
 use crate::rejects::{RejectLog, RejectSummary};
 use crate::stores::StoreRegistry;
+use crate::type_planner::SqlTypePlanner;
 
 /// How to set up a session.
 #[derive(Debug, Clone, Default)]
@@ -96,6 +96,7 @@ impl TesseraSession {
         let mut config = SessionConfig::new()
             .with_information_schema(true)
             .with_option_extension(tessera)
+            .with_option_extension(crate::functions::geometry::GeometryOptions::default())
             .with_extension(Arc::clone(&rejects));
         dialect::configure(config.options_mut());
         if let Some(n) = options.target_partitions {
@@ -131,6 +132,8 @@ impl TesseraSession {
         state.register_function_rewrite(Arc::new(WideIntegerSum))?;
         state.register_function_rewrite(Arc::new(FractionalDivision))?;
         state.register_function_rewrite(Arc::new(JsonCasts))?;
+        state.register_function_rewrite(Arc::new(crate::functions::geometry::GeometryCasts))?;
+        state.add_analyzer_rule(Arc::new(crate::functions::geometry::GeometryInserts));
         state.register_expr_planner(Arc::new(JsonOperatorPlanner::new(
             find(json_functions::JSON_GET)?,
             find(json_functions::JSON_GET_TEXT)?,
@@ -153,7 +156,7 @@ impl TesseraSession {
         ));
         let state = SessionStateBuilder::new_from_existing(state)
             .with_catalog_list(catalogs)
-            .with_type_planner(Arc::new(JsonTypePlanner))
+            .with_type_planner(Arc::new(SqlTypePlanner))
             .with_physical_optimizer_rule(Arc::new(IntegerTextMinMax))
             .with_physical_optimizer_rule(Arc::new(CastPushdown))
             .with_physical_optimizer_rule(Arc::new(GroupOnCodes))
@@ -205,6 +208,7 @@ impl TesseraSession {
         output_names::name_outputs(&mut statement);
         group_keys::drop_cast_keys(&mut statement);
         dialect::rewrite(&mut statement, self.options().dialect);
+        crate::functions::settings::rewrite_statement(&mut statement);
         crate::json_each_rewrite::rewrite_statement(&mut statement)?;
         let duckdb = self.options().dialect == crate::options::SqlDialect::DuckDb;
         let reads =

@@ -223,8 +223,18 @@ pub fn push_float(out: &mut String, value: f64) {
         out.push_str("0.0");
         return;
     }
-    // `{:e}` gives the shortest digits that read back as the same double.
-    let scientific = format!("{magnitude:e}");
+    // `{:e}` gives the shortest digits that read back as the same double, but breaks a
+    // tie between two such (279248847377553.625: .62 or .63) upwards; DuckDB takes the
+    // even one, as `{:.Ne}` (exact, ties to even) at the same length does.
+    let shortest = format!("{magnitude:e}");
+    let precision = shortest
+        .split_once('e')
+        .map_or(0, |(m, _)| m.len().saturating_sub(2));
+    let even = format!("{magnitude:.precision$e}");
+    let scientific = match even.parse::<f64>() {
+        Ok(back) if back == magnitude => even,
+        _ => shortest,
+    };
     let (mantissa, exponent) = scientific
         .split_once('e')
         .expect("`{:e}` writes an exponent");
@@ -282,6 +292,7 @@ mod tests {
             (1.5e22, "1.5e22"),
             (f64::from(0.1f32), "0.10000000149011612"),
             (5e-324, "5e-324"),
+            (279_248_847_377_553.62, "279248847377553.62"),
             (1.797_693_134_862_315_7e308, "1.7976931348623157e308"),
             (f64::NAN, "NaN"),
             (f64::NEG_INFINITY, "-Infinity"),

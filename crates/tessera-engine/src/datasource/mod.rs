@@ -5,10 +5,19 @@
 //!   its scan, and its write path (INSERT, ingest, DELETE).
 //! - [`location`]: tables named by location (`FROM 's3://bucket/*.json.zst'`).
 //! - [`parquet`]: raw Parquet files, their footers checked before DataFusion reads them.
+//! - [`read_geojson`]: GeoJSON records as DuckDB's `read_json` reads them.
 //! - [`read_json`]: DuckDB's `read_json` family, typed columns from JSON files.
 
 pub mod location;
 pub mod ndjson;
 pub mod parquet;
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "read_json (branch h-readjson) calls it once merged; the expectation then fails and goes"
+    )
+)]
+pub mod read_geojson;
 pub mod read_json;
 pub mod tessera;

@@ -10,8 +10,11 @@
 //! - [`sum`]: `SUM` over integers widened so it cannot wrap around.
 //! - [`json_build`], [`json_modify`], [`json_merge`], [`json_structure`], [`json_transform`],
 //!   [`json_aggregate`]: DuckDB's functions that build, change, describe and aggregate JSON.
+//! - [`geometry`]: the `GEOMETRY` type, its casts and `ST_*` functions; [`settings`]:
+//!   DuckDB's setting names and `current_setting`.
 
 pub mod compat;
+pub mod geometry;
 pub mod json;
 pub mod json_aggregate;
 pub mod json_build;
@@ -25,6 +28,7 @@ pub mod json_path_contains;
 pub mod json_structure;
 pub mod json_transform;
 pub mod operators;
+pub mod settings;
 pub mod sum;
 pub mod type_of;
 
@@ -36,6 +40,8 @@ pub fn json_document_functions() -> Vec<std::sync::Arc<datafusion::logical_expr:
     out.extend(json_modify::all_functions());
     out.extend(json_structure::all_functions());
     out.extend(json_transform::all_functions());
+    out.extend(geometry::all_functions());
+    out.extend(settings::all_functions());
     out
 }
 

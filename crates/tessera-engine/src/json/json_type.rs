@@ -4,7 +4,7 @@
 //! `arrow.json` (field metadata `ARROW:extension:name = arrow.json`), so it travels
 //! through DataFusion, Arrow IPC and Parquet as ordinary text and every Arrow reader
 //! knows what it holds. `CAST(x AS JSON)`, `x::JSON`, `JSON '...'` and columns declared
-//! `JSON` are planned onto such fields by [`JsonTypePlanner`]; the casts to and from it
+//! `JSON` are planned onto such fields by `crate::type_planner`; the casts to and from it
 //! are `crate::functions::json_cast`'s.
 //!
 //! Functions that return JSON declare it with [`json_return_field`] from their
@@ -14,10 +14,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field, FieldRef};
-use datafusion::common::{DataFusionError, Result};
 use datafusion::logical_expr::ReturnFieldArgs;
-use datafusion::logical_expr::planner::TypePlanner;
-use datafusion::sql::sqlparser::ast;
 
 /// The name of Arrow's canonical JSON extension type.
 pub const JSON_EXTENSION_NAME: &str = "arrow.json";
@@ -61,20 +58,4 @@ pub fn is_json(field: &Field) -> bool {
 pub fn json_return_field(name: &str, args: &ReturnFieldArgs, nullable: bool) -> FieldRef {
     let nullable = nullable || args.arg_fields.iter().any(|f| f.is_nullable());
     Arc::new(json_field(name).with_nullable(nullable))
-}
-
-/// Plans the SQL type `JSON` (casts, typed literals, column definitions) onto
-/// [`json_field`]; `JSON[]` follows as a list of such fields. DuckDB's other type names
-/// DataFusion lacks are planned by [`super::sql_types`].
-#[derive(Debug, Default)]
-pub struct JsonTypePlanner;
-
-impl TypePlanner for JsonTypePlanner {
-    fn plan_type_field(&self, sql_type: &ast::DataType) -> Result<Option<FieldRef>> {
-        match sql_type {
-            ast::DataType::JSON => Ok(Some(Arc::new(json_field("")))),
-            other => super::sql_types::duckdb_field(other)
-                .map_err(|e| DataFusionError::Plan(e.to_string())),
-        }
-    }
 }

@@ -171,6 +171,7 @@ pub(crate) fn rewrite(statement: &mut Statement, dialect: SqlDialect) {
         return;
     }
     let _ = statement_walk::walk(statement, &mut IntegerDivisions);
+    crate::table_function_names::rewrite(statement);
 }
 
 /// Turns each `a // b` into `divide(a, b)`, innermost first.

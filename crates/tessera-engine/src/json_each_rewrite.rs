@@ -190,7 +190,8 @@ fn lateral_relation(factor: &TableFactor) -> Result<Option<TableFactor>> {
     else {
         return Ok(None);
     };
-    if name.0.len() != 1 {
+    let constant = matches!(factor, TableFactor::Table { .. }) && !args.iter().any(reads_columns);
+    if name.0.len() != 1 || constant {
         return Ok(None);
     }
     let args = args
@@ -231,6 +232,33 @@ fn lateral_relation(factor: &TableFactor) -> Result<Option<TableFactor>> {
     };
     let mut from = select.from;
     Ok(from.pop().map(|f| f.relation))
+}
+
+/// Whether a table function argument names a column: a call over constants only is
+/// DataFusion's own table function, joined in any way (`LEFT JOIN json_each('[1]') AS
+/// a ON ...`), not a lateral walk.
+fn reads_columns(arg: &FunctionArg) -> bool {
+    let mut arg = arg.clone();
+    let mut finder = ColumnFinder(false);
+    let _ = arg.visit(&mut finder);
+    finder.0
+}
+
+struct ColumnFinder(bool);
+
+impl VisitorMut for ColumnFinder {
+    type Break = ();
+
+    fn pre_visit_expr(&mut self, expr: &mut ast::Expr) -> ControlFlow<()> {
+        if matches!(
+            expr,
+            ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_)
+        ) {
+            self.0 = true;
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    }
 }
 
 /// One lateral `json_each`/`json_tree` found on the right of a join.

@@ -20,6 +20,8 @@
 mod access;
 mod datasource;
 mod dialect;
+mod dot_access;
+mod dot_names;
 pub mod errors;
 mod functions;
 mod group_keys;
@@ -33,6 +35,7 @@ pub mod rejects;
 pub mod session;
 mod statement_walk;
 mod stores;
+mod table_function_names;
 
 pub use datasource::tessera::write::ingest::IngestOutcome;
 pub use datasource::tessera::write::sink::WriteProgress;

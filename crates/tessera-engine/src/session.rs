@@ -150,7 +150,10 @@ impl TesseraSession {
             Arc::clone(state.catalog_list()),
             Arc::clone(&locations) as _,
         ));
+        let dot = crate::dot_access::JsonDotPlanner::new(find("json_extract")?);
+        let planners = crate::dot_access::planners_first(dot, state.expr_planners());
         let state = SessionStateBuilder::new_from_existing(state)
+            .with_expr_planners(planners)
             .with_catalog_list(catalogs)
             .with_type_planner(Arc::new(JsonTypePlanner))
             .with_physical_optimizer_rule(Arc::new(IntegerTextMinMax))
@@ -205,6 +208,7 @@ impl TesseraSession {
         group_keys::drop_cast_keys(&mut statement);
         dialect::rewrite(&mut statement, self.options().dialect);
         crate::json_each_rewrite::rewrite_statement(&mut statement)?;
+        crate::dot_names::rewrite(&mut statement);
         let plan = self.ctx.state().statement_to_plan(statement).await?;
         let plan = crate::json_each_rewrite::plan_laterals(plan)?;
         if let Some(frame) = self.delete_from_table(&plan).await? {

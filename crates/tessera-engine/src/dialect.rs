@@ -137,31 +137,95 @@ pub(crate) fn configure(config: &mut ConfigOptions) {
 
 /// `script` as the parser of `dialect` should see it: under 'duckdb', the brackets of
 /// each list after `IN` / `NOT IN` become parentheses (`x IN ['a', 'b']` is
-/// `x IN ('a', 'b')`). Brackets elsewhere (list literals, subscripts) and inside
-/// strings, quoted names and comments are left alone. Text that does not tokenize is
-/// returned unchanged for the parser to report.
+/// `x IN ('a', 'b')`), and a parenthesized query that starts with FROM and has no
+/// SELECT (DuckDB's `(FROM t)`, which sqlparser reads only outside parentheses) gets
+/// `SELECT * ` before its FROM. Brackets elsewhere (list literals, subscripts) and
+/// anything inside strings, quoted names and comments are left alone. Text that does
+/// not tokenize is returned unchanged for the parser to report.
 pub(crate) fn prepare(script: &str, dialect: SqlDialect) -> Cow<'_, str> {
-    if dialect != SqlDialect::DuckDb || !script.contains('[') {
+    if dialect != SqlDialect::DuckDb || !script.contains(['[', '(']) {
         return Cow::Borrowed(script);
     }
     let Ok(tokens) = Tokenizer::new(&DuckDbGrammar, script).tokenize_with_location() else {
         return Cow::Borrowed(script);
     };
-    let brackets = in_list_brackets(&tokens);
-    if brackets.is_empty() {
+    let significant: Vec<&TokenWithSpan> = tokens
+        .iter()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
+        .collect();
+    let offsets = LineOffsets::new(script);
+    let at = |location| offsets.byte_offset(script, location);
+    let mut edits: Vec<(usize, Edit)> = in_list_brackets(&significant)
+        .into_iter()
+        .filter_map(|(location, replacement)| Some((at(location)?, Edit::Replace(replacement))))
+        .chain(
+            from_first_subqueries(&significant)
+                .into_iter()
+                .filter_map(|location| Some((at(location)?, Edit::Insert("SELECT * ")))),
+        )
+        .collect();
+    if edits.is_empty() {
         return Cow::Borrowed(script);
     }
-    let offsets = LineOffsets::new(script);
-    let mut bytes = script.as_bytes().to_vec();
-    for (location, replacement) in brackets {
-        // Both brackets and their replacements are one ASCII byte: the text stays UTF-8.
-        if let Some(at) = offsets.byte_offset(script, location)
-            && matches!(bytes.get(at), Some(b'[' | b']'))
-        {
-            bytes[at] = replacement;
+    edits.sort_by_key(|(offset, _)| *offset);
+    let mut out = String::with_capacity(script.len() + 9 * edits.len());
+    let mut copied = 0;
+    for (offset, edit) in edits {
+        let Some(before) = script.get(copied..offset) else {
+            return Cow::Borrowed(script);
+        };
+        out.push_str(before);
+        copied = offset;
+        match edit {
+            // Both brackets and their replacements are one ASCII byte.
+            Edit::Replace(replacement) if matches!(script.as_bytes()[offset], b'[' | b']') => {
+                out.push(char::from(replacement));
+                copied += 1;
+            }
+            Edit::Replace(_) => {}
+            Edit::Insert(text) => out.push_str(text),
         }
     }
-    String::from_utf8(bytes).map_or(Cow::Borrowed(script), Cow::Owned)
+    out.push_str(&script[copied..]);
+    Cow::Owned(out)
+}
+
+/// One change [`prepare`] makes at a byte offset of the script.
+enum Edit {
+    /// The bracket there becomes this parenthesis.
+    Replace(u8),
+    /// This text goes before the token there.
+    Insert(&'static str),
+}
+
+/// Where the FROM of each `(FROM ...)` without a SELECT of its own is.
+fn from_first_subqueries(tokens: &[&TokenWithSpan]) -> Vec<Location> {
+    let is = |token: &Token, keyword| matches!(token, Token::Word(w) if w.keyword == keyword);
+    let mut out = Vec::new();
+    for (i, pair) in tokens.windows(2).enumerate() {
+        if pair[0].token != Token::LParen || !is(&pair[1].token, Keyword::FROM) {
+            continue;
+        }
+        let mut depth = 0usize;
+        let mut select = false;
+        for token in &tokens[i..] {
+            match &token.token {
+                Token::LParen => depth += 1,
+                Token::RParen => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                other if depth == 1 && is(other, Keyword::SELECT) => select = true,
+                _ => {}
+            }
+        }
+        if !select {
+            out.push(pair[1].span.start);
+        }
+    }
+    out
 }
 
 /// Rewrites `statement` (parsed with [`parser_dialect`]) to what it means under
@@ -282,11 +346,7 @@ impl ScalarUDFImpl for Divide {
 }
 
 /// Where the brackets of lists after `IN` are, each with the parenthesis replacing it.
-fn in_list_brackets(tokens: &[TokenWithSpan]) -> Vec<(Location, u8)> {
-    let significant: Vec<&TokenWithSpan> = tokens
-        .iter()
-        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
-        .collect();
+fn in_list_brackets(significant: &[&TokenWithSpan]) -> Vec<(Location, u8)> {
     let mut out = Vec::new();
     for (i, pair) in significant.windows(2).enumerate() {
         let after_in = matches!(&pair[0].token, Token::Word(w) if w.keyword == Keyword::IN);
@@ -403,6 +463,18 @@ mod tests {
         assert_eq!(
             prepared("SELECT 'é' AS \"[\", x IN\n  [ 'ü]' ] -- IN [\nFROM t"),
             "SELECT 'é' AS \"[\", x IN\n  ( 'ü]' ) -- IN [\nFROM t"
+        );
+    }
+
+    #[test]
+    fn from_first_subqueries_get_a_select() {
+        assert_eq!(
+            prepared("SELECT * FROM (FROM t) AS x, (from u SELECT a), (SELECT 1 FROM v)"),
+            "SELECT * FROM (SELECT * FROM t) AS x, (from u SELECT a), (SELECT 1 FROM v)"
+        );
+        assert_eq!(
+            prepared("SELECT x IN [1] FROM (FROM t WHERE y IN (SELECT 1))"),
+            "SELECT x IN (1) FROM (SELECT * FROM t WHERE y IN (SELECT 1))"
         );
     }
 

@@ -32,6 +32,7 @@ mod output_names;
 mod physical_optimizer;
 mod physical_plan;
 pub mod rejects;
+mod select_aliases;
 pub mod session;
 mod statement_walk;
 mod stores;

@@ -209,7 +209,8 @@ impl TesseraSession {
         dialect::rewrite(&mut statement, self.options().dialect);
         crate::json_each_rewrite::rewrite_statement(&mut statement)?;
         crate::dot_names::rewrite(&mut statement);
-        let plan = self.ctx.state().statement_to_plan(statement).await?;
+        let dialect = self.options().dialect;
+        let plan = crate::select_aliases::plan(&self.ctx.state(), statement, dialect).await?;
         let plan = crate::json_each_rewrite::plan_laterals(plan)?;
         if let Some(frame) = self.delete_from_table(&plan).await? {
             return Ok(frame);

@@ -81,6 +81,7 @@ impl VisitorMut for Rewriter {
     }
 
     fn post_visit_expr(&mut self, expr: &mut ast::Expr) -> ControlFlow<DataFusionError> {
+        crate::json_each_subquery::rewrite(expr);
         match json_list_call(expr) {
             Ok(Some(call)) => {
                 *expr = call;
@@ -237,7 +238,7 @@ fn lateral_relation(factor: &TableFactor) -> Result<Option<TableFactor>> {
 /// Whether a table function argument names a column: a call over constants only is
 /// DataFusion's own table function, joined in any way (`LEFT JOIN json_each('[1]') AS
 /// a ON ...`), not a lateral walk.
-fn reads_columns(arg: &FunctionArg) -> bool {
+pub(crate) fn reads_columns(arg: &FunctionArg) -> bool {
     let mut arg = arg.clone();
     let mut finder = ColumnFinder(false);
     let _ = arg.visit(&mut finder);

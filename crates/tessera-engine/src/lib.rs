@@ -27,6 +27,7 @@ mod functions;
 mod group_keys;
 mod json;
 mod json_each_rewrite;
+mod json_each_subquery;
 pub mod options;
 mod output_names;
 mod physical_optimizer;

@@ -38,8 +38,8 @@ use datafusion::sql::sqlparser::ast::{
 use datafusion::sql::sqlparser::dialect::{
     Dialect as ParserDialect, DuckDbDialect, PostgreSqlDialect, Precedence,
 };
-use datafusion::sql::sqlparser::keywords::Keyword;
-use datafusion::sql::sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
+
+mod prepare;
 
 use crate::options::{SqlDialect, TesseraOptions};
 use crate::statement_walk;
@@ -135,97 +135,13 @@ pub(crate) fn configure(config: &mut ConfigOptions) {
     config.sql_parser.default_null_ordering = nulls.to_string();
 }
 
-/// `script` as the parser of `dialect` should see it: under 'duckdb', the brackets of
-/// each list after `IN` / `NOT IN` become parentheses (`x IN ['a', 'b']` is
-/// `x IN ('a', 'b')`), and a parenthesized query that starts with FROM and has no
-/// SELECT (DuckDB's `(FROM t)`, which sqlparser reads only outside parentheses) gets
-/// `SELECT * ` before its FROM. Brackets elsewhere (list literals, subscripts) and
-/// anything inside strings, quoted names and comments are left alone. Text that does
-/// not tokenize is returned unchanged for the parser to report.
+/// `script` as the parser of `dialect` should see it: under 'duckdb', DuckDB's text
+/// that sqlparser reads otherwise is rewritten ([`prepare::duckdb_text`]).
 pub(crate) fn prepare(script: &str, dialect: SqlDialect) -> Cow<'_, str> {
-    if dialect != SqlDialect::DuckDb || !script.contains(['[', '(']) {
-        return Cow::Borrowed(script);
+    match dialect {
+        SqlDialect::DuckDb => prepare::duckdb_text(script, &DuckDbGrammar),
+        SqlDialect::Postgres => Cow::Borrowed(script),
     }
-    let Ok(tokens) = Tokenizer::new(&DuckDbGrammar, script).tokenize_with_location() else {
-        return Cow::Borrowed(script);
-    };
-    let significant: Vec<&TokenWithSpan> = tokens
-        .iter()
-        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
-        .collect();
-    let offsets = LineOffsets::new(script);
-    let at = |location| offsets.byte_offset(script, location);
-    let mut edits: Vec<(usize, Edit)> = in_list_brackets(&significant)
-        .into_iter()
-        .filter_map(|(location, replacement)| Some((at(location)?, Edit::Replace(replacement))))
-        .chain(
-            from_first_subqueries(&significant)
-                .into_iter()
-                .filter_map(|location| Some((at(location)?, Edit::Insert("SELECT * ")))),
-        )
-        .collect();
-    if edits.is_empty() {
-        return Cow::Borrowed(script);
-    }
-    edits.sort_by_key(|(offset, _)| *offset);
-    let mut out = String::with_capacity(script.len() + 9 * edits.len());
-    let mut copied = 0;
-    for (offset, edit) in edits {
-        let Some(before) = script.get(copied..offset) else {
-            return Cow::Borrowed(script);
-        };
-        out.push_str(before);
-        copied = offset;
-        match edit {
-            // Both brackets and their replacements are one ASCII byte.
-            Edit::Replace(replacement) if matches!(script.as_bytes()[offset], b'[' | b']') => {
-                out.push(char::from(replacement));
-                copied += 1;
-            }
-            Edit::Replace(_) => {}
-            Edit::Insert(text) => out.push_str(text),
-        }
-    }
-    out.push_str(&script[copied..]);
-    Cow::Owned(out)
-}
-
-/// One change [`prepare`] makes at a byte offset of the script.
-enum Edit {
-    /// The bracket there becomes this parenthesis.
-    Replace(u8),
-    /// This text goes before the token there.
-    Insert(&'static str),
-}
-
-/// Where the FROM of each `(FROM ...)` without a SELECT of its own is.
-fn from_first_subqueries(tokens: &[&TokenWithSpan]) -> Vec<Location> {
-    let is = |token: &Token, keyword| matches!(token, Token::Word(w) if w.keyword == keyword);
-    let mut out = Vec::new();
-    for (i, pair) in tokens.windows(2).enumerate() {
-        if pair[0].token != Token::LParen || !is(&pair[1].token, Keyword::FROM) {
-            continue;
-        }
-        let mut depth = 0usize;
-        let mut select = false;
-        for token in &tokens[i..] {
-            match &token.token {
-                Token::LParen => depth += 1,
-                Token::RParen => {
-                    depth -= 1;
-                    if depth == 0 {
-                        break;
-                    }
-                }
-                other if depth == 1 && is(other, Keyword::SELECT) => select = true,
-                _ => {}
-            }
-        }
-        if !select {
-            out.push(pair[1].span.start);
-        }
-    }
-    out
 }
 
 /// Rewrites `statement` (parsed with [`parser_dialect`]) to what it means under
@@ -342,60 +258,6 @@ impl ScalarUDFImpl for Divide {
             )),
             false => Ok(quotient),
         }
-    }
-}
-
-/// Where the brackets of lists after `IN` are, each with the parenthesis replacing it.
-fn in_list_brackets(significant: &[&TokenWithSpan]) -> Vec<(Location, u8)> {
-    let mut out = Vec::new();
-    for (i, pair) in significant.windows(2).enumerate() {
-        let after_in = matches!(&pair[0].token, Token::Word(w) if w.keyword == Keyword::IN);
-        if !after_in || pair[1].token != Token::LBracket {
-            continue;
-        }
-        if let Some(close) = matching_bracket(&significant[i + 1..]) {
-            out.push((pair[1].span.start, b'('));
-            out.push((close, b')'));
-        }
-    }
-    out
-}
-
-/// The location of the `]` closing the `[` that `tokens` starts with.
-fn matching_bracket(tokens: &[&TokenWithSpan]) -> Option<Location> {
-    let mut depth = 0usize;
-    for token in tokens {
-        match token.token {
-            Token::LBracket => depth += 1,
-            Token::RBracket => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(token.span.start);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-/// Byte offsets of the starts of a text's lines, to turn the tokenizer's (line,
-/// column in characters) locations into byte offsets.
-struct LineOffsets(Vec<usize>);
-
-impl LineOffsets {
-    fn new(text: &str) -> Self {
-        let starts = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1));
-        Self(starts.collect())
-    }
-
-    fn byte_offset(&self, text: &str, location: Location) -> Option<usize> {
-        let line_start = *self
-            .0
-            .get(usize::try_from(location.line).ok()?.checked_sub(1)?)?;
-        let column = usize::try_from(location.column).ok()?.checked_sub(1)?;
-        let (within, _) = text.get(line_start..)?.char_indices().nth(column)?;
-        Some(line_start + within)
     }
 }
 

@@ -38,6 +38,7 @@ pub mod session;
 mod statement_walk;
 mod stores;
 mod table_function_names;
+mod temporary_tables;
 
 pub use datasource::tessera::write::ingest::IngestOutcome;
 pub use datasource::tessera::write::sink::WriteProgress;

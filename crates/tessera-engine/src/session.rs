@@ -204,6 +204,7 @@ impl TesseraSession {
         {
             return self.ctx.read_batch(tessera::describe(table).await?);
         }
+        let temporary = crate::temporary_tables::rewrite(&mut statement);
         output_names::name_outputs(&mut statement);
         group_keys::drop_cast_keys(&mut statement);
         dialect::rewrite(&mut statement, self.options().dialect);
@@ -216,6 +217,7 @@ impl TesseraSession {
             return Ok(frame);
         }
         if let LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(create)) = &plan
+            && !temporary
             && let Some(frame) = self.create_in_warehouse(create).await?
         {
             return Ok(frame);

@@ -152,6 +152,7 @@ pub(crate) fn rewrite(statement: &mut Statement, dialect: SqlDialect) {
     }
     let _ = statement_walk::walk(statement, &mut IntegerDivisions);
     crate::table_function_names::rewrite(statement);
+    crate::order_by_all::rewrite(statement);
 }
 
 /// Turns each `a // b` into `divide(a, b)`, innermost first.

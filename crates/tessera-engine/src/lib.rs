@@ -29,6 +29,7 @@ mod json;
 mod json_each_rewrite;
 mod json_each_subquery;
 pub mod options;
+mod order_by_all;
 mod output_names;
 mod physical_optimizer;
 mod physical_plan;

@@ -40,6 +40,7 @@ mod statement_walk;
 mod stores;
 mod table_function_names;
 mod temporary_tables;
+mod try_call;
 
 pub use datasource::tessera::write::ingest::IngestOutcome;
 pub use datasource::tessera::write::sink::WriteProgress;

@@ -111,6 +111,7 @@ impl TesseraSession {
             .build();
         let json = crate::functions::json_scalar_functions();
         state.register_udf(dialect::divide())?;
+        state.register_udf(crate::try_call::try_function())?;
         for f in json.iter().cloned().chain(compat::all_functions()) {
             state.register_udf(f)?;
         }

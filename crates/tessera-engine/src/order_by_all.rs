@@ -32,12 +32,12 @@ impl VisitorMut for OrderByAll {
         let Some(columns) = output_columns(&query.body) else {
             return ControlFlow::Continue(());
         };
-        let options = options.clone();
+        let options = *options;
         order_by.kind = OrderByKind::Expressions(
             (1..=columns)
                 .map(|position| OrderByExpr {
                     expr: ast::Expr::value(ast::Value::Number(position.to_string(), false)),
-                    options: options.clone(),
+                    options,
                     with_fill: None,
                 })
                 .collect(),

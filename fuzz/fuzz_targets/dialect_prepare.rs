@@ -6,13 +6,6 @@
 use libfuzzer_sys::fuzz_target;
 use sqlparser::dialect::DuckDbDialect;
 
-/// The paths the engine's module uses, over sqlparser alone.
-mod datafusion {
-    pub mod sql {
-        pub use sqlparser;
-    }
-}
-
 #[path = "../../crates/tessera-engine/src/dialect/prepare.rs"]
 mod prepare;
 

@@ -339,6 +339,11 @@ mod tests {
             prepared("SELECT x IN [1] FROM (FROM t WHERE y IN (SELECT 1))"),
             "SELECT x IN (1) FROM (SELECT * FROM t WHERE y IN (SELECT 1))"
         );
+        // Found by the dialect_prepare fuzz target: the list's brackets, once
+        // parentheses, hold a FROM-first query, which a second preparation completed.
+        let once = prepared("SELECT x IN [FROM t]");
+        assert_eq!(once, "SELECT x IN (SELECT * FROM t)");
+        assert_eq!(prepared(&once), once);
     }
 
     #[test]

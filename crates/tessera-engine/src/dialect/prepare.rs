@@ -17,38 +17,56 @@ use datafusion::sql::sqlparser::tokenizer::{Location, Token, TokenWithSpan, Toke
 /// anything inside strings, quoted names and comments are left alone. Text that does
 /// not tokenize is returned unchanged for the parser to report.
 pub(crate) fn duckdb_text<'a>(script: &'a str, grammar: &dyn Dialect) -> Cow<'a, str> {
-    if !script.contains(['[', '(']) {
-        return Cow::Borrowed(script);
+    // Lists first: `x IN [FROM t]` becomes `x IN (FROM t)`, which then takes a SELECT.
+    let lists = edited(script, grammar, |tokens| {
+        in_list_brackets(tokens)
+            .into_iter()
+            .map(|(location, replacement)| (location, Edit::Replace(replacement)))
+            .collect()
+    });
+    let text = lists.as_deref().unwrap_or(script);
+    let selects = edited(text, grammar, |tokens| {
+        from_first_subqueries(tokens)
+            .into_iter()
+            .map(|location| (location, Edit::Insert("SELECT * ")))
+            .collect()
+    });
+    match (selects, lists) {
+        (Some(out), _) | (None, Some(out)) => Cow::Owned(out),
+        (None, None) => Cow::Borrowed(script),
     }
-    let Ok(tokens) = Tokenizer::new(grammar, script).tokenize_with_location() else {
-        return Cow::Borrowed(script);
-    };
+}
+
+/// `script` with the edits `find` finds in its tokens (whitespace left out) made, or
+/// `None` when there are none or the text does not tokenize.
+fn edited(
+    script: &str,
+    grammar: &dyn Dialect,
+    find: impl FnOnce(&[&TokenWithSpan]) -> Vec<(Location, Edit)>,
+) -> Option<String> {
+    if !script.contains(['[', '(']) {
+        return None;
+    }
+    let tokens = Tokenizer::new(grammar, script)
+        .tokenize_with_location()
+        .ok()?;
     let significant: Vec<&TokenWithSpan> = tokens
         .iter()
         .filter(|t| !matches!(t.token, Token::Whitespace(_)))
         .collect();
     let offsets = LineOffsets::new(script);
-    let at = |location| offsets.byte_offset(script, location);
-    let mut edits: Vec<(usize, Edit)> = in_list_brackets(&significant)
+    let mut edits: Vec<(usize, Edit)> = find(&significant)
         .into_iter()
-        .filter_map(|(location, replacement)| Some((at(location)?, Edit::Replace(replacement))))
-        .chain(
-            from_first_subqueries(&significant)
-                .into_iter()
-                .filter_map(|location| Some((at(location)?, Edit::Insert("SELECT * ")))),
-        )
+        .filter_map(|(location, edit)| Some((offsets.byte_offset(script, location)?, edit)))
         .collect();
     if edits.is_empty() {
-        return Cow::Borrowed(script);
+        return None;
     }
     edits.sort_by_key(|(offset, _)| *offset);
     let mut out = String::with_capacity(script.len() + 9 * edits.len());
     let mut copied = 0;
     for (offset, edit) in edits {
-        let Some(before) = script.get(copied..offset) else {
-            return Cow::Borrowed(script);
-        };
-        out.push_str(before);
+        out.push_str(script.get(copied..offset)?);
         copied = offset;
         match edit {
             // Both brackets and their replacements are one ASCII byte.
@@ -61,10 +79,10 @@ pub(crate) fn duckdb_text<'a>(script: &'a str, grammar: &dyn Dialect) -> Cow<'a,
         }
     }
     out.push_str(&script[copied..]);
-    Cow::Owned(out)
+    Some(out)
 }
 
-/// One change [`prepare`] makes at a byte offset of the script.
+/// One change [`duckdb_text`] makes at a byte offset of the script.
 enum Edit {
     /// The bracket there becomes this parenthesis.
     Replace(u8),

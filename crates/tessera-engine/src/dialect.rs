@@ -38,8 +38,8 @@ use datafusion::sql::sqlparser::ast::{
 use datafusion::sql::sqlparser::dialect::{
     Dialect as ParserDialect, DuckDbDialect, PostgreSqlDialect, Precedence,
 };
-use datafusion::sql::sqlparser::keywords::Keyword;
-use datafusion::sql::sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
+
+mod prepare;
 
 use crate::options::{SqlDialect, TesseraOptions};
 use crate::statement_walk;
@@ -135,33 +135,13 @@ pub(crate) fn configure(config: &mut ConfigOptions) {
     config.sql_parser.default_null_ordering = nulls.to_string();
 }
 
-/// `script` as the parser of `dialect` should see it: under 'duckdb', the brackets of
-/// each list after `IN` / `NOT IN` become parentheses (`x IN ['a', 'b']` is
-/// `x IN ('a', 'b')`). Brackets elsewhere (list literals, subscripts) and inside
-/// strings, quoted names and comments are left alone. Text that does not tokenize is
-/// returned unchanged for the parser to report.
+/// `script` as the parser of `dialect` should see it: under 'duckdb', DuckDB's text
+/// that sqlparser reads otherwise is rewritten ([`prepare::duckdb_text`]).
 pub(crate) fn prepare(script: &str, dialect: SqlDialect) -> Cow<'_, str> {
-    if dialect != SqlDialect::DuckDb || !script.contains('[') {
-        return Cow::Borrowed(script);
+    match dialect {
+        SqlDialect::DuckDb => prepare::duckdb_text(script, &DuckDbGrammar),
+        SqlDialect::Postgres => Cow::Borrowed(script),
     }
-    let Ok(tokens) = Tokenizer::new(&DuckDbGrammar, script).tokenize_with_location() else {
-        return Cow::Borrowed(script);
-    };
-    let brackets = in_list_brackets(&tokens);
-    if brackets.is_empty() {
-        return Cow::Borrowed(script);
-    }
-    let offsets = LineOffsets::new(script);
-    let mut bytes = script.as_bytes().to_vec();
-    for (location, replacement) in brackets {
-        // Both brackets and their replacements are one ASCII byte: the text stays UTF-8.
-        if let Some(at) = offsets.byte_offset(script, location)
-            && matches!(bytes.get(at), Some(b'[' | b']'))
-        {
-            bytes[at] = replacement;
-        }
-    }
-    String::from_utf8(bytes).map_or(Cow::Borrowed(script), Cow::Owned)
 }
 
 /// Rewrites `statement` (parsed with [`parser_dialect`]) to what it means under
@@ -171,6 +151,8 @@ pub(crate) fn rewrite(statement: &mut Statement, dialect: SqlDialect) {
         return;
     }
     let _ = statement_walk::walk(statement, &mut IntegerDivisions);
+    crate::table_function_names::rewrite(statement);
+    crate::order_by_all::rewrite(statement);
 }
 
 /// Turns each `a // b` into `divide(a, b)`, innermost first.
@@ -280,64 +262,6 @@ impl ScalarUDFImpl for Divide {
     }
 }
 
-/// Where the brackets of lists after `IN` are, each with the parenthesis replacing it.
-fn in_list_brackets(tokens: &[TokenWithSpan]) -> Vec<(Location, u8)> {
-    let significant: Vec<&TokenWithSpan> = tokens
-        .iter()
-        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
-        .collect();
-    let mut out = Vec::new();
-    for (i, pair) in significant.windows(2).enumerate() {
-        let after_in = matches!(&pair[0].token, Token::Word(w) if w.keyword == Keyword::IN);
-        if !after_in || pair[1].token != Token::LBracket {
-            continue;
-        }
-        if let Some(close) = matching_bracket(&significant[i + 1..]) {
-            out.push((pair[1].span.start, b'('));
-            out.push((close, b')'));
-        }
-    }
-    out
-}
-
-/// The location of the `]` closing the `[` that `tokens` starts with.
-fn matching_bracket(tokens: &[&TokenWithSpan]) -> Option<Location> {
-    let mut depth = 0usize;
-    for token in tokens {
-        match token.token {
-            Token::LBracket => depth += 1,
-            Token::RBracket => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(token.span.start);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-/// Byte offsets of the starts of a text's lines, to turn the tokenizer's (line,
-/// column in characters) locations into byte offsets.
-struct LineOffsets(Vec<usize>);
-
-impl LineOffsets {
-    fn new(text: &str) -> Self {
-        let starts = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1));
-        Self(starts.collect())
-    }
-
-    fn byte_offset(&self, text: &str, location: Location) -> Option<usize> {
-        let line_start = *self
-            .0
-            .get(usize::try_from(location.line).ok()?.checked_sub(1)?)?;
-        let column = usize::try_from(location.column).ok()?.checked_sub(1)?;
-        let (within, _) = text.get(line_start..)?.char_indices().nth(column)?;
-        Some(line_start + within)
-    }
-}
-
 /// DuckDB's `/`: between integers or decimals, a fractional (`DOUBLE`) quotient, where
 /// PostgreSQL (and DataFusion) divide integers to an integer. `//` keeps integer
 /// division; floats and intervals divide as before. Applies only under 'duckdb'.
@@ -403,6 +327,23 @@ mod tests {
             prepared("SELECT 'é' AS \"[\", x IN\n  [ 'ü]' ] -- IN [\nFROM t"),
             "SELECT 'é' AS \"[\", x IN\n  ( 'ü]' ) -- IN [\nFROM t"
         );
+    }
+
+    #[test]
+    fn from_first_subqueries_get_a_select() {
+        assert_eq!(
+            prepared("SELECT * FROM (FROM t) AS x, (from u SELECT a), (SELECT 1 FROM v)"),
+            "SELECT * FROM (SELECT * FROM t) AS x, (from u SELECT a), (SELECT 1 FROM v)"
+        );
+        assert_eq!(
+            prepared("SELECT x IN [1] FROM (FROM t WHERE y IN (SELECT 1))"),
+            "SELECT x IN (1) FROM (SELECT * FROM t WHERE y IN (SELECT 1))"
+        );
+        // Found by the dialect_prepare fuzz target: the list's brackets, once
+        // parentheses, hold a FROM-first query, which a second preparation completed.
+        let once = prepared("SELECT x IN [FROM t]");
+        assert_eq!(once, "SELECT x IN (SELECT * FROM t)");
+        assert_eq!(prepared(&once), once);
     }
 
     #[test]

@@ -24,11 +24,11 @@ use arrow::datatypes::{DataType, FieldRef};
 use datafusion::common::NullHandling;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{
-    Column, DataFusionError, Result, ScalarValue, UnnestOptions, exec_err, plan_err,
+    Column, DFSchema, DataFusionError, Result, ScalarValue, UnnestOptions, exec_err, plan_err,
 };
 use datafusion::functions::core::expr_fn::get_field;
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, JoinType, LogicalPlan, LogicalPlanBuilder, ReturnFieldArgs,
+    ColumnarValue, Expr, ExprSchemable, JoinType, LogicalPlan, LogicalPlanBuilder, ReturnFieldArgs,
     ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility, expr::ScalarFunction,
 };
 use datafusion::sql::parser::Statement;
@@ -81,6 +81,7 @@ impl VisitorMut for Rewriter {
     }
 
     fn post_visit_expr(&mut self, expr: &mut ast::Expr) -> ControlFlow<DataFusionError> {
+        crate::json_each_subquery::rewrite(expr);
         match json_list_call(expr) {
             Ok(Some(call)) => {
                 *expr = call;
@@ -190,7 +191,8 @@ fn lateral_relation(factor: &TableFactor) -> Result<Option<TableFactor>> {
     else {
         return Ok(None);
     };
-    if name.0.len() != 1 {
+    let constant = matches!(factor, TableFactor::Table { .. }) && !args.iter().any(reads_columns);
+    if name.0.len() != 1 || constant {
         return Ok(None);
     }
     let args = args
@@ -231,6 +233,33 @@ fn lateral_relation(factor: &TableFactor) -> Result<Option<TableFactor>> {
     };
     let mut from = select.from;
     Ok(from.pop().map(|f| f.relation))
+}
+
+/// Whether a table function argument names a column: a call over constants only is
+/// DataFusion's own table function, joined in any way (`LEFT JOIN json_each('[1]') AS
+/// a ON ...`), not a lateral walk.
+pub(crate) fn reads_columns(arg: &FunctionArg) -> bool {
+    let mut arg = arg.clone();
+    let mut finder = ColumnFinder(false);
+    let _ = arg.visit(&mut finder);
+    finder.0
+}
+
+struct ColumnFinder(bool);
+
+impl VisitorMut for ColumnFinder {
+    type Break = ();
+
+    fn pre_visit_expr(&mut self, expr: &mut ast::Expr) -> ControlFlow<()> {
+        if matches!(
+            expr,
+            ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_)
+        ) {
+            self.0 = true;
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    }
 }
 
 /// One lateral `json_each`/`json_tree` found on the right of a join.
@@ -344,7 +373,8 @@ fn unnest_join(join: &datafusion::logical_expr::Join, marker: Marker) -> Result<
     let entry = format!("__tessera_entry_{}", left_columns.len());
     let entries = Arc::new(ScalarUDF::from(JsonEntries::new(marker.walk)));
     let mut listed = left_columns.clone();
-    listed.push(Expr::ScalarFunction(ScalarFunction::new_udf(entries, marker.args)).alias(&entry));
+    let args = json_text_args(marker.args, left.schema())?;
+    listed.push(Expr::ScalarFunction(ScalarFunction::new_udf(entries, args)).alias(&entry));
     let options = UnnestOptions {
         null_handling,
         ..Default::default()
@@ -367,6 +397,27 @@ fn unnest_join(join: &datafusion::logical_expr::Join, marker: Marker) -> Result<
         }
     }
     builder.build()
+}
+
+/// `args` with a first argument that is not text turned into JSON (`to_json`), as
+/// DuckDB casts it (`json_each(t.list)`).
+fn json_text_args(mut args: Vec<Expr>, schema: &DFSchema) -> Result<Vec<Expr>> {
+    let Some(first) = args.first_mut() else {
+        return Ok(args);
+    };
+    let text = matches!(
+        first.get_type(schema)?,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null
+    );
+    if !text {
+        let to_json = crate::functions::json_build::all_functions()
+            .into_iter()
+            .find(|f| f.name() == "to_json")
+            .ok_or_else(|| DataFusionError::Internal("to_json is not defined".to_string()))?;
+        let value = std::mem::replace(first, Expr::Literal(ScalarValue::Null, None));
+        *first = Expr::ScalarFunction(ScalarFunction::new_udf(to_json, vec![value]));
+    }
+    Ok(args)
 }
 
 /// Stands for one output column of a lateral `json_each`/`json_tree` until

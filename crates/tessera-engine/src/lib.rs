@@ -20,19 +20,27 @@
 mod access;
 mod datasource;
 mod dialect;
+mod dot_access;
+mod dot_names;
 pub mod errors;
 mod functions;
 mod group_keys;
 mod json;
 mod json_each_rewrite;
+mod json_each_subquery;
 pub mod options;
+mod order_by_all;
 mod output_names;
 mod physical_optimizer;
 mod physical_plan;
 pub mod rejects;
+mod select_aliases;
 pub mod session;
 mod statement_walk;
 mod stores;
+mod table_function_names;
+mod temporary_tables;
+mod try_call;
 mod type_planner;
 
 pub use datasource::tessera::write::ingest::IngestOutcome;

@@ -67,7 +67,7 @@ fn output_name(item: &SelectItem) -> Option<(String, bool)> {
 }
 
 /// An identifier as the planner resolves it: unquoted ones are folded to lower case.
-fn normalized(ident: &Ident) -> String {
+pub(crate) fn normalized(ident: &Ident) -> String {
     match ident.quote_style {
         Some(_) => ident.value.clone(),
         None => ident.value.to_lowercase(),

@@ -113,6 +113,7 @@ impl TesseraSession {
             .build();
         let json = crate::functions::json_scalar_functions();
         state.register_udf(dialect::divide())?;
+        state.register_udf(crate::try_call::try_function())?;
         for f in json.iter().cloned().chain(compat::all_functions()) {
             state.register_udf(f)?;
         }
@@ -154,7 +155,10 @@ impl TesseraSession {
             Arc::clone(state.catalog_list()),
             Arc::clone(&locations) as _,
         ));
+        let dot = crate::dot_access::JsonDotPlanner::new(find("json_extract")?);
+        let planners = crate::dot_access::planners_first(dot, state.expr_planners());
         let state = SessionStateBuilder::new_from_existing(state)
+            .with_expr_planners(planners)
             .with_catalog_list(catalogs)
             .with_type_planner(Arc::new(SqlTypePlanner))
             .with_physical_optimizer_rule(Arc::new(IntegerTextMinMax))
@@ -205,6 +209,7 @@ impl TesseraSession {
         {
             return self.ctx.read_batch(tessera::describe(table).await?);
         }
+        let temporary = crate::temporary_tables::rewrite(&mut statement);
         output_names::name_outputs(&mut statement);
         group_keys::drop_cast_keys(&mut statement);
         dialect::rewrite(&mut statement, self.options().dialect);
@@ -213,7 +218,9 @@ impl TesseraSession {
         let duckdb = self.options().dialect == crate::options::SqlDialect::DuckDb;
         let reads =
             crate::datasource::read_json::resolve(&self.ctx, &mut statement, duckdb).await?;
-        let plan = self.ctx.state().statement_to_plan(statement).await;
+        crate::dot_names::rewrite(&mut statement);
+        let dialect = self.options().dialect;
+        let plan = crate::select_aliases::plan(&self.ctx.state(), statement, dialect).await;
         reads.release(&self.ctx)?;
         let plan = plan?;
         let plan = crate::json_each_rewrite::plan_laterals(plan)?;
@@ -221,6 +228,7 @@ impl TesseraSession {
             return Ok(frame);
         }
         if let LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(create)) = &plan
+            && !temporary
             && let Some(frame) = self.create_in_warehouse(create).await?
         {
             return Ok(frame);

@@ -356,7 +356,7 @@ impl TableFunctionImpl for JsonEachTable {
         let mut texts = Vec::with_capacity(exprs.len());
         for e in exprs {
             texts.push(match e {
-                Expr::Literal(v, _) => literal_text(name, v)?,
+                Expr::Literal(v, _) => literal_text(v)?,
                 _ => {
                     return plan_err!(
                         "{name}: arguments over columns are read as a lateral join: \
@@ -394,13 +394,24 @@ impl TableFunctionImpl for JsonEachTable {
     }
 }
 
-fn literal_text(name: &str, value: &ScalarValue) -> Result<Option<String>> {
+fn literal_text(value: &ScalarValue) -> Result<Option<String>> {
     match value {
         ScalarValue::Utf8(s) | ScalarValue::LargeUtf8(s) | ScalarValue::Utf8View(s) => {
             Ok(s.clone())
         }
         v if v.is_null() => Ok(None),
-        other => plan_err!("{name} expects JSON text, not {}", other.data_type()),
+        // DuckDB casts any other value to JSON (`json_each(range(3))`, a list).
+        other => {
+            let mut text = String::new();
+            crate::functions::json_build::write_arrow(
+                other.to_array()?.as_ref(),
+                false,
+                0,
+                &mut text,
+                &mut crate::json::function_tape(),
+            )?;
+            Ok(Some(text))
+        }
     }
 }
 

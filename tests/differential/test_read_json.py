@@ -135,3 +135,71 @@ def test_inferred_columns_match_duckdb(json_file):
     ours_kinds = [kind(r["data_type"]) for r in ours]
     duck_kinds = [kind(r[1]) for r in duck]
     assert [k if k != "json" else "text" for k in duck_kinds] == ours_kinds
+
+
+def geometry(rng):
+    """A random GeoJSON geometry of each kind DuckDB reads, or None."""
+    def pt():
+        return [rng.randint(-90, 90), round(rng.uniform(-180, 180), 2)]
+
+    def ring():
+        first = pt()
+        return [first, pt(), pt(), first]
+
+    kinds = {
+        "Point": lambda: pt(),
+        "MultiPoint": lambda: [pt() for _ in range(rng.randint(1, 3))],
+        "LineString": lambda: [pt() for _ in range(rng.randint(2, 4))],
+        "MultiLineString": lambda: [[pt(), pt()] for _ in range(rng.randint(1, 2))],
+        "Polygon": lambda: [ring()],
+        "MultiPolygon": lambda: [[ring()] for _ in range(rng.randint(1, 2))],
+    }
+    roll = rng.random()
+    if roll < 0.1:
+        return None
+    if roll < 0.2:
+        return {"type": "GeometryCollection", "geometries": [{"type": "Point", "coordinates": pt()}]}
+    name = rng.choice(sorted(kinds))
+    return {"type": name, "coordinates": kinds[name]()}
+
+
+@pytest.fixture(scope="module")
+def features():
+    """Features with pseudo-columns and properties that collide with them."""
+    rng = random.Random(27)
+    out = []
+    for i in range(200):
+        feature = {"type": "Feature", "id": f"F{i}", "geometry": geometry(rng)}
+        if rng.random() < 0.5:
+            feature["bbox"] = [0.0, 0.0, float(i), float(i)]
+        feature["properties"] = {"id": i, "name": rng.choice(["a", "b", None]), "pop": rng.randint(0, 9)}
+        out.append(feature)
+    return out
+
+
+@pytest.fixture(scope="module", params=["collection", "lines"])
+def geojson_file(request, features, tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("read_geojson")
+    if request.param == "collection":
+        path = folder / "features.geojson"
+        path.write_text(json.dumps({"type": "FeatureCollection", "features": features}))
+    else:
+        path = folder / "features.geojsonl"
+        path.write_text("".join(json.dumps(f) + "\n" for f in features))
+    return path
+
+
+GEOJSON_QUERIES = {
+    "geometries": "SELECT id, ST_AsText(geometry), id_1, name, pop FROM read_json('{f}')",
+    "bbox": "SELECT id, bbox FROM read_json('{f}')",
+    "null_geometries": "SELECT count(*), count(geometry) FROM read_json('{f}')",
+    "plain": "SELECT count(*), min(type) FROM read_json('{f}', geojson=false)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(GEOJSON_QUERIES))
+def test_geojson_matches_duckdb(name, geojson_file):
+    sql = GEOJSON_QUERIES[name].format(f=geojson_file)
+    expected = canon_rows(duckdb.connect().execute(sql).fetchall())
+    got = canon_rows(tessera(sql))
+    assert same_rows(got, expected), f"{name}: {sql}"

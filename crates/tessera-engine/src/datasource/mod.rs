@@ -11,13 +11,6 @@
 pub mod location;
 pub mod ndjson;
 pub mod parquet;
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "read_json (branch h-readjson) calls it once merged; the expectation then fails and goes"
-    )
-)]
 pub mod read_geojson;
 pub mod read_json;
 pub mod tessera;

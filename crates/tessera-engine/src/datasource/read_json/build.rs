@@ -18,12 +18,15 @@ use tessera_blob::Location;
 use tessera_json::tape::Tape;
 use tessera_json::tree::Json;
 
+use super::geometry::{self, GeometryContext, RowPlace};
 use super::hive;
 use super::infer::transform_type;
+use super::is_geojson_name;
 use super::options::{ReadJsonOptions, Records};
 use super::records::{Format, line_of, split};
 use crate::datasource::location::listing_url;
 use crate::datasource::ndjson::read::{Codec, ReadPlan};
+use crate::datasource::read_geojson::{self, GeoJsonRecord};
 use crate::json::json_type::json_field;
 use crate::rejects::{Reject, RejectLog};
 
@@ -44,6 +47,56 @@ struct Collected {
     places: Vec<(usize, usize)>,
     /// Parsed values of the first records, for inference.
     sample: Vec<Json>,
+    /// Whether any file was read as GeoJSON.
+    geojson: bool,
+}
+
+/// Where one record of a file is read from, and how.
+struct RecordSource<'a> {
+    text: &'a [u8],
+    file: usize,
+    place: (usize, usize),
+    /// Whether it is sampled for inference.
+    sampled: bool,
+    /// Whether it is read as GeoJSON.
+    geojson: bool,
+}
+
+impl Collected {
+    /// Appends one parsed record: as the rows GeoJSON makes of it (a feature
+    /// collection's features, a feature, a bare geometry), or as it is.
+    fn push(&mut self, value: Json, source: RecordSource<'_>, sample_size: usize) {
+        let rows = match source.geojson {
+            true => match read_geojson::records(value) {
+                GeoJsonRecord::Rows(rows) => rows,
+                GeoJsonRecord::Other(value) => {
+                    return self.push_one(value, None, &source, sample_size);
+                }
+            },
+            false => return self.push_one(value, None, &source, sample_size),
+        };
+        for row in rows {
+            let text = row.to_text();
+            self.push_one(row, Some(text), &source, sample_size);
+        }
+    }
+
+    /// Appends one row: its text (the record's own unless given), place and sample.
+    fn push_one(
+        &mut self,
+        value: Json,
+        text: Option<String>,
+        source: &RecordSource<'_>,
+        sample_size: usize,
+    ) {
+        if source.sampled && self.sample.len() < sample_size {
+            self.sample.push(value);
+        }
+        let text = text.unwrap_or_else(|| String::from_utf8_lossy(source.text).into_owned());
+        self.texts.push(Some(text));
+        self.files.push(source.file);
+        self.places.push(source.place);
+    }
 }
 
 /// The table `options` describe.
@@ -61,6 +114,7 @@ pub async fn table(
         files: Vec::new(),
         places: Vec::new(),
         sample: Vec::new(),
+        geojson: false,
     };
     let mut read_bytes = 0usize;
     for (index, (store, meta, name)) in files.iter().enumerate() {
@@ -68,7 +122,7 @@ pub async fn table(
         collect(&bytes, name, index, options, &rejects, &mut records)?;
     }
     let names: Vec<&str> = files.iter().map(|(_, _, n)| n.as_str()).collect();
-    let batch = to_batch(state, options, &records, &names)?;
+    let batch = to_batch(state, options, &records, &names, &rejects)?;
     Ok(Arc::new(MemTable::try_new(
         batch.schema(),
         vec![vec![batch]],
@@ -198,6 +252,10 @@ fn collect(
     let (mut line, mut counted) = (1, 0);
     // Only the first files' records are sampled, as DuckDB's maximum_sample_files says.
     let sampled = file < options.sample_files_max;
+    // records=false reads each record whole (a bare geometry is the value itself).
+    let geojson =
+        options.records != Records::No && options.geojson.unwrap_or_else(|| is_geojson_name(name));
+    records.geojson |= geojson;
     for range in ranges {
         line += bytes[counted..range.start]
             .iter()
@@ -207,12 +265,14 @@ fn collect(
         let text = &bytes[range.clone()];
         match parse_record(text, options, &mut tape) {
             Ok(value) => {
-                if sampled && records.sample.len() < options.sample_size {
-                    records.sample.push(value);
-                }
-                records
-                    .texts
-                    .push(Some(String::from_utf8_lossy(text).into_owned()));
+                let source = RecordSource {
+                    text,
+                    file,
+                    place: (line, range.start),
+                    sampled,
+                    geojson,
+                };
+                records.push(value, source, options.sample_size);
             }
             Err(reason) => {
                 let reject = Reject {
@@ -230,10 +290,10 @@ fn collect(
                 }
                 rejects.record(reject, text);
                 records.texts.push(None);
+                records.files.push(file);
+                records.places.push((line, range.start));
             }
         }
-        records.files.push(file);
-        records.places.push((line, range.start));
     }
     Ok(())
 }
@@ -299,11 +359,24 @@ fn to_batch(
     options: &ReadJsonOptions,
     records: &Collected,
     names: &[&str],
+    rejects: &RejectLog,
 ) -> Result<RecordBatch> {
     let texts: ArrayRef = Arc::new(StringArray::from(records.texts.clone()));
     let (mut fields, mut columns): (Vec<Field>, Vec<ArrayRef>) = match options.objects {
         true => (vec![json_field("json")], vec![texts]),
-        false => typed_columns(state, options, records, texts, names)?,
+        false => {
+            let place = |row: usize| RowPlace {
+                file: names[records.files[row]],
+                line: records.places[row].0,
+                offset: records.places[row].1,
+            };
+            let context = GeometryContext {
+                ignore_errors: options.ignore_errors,
+                rejects,
+                place: &place,
+            };
+            typed_columns(state, options, records, texts, names, &context)?
+        }
     };
     if let Some(column) = &options.filename {
         let values: StringArray = records.files.iter().map(|&f| Some(names[f])).collect();
@@ -331,17 +404,22 @@ fn typed_columns(
     records: &Collected,
     texts: ArrayRef,
     names: &[&str],
+    context: &GeometryContext<'_>,
 ) -> Result<(Vec<Field>, Vec<ArrayRef>)> {
     let (name, structure) = structure(options, &records.sample)?;
-    let structure = match (&name, structure) {
+    let mut structure = match (&name, structure) {
         (None, Json::Object(members)) if !members.is_empty() => Json::Object(members),
         // Records that are all empty objects or all NULL: one JSON column.
-        (None, _) => return typed_single(state, "json", Json::String("JSON".into()), texts),
+        (None, _) => {
+            let json = Json::String("JSON".into());
+            return typed_single(state, "json", json, texts, context);
+        }
         (_, other) => other,
     };
     if let Some(name) = name {
-        return typed_single(state, &name, structure, texts);
+        return typed_single(state, &name, structure, texts, context);
     }
+    let geometries = geometry::plan_columns(&mut structure, &records.sample, records.geojson);
     let array = transform(state, &structure, texts)?;
     let array = array
         .as_any()
@@ -353,13 +431,19 @@ fn typed_columns(
         check_converted(array, records, names)?;
     }
     let unique = unique_names(array.fields().iter().map(|f| f.name().as_str()));
-    let fields = array
+    let mut fields: Vec<Field> = array
         .fields()
         .iter()
         .zip(unique)
         .map(|(f, name)| f.as_ref().clone().with_name(name))
         .collect();
-    Ok((fields, array.columns().to_vec()))
+    let mut columns = array.columns().to_vec();
+    for index in geometries {
+        let (field, column) =
+            geometry::to_geometry(fields[index].name(), &columns[index], context)?;
+        (fields[index], columns[index]) = (field, column);
+    }
+    Ok((fields, columns))
 }
 
 /// The structure records are converted to, and the one column's name when they are not
@@ -422,7 +506,13 @@ fn typed_single(
     name: &str,
     structure: Json,
     texts: ArrayRef,
+    context: &GeometryContext<'_>,
 ) -> Result<(Vec<Field>, Vec<ArrayRef>)> {
+    if geometry::is_geometry_type(&structure) {
+        let column = transform(state, &Json::String("JSON".into()), texts)?;
+        let (field, column) = geometry::to_geometry(name, &column, context)?;
+        return Ok((vec![field], vec![column]));
+    }
     let column = transform(state, &structure, texts)?;
     let field = match &structure {
         Json::String(t) if t.eq_ignore_ascii_case("JSON") => json_field(name),

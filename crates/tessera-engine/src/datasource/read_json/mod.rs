@@ -9,6 +9,7 @@
 //! `FROM 'file.json'` reads as `read_json_auto('file.json')` too.
 
 mod build;
+mod geometry;
 mod hive;
 pub mod infer;
 pub mod options;
@@ -152,16 +153,31 @@ impl Calls {
     }
 }
 
-/// Whether a file name says JSON (`.json`, `.ndjson`, `.jsonl`, compressed or not).
+/// Whether a file name says JSON (`.json`, `.ndjson`, `.jsonl`, or GeoJSON, compressed
+/// or not).
 fn is_json_name(name: &str) -> bool {
+    let stem = uncompressed_name(name);
+    is_geojson_name(&stem)
+        || [".json", ".ndjson", ".jsonl"]
+            .iter()
+            .any(|e| stem.ends_with(e))
+}
+
+/// Whether a file name says GeoJSON (`.geojson`, `.geojsonl`, compressed or not): such
+/// files are read as GeoJSON unless `geojson=false`.
+pub(crate) fn is_geojson_name(name: &str) -> bool {
+    let stem = uncompressed_name(name);
+    [".geojson", ".geojsonl"].iter().any(|e| stem.ends_with(e))
+}
+
+/// The lower-case file name without its compression suffix.
+fn uncompressed_name(name: &str) -> String {
     let lower = name.to_ascii_lowercase();
-    let stem = [".gz", ".gzip", ".zst", ".zstd"]
+    [".gz", ".gzip", ".zst", ".zstd"]
         .iter()
         .find_map(|c| lower.strip_suffix(c))
-        .unwrap_or(&lower);
-    [".json", ".ndjson", ".jsonl"]
-        .iter()
-        .any(|e| stem.ends_with(e))
+        .unwrap_or(&lower)
+        .to_string()
 }
 
 #[cfg(test)]

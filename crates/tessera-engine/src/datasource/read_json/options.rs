@@ -61,6 +61,9 @@ pub struct ReadJsonOptions {
     pub objects: bool,
     /// How strings are typed by inference.
     pub strings: StringTypes,
+    /// Records read as GeoJSON (`None`: for files named `.geojson`/`.geojsonl`, as
+    /// DuckDB's `geojson` default says).
+    pub geojson: Option<bool>,
 }
 
 impl ReadJsonOptions {
@@ -90,6 +93,7 @@ impl ReadJsonOptions {
                 dates: true,
                 integers: false,
             },
+            geojson: None,
         };
         for arg in args {
             match named(arg) {
@@ -129,6 +133,7 @@ impl ReadJsonOptions {
                 self.sample_size = usize::try_from(size).unwrap_or(usize::MAX).max(1);
             }
             "ignore_errors" => self.ignore_errors = boolean(function, name, value)?,
+            "geojson" => self.geojson = Some(boolean(function, name, value)?),
             "auto_detect" => self.auto_detect = boolean(function, name, value)?,
             "filename" => self.filename = filename(function, value)?,
             "maximum_object_size" => {

@@ -96,3 +96,131 @@ async fn values_the_sample_did_not_see_are_errors_not_nulls() {
     let all = format!("SELECT count(*), count(n) FROM read_json('{file}')");
     assert_eq!(counts(&session, &all).await.unwrap(), (51, 51));
 }
+
+/// A generated GeoJSON geometry (points and line strings of small integers), or, when
+/// `malformed`, a point whose coordinates are strings.
+fn geometry(rng: &mut Rng, malformed: bool) -> String {
+    let mut number = || rng.next(100) as i64 - 50;
+    match (malformed, number() % 2 == 0) {
+        (true, _) => r#"{"type":"Point","coordinates":["x","y"]}"#.to_string(),
+        (false, true) => format!(
+            r#"{{"type":"Point","coordinates":[{},{}]}}"#,
+            number(),
+            number()
+        ),
+        (false, false) => format!(
+            r#"{{"type":"LineString","coordinates":[[{},{}],[{},{}]]}}"#,
+            number(),
+            number(),
+            number(),
+            number()
+        ),
+    }
+}
+
+/// Each row's text in column 0 (NULL as `None`).
+async fn texts(session: &TesseraSession, sql: &str) -> Result<Vec<Option<String>>, String> {
+    let frame = session.sql(sql).await.map_err(|e| e.to_string())?;
+    let batches: Vec<RecordBatch> = frame.collect().await.map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for batch in &batches {
+        let column = arrow::compute::cast(batch.column(0), &arrow::datatypes::DataType::Utf8)
+            .map_err(|e| e.to_string())?;
+        out.extend(
+            column
+                .as_string::<i32>()
+                .iter()
+                .map(|v| v.map(str::to_string)),
+        );
+    }
+    Ok(out)
+}
+
+/// A generated feature collection reads as one row per feature, its geometry as
+/// `ST_GeomFromGeoJSON` reads the same text, its colliding property renamed.
+#[tokio::test]
+async fn feature_collections_read_as_their_features() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("generated.geojson");
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let geometries: Vec<Option<String>> = (0..40)
+        .map(|_| (rng.next(6) != 0).then(|| geometry(&mut rng, false)))
+        .collect();
+    let features: Vec<String> = geometries
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let g = g.as_deref().unwrap_or("null");
+            format!(r#"{{"type":"Feature","id":{i},"geometry":{g},"properties":{{"id":"p{i}"}}}}"#)
+        })
+        .collect();
+    let text = format!(
+        r#"{{"type":"FeatureCollection","features":[{}]}}"#,
+        features.join(",\n")
+    );
+    std::fs::write(&file, text).unwrap();
+    let session = session();
+    let sql = format!(
+        "SELECT ST_AsText(geometry), id, id_1 FROM read_json('{}') ORDER BY id",
+        file.display()
+    );
+    let got = texts(&session, &sql).await.unwrap();
+    for (row, geometry) in geometries.iter().enumerate() {
+        let expected = match geometry {
+            Some(g) => texts(
+                &session,
+                &format!("SELECT ST_AsText(ST_GeomFromGeoJSON('{g}'))"),
+            )
+            .await
+            .unwrap()
+            .remove(0),
+            None => None,
+        };
+        assert_eq!(got[row], expected, "feature {row}");
+    }
+    let ids = format!(
+        "SELECT id_1 FROM read_json('{}') ORDER BY id",
+        file.display()
+    );
+    let ids = texts(&session, &ids).await.unwrap();
+    assert_eq!(ids[7].as_deref(), Some("p7"));
+}
+
+/// A malformed geometry in a generated `.geojsonl` fails naming its line, or with
+/// `ignore_errors` is NULL and counted in the reject log with its line.
+#[tokio::test]
+async fn malformed_geometries_fail_or_are_counted_with_their_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("generated.geojsonl");
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut bad = Vec::new();
+    let mut text = String::new();
+    for line in 1..=60 {
+        let malformed = line > 1 && rng.next(5) == 0;
+        if malformed {
+            bad.push(line);
+        }
+        let g = geometry(&mut rng, malformed);
+        text.push_str(&format!(
+            r#"{{"type":"Feature","geometry":{g},"properties":{{"n":{line}}}}}"#
+        ));
+        text.push('\n');
+    }
+    std::fs::write(&file, text).unwrap();
+    let file = file.display().to_string();
+    let session = session();
+    let strict = format!("SELECT count(*), count(geometry) FROM read_json('{file}')");
+    let error = counts(&session, &strict).await.unwrap_err();
+    assert!(
+        error.contains(&format!("{file} line {} ", bad[0])) && error.contains("GeoJSON"),
+        "{error}"
+    );
+    let lenient =
+        format!("SELECT count(*), count(geometry) FROM read_json('{file}', ignore_errors=true)");
+    let (rows, geometries) = counts(&session, &lenient).await.unwrap();
+    assert_eq!((rows, geometries), (60, 60 - bad.len() as i64));
+    let rejects = session.take_rejects();
+    assert_eq!(rejects.count, bad.len() as u64);
+    let lines: Vec<usize> = rejects.samples.iter().map(|r| r.line as usize).collect();
+    assert_eq!(lines, bad[..bad.len().min(lines.len())]);
+}

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use arrow::datatypes::DataType;
 use datafusion::common::{DFSchema, Result, ScalarValue, plan_err};
 use datafusion::logical_expr::expr::{Cast, ScalarFunction};
 use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawBinaryExpr};
@@ -81,13 +82,7 @@ impl ExprPlanner for JsonOperatorPlanner {
             BinaryOperator::LongArrow => (&self.get_text, "json_extract_string"),
             _ => return json_comparison(expr, schema).map(PlannerResult::Original),
         };
-        // A JSON Pointer (`j -> '/a/0'`): DuckDB's reading function, where a token of
-        // digits indexes an array or keys an object, whichever the document holds.
-        let pointer = matches!(
-            &expr.right,
-            Expr::Literal(ScalarValue::Utf8(Some(path)), _) if path.starts_with('/')
-        );
-        let func = match pointer {
+        let func = match duckdb_path(&expr.right, schema)? {
             true => super::json_path::all_functions()
                 .into_iter()
                 .find(|f| f.name() == duckdb_name)
@@ -98,6 +93,21 @@ impl ExprPlanner for JsonOperatorPlanner {
             ScalarFunction::new_udf(func, vec![expr.left, expr.right]),
         )))
     }
+}
+
+/// Whether the path of `->`/`->>` needs DuckDB's reading function: a JSON Pointer
+/// (`j -> '/a/0'`, where a token of digits indexes an array or keys an object, whichever
+/// the document holds), a path with wildcards (`'$.*'`, `'$..a'`) or a list of paths,
+/// which select many values, given as a list.
+fn duckdb_path(path: &Expr, schema: &DFSchema) -> Result<bool> {
+    if let Expr::Literal(ScalarValue::Utf8(Some(path)), _) = path {
+        let wildcard = path.starts_with('$') && (path.contains('*') || path.contains(".."));
+        return Ok(path.starts_with('/') || wildcard);
+    }
+    Ok(matches!(
+        path.get_type(schema)?,
+        DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..)
+    ))
 }
 
 /// A comparison of `JSON` with a value of another type compares JSON texts, the other

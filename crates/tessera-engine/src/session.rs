@@ -120,7 +120,10 @@ impl TesseraSession {
         for f in crate::functions::json_document_functions() {
             state.register_udf(f)?;
         }
-        for f in crate::functions::json_aggregate::all_functions() {
+        for f in crate::functions::json_aggregate::all_functions()
+            .into_iter()
+            .chain(compat::aggregate_functions())
+        {
             state.register_udaf(f)?;
         }
         let find = |name: &str| {

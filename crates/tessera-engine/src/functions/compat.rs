@@ -1,5 +1,6 @@
 //! DuckDB-compatible spellings that JSONBench-style queries use: `hour(ts)` and friends,
-//! `date_diff(part, start, end)`, and `typeof(x)` (in `type_of`).
+//! `date_diff(part, start, end)`, and `typeof(x)` (in `type_of`); DuckDB's other names
+//! of DataFusion's functions (`len`, `array_value`, the aggregate `list`).
 
 use std::sync::{Arc, LazyLock};
 
@@ -11,8 +12,8 @@ use datafusion::common::{Result, ScalarValue, exec_err, plan_err};
 use datafusion::logical_expr::scalar_doc_sections::DOC_SECTION_DATETIME;
 use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
 use datafusion::logical_expr::{
-    ColumnarValue, Documentation, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
-    Volatility,
+    AggregateUDF, ColumnarValue, Documentation, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
+    Signature, Volatility,
 };
 
 /// The compatibility functions, ready to register.
@@ -23,7 +24,26 @@ pub fn all_functions() -> Vec<Arc<ScalarUDF>> {
         .collect();
     out.push(Arc::new(ScalarUDF::from(DateDiff::new())));
     out.push(super::type_of::type_of());
+    out.push(Arc::new(
+        datafusion::functions::unicode::character_length()
+            .as_ref()
+            .clone()
+            .with_aliases(["len"]),
+    ));
+    out.push(Arc::new(
+        datafusion::functions_nested::make_array::make_array_udf()
+            .as_ref()
+            .clone()
+            .with_aliases(["array_value"]),
+    ));
     out
+}
+
+/// DuckDB's names of DataFusion's aggregates, ready to register: `list(x)` is
+/// `array_agg(x)`, which DuckDB's queries (and its JSON tests) spell either way.
+pub fn aggregate_functions() -> Vec<Arc<AggregateUDF>> {
+    let array_agg = datafusion::functions_aggregate::array_agg::array_agg_udaf();
+    vec![Arc::new(array_agg.as_ref().clone().with_aliases(["list"]))]
 }
 
 /// `hour(ts)` = `date_part('hour', ts)`, likewise for the other parts.

@@ -10,7 +10,7 @@
 
 use std::sync::{Arc, LazyLock};
 
-use arrow::array::{Array, ArrayRef, Int64Builder, StringViewBuilder};
+use arrow::array::{Array, ArrayRef, Int64Builder, StringBuilder, StringViewBuilder};
 use arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, plan_err};
 use datafusion::logical_expr::scalar_doc_sections::DOC_SECTION_OTHER;
@@ -20,7 +20,7 @@ use datafusion::logical_expr::{
     ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 
-use super::json_build::TextColumn;
+use super::json_build::{TextColumn, write_arrow};
 use crate::json::json_type::json_field;
 use crate::json::output::OutputBuilder;
 use tessera_json::path::{MAX_PATH_DEPTH, PathElem, PathTrie, parse_json_path};
@@ -148,6 +148,58 @@ pub(crate) fn coerce_path_args(
     Ok(out)
 }
 
+/// [`coerce_path_args`] for DuckDB's reading functions, which also read a list, struct
+/// or map as the JSON `to_json` makes of it (DuckDB casts such a document to JSON);
+/// [`documents`] converts it when the function runs.
+pub(crate) fn coerce_reading_args(
+    name: &str,
+    arg_types: &[DataType],
+    list_paths: bool,
+) -> Result<Vec<DataType>> {
+    match arg_types.split_first() {
+        Some((first, path)) if is_nested(first) => {
+            let mut as_text = vec![DataType::Utf8];
+            as_text.extend_from_slice(path);
+            let mut out = coerce_path_args(name, &as_text, list_paths)?;
+            out[0] = first.clone();
+            Ok(out)
+        }
+        _ => coerce_path_args(name, arg_types, list_paths),
+    }
+}
+
+fn is_nested(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::List(_)
+            | DataType::LargeList(_)
+            | DataType::FixedSizeList(..)
+            | DataType::Struct(_)
+            | DataType::Map(..)
+    )
+}
+
+/// The documents a reading function reads: `docs` itself when it is text, else (a list,
+/// struct or map, see [`coerce_reading_args`]) each row written as JSON.
+pub(crate) fn documents(docs: ArrayRef) -> Result<ArrayRef> {
+    if !is_nested(docs.data_type()) {
+        return Ok(docs);
+    }
+    let mut tape = crate::json::function_tape();
+    let mut out = StringBuilder::with_capacity(docs.len(), 0);
+    let mut text = String::new();
+    for row in 0..docs.len() {
+        if docs.is_null(row) {
+            out.append_null();
+            continue;
+        }
+        text.clear();
+        write_arrow(docs.as_ref(), false, row, &mut text, &mut tape)?;
+        out.append_value(&text);
+    }
+    Ok(Arc::new(out.finish()))
+}
+
 /// Whether a type holds JSON text (or is an untyped NULL).
 pub(crate) fn is_json_text(t: &DataType) -> bool {
     matches!(
@@ -231,7 +283,7 @@ impl ScalarUDFImpl for JsonFunction {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        coerce_path_args(self.name, arg_types, false)
+        coerce_reading_args(self.name, arg_types, false)
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
@@ -365,7 +417,7 @@ fn for_each_row(
     n: usize,
     mut f: impl FnMut(usize, &str, Option<Span>),
 ) -> Result<()> {
-    let docs = args[0].to_array(n)?;
+    let docs = documents(args[0].to_array(n)?)?;
     let path_args = &args[1..];
     let constant = path_args
         .iter()

@@ -35,7 +35,7 @@ use tessera_json::scanner::{Kind, Scanner, Span};
 use tessera_json::select::{children, select};
 use tessera_json::value::{Output, text_of};
 
-use super::json::{access_udf, coerce_path_args, rowwise, value_field};
+use super::json::{access_udf, coerce_reading_args, documents, rowwise, value_field};
 use super::json_build::TextColumn;
 
 /// The DuckDB reading functions, ready to register.
@@ -202,7 +202,7 @@ impl ScalarUDFImpl for DuckJsonFunction {
             }
             _ => {}
         }
-        coerce_path_args(self.name, arg_types, shape == Shape::List)
+        coerce_reading_args(self.name, arg_types, shape == Shape::List)
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
@@ -418,7 +418,7 @@ fn evaluate(
     n: usize,
     listed: bool,
 ) -> Result<ArrayRef> {
-    let docs = args[0].to_array(n)?;
+    let docs = documents(args[0].to_array(n)?)?;
     let docs = texts(&docs)?;
     let path_args = &args[1..];
     let constant = path_args

@@ -1,17 +1,21 @@
 //! SQL operators over JSON: `->` (value as JSON) and `->>` (value as text), with
 //! PostgreSQL semantics, chained, and DuckDB-style JSONPath right-hand sides
-//! (`j->>'$.commit.collection'`).
+//! (`j->>'$.commit.collection'`); and comparisons of `JSON` with other types, as
+//! DuckDB compares them (the other side cast to `JSON`).
 
 use std::sync::Arc;
 
+use arrow::datatypes::DataType;
 use datafusion::common::{DFSchema, Result, ScalarValue, plan_err};
-use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::expr::{Cast, ScalarFunction};
 use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawBinaryExpr};
-use datafusion::logical_expr::{Expr, ScalarUDF};
+use datafusion::logical_expr::{Expr, ExprSchemable, ScalarUDF};
 use datafusion::sql::sqlparser::ast::BinaryOperator;
 use datafusion::sql::sqlparser::dialect::Dialect;
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 use tessera_json::path::MAX_PATH_DEPTH;
+
+use crate::json::json_type::{is_json, json_field};
 
 /// Refuses SQL with a chain of more `->`/`->>` operators than a JSON path has elements,
 /// before it is parsed: planning such a chain costs time cubic in its length (each
@@ -71,20 +75,14 @@ impl ExprPlanner for JsonOperatorPlanner {
     fn plan_binary_op(
         &self,
         expr: RawBinaryExpr,
-        _schema: &DFSchema,
+        schema: &DFSchema,
     ) -> Result<PlannerResult<RawBinaryExpr>> {
         let (func, duckdb_name) = match expr.op {
             BinaryOperator::Arrow => (&self.get, "json_extract"),
             BinaryOperator::LongArrow => (&self.get_text, "json_extract_string"),
-            _ => return Ok(PlannerResult::Original(expr)),
+            _ => return json_comparison(expr, schema).map(PlannerResult::Original),
         };
-        // A JSON Pointer (`j -> '/a/0'`): DuckDB's reading function, where a token of
-        // digits indexes an array or keys an object, whichever the document holds.
-        let pointer = matches!(
-            &expr.right,
-            Expr::Literal(ScalarValue::Utf8(Some(path)), _) if path.starts_with('/')
-        );
-        let func = match pointer {
+        let func = match duckdb_path(&expr.right, schema)? {
             true => super::json_path::all_functions()
                 .into_iter()
                 .find(|f| f.name() == duckdb_name)
@@ -95,6 +93,48 @@ impl ExprPlanner for JsonOperatorPlanner {
             ScalarFunction::new_udf(func, vec![expr.left, expr.right]),
         )))
     }
+}
+
+/// Whether the path of `->`/`->>` needs DuckDB's reading function: a JSON Pointer
+/// (`j -> '/a/0'`, where a token of digits indexes an array or keys an object, whichever
+/// the document holds), a path with wildcards (`'$.*'`, `'$..a'`) or a list of paths,
+/// which select many values, given as a list.
+fn duckdb_path(path: &Expr, schema: &DFSchema) -> Result<bool> {
+    if let Expr::Literal(ScalarValue::Utf8(Some(path)), _) = path {
+        let wildcard = path.starts_with('$') && (path.contains('*') || path.contains(".."));
+        return Ok(path.starts_with('/') || wildcard);
+    }
+    Ok(matches!(
+        path.get_type(schema)?,
+        DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..)
+    ))
+}
+
+/// A comparison of `JSON` with a value of another type compares JSON texts, the other
+/// side cast to `JSON` (text validated, other values `to_json`), as DuckDB does: so
+/// `json('{"a": 1}') = {a: 1}` holds and comparing with text that is not JSON fails.
+fn json_comparison(mut expr: RawBinaryExpr, schema: &DFSchema) -> Result<RawBinaryExpr> {
+    use BinaryOperator as B;
+    if !matches!(
+        expr.op,
+        B::Eq | B::NotEq | B::Lt | B::LtEq | B::Gt | B::GtEq | B::Spaceship
+    ) {
+        return Ok(expr);
+    }
+    let (_, left) = expr.left.to_field(schema)?;
+    let (_, right) = expr.right.to_field(schema)?;
+    let as_json = |side: Expr| {
+        Expr::Cast(Cast {
+            expr: Box::new(side),
+            field: Arc::new(json_field("")),
+        })
+    };
+    match (is_json(&left), is_json(&right)) {
+        (true, false) if !right.data_type().is_null() => expr.right = as_json(expr.right),
+        (false, true) if !left.data_type().is_null() => expr.left = as_json(expr.left),
+        _ => {}
+    }
+    Ok(expr)
 }
 
 #[cfg(test)]

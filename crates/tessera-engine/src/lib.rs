@@ -25,6 +25,7 @@ mod dot_names;
 pub mod errors;
 mod functions;
 mod group_keys;
+mod hidden_columns;
 mod json;
 mod json_each_rewrite;
 mod json_each_subquery;

@@ -29,6 +29,7 @@ mod hidden_columns;
 mod json;
 mod json_each_rewrite;
 mod json_each_subquery;
+mod lambda_join_filter;
 pub mod options;
 mod order_by_all;
 mod output_names;

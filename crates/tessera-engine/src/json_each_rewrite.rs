@@ -29,7 +29,8 @@ use datafusion::common::{
 use datafusion::functions::core::expr_fn::get_field;
 use datafusion::logical_expr::{
     ColumnarValue, Expr, ExprSchemable, JoinType, LogicalPlan, LogicalPlanBuilder, ReturnFieldArgs,
-    ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility, expr::ScalarFunction,
+    ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility, cast,
+    expr::ScalarFunction,
 };
 use datafusion::sql::parser::Statement;
 use datafusion::sql::sqlparser::ast::{
@@ -39,7 +40,11 @@ use datafusion::sql::sqlparser::ast::{
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 
-use crate::functions::json_each::{ENTRY_COLUMNS, JSON_LIST, JsonEntries, Walk, entry_type};
+use crate::functions::json_each::{
+    ENTRY_COLUMNS, HIDDEN_COLUMNS, JSON_LIST, JsonEntries, Walk, entry_type, hidden_table_name,
+};
+use crate::hidden_columns::{self, HiddenRef};
+use crate::output_names::normalized;
 use crate::statement_walk;
 
 /// The marker function a lateral `json_each`/`json_tree` is planned through.
@@ -48,34 +53,49 @@ pub const LATERAL_MARKER: &str = "__tessera_lateral_json";
 /// Rewrites lateral `json_each`/`json_tree` relations and `JSON[]` casts in `statement`
 /// (see the module documentation).
 pub(crate) fn rewrite_statement(statement: &mut Statement) -> Result<()> {
-    match statement_walk::walk(statement, &mut Rewriter) {
+    match statement_walk::walk(statement, &mut Rewriter::default()) {
         ControlFlow::Continue(()) => Ok(()),
         ControlFlow::Break(e) => Err(e),
     }
 }
 
-struct Rewriter;
+#[derive(Default)]
+struct Rewriter {
+    /// The hidden columns the ORDER BY of the query whose SELECT comes next reads.
+    order: Vec<HiddenRef>,
+}
 
 impl VisitorMut for Rewriter {
     type Break = DataFusionError;
 
+    fn pre_visit_query(&mut self, query: &mut ast::Query) -> ControlFlow<DataFusionError> {
+        self.order = hidden_columns::order_references(query);
+        ControlFlow::Continue(())
+    }
+
     fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<DataFusionError> {
-        let lateral = |factor: &mut TableFactor| match lateral_relation(factor) {
-            Ok(Some(derived)) => {
-                *factor = derived;
-                ControlFlow::Continue(())
+        let refs = hidden_columns::references(select, &std::mem::take(&mut self.order));
+        let only_walks = select
+            .from
+            .iter()
+            .flat_map(|f| std::iter::once(&f.relation).chain(f.joins.iter().map(|j| &j.relation)))
+            .all(|r| walk_call(r).is_some());
+        let mut added = Vec::new();
+        let mut relation = |factor: &mut TableFactor, lateral: bool| {
+            match rewrite_relation(factor, lateral, &refs, only_walks) {
+                Ok(Some(columns)) => added.push(columns),
+                Ok(None) => {}
+                Err(e) => return ControlFlow::Break(e),
             }
-            Ok(None) => ControlFlow::Continue(()),
-            Err(e) => ControlFlow::Break(e),
+            ControlFlow::Continue(())
         };
         for (i, from) in select.from.iter_mut().enumerate() {
-            if i > 0 {
-                lateral(&mut from.relation)?;
-            }
+            relation(&mut from.relation, i > 0)?;
             for join in &mut from.joins {
-                lateral(&mut join.relation)?;
+                relation(&mut join.relation, true)?;
             }
         }
+        hidden_columns::exclude_from_wildcards(&mut select.projection, &added);
         name_cast_items(&mut select.projection);
         ControlFlow::Continue(())
     }
@@ -168,9 +188,64 @@ fn parse_expr(text: &str) -> Result<ast::Expr> {
         .parse_expr()?)
 }
 
-/// If `factor` calls `json_each`/`json_tree`, the lateral derived table of markers that
-/// replaces it.
-fn lateral_relation(factor: &TableFactor) -> Result<Option<TableFactor>> {
+/// Rewrites one relation of FROM (`lateral`: it follows another): a lateral
+/// `json_each`/`json_tree` into its derived table of markers, and hidden columns added
+/// where `refs` read them; answers the relation's qualifier and the hidden columns added.
+fn rewrite_relation(
+    factor: &mut TableFactor,
+    lateral: bool,
+    refs: &[HiddenRef],
+    only_walks: bool,
+) -> Result<Option<(String, Vec<&'static str>)>> {
+    let Some((walk, qualifier)) = walk_call(factor) else {
+        return Ok(hidden_columns::table_rowid(factor, refs)?.map(|q| (q, vec!["rowid"])));
+    };
+    let hidden = hidden_columns::wanted(refs, &qualifier, |n| n == "rowid" || only_walks);
+    if lateral && let Some(derived) = lateral_relation(factor, &hidden)? {
+        *factor = derived;
+    } else if !hidden.is_empty() {
+        // The table function of the hidden columns answers all of them.
+        let TableFactor::Table { name, alias, .. } = factor else {
+            return Ok(None);
+        };
+        *name = ast::ObjectName::from(vec![ast::Ident::new(hidden_table_name(walk))]);
+        alias.get_or_insert_with(|| ast::TableAlias {
+            explicit: true,
+            name: ast::Ident::new(walk.name()),
+            columns: Vec::new(),
+            at: None,
+        });
+        return Ok(Some((qualifier, HIDDEN_COLUMNS.to_vec())));
+    }
+    Ok((!hidden.is_empty()).then_some((qualifier, hidden)))
+}
+
+/// The walk a relation calls and the name it goes by (its alias, or the function's).
+fn walk_call(factor: &TableFactor) -> Option<(Walk, String)> {
+    let (name, alias) = match factor {
+        TableFactor::Table {
+            name,
+            args: Some(_),
+            alias,
+            ..
+        } => (name, alias),
+        TableFactor::Function { name, alias, .. } => (name, alias),
+        _ => return None,
+    };
+    let [part] = name.0.as_slice() else {
+        return None;
+    };
+    let walk = Walk::from_name(&normalized(part.as_ident()?))?;
+    let qualifier = match alias {
+        Some(alias) => normalized(&alias.name),
+        None => walk.name().to_string(),
+    };
+    Some((walk, qualifier))
+}
+
+/// If `factor` calls `json_each`/`json_tree` over columns, the lateral derived table of
+/// markers that replaces it, with the `hidden` columns too.
+fn lateral_relation(factor: &TableFactor, hidden: &[&str]) -> Result<Option<TableFactor>> {
     let (name, args, alias) = match factor {
         TableFactor::Table {
             name,
@@ -204,6 +279,7 @@ fn lateral_relation(factor: &TableFactor) -> Result<Option<TableFactor>> {
         .collect::<Result<Vec<_>>>()?;
     let columns: Vec<String> = ENTRY_COLUMNS
         .iter()
+        .chain(hidden)
         .map(|c| {
             format!(
                 "{LATERAL_MARKER}('{c}', '{}', {}) AS \"{c}\"",
@@ -343,7 +419,10 @@ fn marker_call(expr: Expr) -> Option<(&'static str, Walk, Vec<Expr>)> {
         _ => None,
     };
     let column = literal(&args[0])?;
-    let column = ENTRY_COLUMNS.iter().find(|c| **c == column)?;
+    let column = ENTRY_COLUMNS
+        .iter()
+        .chain(&HIDDEN_COLUMNS)
+        .find(|c| **c == column)?;
     let walk = Walk::from_name(&literal(&args[1])?)?;
     Some((column, walk, args[2..].to_vec()))
 }
@@ -374,6 +453,7 @@ fn unnest_join(join: &datafusion::logical_expr::Join, marker: Marker) -> Result<
     let entries = Arc::new(ScalarUDF::from(JsonEntries::new(marker.walk)));
     let mut listed = left_columns.clone();
     let args = json_text_args(marker.args, left.schema())?;
+    let document = args.first().cloned();
     listed.push(Expr::ScalarFunction(ScalarFunction::new_udf(entries, args)).alias(&entry));
     let options = UnnestOptions {
         null_handling,
@@ -381,10 +461,11 @@ fn unnest_join(join: &datafusion::logical_expr::Join, marker: Marker) -> Result<
     };
     let mut output = left_columns;
     for ((qualifier, field), column) in join.right.schema().iter().zip(&marker.columns) {
-        output.push(
-            get_field(Expr::Column(Column::from_name(&entry)), *column)
-                .alias_qualified(qualifier.cloned(), field.name()),
-        );
+        let value = match (*column, &document) {
+            ("json", Some(document)) => cast(document.clone(), DataType::Utf8View),
+            _ => get_field(Expr::Column(Column::from_name(&entry)), *column),
+        };
+        output.push(value.alias_qualified(qualifier.cloned(), field.name()));
     }
     let mut builder = LogicalPlanBuilder::from(left)
         .project(listed)?

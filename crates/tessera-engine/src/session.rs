@@ -160,7 +160,9 @@ impl TesseraSession {
         ));
         let dot = crate::dot_access::JsonDotPlanner::new(find("json_extract")?);
         let planners = crate::dot_access::planners_first(dot, state.expr_planners());
+        let rules = crate::lambda_join_filter::with_rule(state.physical_optimizers());
         let state = SessionStateBuilder::new_from_existing(state)
+            .with_physical_optimizer_rules(rules)
             .with_expr_planners(planners)
             .with_catalog_list(catalogs)
             .with_type_planner(Arc::new(SqlTypePlanner))

@@ -17,7 +17,8 @@
 use std::sync::{Arc, LazyLock};
 
 use arrow::array::{
-    Array, ArrayRef, ListBuilder, StringViewBuilder, StructArray, StructBuilder, UInt64Builder,
+    Array, ArrayRef, Int64Builder, ListBuilder, StringViewBuilder, StructArray, StructBuilder,
+    UInt64Builder,
 };
 use arrow::datatypes::{DataType, Field, Fields, Schema};
 use arrow::record_batch::RecordBatch;
@@ -43,6 +44,11 @@ pub const ENTRY_COLUMNS: [&str; 8] = [
     "key", "value", "type", "atom", "id", "parent", "fullkey", "path",
 ];
 
+/// DuckDB's hidden columns of `json_each` and `json_tree`: readable by name, not part of
+/// `*`. `rowid` is the row's position among the rows of its document, `json` the
+/// document walked and `root` the start path as written in `path`/`fullkey`.
+pub const HIDDEN_COLUMNS: [&str; 3] = ["rowid", "json", "root"];
+
 /// Most rows of one batch of a constant `json_each`/`json_tree` (DataFusion's default
 /// batch size), so a large literal still streams in bounded batches.
 const BATCH_ROWS_MAX: usize = 8192;
@@ -62,9 +68,21 @@ pub fn entry_fields() -> Fields {
         .collect()
 }
 
-/// The type of one output column by name, if it is one.
+/// The fields of the rows [`JsonEntries`] lists: the output columns, then the hidden
+/// `rowid` and `root` (`json` is the walk's argument, computed where it is read).
+pub fn listed_fields() -> Fields {
+    let mut fields: Vec<Field> = entry_fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.push(Field::new("rowid", DataType::Int64, true));
+    fields.push(Field::new("root", DataType::Utf8View, true));
+    fields.into()
+}
+
+/// The type of one output or hidden column by name, if it is one.
 pub fn entry_type(name: &str) -> Option<DataType> {
-    entry_fields()
+    if name == "json" {
+        return Some(DataType::Utf8View);
+    }
+    listed_fields()
         .iter()
         .find(|f| f.name() == name)
         .map(|f| f.data_type().clone())
@@ -111,9 +129,15 @@ impl Start {
     }
 }
 
-/// The columns being built for the rows of one or more walks.
+/// The columns being built for the rows of one or more walks: the output columns, and
+/// with [`listed_fields`] also the hidden `rowid` and `root`.
 pub struct EntryColumns {
     builder: StructBuilder,
+    hidden: bool,
+    /// The next row's position in the current document.
+    rowid: i64,
+    /// The current document's start path.
+    root: String,
 }
 
 impl Default for EntryColumns {
@@ -123,11 +147,30 @@ impl Default for EntryColumns {
 }
 
 impl EntryColumns {
-    /// Empty columns.
+    /// Empty columns of the output columns only.
     pub fn new() -> Self {
         Self {
             builder: StructBuilder::from_fields(entry_fields(), 0),
+            hidden: false,
+            rowid: 0,
+            root: String::new(),
         }
+    }
+
+    /// Empty columns of [`listed_fields`].
+    pub fn with_hidden() -> Self {
+        Self {
+            builder: StructBuilder::from_fields(listed_fields(), 0),
+            hidden: true,
+            ..Self::new()
+        }
+    }
+
+    /// Starts the rows of a document walked from `root`.
+    pub fn start_document(&mut self, root: &str) {
+        self.rowid = 0;
+        self.root.clear();
+        self.root.push_str(root);
     }
 
     /// The rows so far as a struct array; the columns are left empty.
@@ -159,6 +202,16 @@ impl EntryColumns {
         self.number(5, row.parent);
         self.text(6, Some(row.fullkey));
         self.text(7, Some(row.path));
+        if self.hidden {
+            self.builder
+                .field_builder::<Int64Builder>(8)
+                .expect("rowid column")
+                .append_value(self.rowid);
+            let root = std::mem::take(&mut self.root);
+            self.text(9, Some(&root));
+            self.root = root;
+        }
+        self.rowid += 1;
         self.builder.append(true);
     }
 }
@@ -222,7 +275,7 @@ impl JsonEntries {
     /// The list type it returns.
     pub fn list_type() -> DataType {
         DataType::List(Arc::new(Field::new_list_field(
-            DataType::Struct(entry_fields()),
+            DataType::Struct(listed_fields()),
             true,
         )))
     }
@@ -253,8 +306,8 @@ impl ScalarUDFImpl for JsonEntries {
             None => None,
         };
         let name = self.walk.name();
-        let mut list = ListBuilder::new(EntryColumns::new()).with_field(Arc::new(
-            Field::new_list_field(DataType::Struct(entry_fields()), true),
+        let mut list = ListBuilder::new(EntryColumns::with_hidden()).with_field(Arc::new(
+            Field::new_list_field(DataType::Struct(listed_fields()), true),
         ));
         let mut walker = Walker::default();
         let mut constant_start: Option<(String, Start)> = None;
@@ -275,6 +328,7 @@ impl ScalarUDFImpl for JsonEntries {
             };
             if let (Some(doc), Some(start)) = (text_at(&docs, row)?, start) {
                 let columns = list.values();
+                columns.start_document(&start.text);
                 walker
                     .walk(
                         doc.as_bytes(),
@@ -334,16 +388,73 @@ static ENTRIES_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
 });
 
 /// `json_each(json [, path])` / `json_tree(json [, path])` in FROM with constant
-/// arguments.
+/// arguments; the `hidden` variant (named by [`hidden_table_name`]) also answers the
+/// [`HIDDEN_COLUMNS`], for a query that reads them.
 #[derive(Debug)]
 pub struct JsonEachTable {
     walk: Walk,
+    hidden: bool,
 }
 
 impl JsonEachTable {
     /// The table function of `walk`.
     pub fn new(walk: Walk) -> Self {
-        Self { walk }
+        Self {
+            walk,
+            hidden: false,
+        }
+    }
+
+    /// The table function of `walk` with the hidden columns.
+    pub fn with_hidden(walk: Walk) -> Self {
+        Self { walk, hidden: true }
+    }
+
+    /// The output schema: the entry columns, then the hidden ones if asked for.
+    fn schema(&self) -> Schema {
+        if !self.hidden {
+            return Schema::new(entry_fields());
+        }
+        let mut fields: Vec<Field> = listed_fields().iter().map(|f| f.as_ref().clone()).collect();
+        fields.push(Field::new("json", DataType::Utf8View, true));
+        Schema::new(fields)
+    }
+
+    /// The rows of `doc` walked from `start`, as one batch of [`Self::schema`].
+    fn rows(&self, doc: &str, start: &Start, schema: &Arc<Schema>) -> Result<RecordBatch> {
+        let name = self.walk.name();
+        let mut columns = match self.hidden {
+            true => EntryColumns::with_hidden(),
+            false => EntryColumns::new(),
+        };
+        columns.start_document(&start.text);
+        Walker::default()
+            .walk(
+                doc.as_bytes(),
+                &start.elems,
+                &start.text,
+                self.walk,
+                &mut |row| columns.append(row),
+            )
+            .map_err(|e| malformed(name, 0, e))?;
+        let rows = columns.finish();
+        let mut arrays = rows.columns().to_vec();
+        if self.hidden {
+            let json = arrow::array::StringViewArray::from_iter_values(std::iter::repeat_n(
+                doc,
+                rows.len(),
+            ));
+            arrays.push(Arc::new(json));
+        }
+        Ok(RecordBatch::try_new(Arc::clone(schema), arrays)?)
+    }
+}
+
+/// The name of the table function that also answers the hidden columns of `walk`.
+pub fn hidden_table_name(walk: Walk) -> &'static str {
+    match walk {
+        Walk::Each => "__tessera_json_each_hidden",
+        Walk::Tree => "__tessera_json_tree_hidden",
     }
 }
 
@@ -369,20 +480,10 @@ impl TableFunctionImpl for JsonEachTable {
             None => Some(Start::root()),
             Some(path) => path.as_deref().map(|p| Start::parse(name, p)).transpose()?,
         };
-        let schema = Arc::new(Schema::new(entry_fields()));
+        let schema = Arc::new(self.schema());
         let mut batches = Vec::new();
         if let (Some(doc), Some(start)) = (&texts[0], start) {
-            let mut columns = EntryColumns::new();
-            Walker::default()
-                .walk(
-                    doc.as_bytes(),
-                    &start.elems,
-                    &start.text,
-                    self.walk,
-                    &mut |row| columns.append(row),
-                )
-                .map_err(|e| malformed(name, 0, e))?;
-            let rows = RecordBatch::from(columns.finish());
+            let rows = self.rows(doc, &start, &schema)?;
             let mut offset = 0;
             while offset < rows.num_rows() {
                 let len = BATCH_ROWS_MAX.min(rows.num_rows() - offset);
@@ -530,6 +631,14 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
 pub fn table_functions() -> Vec<(&'static str, Arc<dyn TableFunctionImpl>)> {
     [Walk::Each, Walk::Tree]
         .into_iter()
-        .map(|w| (w.name(), Arc::new(JsonEachTable::new(w)) as _))
+        .flat_map(|w| {
+            [
+                (w.name(), Arc::new(JsonEachTable::new(w)) as _),
+                (
+                    hidden_table_name(w),
+                    Arc::new(JsonEachTable::with_hidden(w)) as _,
+                ),
+            ]
+        })
         .collect()
 }

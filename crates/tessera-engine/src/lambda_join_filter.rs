@@ -45,7 +45,7 @@ impl PhysicalOptimizerRule for LambdaJoinFilter {
         plan: Arc<dyn ExecutionPlan>,
         _config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        Ok(plan.transform_up(|node| lift(node))?.data)
+        Ok(plan.transform_up(lift)?.data)
     }
 
     fn name(&self) -> &str {

@@ -266,7 +266,8 @@ fn lateral_relation(factor: &TableFactor, hidden: &[&str]) -> Result<Option<Tabl
     else {
         return Ok(None);
     };
-    let constant = matches!(factor, TableFactor::Table { .. }) && !args.iter().any(reads_columns);
+    let constant = matches!(factor, TableFactor::Table { .. })
+        && !args.iter().any(crate::statement_walk::reads_columns);
     if name.0.len() != 1 || constant {
         return Ok(None);
     }
@@ -309,33 +310,6 @@ fn lateral_relation(factor: &TableFactor, hidden: &[&str]) -> Result<Option<Tabl
     };
     let mut from = select.from;
     Ok(from.pop().map(|f| f.relation))
-}
-
-/// Whether a table function argument names a column: a call over constants only is
-/// DataFusion's own table function, joined in any way (`LEFT JOIN json_each('[1]') AS
-/// a ON ...`), not a lateral walk.
-pub(crate) fn reads_columns(arg: &FunctionArg) -> bool {
-    let mut arg = arg.clone();
-    let mut finder = ColumnFinder(false);
-    let _ = arg.visit(&mut finder);
-    finder.0
-}
-
-struct ColumnFinder(bool);
-
-impl VisitorMut for ColumnFinder {
-    type Break = ();
-
-    fn pre_visit_expr(&mut self, expr: &mut ast::Expr) -> ControlFlow<()> {
-        if matches!(
-            expr,
-            ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_)
-        ) {
-            self.0 = true;
-            return ControlFlow::Break(());
-        }
-        ControlFlow::Continue(())
-    }
 }
 
 /// One lateral `json_each`/`json_tree` found on the right of a join.

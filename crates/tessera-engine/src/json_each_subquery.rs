@@ -137,7 +137,7 @@ fn walk_of(subquery: &Query) -> Option<WalkQuery> {
         return None;
     };
     let walk = Walk::from_name(&normalized(part.as_ident()?))?;
-    if !args.iter().any(crate::json_each_rewrite::reads_columns) {
+    if !args.iter().any(crate::statement_walk::reads_columns) {
         return None;
     }
     let qualifier = match alias {

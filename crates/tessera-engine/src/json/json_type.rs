@@ -4,8 +4,8 @@
 //! `arrow.json` (field metadata `ARROW:extension:name = arrow.json`), so it travels
 //! through DataFusion, Arrow IPC and Parquet as ordinary text and every Arrow reader
 //! knows what it holds. `CAST(x AS JSON)`, `x::JSON`, `JSON '...'` and columns declared
-//! `JSON` are planned onto such fields by `crate::type_planner`; the casts to and from it
-//! are `crate::functions::json_cast`'s.
+//! `JSON` are planned onto such fields by the session's type planner; the casts to and
+//! from it are an analyzer rewrite of the functions that compute them.
 //!
 //! Functions that return JSON declare it with [`json_return_field`] from their
 //! `ScalarUDFImpl::return_field_from_args`; [`is_json`] tells whether an argument is.

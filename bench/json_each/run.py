@@ -12,6 +12,7 @@ whether Tessera's rows equal DuckDB's. Issue 17's target: at least 3x DuckDB raw
 1M-document file.
 
 Usage: bench/json_each/run.py [--docs 1000000] [--tries 3] [--threads N] [--items-max 200]
+       [--shapes bluesky,arrays] [--memory-gb G]
 """
 
 import argparse
@@ -101,9 +102,15 @@ def arrays_file(docs: int, seed: int, items_max: int, data: Path) -> Path:
     return path
 
 
-def run_duckdb(path: Path, threads: int, tries: int, sqls: list[str]):
+def memory_gb_half() -> float:
+    """Half of the machine's RAM: Tessera's default memory limit (DuckDB's is 80%)."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30 / 2
+
+
+def run_duckdb(path: Path, threads: int, tries: int, sqls: list[str], memory_gb: float):
     con = duckdb.connect()
     con.execute(f"SET threads = {threads}")
+    con.execute(f"SET memory_limit = '{int(memory_gb)}GB'")
     con.execute(f"CREATE VIEW jdocs AS SELECT json AS j FROM read_ndjson_objects('{path}')")
     out = []
     for sql in sqls:
@@ -113,12 +120,14 @@ def run_duckdb(path: Path, threads: int, tries: int, sqls: list[str]):
             rows = con.execute(sql).fetchall()
             times.append(time.perf_counter() - started)
         out.append((times, canon_rows(rows)))
+    # Closed before Tessera runs, so DuckDB's buffers do not take Tessera's memory.
+    con.close()
     return out
 
 
-def run_tessera(tessera: str, path: Path, threads: int, tries: int, sqls: list[str]):
+def run_tessera(tessera: str, path: Path, threads: int, tries: int, sqls: list[str], memory_gb: float):
     """Each query `tries` times in one process; its times and last answer."""
-    ddl = f"CREATE EXTERNAL TABLE jdocs STORED AS NDJSON LOCATION '{path}';"
+    ddl = f"SET tessera.memory_limit = '{int(memory_gb)}GB'; CREATE EXTERNAL TABLE jdocs STORED AS NDJSON LOCATION '{path}';"
     out = []
     for sql in sqls:
         script = ddl + " " + " ".join(f"{sql};" for _ in range(tries))
@@ -143,16 +152,22 @@ def main() -> int:
     parser.add_argument("--items-max", type=int, default=200, help="most elements of an `items` array")
     parser.add_argument("--data", type=Path, default=REPO / "bench/data")
     parser.add_argument("--tessera", default=default_tessera())
+    parser.add_argument("--shapes", default="bluesky,arrays", help="comma-separated data shapes to run")
+    parser.add_argument(
+        "--memory-gb", type=float, default=memory_gb_half(), help="memory limit of each system (default: half of RAM)"
+    )
     args = parser.parse_args()
 
-    files = {
-        "bluesky": bluesky_file(args.tessera, args.docs, args.seed, args.data),
-        "arrays": arrays_file(args.docs, args.seed, args.items_max, args.data),
+    makers = {
+        "bluesky": lambda: bluesky_file(args.tessera, args.docs, args.seed, args.data),
+        "arrays": lambda: arrays_file(args.docs, args.seed, args.items_max, args.data),
     }
+    files = {shape: makers[shape]() for shape in args.shapes.split(",")}
     version = subprocess.run([args.tessera, "--version"], capture_output=True, text=True).stdout.strip()
     print(
         f"json_each/UNNEST: {args.docs:,} documents per shape, {args.threads} threads, {args.tries} tries; "
-        f"{platform.machine()}, {os.cpu_count()} cores; DuckDB {duckdb.__version__}, {version}\n"
+        f"{platform.machine()}, {os.cpu_count()} cores, {args.memory_gb:.1f} GB memory limit each; "
+        f"DuckDB {duckdb.__version__}, {version}\n"
     )
     print("| shape | query | DuckDB raw s | Tessera raw s | DuckDB / Tessera | same rows |")
     print("|---|---|---:|---:|---:|---|")
@@ -160,8 +175,8 @@ def main() -> int:
     for shape, path in files.items():
         names = [n for n, _ in QUERIES[shape]]
         sqls = [s for _, s in QUERIES[shape]]
-        duck = run_duckdb(path, args.threads, args.tries, sqls)
-        tess = run_tessera(args.tessera, path, args.threads, args.tries, sqls)
+        duck = run_duckdb(path, args.threads, args.tries, sqls, args.memory_gb)
+        tess = run_tessera(args.tessera, path, args.threads, args.tries, sqls, args.memory_gb)
         for name, (dt, drows), (tt, trows) in zip(names, duck, tess):
             d, t = statistics.median(dt), statistics.median(tt)
             same = same_rows(drows, trows)

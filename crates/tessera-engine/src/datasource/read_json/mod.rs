@@ -22,8 +22,8 @@ use datafusion::common::Result;
 use datafusion::execution::context::SessionContext;
 use datafusion::sql::parser::Statement;
 use datafusion::sql::sqlparser::ast::{
-    Expr, FunctionArg, FunctionArgExpr, Ident, ObjectName, ObjectNamePart, TableFactor, Value,
-    VisitorMut,
+    Expr, FunctionArg, FunctionArgExpr, Ident, ObjectName, ObjectNamePart, Query, SelectFlavor,
+    SelectItem, SetExpr, TableFactor, Value, VisitorMut, WildcardAdditionalOptions,
 };
 
 use self::options::ReadJsonOptions;
@@ -98,6 +98,20 @@ struct Calls {
 
 impl VisitorMut for Calls {
     type Break = datafusion::common::DataFusionError;
+
+    /// DuckDB's bare `FROM x` (`FROM 'file.json'` above all) selects every column; the
+    /// parser leaves it with no SELECT list.
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<Self::Break> {
+        if let SetExpr::Select(select) = query.body.as_mut()
+            && self.duckdb
+            && select.flavor == SelectFlavor::FromFirstNoSelect
+            && select.projection.is_empty()
+        {
+            let all = WildcardAdditionalOptions::default();
+            select.projection.push(SelectItem::Wildcard(all));
+        }
+        ControlFlow::Continue(())
+    }
 
     fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<Self::Break> {
         let TableFactor::Table { name, args, .. } = factor else {

@@ -7,6 +7,11 @@
 //! are registered and only where the SELECT reads one table (or view) by name; any
 //! other input is a clear error. Matching uses Arrow's regular expressions (Rust's
 //! `regex` syntax, close to DuckDB's RE2).
+//!
+//! The same knowledge serves `ORDER BY ALL` over a SELECT list with a wildcard
+//! (`SELECT * EXCLUDE (f), g(f) ... ORDER BY ALL`), whose length `order_by_all` cannot
+//! know: over one table by name, the wildcard is spelled out as its columns (less those
+//! excluded) and `order_by_all` then orders by every output position.
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -17,8 +22,9 @@ use datafusion::common::{DataFusionError, Result, plan_err};
 use datafusion::execution::context::SessionContext;
 use datafusion::sql::parser::Statement;
 use datafusion::sql::sqlparser::ast::{
-    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName, Select, SelectItem,
-    TableFactor, Value, VisitMut, VisitorMut,
+    ExcludeSelectItem, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName,
+    ObjectNamePart, OrderByKind, Query, Select, SelectItem, SetExpr, TableFactor, Value, VisitMut,
+    VisitorMut, WildcardAdditionalOptions,
 };
 
 use crate::statement_walk::walk;
@@ -46,10 +52,68 @@ pub async fn expand(ctx: &SessionContext, statement: &mut Statement) -> Result<(
             .collect();
         columns.insert(table.to_string(), names);
     }
-    match walk(statement, &mut Expander { columns }) {
-        ControlFlow::Break(e) => Err(e),
-        ControlFlow::Continue(()) => Ok(()),
+    if let ControlFlow::Break(e) = walk(statement, &mut Expander { columns }) {
+        return Err(e);
     }
+    crate::order_by_all::rewrite(statement);
+    Ok(())
+}
+
+/// The SELECT of a query ordered `BY ALL` whose list holds a wildcard this module
+/// spells out (one with at most `EXCLUDE`), and the table it reads.
+fn ordered_wildcard(query: &mut Query) -> Option<(&mut Select, ObjectName)> {
+    let all = matches!(&query.order_by, Some(o) if matches!(o.kind, OrderByKind::All(_)));
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return None;
+    };
+    let plain = |w: &WildcardAdditionalOptions| {
+        w.opt_ilike.is_none()
+            && w.opt_except.is_none()
+            && w.opt_replace.is_none()
+            && w.opt_rename.is_none()
+            && w.opt_alias.is_none()
+    };
+    let wildcard = select
+        .projection
+        .iter()
+        .any(|i| matches!(i, SelectItem::Wildcard(_)));
+    let spelled = select.projection.iter().all(|i| match i {
+        SelectItem::Wildcard(w) => plain(w),
+        SelectItem::QualifiedWildcard(..) => false,
+        _ => true,
+    });
+    let table = single_table(select).ok()?.clone();
+    (all && wildcard && spelled).then_some((select.as_mut(), table))
+}
+
+/// The wildcards of `select` as the columns `names` less those each excludes.
+fn spell_wildcards(select: &mut Select, names: &[String]) {
+    let mut items = Vec::with_capacity(select.projection.len() + names.len());
+    for item in select.projection.drain(..) {
+        let SelectItem::Wildcard(options) = item else {
+            items.push(item);
+            continue;
+        };
+        let excluded: Vec<&ObjectName> = match &options.opt_exclude {
+            Some(ExcludeSelectItem::Single(one)) => vec![one],
+            Some(ExcludeSelectItem::Multiple(many)) => many.iter().collect(),
+            None => Vec::new(),
+        };
+        let excluded: Vec<&str> = excluded
+            .iter()
+            .filter_map(|name| match name.0.last() {
+                Some(ObjectNamePart::Identifier(ident)) => Some(ident.value.as_str()),
+                _ => None,
+            })
+            .collect();
+        let kept = names
+            .iter()
+            .filter(|name| !excluded.iter().any(|e| e.eq_ignore_ascii_case(name)));
+        items.extend(kept.map(|name| {
+            SelectItem::UnnamedExpr(Expr::Identifier(Ident::with_quote('"', name.as_str())))
+        }));
+    }
+    select.projection = items;
 }
 
 /// Whether `expr` is a `COLUMNS(...)` call.
@@ -103,6 +167,13 @@ struct Inputs {
 impl VisitorMut for Inputs {
     type Break = DataFusionError;
 
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<DataFusionError> {
+        if let Some((_, table)) = ordered_wildcard(query) {
+            self.tables.push(table);
+        }
+        ControlFlow::Continue(())
+    }
+
     fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<DataFusionError> {
         if !select.projection.iter().any(holds_columns) {
             return ControlFlow::Continue(());
@@ -122,6 +193,15 @@ struct Expander {
 
 impl VisitorMut for Expander {
     type Break = DataFusionError;
+
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<DataFusionError> {
+        if let Some((select, table)) = ordered_wildcard(query)
+            && let Some(names) = self.columns.get(&table.to_string())
+        {
+            spell_wildcards(select, names);
+        }
+        ControlFlow::Continue(())
+    }
 
     fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<DataFusionError> {
         if !select.projection.iter().any(holds_columns) {
@@ -261,10 +341,11 @@ mod tests {
             .unwrap();
         let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
         let columns = HashMap::from([("t".to_string(), names)]);
-        match walk(&mut statement, &mut Expander { columns }) {
-            ControlFlow::Break(e) => Err(e),
-            ControlFlow::Continue(()) => Ok(statement.to_string()),
+        if let ControlFlow::Break(e) = walk(&mut statement, &mut Expander { columns }) {
+            return Err(e);
         }
+        crate::order_by_all::rewrite(&mut statement);
+        Ok(statement.to_string())
     }
 
     /// Generated column lists: `COLUMNS(*)` gives one item per column in order,
@@ -287,5 +368,20 @@ mod tests {
         assert!(none.to_string().contains("No matching columns"), "{none}");
         let join = expanded("SELECT COLUMNS(*) FROM t, u", &pool).unwrap_err();
         assert!(join.to_string().contains("one table"), "{join}");
+    }
+
+    /// `ORDER BY ALL` over a wildcard less some columns: the wildcard spelled out, then
+    /// ordered by every position; other wildcard forms are left to DataFusion.
+    #[test]
+    fn wildcards_ordered_by_all_are_spelled_out() {
+        let sql = "SELECT * EXCLUDE (f), g(f) AS f FROM t ORDER BY ALL";
+        assert_eq!(
+            expanded(sql, &["a", "f", "B"]).unwrap(),
+            "SELECT \"a\", \"B\", g(f) AS f FROM t ORDER BY 1, 2, 3"
+        );
+        let unordered = "SELECT * EXCLUDE (f) FROM t";
+        assert_eq!(expanded(unordered, &["a", "f"]).unwrap(), unordered);
+        let renamed = "SELECT * REPLACE (a + 1 AS a) FROM t ORDER BY ALL";
+        assert_eq!(expanded(renamed, &["a"]).unwrap(), renamed);
     }
 }

@@ -27,6 +27,7 @@ use datafusion::sql::sqlparser::ast::{
     VisitorMut, WildcardAdditionalOptions,
 };
 
+use crate::datasource::read_json::is_virtual;
 use crate::statement_walk::walk;
 
 /// Most items one `COLUMNS(...)` item may expand to.
@@ -48,6 +49,7 @@ pub async fn expand(ctx: &SessionContext, statement: &mut Statement) -> Result<(
             .schema()
             .fields()
             .iter()
+            .filter(|f| !is_virtual(f))
             .map(|f| f.name().clone())
             .collect();
         columns.insert(table.to_string(), names);

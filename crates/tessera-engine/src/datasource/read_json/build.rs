@@ -379,9 +379,15 @@ fn to_batch(
             typed_columns(state, options, records, texts, names, &context)?
         }
     };
-    if let Some(column) = &options.filename {
+    let shadowed =
+        |column: &String| options.filename_virtual && fields.iter().any(|f| f.name() == column);
+    if let Some(column) = options.filename.as_ref().filter(|c| !shadowed(c)) {
         let values: StringArray = records.files.iter().map(|&f| Some(names[f])).collect();
-        fields.push(Field::new(column, DataType::Utf8, true));
+        let field = Field::new(column, DataType::Utf8, true);
+        fields.push(match options.filename_virtual {
+            true => field.with_metadata(super::virtual_marker()),
+            false => field,
+        });
         columns.push(Arc::new(values));
     }
     if options.hive_partitioning {

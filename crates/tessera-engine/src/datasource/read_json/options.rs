@@ -55,6 +55,10 @@ pub struct ReadJsonOptions {
     pub ignore_errors: bool,
     /// Name of a column holding each row's file name, if asked for.
     pub filename: Option<String>,
+    /// Whether that column is DuckDB's virtual `filename` (not asked for, but named by
+    /// the statement): left out of wildcards, and not added over a record key of that
+    /// name.
+    pub filename_virtual: bool,
     /// `key=value` folders become columns.
     pub hive_partitioning: bool,
     /// Types of partition columns, by name.
@@ -96,6 +100,7 @@ impl ReadJsonOptions {
             sample_files_max: SAMPLE_FILES_DEFAULT,
             ignore_errors: false,
             filename: None,
+            filename_virtual: false,
             hive_partitioning: false,
             hive_types: Vec::new(),
             auto_detect: true,

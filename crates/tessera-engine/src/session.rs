@@ -223,6 +223,10 @@ impl TesseraSession {
         let duckdb = self.options().dialect == crate::options::SqlDialect::DuckDb;
         let reads =
             crate::datasource::read_json::resolve(&self.ctx, &mut statement, duckdb).await?;
+        if duckdb && let Err(e) = crate::columns_star::expand(&self.ctx, &mut statement).await {
+            reads.release(&self.ctx)?;
+            return Err(e);
+        }
         crate::dot_names::rewrite(&mut statement);
         let dialect = self.options().dialect;
         let plan = crate::select_aliases::plan(&self.ctx.state(), statement, dialect).await;

@@ -5,16 +5,20 @@
 //! minus the footer length the file claims, and panics when that underflows; so a
 //! truncated or foreign file named `.parquet` would crash the process. Checked here
 //! first, such a file is an error that names it.
+//!
+//! A text column of Parquet's `JSON` logical type reads as Tessera's `JSON` (as in
+//! DuckDB): Arrow's reader gives plain text, so the inferred schema marks such columns.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::Session;
 use datafusion::common::{DataFusionError, Result, Statistics};
 use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
 use datafusion::datasource::file_format::{FileFormat, FileMeta};
+use datafusion::datasource::physical_plan::parquet::metadata::DFParquetMetadata;
 use datafusion::datasource::physical_plan::{FileScanConfig, FileSinkConfig, FileSource};
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::physical_expr::{LexOrdering, LexRequirement};
@@ -22,6 +26,9 @@ use datafusion::physical_plan::ExecutionPlan;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
+use parquet::basic::{ConvertedType, LogicalType};
+
+use crate::json::json_type::json_field;
 
 /// Bytes at the end of a Parquet file: the metadata length (4, little-endian) and the
 /// magic `PAR1`.
@@ -32,6 +39,8 @@ const MAGIC: &[u8; 4] = b"PAR1";
 const ENCRYPTED_MAGIC: &[u8; 4] = b"PARE";
 /// Footer checks in flight at once when a listing names many files.
 const CHECKS_IN_FLIGHT: usize = 16;
+/// Files whose footers are read for `JSON` columns when a schema is inferred.
+const JSON_SCHEMA_FILES_MAX: usize = 32;
 /// Files remembered as checked; past this the memory starts over (checks are one small
 /// read each).
 const MAX_CHECKED: usize = 100_000;
@@ -137,6 +146,52 @@ impl CheckedParquetFormat {
     }
 }
 
+/// `schema` with its top-level text columns that Parquet types `JSON` (in any of the
+/// first files) marked as Tessera's `JSON`.
+async fn json_columns(
+    store: &Arc<dyn ObjectStore>,
+    objects: &[ObjectMeta],
+    schema: SchemaRef,
+) -> Result<SchemaRef> {
+    let mut names: HashSet<String> = HashSet::new();
+    for object in objects.iter().take(JSON_SCHEMA_FILES_MAX) {
+        let metadata = DFParquetMetadata::new(store.as_ref(), object)
+            .fetch_metadata()
+            .await
+            .map_err(|error| named(store, object, error))?;
+        let columns = metadata.file_metadata().schema_descr_ptr();
+        for column in columns.columns() {
+            let json = matches!(column.logical_type_ref(), Some(LogicalType::Json))
+                || column.converted_type() == ConvertedType::JSON;
+            if let ([name], true) = (column.path().parts(), json) {
+                names.insert(name.clone());
+            }
+        }
+    }
+    if names.is_empty() {
+        return Ok(schema);
+    }
+    let marker = json_field("").metadata().clone();
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|field| {
+            let text = matches!(
+                field.data_type(),
+                DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8
+            );
+            match text && names.contains(field.name()) {
+                true => field.as_ref().clone().with_metadata(marker.clone()),
+                false => field.as_ref().clone(),
+            }
+        })
+        .collect();
+    Ok(Arc::new(Schema::new_with_metadata(
+        fields,
+        schema.metadata().clone(),
+    )))
+}
+
 #[async_trait]
 impl FileFormat for CheckedParquetFormat {
     fn get_ext(&self) -> String {
@@ -159,7 +214,7 @@ impl FileFormat for CheckedParquetFormat {
     ) -> Result<SchemaRef> {
         self.check(store, objects.iter()).await?;
         let error = match self.inner.infer_schema(state, store, objects).await {
-            Ok(schema) => return Ok(schema),
+            Ok(schema) => return json_columns(store, objects, schema).await,
             Err(error) => error,
         };
         // DataFusion's error does not say which file; on this failure path, find it.

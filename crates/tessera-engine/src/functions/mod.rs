@@ -11,9 +11,10 @@
 //! - [`json_build`], [`json_modify`], [`json_merge`], [`json_structure`], [`json_transform`],
 //!   [`json_aggregate`]: DuckDB's functions that build, change, describe and aggregate JSON.
 //! - [`geometry`]: the `GEOMETRY` type, its casts and `ST_*` functions; [`settings`]:
-//!   DuckDB's setting names and `current_setting`.
+//!   DuckDB's setting names and `current_setting`; [`file_names`]: `parse_filename`.
 
 pub mod compat;
+pub mod file_names;
 pub mod geometry;
 pub mod json;
 pub mod json_aggregate;
@@ -42,6 +43,7 @@ pub fn json_document_functions() -> Vec<std::sync::Arc<datafusion::logical_expr:
     out.extend(json_transform::all_functions());
     out.extend(geometry::all_functions());
     out.extend(settings::all_functions());
+    out.extend(file_names::all_functions());
     out
 }
 

@@ -20,13 +20,14 @@ use tessera_json::tree::Json;
 
 use super::geometry::{self, GeometryContext, RowPlace};
 use super::hive;
-use super::infer::transform_type;
+use super::infer::{has_map, structure_field, transform_type};
 use super::is_geojson_name;
 use super::options::{ReadJsonOptions, Records};
 use super::records::{Format, line_of, split};
 use crate::datasource::location::listing_url;
 use crate::datasource::ndjson::read::{Codec, ReadPlan};
 use crate::datasource::read_geojson::{self, GeoJsonRecord};
+use crate::functions::json_transform::convert_json;
 use crate::json::json_type::json_field;
 use crate::rejects::{Reject, RejectLog};
 
@@ -378,9 +379,15 @@ fn to_batch(
             typed_columns(state, options, records, texts, names, &context)?
         }
     };
-    if let Some(column) = &options.filename {
+    let shadowed =
+        |column: &String| options.filename_virtual && fields.iter().any(|f| f.name() == column);
+    if let Some(column) = options.filename.as_ref().filter(|c| !shadowed(c)) {
         let values: StringArray = records.files.iter().map(|&f| Some(names[f])).collect();
-        fields.push(Field::new(column, DataType::Utf8, true));
+        let field = Field::new(column, DataType::Utf8, true);
+        fields.push(match options.filename_virtual {
+            true => field.with_metadata(super::virtual_marker()),
+            false => field,
+        });
         columns.push(Arc::new(values));
     }
     if options.hive_partitioning {
@@ -409,6 +416,10 @@ fn typed_columns(
     let (name, structure) = structure(options, &records.sample)?;
     let mut structure = match (&name, structure) {
         (None, Json::Object(members)) if !members.is_empty() => Json::Object(members),
+        // Records read as a map (their keys are data): one column of maps, as in DuckDB.
+        (None, map) if has_map(&map) => {
+            return typed_single(state, "json", map, texts, context);
+        }
         // Records that are all empty objects or all NULL: one JSON column.
         (None, _) => {
             let json = Json::String("JSON".into());
@@ -473,7 +484,7 @@ fn structure(options: &ReadJsonOptions, sample: &[Json]) -> Result<(Option<Strin
         Records::Yes => true,
         Records::No => false,
     };
-    let inferred = || transform_type(&sample, options.maximum_depth, options.strings);
+    let inferred = || transform_type(&sample, &options.inference());
     let (name, structure) = match (&options.columns, as_records) {
         (Some(columns), true) => (None, declared(columns)),
         (Some(columns), false) => (Some(columns[0].0.clone()), declared_type(&columns[0].1)),
@@ -605,8 +616,15 @@ fn declared_type(type_name: &str) -> Json {
     }
 }
 
-/// `json_transform(texts, structure)`, by the session's registered function.
+/// `json_transform(texts, structure)`, by the session's registered function; an
+/// inferred structure holding maps by `json_transform`'s conversion to its Arrow type.
 fn transform(state: &dyn Session, structure: &Json, texts: ArrayRef) -> Result<ArrayRef> {
+    if has_map(structure) {
+        let field = structure_field("json", structure)?;
+        return convert_json(&texts, &field, false)?.ok_or_else(|| {
+            DataFusionError::Internal(format!("no conversion of JSON to {}", field.data_type()))
+        });
+    }
     let udf: &Arc<ScalarUDF> = state
         .scalar_functions()
         .get("json_transform")

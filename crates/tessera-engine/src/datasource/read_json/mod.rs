@@ -7,6 +7,10 @@
 //! planning: each is read into a table registered under a fresh name that replaces the
 //! call, and dropped once the statement is planned. Under the DuckDB dialect,
 //! `FROM 'file.json'` reads as `read_json_auto('file.json')` too.
+//!
+//! As DuckDB's, the tables have a virtual column `filename`: when a statement names
+//! `filename` and a call does not ask for the column, it is added all the same
+//! (marked by [`virtual_marker`]) and left out of the wildcards of the SELECTs reading it.
 
 mod build;
 mod geometry;
@@ -15,15 +19,19 @@ pub mod infer;
 pub mod options;
 pub mod records;
 
+use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use arrow::datatypes::Field;
 
 use datafusion::common::Result;
 use datafusion::execution::context::SessionContext;
 use datafusion::sql::parser::Statement;
 use datafusion::sql::sqlparser::ast::{
-    Expr, FunctionArg, FunctionArgExpr, Ident, ObjectName, ObjectNamePart, TableFactor, Value,
-    VisitorMut,
+    ExcludeSelectItem, Expr, FunctionArg, FunctionArgExpr, Ident, ObjectName, ObjectNamePart,
+    Query, Select, SelectFlavor, SelectItem, SetExpr, TableFactor, Value, VisitorMut,
+    WildcardAdditionalOptions,
 };
 
 use self::options::ReadJsonOptions;
@@ -39,6 +47,21 @@ pub const FUNCTIONS: &[&str] = &[
     "read_ndjson_objects",
     "read_json_objects_auto",
 ];
+
+/// DuckDB's virtual column of the file each row comes from.
+const VIRTUAL_FILENAME: &str = "filename";
+/// The field metadata key marking a virtual column.
+const VIRTUAL_KEY: &str = "tessera.virtual_column";
+
+/// The field metadata of the virtual `filename` column.
+pub(crate) fn virtual_marker() -> HashMap<String, String> {
+    HashMap::from([(VIRTUAL_KEY.to_string(), VIRTUAL_FILENAME.to_string())])
+}
+
+/// Whether `field` is a virtual column (left out of wildcards, as in DuckDB).
+pub(crate) fn is_virtual(field: &Field) -> bool {
+    field.metadata().contains_key(VIRTUAL_KEY)
+}
 
 /// Most calls one statement may hold.
 const CALLS_MAX: usize = 1024;
@@ -69,17 +92,26 @@ pub async fn resolve(
     statement: &mut Statement,
     duckdb: bool,
 ) -> Result<ReadTables> {
+    let mut mentions = Mentions(false);
+    let _ = walk(statement, &mut mentions);
     let mut finder = Calls {
         duckdb,
+        virtual_filename: mentions.0,
         found: Vec::new(),
     };
     if let ControlFlow::Break(e) = walk(statement, &mut finder) {
         return Err(e);
     }
     let mut tables = ReadTables::default();
+    let mut hidden = Vec::new();
     let state = ctx.state();
     for (name, options) in finder.found {
         let table = build::table(&state, &options).await;
+        if let Ok(table) = &table
+            && table.schema().fields().iter().any(|f| is_virtual(f))
+        {
+            hidden.push(name.clone());
+        }
         let registered = table.and_then(|t| ctx.register_table(name.as_str(), t));
         if let Err(e) = registered {
             tables.release(ctx)?;
@@ -87,27 +119,115 @@ pub async fn resolve(
         }
         tables.names.push(name);
     }
+    if !hidden.is_empty() {
+        let _ = walk(statement, &mut HideVirtual { tables: hidden });
+    }
     Ok(tables)
+}
+
+/// Whether a statement names a column `filename`.
+struct Mentions(bool);
+
+impl VisitorMut for Mentions {
+    type Break = ();
+
+    fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        let ident = match &*expr {
+            Expr::Identifier(ident) => Some(ident),
+            Expr::CompoundIdentifier(parts) => parts.last(),
+            _ => None,
+        };
+        if ident.is_some_and(|i| i.value.eq_ignore_ascii_case(VIRTUAL_FILENAME)) {
+            self.0 = true;
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Leaves the virtual `filename` out of the wildcards of SELECTs reading `tables`.
+struct HideVirtual {
+    tables: Vec<String>,
+}
+
+impl HideVirtual {
+    fn reads_one(&self, select: &Select) -> bool {
+        let factors = select
+            .from
+            .iter()
+            .flat_map(|t| std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation)));
+        factors.into_iter().any(|factor| match factor {
+            TableFactor::Table { name, .. } => self.tables.contains(&name.to_string()),
+            _ => false,
+        })
+    }
+}
+
+impl VisitorMut for HideVirtual {
+    type Break = ();
+
+    fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<()> {
+        if !self.reads_one(select) {
+            return ControlFlow::Continue(());
+        }
+        let column = ObjectName::from(vec![Ident::new(VIRTUAL_FILENAME)]);
+        for item in &mut select.projection {
+            let SelectItem::Wildcard(options) = item else {
+                continue;
+            };
+            options.opt_exclude = Some(match options.opt_exclude.take() {
+                None => ExcludeSelectItem::Single(column.clone()),
+                Some(ExcludeSelectItem::Single(one)) => {
+                    ExcludeSelectItem::Multiple(vec![one, column.clone()])
+                }
+                Some(ExcludeSelectItem::Multiple(mut many)) => {
+                    many.push(column.clone());
+                    ExcludeSelectItem::Multiple(many)
+                }
+            });
+        }
+        ControlFlow::Continue(())
+    }
 }
 
 /// Finds the calls, replacing each by a fresh table name.
 struct Calls {
     duckdb: bool,
+    /// Whether the statement names `filename` (each call gets the virtual column).
+    virtual_filename: bool,
     found: Vec<(String, ReadJsonOptions)>,
 }
 
 impl VisitorMut for Calls {
     type Break = datafusion::common::DataFusionError;
 
+    /// DuckDB's bare `FROM x` (`FROM 'file.json'` above all) selects every column; the
+    /// parser leaves it with no SELECT list.
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<Self::Break> {
+        if let SetExpr::Select(select) = query.body.as_mut()
+            && self.duckdb
+            && select.flavor == SelectFlavor::FromFirstNoSelect
+            && select.projection.is_empty()
+        {
+            let all = WildcardAdditionalOptions::default();
+            select.projection.push(SelectItem::Wildcard(all));
+        }
+        ControlFlow::Continue(())
+    }
+
     fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<Self::Break> {
         let TableFactor::Table { name, args, .. } = factor else {
             return ControlFlow::Continue(());
         };
-        let options = match self.call(name, args.as_ref().map(|a| a.args.as_slice())) {
+        let mut options = match self.call(name, args.as_ref().map(|a| a.args.as_slice())) {
             None => return ControlFlow::Continue(()),
             Some(Err(e)) => return ControlFlow::Break(e),
             Some(Ok(options)) => options,
         };
+        if self.virtual_filename && options.filename.is_none() {
+            options.filename = Some(VIRTUAL_FILENAME.to_string());
+            options.filename_virtual = true;
+        }
         if self.found.len() >= CALLS_MAX {
             return ControlFlow::Break(datafusion::common::DataFusionError::Plan(format!(
                 "a statement may read at most {CALLS_MAX} JSON files by read_json"

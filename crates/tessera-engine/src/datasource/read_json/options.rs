@@ -6,13 +6,19 @@ use datafusion::sql::sqlparser::ast::{
     Expr, FunctionArg, FunctionArgExpr, UnaryOperator, Value, ValueWithSpan,
 };
 
-use super::infer::StringTypes;
+use super::infer::{Inference, StringTypes};
 use super::records::Format;
 
 /// Default number of records the schema is inferred from, as DuckDB's `sample_size`.
 const SAMPLE_SIZE_DEFAULT: usize = 20_480;
 /// Default number of files sampled, as DuckDB's `maximum_sample_files`.
 const SAMPLE_FILES_DEFAULT: usize = 32;
+/// Default least number of keys of an object inferred as a map, as DuckDB's
+/// `map_inference_threshold`.
+const MAP_KEYS_MIN_DEFAULT: usize = 200;
+/// Default least average appearance of an object's keys, as DuckDB's
+/// `field_appearance_threshold`.
+const APPEARANCE_MIN_DEFAULT: f64 = 0.1;
 /// Default largest record, as DuckDB's `maximum_object_size`.
 const OBJECT_SIZE_DEFAULT_BYTES: usize = 16 * 1024 * 1024;
 
@@ -49,6 +55,10 @@ pub struct ReadJsonOptions {
     pub ignore_errors: bool,
     /// Name of a column holding each row's file name, if asked for.
     pub filename: Option<String>,
+    /// Whether that column is DuckDB's virtual `filename` (not asked for, but named by
+    /// the statement): left out of wildcards, and not added over a record key of that
+    /// name.
+    pub filename_virtual: bool,
     /// `key=value` folders become columns.
     pub hive_partitioning: bool,
     /// Types of partition columns, by name.
@@ -61,6 +71,12 @@ pub struct ReadJsonOptions {
     pub objects: bool,
     /// How strings are typed by inference.
     pub strings: StringTypes,
+    /// Objects with at least this many keys of alike types are inferred as maps
+    /// (`None`: never).
+    pub map_keys_min: Option<usize>,
+    /// Objects whose keys appear on average in a smaller share of them are inferred as
+    /// maps.
+    pub appearance_min: f64,
     /// Records read as GeoJSON (`None`: for files named `.geojson`/`.geojsonl`, as
     /// DuckDB's `geojson` default says).
     pub geojson: Option<bool>,
@@ -84,6 +100,7 @@ impl ReadJsonOptions {
             sample_files_max: SAMPLE_FILES_DEFAULT,
             ignore_errors: false,
             filename: None,
+            filename_virtual: false,
             hive_partitioning: false,
             hive_types: Vec::new(),
             auto_detect: true,
@@ -93,6 +110,8 @@ impl ReadJsonOptions {
                 dates: true,
                 integers: false,
             },
+            map_keys_min: Some(MAP_KEYS_MIN_DEFAULT),
+            appearance_min: APPEARANCE_MIN_DEFAULT,
             geojson: None,
         };
         for arg in args {
@@ -111,6 +130,16 @@ impl ReadJsonOptions {
             );
         }
         Ok(out)
+    }
+
+    /// What inference is asked for.
+    pub fn inference(&self) -> Inference {
+        Inference {
+            depth: self.maximum_depth,
+            strings: self.strings,
+            map_keys_min: self.map_keys_min,
+            appearance_min: self.appearance_min,
+        }
     }
 
     fn set(&mut self, function: &str, name: &str, value: &Expr) -> Result<()> {
@@ -152,6 +181,7 @@ impl ReadJsonOptions {
                         "{function}: field_appearance_threshold must be between 0 and 1"
                     );
                 }
+                self.appearance_min = share;
             }
             "map_inference_threshold" | "maximum_sample_files" => {
                 let least = if name == "maximum_sample_files" {
@@ -163,8 +193,11 @@ impl ReadJsonOptions {
                 if count < least && count != -1 {
                     return plan_err!("{function}: {name} must be -1 or at least {}", least.max(0));
                 }
-                if name == "maximum_sample_files" {
-                    self.sample_files_max = usize::try_from(count).unwrap_or(usize::MAX);
+                match name {
+                    "maximum_sample_files" => {
+                        self.sample_files_max = usize::try_from(count).unwrap_or(usize::MAX);
+                    }
+                    _ => self.map_keys_min = usize::try_from(count).ok(),
                 }
             }
             "convert_strings_to_integers" => {

@@ -224,3 +224,65 @@ async fn malformed_geometries_fail_or_are_counted_with_their_lines() {
     let lines: Vec<usize> = rejects.samples.iter().map(|r| r.line as usize).collect();
     assert_eq!(lines, bad[..bad.len().min(lines.len())]);
 }
+
+/// Generated records whose object `m` has more keys than `map_inference_threshold`
+/// read back as an Arrow map holding every record's keys and values, in order; with
+/// inference of maps off, as a struct.
+#[tokio::test]
+async fn objects_with_many_keys_read_back_as_maps() {
+    use arrow::array::{Array, MapArray};
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("maps.ndjson");
+    let mut rng = Rng(0x5851_f42d_4c95_7f2d);
+    let records: Vec<Vec<(String, i64)>> = (0..50)
+        .map(|_| {
+            (0..rng.next(6))
+                .map(|_| (format!("k{}", rng.next(40)), rng.next(1000) as i64 - 500))
+                .fold(Vec::new(), |mut pairs, (k, v)| {
+                    if !pairs.iter().any(|(seen, _)| *seen == k) {
+                        pairs.push((k, v));
+                    }
+                    pairs
+                })
+        })
+        .collect();
+    let text: String = records
+        .iter()
+        .enumerate()
+        .map(|(i, pairs)| {
+            let members: Vec<String> = pairs.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+            format!("{{\"id\":{i},\"m\":{{{}}}}}\n", members.join(","))
+        })
+        .collect();
+    std::fs::write(&file, text).unwrap();
+    let session = session();
+    let sql = format!(
+        "SELECT m FROM read_json('{}', map_inference_threshold=10) ORDER BY id",
+        file.display()
+    );
+    let batches: Vec<RecordBatch> = session.sql(&sql).await.unwrap().collect().await.unwrap();
+    let mut got: Vec<Vec<(String, i64)>> = Vec::new();
+    for batch in &batches {
+        let maps = batch.column(0).as_any().downcast_ref::<MapArray>().unwrap();
+        for row in 0..maps.len() {
+            let entries = maps.value(row);
+            let keys = entries.column(0).as_string::<i32>();
+            let values = entries.column(1).as_primitive::<Int64Type>();
+            got.push(
+                (0..entries.len())
+                    .map(|i| (keys.value(i).to_string(), values.value(i)))
+                    .collect(),
+            );
+        }
+    }
+    assert_eq!(got, records);
+    let off = format!(
+        "SELECT typeof(m) FROM read_json('{}', map_inference_threshold=-1) LIMIT 1",
+        file.display()
+    );
+    let typed = texts(&session, &off).await.unwrap();
+    assert!(
+        typed[0].as_deref().unwrap().starts_with("STRUCT("),
+        "{typed:?}"
+    );
+}

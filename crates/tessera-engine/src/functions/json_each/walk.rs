@@ -75,9 +75,24 @@ pub struct Walker {
     fullkey: String,
     path: String,
     rows: usize,
+    /// Leaves `Row::value` empty: no column read needs the value's text, which is most
+    /// of a walk's cost (json_tree would write each subtree again at every level).
+    skip_values: bool,
+    /// Leaves `Row::fullkey` and `Row::path` empty.
+    skip_paths: bool,
 }
 
 impl Walker {
+    /// A walker that writes only what the columns read need: the value's text if
+    /// `values`, the full key and path if `paths`.
+    pub fn writing(values: bool, paths: bool) -> Self {
+        Self {
+            skip_values: !values,
+            skip_paths: !paths,
+            ..Self::default()
+        }
+    }
+
     /// Appends the rows of `walk` over `text` from `start` to `out`; returns how many.
     /// `Err` holds the byte offset and reason of malformed JSON.
     pub fn walk(
@@ -121,9 +136,10 @@ impl Walker {
                 }
             }
             Kind::Array => {
+                let mut digits = [0; INDEX_DIGITS_MAX];
                 for (i, value) in at.elements().enumerate() {
                     self.index_suffix(i);
-                    self.emit(value, base, Some(&i.to_string()), None, out);
+                    self.emit(value, base, Some(index_text(i, &mut digits)), None, out);
                     self.fullkey.truncate(fullkey_len);
                 }
             }
@@ -159,7 +175,8 @@ impl Walker {
                     self.path.clear();
                     self.path.push_str(&self.fullkey);
                     self.index_suffix(i);
-                    self.tree(value, base, Some(&i.to_string()), id, out);
+                    let mut digits = [0; INDEX_DIGITS_MAX];
+                    self.tree(value, base, Some(index_text(i, &mut digits)), id, out);
                     self.fullkey.truncate(fullkey_len);
                 }
             }
@@ -176,13 +193,15 @@ impl Walker {
         parent: Option<u64>,
         out: &mut dyn FnMut(&Row<'_>),
     ) {
-        if parent.is_none() && key.is_none() {
+        if parent.is_none() && key.is_none() && !self.skip_paths {
             // The start value itself: its path is its own full key.
             self.path.clear();
             self.path.push_str(&self.fullkey);
         }
         self.value.clear();
-        write_json(value, &mut self.value);
+        if !self.skip_values {
+            write_json(value, &mut self.value);
+        }
         let kind = value.node().kind();
         self.rows += 1;
         out(&Row {
@@ -200,6 +219,9 @@ impl Walker {
     /// `.key`, quoted unless it is an ASCII letter followed by letters, digits and `_`
     /// (SQLite's rule, which DuckDB follows).
     fn key_suffix(&mut self, key: &str) {
+        if self.skip_paths {
+            return;
+        }
         let plain = key.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
             && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
         self.fullkey.push('.');
@@ -213,8 +235,29 @@ impl Walker {
     }
 
     fn index_suffix(&mut self, index: usize) {
+        if self.skip_paths {
+            return;
+        }
         let _ = write!(self.fullkey, "[{index}]");
     }
+}
+
+/// Decimal digits of the largest `usize`.
+const INDEX_DIGITS_MAX: usize = 20;
+
+/// `index` in decimal, written into `digits`: the key of an array element, without an
+/// allocation per element.
+fn index_text(mut index: usize, digits: &mut [u8; INDEX_DIGITS_MAX]) -> &str {
+    let mut start = INDEX_DIGITS_MAX;
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (index % 10) as u8;
+        index /= 10;
+        if index == 0 {
+            break;
+        }
+    }
+    std::str::from_utf8(&digits[start..]).expect("ASCII digits")
 }
 
 /// The value at `path` below `root`: the first member of a repeated key (as DuckDB

@@ -489,7 +489,8 @@ impl JsonEachTable {
             false => EntryColumns::new(),
         };
         columns.start_document(&start.text);
-        Walker::default()
+        columns
+            .walker()
             .walk(
                 doc.as_bytes(),
                 &start.elems,

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use tessera_json::path::PathElem;
 use tessera_json::tape::{Kind, ParseError, Tape, Value};
+use tessera_json::tree::{push_float, push_string};
 
 /// Which rows a walk produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -66,9 +67,8 @@ pub struct Row<'a> {
     pub path: &'a str,
 }
 
-/// Parses documents and writes their rows; reused across documents so its buffers are
-/// allocated once.
-#[derive(Default)]
+/// Parses documents (as the SQL functions read JSON: `NaN` and `Infinity` are numbers)
+/// and writes their rows; reused across documents so its buffers are allocated once.
 pub struct Walker {
     tape: Tape,
     value: String,
@@ -87,9 +87,13 @@ impl Walker {
     /// `values`, the full key and path if `paths`.
     pub fn writing(values: bool, paths: bool) -> Self {
         Self {
+            tape: crate::json::function_tape(),
+            value: String::new(),
+            fullkey: String::new(),
+            path: String::new(),
+            rows: 0,
             skip_values: !values,
             skip_paths: !paths,
-            ..Self::default()
         }
     }
 
@@ -293,7 +297,7 @@ fn type_name(value: Value<'_>) -> &'static str {
 }
 
 /// Writes `value` as DuckDB writes JSON: no whitespace, strings with the minimal
-/// escapes, numbers in their shortest form ([`write_float`]).
+/// escapes, numbers in their shortest form (`tessera_json::tree::push_float`).
 pub fn write_json(value: Value<'_>, out: &mut String) {
     let node = value.node();
     match node.kind() {
@@ -310,15 +314,15 @@ pub fn write_json(value: Value<'_>, out: &mut String) {
         Kind::Decimal => {
             let _ = write!(out, "{}", value.decimal());
         }
-        Kind::Float => write_float(node.float(), out),
-        Kind::String | Kind::Key => write_string(value.str(), out),
+        Kind::Float => push_float(out, node.float()),
+        Kind::String | Kind::Key => push_string(out, value.str()),
         Kind::Object => {
             out.push('{');
             for (i, (key, member)) in value.members().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
-                write_string(key.str(), out);
+                push_string(out, key.str());
                 out.push(':');
                 write_json(member, out);
             }
@@ -335,62 +339,4 @@ pub fn write_json(value: Value<'_>, out: &mut String) {
             out.push(']');
         }
     }
-}
-
-/// A double with the shortest digits that read back to it: positional when its decimal
-/// exponent is in -6..=20 (with `.0` when integral), otherwise `1.5e-10` style (as
-/// ECMAScript's Number::toString, which DuckDB's writer follows).
-pub fn write_float(f: f64, out: &mut String) {
-    let sci = format!("{f:e}");
-    let (mantissa, exponent) = sci.split_once('e').expect("{:e} has an exponent");
-    let exponent: i32 = exponent.parse().expect("{:e} exponent is an integer");
-    let (sign, mantissa) = match mantissa.strip_prefix('-') {
-        Some(m) => ("-", m),
-        None => ("", mantissa),
-    };
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    out.push_str(sign);
-    if !(-6..=20).contains(&exponent) {
-        out.push_str(mantissa);
-        let _ = write!(out, "e{exponent}");
-        return;
-    }
-    if exponent < 0 {
-        out.push_str("0.");
-        out.extend(std::iter::repeat_n('0', (-exponent - 1) as usize));
-        out.push_str(&digits);
-        return;
-    }
-    let integral = exponent as usize + 1;
-    if digits.len() <= integral {
-        out.push_str(&digits);
-        out.extend(std::iter::repeat_n('0', integral - digits.len()));
-        out.push_str(".0");
-    } else {
-        out.push_str(&digits[..integral]);
-        out.push('.');
-        out.push_str(&digits[integral..]);
-    }
-}
-
-/// A JSON string: `"` and `\` escaped, control characters as `\n`-style escapes or
-/// `\u00XX`, everything else (non-ASCII, DEL, `/`) as is.
-fn write_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{08}' => out.push_str("\\b"),
-            '\u{0c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04X}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }

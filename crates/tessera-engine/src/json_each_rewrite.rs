@@ -17,12 +17,13 @@
 //! before planning, so `unnest(CAST(j->'a' AS JSON[]))` is DataFusion's UNNEST of a
 //! list of JSON texts.
 
+use std::collections::HashSet;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, FieldRef};
 use datafusion::common::NullHandling;
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{
     Column, DFSchema, DataFusionError, Result, ScalarValue, UnnestOptions, exec_err, plan_err,
 };
@@ -41,7 +42,8 @@ use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 
 use crate::functions::json_each::{
-    ENTRY_COLUMNS, HIDDEN_COLUMNS, JSON_LIST, JsonEntries, Walk, entry_type, hidden_table_name,
+    ENTRY_COLUMNS, HIDDEN_COLUMNS, JSON_LIST, JsonEntries, ReadColumns, Walk, entry_type,
+    hidden_table_name,
 };
 use crate::hidden_columns::{self, HiddenRef};
 use crate::output_names::normalized;
@@ -324,15 +326,48 @@ struct Marker {
 /// Replaces every join with a lateral `json_each`/`json_tree` marker on its right (see
 /// the module documentation).
 pub(crate) fn plan_laterals(plan: LogicalPlan) -> Result<LogicalPlan> {
+    let read = read_columns(&plan)?;
     Ok(plan
         .transform_up_with_subqueries(|node| match &node {
             LogicalPlan::Join(join) => match marker(&join.right)? {
-                Some(marker) => Ok(Transformed::yes(unnest_join(join, marker)?)),
+                Some(marker) => Ok(Transformed::yes(unnest_join(join, marker, &read)?)),
                 None => Ok(Transformed::no(node)),
             },
             _ => Ok(Transformed::no(node)),
         })?
         .data)
+}
+
+/// The columns read anywhere in `plan` (subqueries and join conditions included), as
+/// written: qualified or not.
+fn read_columns(plan: &LogicalPlan) -> Result<HashSet<Column>> {
+    let mut read = HashSet::new();
+    plan.apply_with_subqueries(|node| {
+        node.apply_expressions(|expr| {
+            expr.apply(|e| {
+                if let Expr::Column(c) | Expr::OuterReferenceColumn(_, c) = e {
+                    read.insert(c.clone());
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })
+        })
+    })?;
+    Ok(read)
+}
+
+/// The entry columns of `join`'s right side that `read` holds (by qualified or bare
+/// name), so the walk fills only those.
+fn entry_reads(
+    join: &datafusion::logical_expr::Join,
+    marker: &Marker,
+    read: &HashSet<Column>,
+) -> ReadColumns {
+    let fields = join.right.schema().iter().zip(&marker.columns);
+    ReadColumns::of(fields.filter_map(|((qualifier, field), column)| {
+        let qualified = Column::new(qualifier.cloned(), field.name());
+        let bare = Column::new_unqualified(field.name());
+        (read.contains(&qualified) || read.contains(&bare)).then_some(*column)
+    }))
 }
 
 /// The marker under `plan` (through an alias and a subquery wrapper), if any.
@@ -402,7 +437,11 @@ fn marker_call(expr: Expr) -> Option<(&'static str, Walk, Vec<Expr>)> {
 }
 
 /// `left JOIN LATERAL json_each(args)` as an unnest over `left`.
-fn unnest_join(join: &datafusion::logical_expr::Join, marker: Marker) -> Result<LogicalPlan> {
+fn unnest_join(
+    join: &datafusion::logical_expr::Join,
+    marker: Marker,
+    read: &HashSet<Column>,
+) -> Result<LogicalPlan> {
     let name = marker.walk.name();
     let on_true = join.on.is_empty()
         && matches!(
@@ -424,7 +463,10 @@ fn unnest_join(join: &datafusion::logical_expr::Join, marker: Marker) -> Result<
         .map(|(q, f)| Expr::Column(Column::new(q.cloned(), f.name())))
         .collect();
     let entry = format!("__tessera_entry_{}", left_columns.len());
-    let entries = Arc::new(ScalarUDF::from(JsonEntries::new(marker.walk)));
+    let reads = entry_reads(join, &marker, read);
+    let entries = Arc::new(ScalarUDF::from(
+        JsonEntries::new(marker.walk).reading(reads),
+    ));
     let mut listed = left_columns.clone();
     let args = json_text_args(marker.args, left.schema())?;
     let document = args.first().cloned();

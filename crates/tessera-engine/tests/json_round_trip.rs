@@ -3,28 +3,17 @@
 //! them without loss: the elements of an array share one shape (so merging widens no
 //! type and adds no key), and integers fit 64 bits.
 
+// This test uses a part of the shared helpers.
+#[allow(dead_code)]
+mod common;
+
+use common::Rng;
 use tessera_engine::{SessionOptions, TesseraSession};
 use tessera_json::tape::Tape;
 use tessera_json::tree::{Json, push_float, push_string};
 
 const DOCS: usize = 150;
 const KEYS: [&str; 7] = ["a", "b", "id", "é", "k\"q", "x y", "it's"];
-
-/// A xorshift generator: deterministic documents without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// The shape every value at one place of a document has.
 enum Shape {

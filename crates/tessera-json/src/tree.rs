@@ -226,41 +226,98 @@ pub fn push_float(out: &mut String, value: f64) {
     // `{:e}` gives the shortest digits that read back as the same double, but breaks a
     // tie between two such (279248847377553.625: .62 or .63) upwards; DuckDB takes the
     // even one, as `{:.Ne}` (exact, ties to even) at the same length does.
-    let shortest = format!("{magnitude:e}");
-    let precision = shortest
-        .split_once('e')
-        .map_or(0, |(m, _)| m.len().saturating_sub(2));
-    let even = format!("{magnitude:.precision$e}");
-    let scientific = match even.parse::<f64>() {
+    let shortest = Scientific::of(format_args!("{magnitude:e}"));
+    let precision = shortest.mantissa().len().saturating_sub(2);
+    let even = Scientific::of(format_args!("{magnitude:.precision$e}"));
+    let scientific = match even.as_str().parse::<f64>() {
         Ok(back) if back == magnitude => even,
         _ => shortest,
     };
-    let (mantissa, exponent) = scientific
-        .split_once('e')
-        .expect("`{:e}` writes an exponent");
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    let exponent: i32 = exponent.parse().expect("`{:e}` writes an integer exponent");
+    push_decimal(out, &scientific);
+}
+
+/// Writes the digits of `scientific` positionally when its decimal point falls in
+/// -5..=21 (with `.0` when integral), otherwise as `1.5e-10` (ECMAScript's
+/// Number::toString, which DuckDB's writer follows).
+fn push_decimal(out: &mut String, scientific: &Scientific) {
+    let mut digits = [0u8; SCIENTIFIC_BYTES_MAX];
+    let mut count = 0;
+    for byte in scientific.mantissa().bytes().filter(|b| *b != b'.') {
+        digits[count] = byte;
+        count += 1;
+    }
+    let digits = std::str::from_utf8(&digits[..count]).expect("ASCII digits");
     // The value is 0.DIGITS times ten to the `point`.
-    let point = exponent + 1;
-    let count = digits.len() as i32;
+    let point = scientific.exponent() + 1;
+    let count = count as i32;
     if count <= point && point <= 21 {
-        out.push_str(&digits);
+        out.push_str(digits);
         out.extend(std::iter::repeat_n('0', (point - count) as usize));
         out.push_str(".0");
     } else if 0 < point && point <= 21 {
         let (whole, fraction) = digits.split_at(point as usize);
-        let _ = write!(out, "{whole}.{fraction}");
+        out.push_str(whole);
+        out.push('.');
+        out.push_str(fraction);
     } else if -6 < point && point <= 0 {
         out.push_str("0.");
         out.extend(std::iter::repeat_n('0', (-point) as usize));
-        out.push_str(&digits);
+        out.push_str(digits);
     } else {
         let (first, rest) = digits.split_at(1);
         out.push_str(first);
         if !rest.is_empty() {
-            let _ = write!(out, ".{rest}");
+            out.push('.');
+            out.push_str(rest);
         }
         let _ = write!(out, "e{}", point - 1);
+    }
+}
+
+/// Room for `{:e}` of a positive double at up to 17 significant digits
+/// (`1.2345678901234567e-308`: 23 bytes).
+const SCIENTIFIC_BYTES_MAX: usize = 32;
+
+/// A number formatted `{:e}` into a fixed buffer, so writing it allocates nothing.
+struct Scientific {
+    bytes: [u8; SCIENTIFIC_BYTES_MAX],
+    len: usize,
+}
+
+impl std::fmt::Write for Scientific {
+    fn write_str(&mut self, text: &str) -> std::fmt::Result {
+        let end = self.len + text.len();
+        let room = self.bytes.get_mut(self.len..end).ok_or(std::fmt::Error)?;
+        room.copy_from_slice(text.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+impl Scientific {
+    fn of(args: std::fmt::Arguments<'_>) -> Self {
+        let mut text = Self {
+            bytes: [0; SCIENTIFIC_BYTES_MAX],
+            len: 0,
+        };
+        text.write_fmt(args)
+            .expect("`{:e}` of a double fits SCIENTIFIC_BYTES_MAX");
+        text
+    }
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len]).expect("formatted text is UTF-8")
+    }
+
+    /// The digits before the `e`.
+    fn mantissa(&self) -> &str {
+        self.as_str().split_once('e').map_or("", |(m, _)| m)
+    }
+
+    /// The decimal exponent after the `e`.
+    fn exponent(&self) -> i32 {
+        let exponent = self.as_str().split_once('e').map_or("0", |(_, e)| e);
+        exponent.parse().expect("`{:e}` writes an integer exponent")
     }
 }
 

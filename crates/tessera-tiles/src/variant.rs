@@ -17,6 +17,7 @@ use std::fmt::Write as _;
 use parquet_variant::Variant;
 
 use tessera_json::tape::{Kind, Tape, Value};
+use tessera_json::tree::{push_float, push_string};
 
 /// Variant primitive type ids (spec "Value encoding"), shifted into a header byte.
 const NULL: u8 = 0;
@@ -261,7 +262,8 @@ fn encode_str(s: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(s);
 }
 
-/// Writes `variant` as JSON text to `out`.
+/// Writes `variant` as JSON text to `out`, as DuckDB writes JSON (the writers of
+/// `tessera_json::tree`), so a table answers with the text the raw file gives.
 pub fn write_json(variant: &Variant<'_, '_>, out: &mut String) {
     match variant {
         Variant::Null => out.push_str("null"),
@@ -307,38 +309,6 @@ pub fn write_json(variant: &Variant<'_, '_>, out: &mut String) {
 
 fn push_display(out: &mut String, value: &impl std::fmt::Display) {
     let _ = write!(out, "{value}");
-}
-
-/// Debug formatting of `f64` is the shortest text that parses back to the same value
-/// and always has a `.` or an exponent (`1.0`, `1e308`), so the number stays a float.
-fn push_float(out: &mut String, value: f64) {
-    assert!(value.is_finite(), "JSON numbers are finite");
-    let _ = write!(out, "{value:?}");
-}
-
-fn push_string(out: &mut String, text: &str) {
-    out.push('"');
-    let mut start = 0;
-    for (i, byte) in text.bytes().enumerate() {
-        let escape = match byte {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0..=0x1f => "",
-            _ => continue,
-        };
-        out.push_str(&text[start..i]);
-        if escape.is_empty() {
-            let _ = write!(out, "\\u{byte:04x}");
-        } else {
-            out.push_str(escape);
-        }
-        start = i + 1;
-    }
-    out.push_str(&text[start..]);
-    out.push('"');
 }
 
 #[cfg(test)]

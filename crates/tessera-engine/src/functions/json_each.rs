@@ -88,6 +88,44 @@ pub fn entry_type(name: &str) -> Option<DataType> {
         .map(|f| f.data_type().clone())
 }
 
+/// Which of the [`listed_fields`] a plan reads, by position. The others are left NULL
+/// and cost nothing: the value's text is most of a walk's cost, and a `count(*)` over
+/// `json_each` reads no column at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ReadColumns(u16);
+
+impl ReadColumns {
+    /// Every column.
+    pub const ALL: Self = Self(u16::MAX);
+
+    /// The listed columns among `names` (other names are ignored).
+    pub fn of<'a>(names: impl IntoIterator<Item = &'a str>) -> Self {
+        let fields = listed_fields();
+        let mut bits = 0u16;
+        for name in names {
+            if let Some(at) = fields.iter().position(|f| f.name() == name) {
+                bits |= 1 << at;
+            }
+        }
+        Self(bits)
+    }
+
+    fn reads(self, column: usize) -> bool {
+        debug_assert!(column < 16, "at most 16 listed columns");
+        self.0 & (1 << column) != 0
+    }
+
+    /// Whether `value` or `atom` (the value's text when it is a scalar) is read.
+    fn values(self) -> bool {
+        self.reads(1) || self.reads(3)
+    }
+
+    /// Whether `fullkey` or `path` is read.
+    fn paths(self) -> bool {
+        self.reads(6) || self.reads(7)
+    }
+}
+
 /// Where a walk starts: the path argument, parsed, and its text (the `path` and the
 /// prefix of `fullkey` in the output, as the user wrote it).
 #[derive(Debug, Clone)]
@@ -134,6 +172,7 @@ impl Start {
 pub struct EntryColumns {
     builder: StructBuilder,
     hidden: bool,
+    reads: ReadColumns,
     /// The next row's position in the current document.
     rowid: i64,
     /// The current document's start path.
@@ -152,6 +191,7 @@ impl EntryColumns {
         Self {
             builder: StructBuilder::from_fields(entry_fields(), 0),
             hidden: false,
+            reads: ReadColumns::ALL,
             rowid: 0,
             root: String::new(),
         }
@@ -164,6 +204,16 @@ impl EntryColumns {
             hidden: true,
             ..Self::new()
         }
+    }
+
+    /// The same columns, of which only `reads` are filled (the rest are NULL).
+    pub fn reading(self, reads: ReadColumns) -> Self {
+        Self { reads, ..self }
+    }
+
+    /// A walker that writes what these columns read.
+    pub fn walker(&self) -> Walker {
+        Walker::writing(self.reads.values(), self.reads.paths())
     }
 
     /// Starts the rows of a document walked from `root`.
@@ -179,6 +229,7 @@ impl EntryColumns {
     }
 
     fn text(&mut self, column: usize, value: Option<&str>) {
+        let value = value.filter(|_| self.reads.reads(column));
         self.builder
             .field_builder::<StringViewBuilder>(column)
             .expect("text column")
@@ -186,6 +237,7 @@ impl EntryColumns {
     }
 
     fn number(&mut self, column: usize, value: Option<u64>) {
+        let value = value.filter(|_| self.reads.reads(column));
         self.builder
             .field_builder::<UInt64Builder>(column)
             .expect("id column")
@@ -258,6 +310,7 @@ fn malformed(name: &str, row: usize, error: ParseError) -> DataFusionError {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct JsonEntries {
     walk: Walk,
+    reads: ReadColumns,
     name: String,
     signature: Signature,
 }
@@ -267,9 +320,15 @@ impl JsonEntries {
     pub fn new(walk: Walk) -> Self {
         Self {
             walk,
+            reads: ReadColumns::ALL,
             name: format!("__tessera_{}", walk.name()),
             signature: Signature::user_defined(Volatility::Immutable),
         }
+    }
+
+    /// The same function filling only the columns in `reads`.
+    pub fn reading(self, reads: ReadColumns) -> Self {
+        Self { reads, ..self }
     }
 
     /// The list type it returns.
@@ -306,10 +365,12 @@ impl ScalarUDFImpl for JsonEntries {
             None => None,
         };
         let name = self.walk.name();
-        let mut list = ListBuilder::new(EntryColumns::with_hidden()).with_field(Arc::new(
-            Field::new_list_field(DataType::Struct(listed_fields()), true),
-        ));
-        let mut walker = Walker::default();
+        let columns = EntryColumns::with_hidden().reading(self.reads);
+        let mut walker = columns.walker();
+        let mut list = ListBuilder::new(columns).with_field(Arc::new(Field::new_list_field(
+            DataType::Struct(listed_fields()),
+            true,
+        )));
         let mut constant_start: Option<(String, Start)> = None;
         for row in 0..n {
             let start = match &paths {
@@ -428,7 +489,8 @@ impl JsonEachTable {
             false => EntryColumns::new(),
         };
         columns.start_document(&start.text);
-        Walker::default()
+        columns
+            .walker()
             .walk(
                 doc.as_bytes(),
                 &start.elems,

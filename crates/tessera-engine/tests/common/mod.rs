@@ -1,5 +1,5 @@
-//! Helpers shared by the engine's integration tests: answers as sorted text lines and
-//! metrics read off `EXPLAIN ANALYZE`.
+//! Helpers shared by the engine's integration tests: answers as sorted text lines,
+//! metrics read off `EXPLAIN ANALYZE`, and a deterministic generator for inputs.
 
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use tessera_engine::{SessionOptions, TesseraSession};
@@ -81,4 +81,22 @@ pub async fn session_with_raw(files: &[String], keep: &str) -> TesseraSession {
         .join(" UNION ALL ");
     rows(&session, &format!("CREATE VIEW raw AS {raw}")).await;
     session
+}
+
+/// A xorshift generator: deterministic generated inputs without a dependency.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
 }

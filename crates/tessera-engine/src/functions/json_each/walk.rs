@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use tessera_json::path::PathElem;
 use tessera_json::tape::{Kind, ParseError, Tape, Value};
+use tessera_json::tree::{push_float, push_string};
 
 /// Which rows a walk produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -66,18 +67,36 @@ pub struct Row<'a> {
     pub path: &'a str,
 }
 
-/// Parses documents and writes their rows; reused across documents so its buffers are
-/// allocated once.
-#[derive(Default)]
+/// Parses documents (as the SQL functions read JSON: `NaN` and `Infinity` are numbers)
+/// and writes their rows; reused across documents so its buffers are allocated once.
 pub struct Walker {
     tape: Tape,
     value: String,
     fullkey: String,
     path: String,
     rows: usize,
+    /// Leaves `Row::value` empty: no column read needs the value's text, which is most
+    /// of a walk's cost (json_tree would write each subtree again at every level).
+    skip_values: bool,
+    /// Leaves `Row::fullkey` and `Row::path` empty.
+    skip_paths: bool,
 }
 
 impl Walker {
+    /// A walker that writes only what the columns read need: the value's text if
+    /// `values`, the full key and path if `paths`.
+    pub fn writing(values: bool, paths: bool) -> Self {
+        Self {
+            tape: crate::json::function_tape(),
+            value: String::new(),
+            fullkey: String::new(),
+            path: String::new(),
+            rows: 0,
+            skip_values: !values,
+            skip_paths: !paths,
+        }
+    }
+
     /// Appends the rows of `walk` over `text` from `start` to `out`; returns how many.
     /// `Err` holds the byte offset and reason of malformed JSON.
     pub fn walk(
@@ -121,9 +140,10 @@ impl Walker {
                 }
             }
             Kind::Array => {
+                let mut digits = [0; INDEX_DIGITS_MAX];
                 for (i, value) in at.elements().enumerate() {
                     self.index_suffix(i);
-                    self.emit(value, base, Some(&i.to_string()), None, out);
+                    self.emit(value, base, Some(index_text(i, &mut digits)), None, out);
                     self.fullkey.truncate(fullkey_len);
                 }
             }
@@ -159,7 +179,8 @@ impl Walker {
                     self.path.clear();
                     self.path.push_str(&self.fullkey);
                     self.index_suffix(i);
-                    self.tree(value, base, Some(&i.to_string()), id, out);
+                    let mut digits = [0; INDEX_DIGITS_MAX];
+                    self.tree(value, base, Some(index_text(i, &mut digits)), id, out);
                     self.fullkey.truncate(fullkey_len);
                 }
             }
@@ -176,13 +197,15 @@ impl Walker {
         parent: Option<u64>,
         out: &mut dyn FnMut(&Row<'_>),
     ) {
-        if parent.is_none() && key.is_none() {
+        if parent.is_none() && key.is_none() && !self.skip_paths {
             // The start value itself: its path is its own full key.
             self.path.clear();
             self.path.push_str(&self.fullkey);
         }
         self.value.clear();
-        write_json(value, &mut self.value);
+        if !self.skip_values {
+            write_json(value, &mut self.value);
+        }
         let kind = value.node().kind();
         self.rows += 1;
         out(&Row {
@@ -200,6 +223,9 @@ impl Walker {
     /// `.key`, quoted unless it is an ASCII letter followed by letters, digits and `_`
     /// (SQLite's rule, which DuckDB follows).
     fn key_suffix(&mut self, key: &str) {
+        if self.skip_paths {
+            return;
+        }
         let plain = key.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
             && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
         self.fullkey.push('.');
@@ -213,8 +239,29 @@ impl Walker {
     }
 
     fn index_suffix(&mut self, index: usize) {
+        if self.skip_paths {
+            return;
+        }
         let _ = write!(self.fullkey, "[{index}]");
     }
+}
+
+/// Decimal digits of the largest `usize`.
+const INDEX_DIGITS_MAX: usize = 20;
+
+/// `index` in decimal, written into `digits`: the key of an array element, without an
+/// allocation per element.
+fn index_text(mut index: usize, digits: &mut [u8; INDEX_DIGITS_MAX]) -> &str {
+    let mut start = INDEX_DIGITS_MAX;
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (index % 10) as u8;
+        index /= 10;
+        if index == 0 {
+            break;
+        }
+    }
+    std::str::from_utf8(&digits[start..]).expect("ASCII digits")
 }
 
 /// The value at `path` below `root`: the first member of a repeated key (as DuckDB
@@ -250,7 +297,7 @@ fn type_name(value: Value<'_>) -> &'static str {
 }
 
 /// Writes `value` as DuckDB writes JSON: no whitespace, strings with the minimal
-/// escapes, numbers in their shortest form ([`write_float`]).
+/// escapes, numbers in their shortest form (`tessera_json::tree::push_float`).
 pub fn write_json(value: Value<'_>, out: &mut String) {
     let node = value.node();
     match node.kind() {
@@ -267,15 +314,15 @@ pub fn write_json(value: Value<'_>, out: &mut String) {
         Kind::Decimal => {
             let _ = write!(out, "{}", value.decimal());
         }
-        Kind::Float => write_float(node.float(), out),
-        Kind::String | Kind::Key => write_string(value.str(), out),
+        Kind::Float => push_float(out, node.float()),
+        Kind::String | Kind::Key => push_string(out, value.str()),
         Kind::Object => {
             out.push('{');
             for (i, (key, member)) in value.members().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
-                write_string(key.str(), out);
+                push_string(out, key.str());
                 out.push(':');
                 write_json(member, out);
             }
@@ -292,62 +339,4 @@ pub fn write_json(value: Value<'_>, out: &mut String) {
             out.push(']');
         }
     }
-}
-
-/// A double with the shortest digits that read back to it: positional when its decimal
-/// exponent is in -6..=20 (with `.0` when integral), otherwise `1.5e-10` style (as
-/// ECMAScript's Number::toString, which DuckDB's writer follows).
-pub fn write_float(f: f64, out: &mut String) {
-    let sci = format!("{f:e}");
-    let (mantissa, exponent) = sci.split_once('e').expect("{:e} has an exponent");
-    let exponent: i32 = exponent.parse().expect("{:e} exponent is an integer");
-    let (sign, mantissa) = match mantissa.strip_prefix('-') {
-        Some(m) => ("-", m),
-        None => ("", mantissa),
-    };
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    out.push_str(sign);
-    if !(-6..=20).contains(&exponent) {
-        out.push_str(mantissa);
-        let _ = write!(out, "e{exponent}");
-        return;
-    }
-    if exponent < 0 {
-        out.push_str("0.");
-        out.extend(std::iter::repeat_n('0', (-exponent - 1) as usize));
-        out.push_str(&digits);
-        return;
-    }
-    let integral = exponent as usize + 1;
-    if digits.len() <= integral {
-        out.push_str(&digits);
-        out.extend(std::iter::repeat_n('0', integral - digits.len()));
-        out.push_str(".0");
-    } else {
-        out.push_str(&digits[..integral]);
-        out.push('.');
-        out.push_str(&digits[integral..]);
-    }
-}
-
-/// A JSON string: `"` and `\` escaped, control characters as `\n`-style escapes or
-/// `\u00XX`, everything else (non-ASCII, DEL, `/`) as is.
-fn write_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{08}' => out.push_str("\\b"),
-            '\u{0c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04X}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }

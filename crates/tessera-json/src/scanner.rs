@@ -1405,11 +1405,26 @@ mod tests {
                 }
             }
         }
-        assert!(added_count > 1000, "only {added_count} documents with a trailing comma");
-        for never in ["[,]", "{,}", "[1,,]", r#"{"a":1,,}"#, "[1,,2]", ",", "[1],", "[1 , , ]"] {
+        assert!(
+            added_count > 1000,
+            "only {added_count} documents with a trailing comma"
+        );
+        for never in [
+            "[,]",
+            "{,}",
+            "[1,,]",
+            r#"{"a":1,,}"#,
+            "[1,,2]",
+            ",",
+            "[1],",
+            "[1 , , ]",
+        ] {
             assert!(tape_text(never, true).is_none(), "tape: {never}");
             for validation in [Validation::Full, Validation::Structure] {
-                assert!(scan_with_commas(never, paths, validation, true).is_err(), "{never}");
+                assert!(
+                    scan_with_commas(never, paths, validation, true).is_err(),
+                    "{never}"
+                );
             }
         }
     }

@@ -363,7 +363,9 @@ mod tests {
         let mut tape = Tape::default()
             .with_non_finite_numbers(true)
             .with_trailing_commas(true);
-        let members: Vec<String> = (0..=TAPE_KEYS_MAX).map(|i| format!("\"k{i}\":{i}")).collect();
+        let members: Vec<String> = (0..=TAPE_KEYS_MAX)
+            .map(|i| format!("\"k{i}\":{i}"))
+            .collect();
         let many_keys = format!("{{{}}}", members.join(","));
         Json::parse(many_keys.as_bytes(), &mut tape).unwrap();
         assert!(tape.key_count() > TAPE_KEYS_MAX);

@@ -247,6 +247,9 @@ impl TesseraSession {
         if let Some(frame) = crate::table_statements::create_from_query(&self.ctx, &plan).await? {
             return Ok(frame);
         }
+        if let Some(frame) = crate::table_statements::update(&self.ctx, &plan) {
+            return Ok(frame);
+        }
         let sets_memory_limit = sets(&plan, "tessera.memory_limit");
         let sets_dialect = sets(&plan, "tessera.dialect");
         let frame = self.ctx.execute_logical_plan(plan).await?;

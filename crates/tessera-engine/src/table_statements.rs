@@ -5,6 +5,9 @@
 //! deletion). A table created from a query takes its columns' nullability from the
 //! query in DataFusion (`range`'s column is NOT NULL), so a later `INSERT` of a NULL
 //! fails; DuckDB (and PostgreSQL) create such columns nullable, and so does Tessera.
+//! DataFusion 55's leaf-expression extraction moves the JSON accesses of an `UPDATE`'s
+//! SET list below a projection the update cannot see (`No field named
+//! __datafusion_extracted_1`), so an `UPDATE` is optimized without it.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -14,6 +17,7 @@ use datafusion::catalog::MemTable;
 use datafusion::common::Result;
 use datafusion::dataframe::DataFrame;
 use datafusion::execution::context::SessionContext;
+use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::{
     DdlStatement, DmlStatement, LogicalPlan, LogicalPlanBuilder, WriteOp,
 };
@@ -34,6 +38,31 @@ pub fn rewrite(plan: LogicalPlan) -> Result<LogicalPlan> {
         }
         other => Ok(other),
     }
+}
+
+/// DataFusion's optimizer rules that extract leaf expressions (see the module docs).
+const LEAF_EXTRACTION_RULES: [&str; 2] = ["extract_leaf_expressions", "push_down_leaf_projections"];
+
+/// An `UPDATE`, to be run by a state without [`LEAF_EXTRACTION_RULES`]; `None` for any
+/// other plan.
+pub fn update(ctx: &SessionContext, plan: &LogicalPlan) -> Option<DataFrame> {
+    let LogicalPlan::Dml(dml) = plan else {
+        return None;
+    };
+    if dml.op != WriteOp::Update {
+        return None;
+    }
+    let state = ctx.state();
+    let rules = state
+        .optimizers()
+        .iter()
+        .filter(|rule| !LEAF_EXTRACTION_RULES.contains(&rule.name()))
+        .cloned()
+        .collect();
+    let state = SessionStateBuilder::new_from_existing(state)
+        .with_optimizer_rules(rules)
+        .build();
+    Some(DataFrame::new(state, plan.clone()))
 }
 
 /// Runs `CREATE [OR REPLACE] TABLE name AS query` as an in-memory table whose columns

@@ -633,11 +633,14 @@ impl Items {
 
 /// The value at `span` of a scanned document written back as DuckDB's reading functions
 /// return values: parsed and written minified, numbers in DuckDB's layout (`34.5e+6` is
-/// `34500000.0`), so that `json_extract(j, '$')` is `j` minified.
-fn written(doc: &str, span: Span) -> Option<Cow<'static, str>> {
+/// `34500000.0`), so that `json_extract(j, '$')` is `j` minified. A value the tape does
+/// not hold (a number beyond a double, `1e400`) is returned as its text, as DuckDB does.
+fn written(doc: &str, span: Span) -> Option<Cow<'_, str>> {
     let raw = doc.get(span.start as usize..span.end as usize)?;
-    let value = Json::parse(raw.as_bytes(), &mut crate::json::function_tape()).ok()?;
-    Some(Cow::Owned(value.to_text()))
+    match Json::parse(raw.as_bytes(), &mut crate::json::function_tape()) {
+        Ok(value) => Some(Cow::Owned(value.to_text())),
+        Err(_) => Some(Cow::Borrowed(raw)),
+    }
 }
 
 /// DuckDB's name of a value's type: integers are BIGINT when negative and within 64

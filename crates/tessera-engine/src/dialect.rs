@@ -330,6 +330,14 @@ mod tests {
     }
 
     #[test]
+    fn question_mark_parameters_are_numbered_per_statement() {
+        assert_eq!(
+            prepared("PREPARE q AS SELECT ?, '?', \"?\" + ?; PREPARE r AS SELECT ? -- ?\n"),
+            "PREPARE q AS SELECT $1, '?', \"?\" + $2; PREPARE r AS SELECT $1 -- ?\n"
+        );
+    }
+
+    #[test]
     fn from_first_subqueries_get_a_select() {
         assert_eq!(
             prepared("SELECT * FROM (FROM t) AS x, (from u SELECT a), (SELECT 1 FROM v)"),

@@ -42,6 +42,7 @@ pub mod session;
 mod statement_walk;
 mod stores;
 mod table_function_names;
+mod table_statements;
 mod temporary_tables;
 mod try_call;
 mod type_planner;

@@ -219,6 +219,11 @@ impl TesseraSession {
         group_keys::drop_cast_keys(&mut statement);
         dialect::rewrite(&mut statement, self.options().dialect);
         crate::functions::settings::rewrite_statement(&mut statement);
+        if self.options().dialect == crate::options::SqlDialect::DuckDb
+            && crate::functions::settings::is_ignored(&statement)
+        {
+            return self.ctx.read_empty();
+        }
         crate::json_each_rewrite::rewrite_statement(&mut statement)?;
         let duckdb = self.options().dialect == crate::options::SqlDialect::DuckDb;
         let reads =
@@ -233,6 +238,7 @@ impl TesseraSession {
         reads.release(&self.ctx)?;
         let plan = plan?;
         let plan = crate::json_each_rewrite::plan_laterals(plan)?;
+        let plan = crate::table_statements::rewrite(plan)?;
         if let Some(frame) = self.delete_from_table(&plan).await? {
             return Ok(frame);
         }
@@ -240,6 +246,12 @@ impl TesseraSession {
             && !temporary
             && let Some(frame) = self.create_in_warehouse(create).await?
         {
+            return Ok(frame);
+        }
+        if let Some(frame) = crate::table_statements::create_from_query(&self.ctx, &plan).await? {
+            return Ok(frame);
+        }
+        if let Some(frame) = crate::table_statements::update(&self.ctx, &plan) {
             return Ok(frame);
         }
         let sets_memory_limit = sets(&plan, "tessera.memory_limit");

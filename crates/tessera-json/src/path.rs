@@ -391,10 +391,21 @@ impl<'a> JsonPathParser<'a> {
         {
             return Err(index_err(self));
         }
-        let n: i64 = number.parse().map_err(|_| index_err(self))?;
+        // DuckDB reads up to 19 digits. An index beyond i64's range names no element of
+        // any array (none is that long), so it saturates instead of being an error.
+        if digits.len() > INDEX_DIGITS_MAX {
+            return Err(index_err(self));
+        }
+        let magnitude: u64 = digits.parse().map_err(|_| index_err(self))?;
+        let magnitude = i64::try_from(magnitude).unwrap_or(i64::MAX);
+        let n = if negative { -magnitude } else { magnitude };
         Ok(PathStep::Elem(PathElem::Index(n)))
     }
 }
+
+/// Most digits of an array index in a path, as DuckDB reads them (19: every such number
+/// fits `u64`).
+const INDEX_DIGITS_MAX: usize = 19;
 
 /// Reads `"..."` starting at `start` (the quote). `\"` and `\\` stand for `"` and `\`
 /// (what [`display_path`] writes); a backslash before any other character is kept, as
@@ -603,6 +614,36 @@ mod tests {
         ] {
             let err = parse_json_path(text).unwrap_err();
             assert!(err.reason.contains(reason), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn indexes_of_up_to_19_digits_read_and_saturate_beyond_i64() {
+        let mut state: u64 = 0x853c_49e6_748f_ea9b;
+        for len in 1..=24usize {
+            for _ in 0..20 {
+                let digits: String = (0..len)
+                    .map(|_| {
+                        state ^= state << 13;
+                        state ^= state >> 7;
+                        state ^= state << 17;
+                        char::from(b'0' + (state % 10) as u8)
+                    })
+                    .collect();
+                let magnitude = digits.parse::<u128>().unwrap().min(i64::MAX as u128) as i64;
+                for (form, sign) in [("", 1), ("-", -1), ("#-", -1)] {
+                    let text = format!("$[{form}{digits}]");
+                    match parse_json_path(&text) {
+                        Ok(path) if len <= INDEX_DIGITS_MAX => {
+                            assert_eq!(path, vec![PathElem::Index(sign * magnitude)], "{text}")
+                        }
+                        Err(e) if len > INDEX_DIGITS_MAX => {
+                            assert!(e.reason.contains("array index"), "{text}: {e}")
+                        }
+                        other => panic!("{text}: {other:?}"),
+                    }
+                }
+            }
         }
     }
 

@@ -136,6 +136,8 @@ pub struct Scanner {
     storable: bool,
     /// Whether `NaN` and `Infinity` are numbers (see [`crate::non_finite`]).
     non_finite: bool,
+    /// Whether a container may end with a `,` (see [`Scanner::with_trailing_commas`]).
+    trailing_commas: bool,
 }
 
 impl Scanner {
@@ -152,6 +154,7 @@ impl Scanner {
             element_starts: Vec::new(),
             storable: false,
             non_finite: false,
+            trailing_commas: false,
         }
     }
 
@@ -165,6 +168,13 @@ impl Scanner {
     /// functions do (see [`crate::non_finite`]); without it they are syntax errors.
     pub fn with_non_finite_numbers(mut self, non_finite: bool) -> Self {
         self.non_finite = non_finite;
+        self
+    }
+
+    /// The same scanner accepting one `,` before a container's closing bracket (`[1,]`),
+    /// as DuckDB's JSON functions do; without it that is a syntax error.
+    pub fn with_trailing_commas(mut self, trailing_commas: bool) -> Self {
+        self.trailing_commas = trailing_commas;
         self
     }
 
@@ -202,6 +212,7 @@ impl Scanner {
             marks,
             storable: self.storable,
             non_finite: self.non_finite,
+            trailing_commas: self.trailing_commas,
         };
         // Control characters and escapes are checked once for all strings of the document.
         cursor.check_strings(0, doc.len())?;
@@ -332,17 +343,15 @@ impl Scanner {
             c.skip_ws();
             self.value(c, child, depth + 1)?;
             c.skip_ws();
-            match c.peek() {
-                Some(b',') => {
-                    c.pos += 1;
-                    c.skip_ws();
-                }
-                Some(b'}') => {
-                    c.pos += 1;
-                    self.open.pop();
-                    return Ok(());
-                }
+            let closes = match c.peek() {
+                Some(b',') => c.comma_closes(b'}'),
+                Some(b'}') => true,
                 _ => return Err(c.after_element(b'}').into()),
+            };
+            if closes {
+                c.pos += 1;
+                self.open.pop();
+                return Ok(());
             }
         }
     }
@@ -366,19 +375,17 @@ impl Scanner {
             let child = node.and_then(|n| self.trie.node(n).child_by_index(index));
             self.value(c, child, depth + 1)?;
             c.skip_ws();
-            match c.peek() {
-                Some(b',') => {
-                    c.pos += 1;
-                    c.skip_ws();
-                    index += 1;
-                }
-                Some(b']') => {
-                    c.pos += 1;
-                    self.open.pop();
-                    break;
-                }
+            let closes = match c.peek() {
+                Some(b',') => c.comma_closes(b']'),
+                Some(b']') => true,
                 _ => return Err(c.after_element(b']').into()),
+            };
+            if closes {
+                c.pos += 1;
+                self.open.pop();
+                break;
             }
+            index += 1;
         }
         if let (true, Some(n)) = (negative, node) {
             let len = starts.len() as i64;
@@ -425,8 +432,9 @@ pub fn for_each_member(doc: &[u8], span: Span, mut f: impl FnMut(Option<Span>, S
         pos: span.start as usize + 1,
         marks: &marks,
         storable: false,
-        // The document is validated already: whatever numbers its scan accepted.
+        // The document is validated already: whatever numbers and commas its scan accepted.
         non_finite: true,
+        trailing_commas: true,
     };
     c.skip_ws();
     if c.pos + 1 >= span.end as usize {
@@ -461,11 +469,9 @@ pub fn for_each_member(doc: &[u8], span: Span, mut f: impl FnMut(Option<Span>, S
             },
         );
         c.skip_ws();
-        if c.peek() != Some(b',') {
+        if c.peek() != Some(b',') || c.comma_closes(if is_object { b'}' } else { b']' }) {
             return;
         }
-        c.pos += 1;
-        c.skip_ws();
     }
 }
 
@@ -539,17 +545,20 @@ fn skip_rest(c: &mut Cursor, open: &mut Vec<u8>) -> Result<(), SyntaxError> {
                 let Some(&close) = open.last() else {
                     return Ok(());
                 };
-                let next = match byte {
-                    Some(b',') if close == b'}' => Expect::Key,
-                    Some(b',') => Expect::Value,
-                    Some(b) if b == close => {
-                        open.pop();
-                        Expect::Separator
-                    }
+                let closes = match byte {
+                    Some(b',') => c.comma_closes(close),
+                    Some(b) if b == close => true,
                     _ => return Err(c.after_element(close)),
                 };
-                c.pos += 1;
-                next
+                if closes {
+                    c.pos += 1;
+                    open.pop();
+                    Expect::Separator
+                } else if close == b'}' {
+                    Expect::Key
+                } else {
+                    Expect::Value
+                }
             }
         };
     }
@@ -572,6 +581,8 @@ struct Cursor<'a> {
     storable: bool,
     /// See [`Scanner::with_non_finite_numbers`].
     non_finite: bool,
+    /// See [`Scanner::with_trailing_commas`].
+    trailing_commas: bool,
 }
 
 impl Cursor<'_> {
@@ -586,6 +597,16 @@ impl Cursor<'_> {
             offset: self.pos,
             expected,
         }
+    }
+
+    /// On a `,` inside a container that `close` closes: crosses it and the whitespace
+    /// after it, and says whether the container ends there (a trailing comma, accepted
+    /// only when asked; the cursor then sits on `close`).
+    #[inline]
+    fn comma_closes(&mut self, close: u8) -> bool {
+        self.pos += 1;
+        self.skip_ws();
+        self.trailing_commas && self.peek() == Some(close)
     }
 
     #[inline]
@@ -847,12 +868,24 @@ mod tests {
         paths: &[&str],
         validation: Validation,
     ) -> Result<Vec<Option<String>>, SyntaxError> {
+        scan_with_commas(doc, paths, validation, false)
+    }
+
+    /// [`scan_with`], with trailing commas accepted or not.
+    fn scan_with_commas(
+        doc: &str,
+        paths: &[&str],
+        validation: Validation,
+        trailing_commas: bool,
+    ) -> Result<Vec<Option<String>>, SyntaxError> {
         let mut trie = PathTrie::new();
         let slots: Vec<_> = paths
             .iter()
             .map(|p| trie.add(&parse_json_path(p).unwrap()))
             .collect();
-        let mut scanner = Scanner::new(Arc::new(trie)).with_validation(validation);
+        let mut scanner = Scanner::new(Arc::new(trie))
+            .with_validation(validation)
+            .with_trailing_commas(trailing_commas);
         scanner.scan(doc.as_bytes())?;
         Ok(slots
             .iter()
@@ -1299,5 +1332,100 @@ mod tests {
         assert!(err.expected.contains("nesting"));
         let ok = "[".repeat(100) + &"]".repeat(100);
         assert!(scan_paths(&ok, &["$.a"]).is_ok());
+    }
+
+    /// `doc` with a `,` added before about half the closing brackets of its non-empty
+    /// containers (outside strings), and whether any was added.
+    fn add_trailing_commas(rng: &mut Rng, doc: &str) -> (String, bool) {
+        let (mut out, mut added) = (String::new(), false);
+        let (mut in_string, mut escaped, mut last) = (false, false, ' ');
+        for ch in doc.chars() {
+            if in_string {
+                (in_string, escaped) = (escaped || ch != '"', !escaped && ch == '\\');
+            } else if matches!(ch, ']' | '}') && !matches!(last, '[' | '{') && rng.below(2) == 0 {
+                out.push(',');
+                added = true;
+            } else if ch == '"' {
+                in_string = true;
+            }
+            out.push(ch);
+            if !ch.is_ascii_whitespace() {
+                last = ch;
+            }
+        }
+        (out, added)
+    }
+
+    fn tape_text(doc: &str, trailing_commas: bool) -> Option<String> {
+        let mut tape = crate::tape::Tape::default().with_trailing_commas(trailing_commas);
+        crate::tree::Json::parse(doc.as_bytes(), &mut tape)
+            .ok()
+            .map(|json| json.to_text())
+    }
+
+    /// What each path selects, as minified text (`None` when absent).
+    fn minified(values: Vec<Option<String>>) -> Vec<Option<String>> {
+        values
+            .into_iter()
+            .map(|v| v.map(|v| tape_text(&v, true).expect("a scanned value parses")))
+            .collect()
+    }
+
+    #[test]
+    fn trailing_commas_are_read_only_when_asked() {
+        let paths: &[&str] = &["$.a", "$.b.c", "$[0]", "$.c[#-1]", "$[1].a"];
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut added_count = 0;
+        for _ in 0..3000 {
+            let mut valid = String::new();
+            document(&mut rng, 4, &mut valid);
+            let (commas, added) = add_trailing_commas(&mut rng, &valid);
+            let expected = minified(scan_with(&valid, paths, Validation::Full).unwrap());
+            for validation in [Validation::Full, Validation::Structure] {
+                for p in [paths, &[]] {
+                    let lenient = scan_with_commas(&commas, p, validation, true);
+                    let lenient = lenient.unwrap_or_else(|e| panic!("{commas:?}: {e}"));
+                    if p.len() == paths.len() {
+                        assert_eq!(minified(lenient), expected, "{commas:?}");
+                    }
+                    let strict = scan_with(&commas, p, validation);
+                    assert_eq!(strict.is_err(), added, "{commas:?}");
+                }
+            }
+            assert_eq!(tape_text(&commas, true), tape_text(&valid, false));
+            assert_eq!(tape_text(&commas, false).is_none(), added, "{commas:?}");
+            added_count += usize::from(added);
+            // Broken near the commas, both lenient parsers still agree.
+            let mutated = mutate(&mut rng, &commas);
+            if let Ok(doc) = std::str::from_utf8(&mutated) {
+                let tape = tape_text(doc, true).is_some();
+                for validation in [Validation::Full, Validation::Structure] {
+                    let scan = scan_with_commas(doc, paths, validation, true);
+                    assert_eq!(scan.is_ok(), tape, "{doc:?}: {scan:?}");
+                }
+            }
+        }
+        assert!(
+            added_count > 1000,
+            "only {added_count} documents with a trailing comma"
+        );
+        for never in [
+            "[,]",
+            "{,}",
+            "[1,,]",
+            r#"{"a":1,,}"#,
+            "[1,,2]",
+            ",",
+            "[1],",
+            "[1 , , ]",
+        ] {
+            assert!(tape_text(never, true).is_none(), "tape: {never}");
+            for validation in [Validation::Full, Validation::Structure] {
+                assert!(
+                    scan_with_commas(never, paths, validation, true).is_err(),
+                    "{never}"
+                );
+            }
+        }
     }
 }

@@ -181,6 +181,8 @@ pub struct Tape {
     key_ids: HashMap<Box<[u8]>, u32, BuildHasherDefault<FxHasher>>,
     /// Whether `NaN` and `Infinity` are numbers (see [`crate::non_finite`]).
     non_finite: bool,
+    /// Whether a container may end with a `,` (see [`Tape::with_trailing_commas`]).
+    trailing_commas: bool,
 }
 
 /// One document of a tape, with the text its strings point into.
@@ -203,6 +205,7 @@ impl Tape {
             key_names: Vec::new(),
             key_ids: HashMap::default(),
             non_finite: false,
+            trailing_commas: false,
         }
     }
 
@@ -212,6 +215,22 @@ impl Tape {
     pub fn with_non_finite_numbers(mut self, non_finite: bool) -> Self {
         self.non_finite = non_finite;
         self
+    }
+
+    /// The same tape accepting one `,` before a container's closing bracket (`[1,2,]`,
+    /// `{"a":1,}`), as DuckDB's JSON functions do (its parser's trailing-comma option);
+    /// without it that is a syntax error, as a table that stores JSON needs.
+    pub fn with_trailing_commas(mut self, trailing_commas: bool) -> Self {
+        self.trailing_commas = trailing_commas;
+        self
+    }
+
+    /// An empty tape that reads JSON as this one does (the same options), with none of
+    /// its documents, keys or allocations: for a caller whose key dictionary grew too big.
+    pub fn emptied(&self) -> Self {
+        Self::default()
+            .with_non_finite_numbers(self.non_finite)
+            .with_trailing_commas(self.trailing_commas)
     }
 
     /// Forgets every document (keeping the key dictionary and the allocations), for a
@@ -539,7 +558,10 @@ impl Parser<'_, '_> {
             match self.peek() {
                 Some(b',') => {
                     self.pos += 1;
-                    self.element(kind)?;
+                    // A trailing comma is left for the next turn to close the container.
+                    if !(self.tape.trailing_commas && self.peek() == Some(close)) {
+                        self.element(kind)?;
+                    }
                 }
                 Some(b) if b == close => {
                     self.pos += 1;

@@ -49,7 +49,7 @@ impl Json {
     /// allocations).
     pub fn parse(text: &[u8], tape: &mut Tape) -> Result<Json, ParseError> {
         if tape.key_count() > TAPE_KEYS_MAX {
-            *tape = Tape::default();
+            *tape = tape.emptied();
         }
         tape.clear();
         let source = tape.push(text)?;
@@ -413,5 +413,22 @@ mod tests {
             out,
             "[\n    1,\n    {\n        \"a\": 43,\n        \"g\": [\n            true\n        ]\n    },\n    {},\n    []\n]"
         );
+    }
+
+    #[test]
+    fn a_tape_started_afresh_keeps_reading_as_it_was_asked_to() {
+        let mut tape = Tape::default()
+            .with_non_finite_numbers(true)
+            .with_trailing_commas(true);
+        let members: Vec<String> = (0..=TAPE_KEYS_MAX)
+            .map(|i| format!("\"k{i}\":{i}"))
+            .collect();
+        let many_keys = format!("{{{}}}", members.join(","));
+        Json::parse(many_keys.as_bytes(), &mut tape).unwrap();
+        assert!(tape.key_count() > TAPE_KEYS_MAX);
+        // The next parse starts a fresh tape, which must still take NaN and `,]`.
+        let json = Json::parse(b"[NaN,1,]", &mut tape).unwrap();
+        assert_eq!(json.to_text(), "[NaN,1]");
+        assert!(tape.key_count() <= TAPE_KEYS_MAX);
     }
 }

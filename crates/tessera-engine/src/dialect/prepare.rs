@@ -15,8 +15,18 @@ use datafusion::sql::sqlparser::tokenizer::{Location, Token, TokenWithSpan, Toke
 /// SELECT (DuckDB's `(FROM t)`, which sqlparser reads only outside parentheses) gets
 /// `SELECT * ` before its FROM. Brackets elsewhere (list literals, subscripts) and
 /// anything inside strings, quoted names and comments are left alone. Text that does
-/// not tokenize is returned unchanged for the parser to report.
+/// not tokenize is returned unchanged for the parser to report. Each `?` parameter
+/// becomes `$n`, numbered within its statement, as DataFusion names parameters
+/// (DuckDB's `PREPARE q AS SELECT ?` is `PREPARE q AS SELECT $1`).
 pub(crate) fn duckdb_text<'a>(script: &'a str, grammar: &dyn Dialect) -> Cow<'a, str> {
+    match edited(script, grammar, numbered_parameters) {
+        Some(numbered) => Cow::Owned(lists_and_selects(&numbered, grammar).into_owned()),
+        None => lists_and_selects(script, grammar),
+    }
+}
+
+/// [`duckdb_text`]'s lists and `(FROM ...)` subqueries.
+fn lists_and_selects<'a>(script: &'a str, grammar: &dyn Dialect) -> Cow<'a, str> {
     // Lists first: `x IN [FROM t]` becomes `x IN (FROM t)`, which then takes a SELECT.
     let lists = edited(script, grammar, |tokens| {
         in_list_brackets(tokens)
@@ -44,7 +54,7 @@ fn edited(
     grammar: &dyn Dialect,
     find: impl FnOnce(&[&TokenWithSpan]) -> Vec<(Location, Edit)>,
 ) -> Option<String> {
-    if !script.contains(['[', '(']) {
+    if !script.contains(['[', '(', '?']) {
         return None;
     }
     let tokens = Tokenizer::new(grammar, script)
@@ -76,6 +86,11 @@ fn edited(
             }
             Edit::Replace(_) => {}
             Edit::Insert(text) => out.push_str(text),
+            Edit::Parameter(n) if script.as_bytes()[offset] == b'?' => {
+                out.push_str(&format!("${n}"));
+                copied += 1;
+            }
+            Edit::Parameter(_) => {}
         }
     }
     out.push_str(&script[copied..]);
@@ -88,6 +103,25 @@ enum Edit {
     Replace(u8),
     /// This text goes before the token there.
     Insert(&'static str),
+    /// The `?` there becomes `$n`.
+    Parameter(usize),
+}
+
+/// Each `?` parameter with its number within its statement (from 1; `;` starts over).
+fn numbered_parameters(tokens: &[&TokenWithSpan]) -> Vec<(Location, Edit)> {
+    let mut out = Vec::new();
+    let mut number = 0;
+    for token in tokens {
+        match &token.token {
+            Token::SemiColon => number = 0,
+            Token::Placeholder(p) if p == "?" => {
+                number += 1;
+                out.push((token.span.start, Edit::Parameter(number)));
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Where the FROM of each `(FROM ...)` without a SELECT of its own is.

@@ -10,11 +10,13 @@
 //! values (`$[*].a`) makes the result a list of every value it selects. More than one
 //! path argument is Tessera's own form (`json_extract(j, 'a', 0)`), keys and indexes.
 //!
-//! A constant single-valued path of `json_extract` / `json_extract_string` is
-//! rewritten at planning time into `json_get` / `json_get_text` with plain elements,
-//! which scans compute while parsing (`access/pushable.rs`); everything else is
-//! evaluated here, on the document column.
+//! A constant single-valued path of `json_extract` / `json_extract_string` below the
+//! root is rewritten at planning time into `json_get` / `json_get_text` with plain
+//! elements, which scans compute while parsing (`access/pushable.rs`); everything else
+//! is evaluated here, on the document column, and values are written back as DuckDB
+//! writes them (minified, DuckDB's number layout).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use arrow::array::{
@@ -33,6 +35,7 @@ use tessera_json::escape::unescape_into;
 use tessera_json::path::{JsonPath, PathElem, PathStep, PathTrie, parse_json_path, parse_path};
 use tessera_json::scanner::{Kind, Scanner, Span};
 use tessera_json::select::{children, select};
+use tessera_json::tree::Json;
 use tessera_json::value::{Output, text_of};
 
 use super::json::{access_udf, coerce_reading_args, documents, rowwise, value_field};
@@ -174,8 +177,16 @@ impl DuckJsonFunction {
         }
     }
 
+    /// A path text as DuckDB's reading functions read it. A bare key holding a `"` is read
+    /// as a JSON Pointer's tokens, as DuckDB does (it cannot quote such a key in
+    /// JSONPath): `'"a"'` names the key `"a"`, `'"a/b"'` the key `"a` then `b"`.
     fn parse(&self, text: &str) -> Result<JsonPath> {
-        parse_path(text).map_err(|e| DataFusionError::Plan(format!("{}: {e}", self.name)))
+        let pointer = match text.as_bytes().first() {
+            Some(b'$' | b'/') | None => None,
+            Some(_) => text.contains('"').then(|| format!("/{text}")),
+        };
+        parse_path(pointer.as_deref().unwrap_or(text))
+            .map_err(|e| DataFusionError::Plan(format!("{}: {e}", self.name)))
     }
 }
 
@@ -238,7 +249,8 @@ impl ScalarUDFImpl for DuckJsonFunction {
             DuckProbe::ExtractString => Output::Text,
             _ => return Ok(ExprSimplifyResult::Original(args)),
         };
-        let Some(elems) = constant_elems(self, &args)? else {
+        // The root path stays here: its value is written back minified (see [`written`]).
+        let Some(elems) = constant_elems(self, &args)?.filter(|e| !e.is_empty()) else {
             return Ok(ExprSimplifyResult::Original(args));
         };
         let mut new_args = vec![args[0].clone()];
@@ -583,13 +595,14 @@ impl Items {
         match (self, span) {
             (Items::Bool(b), span) => b.append_value(span.is_some()),
             (items, None) => items.append_null(),
-            (Items::Text(b), Some(s)) => b.append_option(match probe {
-                DuckProbe::Extract => text_of(doc, s, Output::Json),
-                DuckProbe::ExtractString => text_of(doc, s, Output::Text),
-                DuckProbe::Value => match s.kind {
-                    Kind::Null | Kind::Object | Kind::Array => None,
-                    _ => text_of(doc, s, Output::Json),
-                },
+            (Items::Text(b), Some(s)) => b.append_option(match (probe, s.kind) {
+                (DuckProbe::Extract, _) => written(doc, s),
+                (DuckProbe::ExtractString, Kind::String { .. } | Kind::Null) => {
+                    text_of(doc, s, Output::Text)
+                }
+                (DuckProbe::ExtractString, _) => written(doc, s),
+                (DuckProbe::Value, Kind::Null | Kind::Object | Kind::Array) => None,
+                (DuckProbe::Value, _) => written(doc, s),
                 _ => Some(duckdb_type(bytes, s).into()),
             }),
             (Items::UInt(b), Some(s)) => b.append_value(match s.kind {
@@ -615,6 +628,18 @@ impl Items {
             Items::UInt(b) => Arc::new(b.finish()),
             Items::Keys(b, _) => Arc::new(b.finish()),
         }
+    }
+}
+
+/// The value at `span` of a scanned document written back as DuckDB's reading functions
+/// return values: parsed and written minified, numbers in DuckDB's layout (`34.5e+6` is
+/// `34500000.0`), so that `json_extract(j, '$')` is `j` minified. A value the tape does
+/// not hold (a number beyond a double, `1e400`) is returned as its text, as DuckDB does.
+fn written(doc: &str, span: Span) -> Option<Cow<'_, str>> {
+    let raw = doc.get(span.start as usize..span.end as usize)?;
+    match Json::parse(raw.as_bytes(), &mut crate::json::function_tape()) {
+        Ok(value) => Some(Cow::Owned(value.to_text())),
+        Err(_) => Some(Cow::Borrowed(raw)),
     }
 }
 

@@ -98,11 +98,15 @@ impl ExprPlanner for JsonOperatorPlanner {
 /// Whether the path of `->`/`->>` needs DuckDB's reading function: a JSON Pointer
 /// (`j -> '/a/0'`, where a token of digits indexes an array or keys an object, whichever
 /// the document holds), a path with wildcards (`'$.*'`, `'$..a'`) or a list of paths,
-/// which select many values, given as a list.
+/// which select many values, given as a list; also the root (`'$'`, `''`: the document
+/// written back minified) and a bare key holding a `"` (which DuckDB reads as a pointer).
 fn duckdb_path(path: &Expr, schema: &DFSchema) -> Result<bool> {
     if let Expr::Literal(ScalarValue::Utf8(Some(path)), _) = path {
-        let wildcard = path.starts_with('$') && (path.contains('*') || path.contains(".."));
-        return Ok(path.starts_with('/') || wildcard);
+        let jsonpath = path.starts_with('$');
+        let wildcard = jsonpath && (path.contains('*') || path.contains(".."));
+        let root = path.is_empty() || path == "$";
+        let quoted_bare = !jsonpath && path.contains('"');
+        return Ok(path.starts_with('/') || wildcard || root || quoted_bare);
     }
     Ok(matches!(
         path.get_type(schema)?,

@@ -5,6 +5,9 @@
 //! renames a bare DuckDB name in `SET`/`RESET` to its namespaced key before planning,
 //! and `current_setting(name)` reads a setting by either name. DataFusion resets only
 //! its own settings, so `RESET name` of a mapped setting becomes `SET key = default`.
+//! A few DuckDB settings steer only DuckDB's own internals (its plan serializer, its
+//! storage file version); [`is_ignored`] names them, so that DuckDB's scripts setting them
+//! run under the DuckDB dialect. Any other unknown name is still an error.
 
 use std::sync::Arc;
 
@@ -31,6 +34,29 @@ const DUCKDB_NAMES: [Mapped; 1] = [Mapped {
     key: "geometry.json_format",
     default: "wkt",
 }];
+
+/// DuckDB settings with no meaning for Tessera (no plan serializer to verify, no DuckDB
+/// database file whose version to pin): `SET`/`RESET` of them do nothing under the DuckDB
+/// dialect. An explicit list, so that a misspelt setting is still an error.
+const IGNORED_DUCKDB_NAMES: [&str; 2] =
+    ["debug_verify_serializer", "storage_compatibility_version"];
+
+/// Whether `statement` sets or resets one of [`IGNORED_DUCKDB_NAMES`]: the caller, under
+/// the DuckDB dialect, answers it with no rows instead of planning it.
+pub fn is_ignored(statement: &Statement) -> bool {
+    let variable = match statement {
+        Statement::Statement(inner) => match inner.as_ref() {
+            ast::Statement::Set(ast::Set::SingleAssignment { variable, .. }) => variable,
+            _ => return false,
+        },
+        Statement::Reset(ResetStatement::Variable(variable)) => variable,
+        _ => return false,
+    };
+    let name = variable.to_string();
+    IGNORED_DUCKDB_NAMES
+        .iter()
+        .any(|n| n.eq_ignore_ascii_case(&name))
+}
 
 /// The mapping of a DuckDB setting name (any case), if Tessera maps it.
 fn mapped(name: &str) -> Option<&'static Mapped> {

@@ -23,13 +23,17 @@ use tessera_json::path::PathTrie;
 use tessera_json::tape::Tape;
 
 /// A tape that parses JSON as the SQL functions read it: DuckDB's reader, which takes
-/// `NaN` and `Infinity` as numbers. Ingest keeps the strict tape, since a table stores
-/// only what JSON spells.
+/// `NaN` and `Infinity` as numbers and a trailing comma in a container (`[1,2,]`).
+/// Ingest and raw scans keep the strict tape, since a table stores only what JSON spells.
 pub fn function_tape() -> Tape {
-    Tape::default().with_non_finite_numbers(true)
+    Tape::default()
+        .with_non_finite_numbers(true)
+        .with_trailing_commas(true)
 }
 
 /// A scanner for `trie` that reads JSON as the SQL functions do (see [`function_tape`]).
 pub fn function_scanner(trie: Arc<PathTrie>) -> Scanner {
-    Scanner::new(trie).with_non_finite_numbers(true)
+    Scanner::new(trie)
+        .with_non_finite_numbers(true)
+        .with_trailing_commas(true)
 }

@@ -44,6 +44,7 @@ mod table_function_names;
 mod temporary_tables;
 mod try_call;
 mod type_planner;
+mod user_types;
 
 pub use datasource::tessera::write::ingest::IngestOutcome;
 pub use datasource::tessera::write::sink::WriteProgress;

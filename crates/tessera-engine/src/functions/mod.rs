@@ -14,6 +14,7 @@
 //!   DuckDB's setting names and `current_setting`.
 
 pub mod compat;
+pub mod enum_cast;
 pub mod geometry;
 pub mod json;
 pub mod json_aggregate;

@@ -40,6 +40,7 @@ mod select_aliases;
 pub mod session;
 mod statement_walk;
 mod stores;
+mod struct_constructors;
 mod table_function_names;
 mod temporary_tables;
 mod try_call;

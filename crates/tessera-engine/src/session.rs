@@ -229,6 +229,9 @@ impl TesseraSession {
         output_names::name_outputs(&mut statement);
         group_keys::drop_cast_keys(&mut statement);
         dialect::rewrite(&mut statement, self.options().dialect);
+        if self.options().dialect == crate::options::SqlDialect::DuckDb {
+            crate::struct_constructors::rewrite(&mut statement);
+        }
         crate::functions::settings::rewrite_statement(&mut statement);
         crate::json_each_rewrite::rewrite_statement(&mut statement)?;
         let duckdb = self.options().dialect == crate::options::SqlDialect::DuckDb;

@@ -32,7 +32,7 @@ use tessera_json::tree::Json;
 use super::json_build::{TextColumn, parse_json};
 use crate::json::enum_type::{enum_labels, enum_name};
 use crate::json::json_type::{is_json, json_field};
-use crate::json::sql_types::plan_type_text;
+use crate::json::sql_types::{is_tuple, plan_type_text};
 
 /// The transform functions, ready to register.
 pub fn all_functions() -> Vec<Arc<ScalarUDF>> {
@@ -658,15 +658,20 @@ impl Converter {
         )?))
     }
 
+    /// A struct from objects by key, or a tuple (`is_tuple`) from arrays by position,
+    /// as DuckDB reads its unnamed structs.
     fn structure(&self, fields: &[(String, Target)], values: &[Option<&Json>]) -> Result<ArrayRef> {
+        let tuple = is_tuple(&Target::fields(fields));
         let mut valid = Vec::with_capacity(values.len());
         for value in values {
             match value {
                 None | Some(Json::Null) => valid.push(false),
-                Some(Json::Object(_)) => valid.push(true),
+                Some(Json::Array(_)) if tuple => valid.push(true),
+                Some(Json::Object(_)) if !tuple => valid.push(true),
                 Some(other) => {
                     self.fail::<()>(format!(
-                        "Expected OBJECT, but got {}: {}",
+                        "Expected {}, but got {}: {}",
+                        if tuple { "ARRAY" } else { "OBJECT" },
                         type_name(other),
                         other.to_text()
                     ))?;
@@ -675,10 +680,14 @@ impl Converter {
             }
         }
         let mut children = Vec::with_capacity(fields.len());
-        for (key, target) in fields {
+        for (position, (key, target)) in fields.iter().enumerate() {
             let member = values
                 .iter()
-                .map(|v| self.member(*v, key))
+                .map(|v| match (tuple, v) {
+                    (true, Some(Json::Array(items))) => Ok(items.get(position)),
+                    (true, _) => Ok(None),
+                    (false, _) => self.member(*v, key),
+                })
                 .collect::<Result<Vec<_>>>()?;
             children.push(self.build(target, &member)?);
         }

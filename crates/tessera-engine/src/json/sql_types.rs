@@ -391,6 +391,7 @@ mod tests {
             "TIME_NS",
             "JSON",
             "ENUM('a', 'it''s', 'B c')",
+            "TUPLE(INTEGER, VARCHAR)",
         ];
         // The parser reads MAP(..) and ROW(..) as words only: one-word members.
         let wrap = |t: &str| {

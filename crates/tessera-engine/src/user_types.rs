@@ -168,14 +168,20 @@ impl UserTypes {
                 *text = format!("{}{suffix}", duckdb_type_name(&field));
                 true
             }
-            Json::Array(items) => items
-                .iter_mut()
-                .fold(false, |any, j| self.resolve(j) || any),
-            Json::Object(members) => members
-                .iter_mut()
-                .fold(false, |any, (_, j)| self.resolve(j) || any),
+            Json::Array(items) => self.resolve_all(items.iter_mut()),
+            Json::Object(members) => self.resolve_all(members.iter_mut().map(|(_, j)| j)),
             _ => false,
         }
+    }
+
+    /// [`Self::resolve`] on every one of `values` (none skipped); true if it replaced
+    /// any name.
+    fn resolve_all<'a>(&self, values: impl Iterator<Item = &'a mut Json>) -> bool {
+        let mut any = false;
+        for value in values {
+            any |= self.resolve(value);
+        }
+        any
     }
 }
 

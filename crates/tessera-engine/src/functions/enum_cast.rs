@@ -120,7 +120,7 @@ impl EnumCast {
     }
 
     /// Each row's JSON value as a label.
-    fn from_json(&self, labels: &HashSet<&str>, input: &ArrayRef) -> Result<StringArray> {
+    fn labels_from_json(&self, labels: &HashSet<&str>, input: &ArrayRef) -> Result<StringArray> {
         let texts = TextColumn::new(self.name(), input)?;
         let mut tape = crate::json::function_tape();
         (0..input.len())
@@ -168,7 +168,7 @@ impl ScalarUDFImpl for EnumCast {
         let input = input.to_array(if scalar { 1 } else { args.number_rows })?;
         let labels: HashSet<&str> = self.labels.iter().map(String::as_str).collect();
         let out = match self.from_json {
-            true => self.from_json(&labels, &input)?,
+            true => self.labels_from_json(&labels, &input)?,
             false => {
                 let texts = cast(&input, &DataType::Utf8)?;
                 texts

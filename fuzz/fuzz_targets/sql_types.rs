@@ -32,6 +32,9 @@ mod json_type {
     }
 }
 
+#[path = "../../crates/tessera-engine/src/json/enum_type.rs"]
+mod enum_type;
+
 #[path = "../../crates/tessera-engine/src/json/sql_types.rs"]
 mod sql_types;
 

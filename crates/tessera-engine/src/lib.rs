@@ -41,11 +41,13 @@ mod select_aliases;
 pub mod session;
 mod statement_walk;
 mod stores;
+mod struct_constructors;
 mod table_function_names;
 mod table_statements;
 mod temporary_tables;
 mod try_call;
 mod type_planner;
+mod user_types;
 
 pub use datasource::tessera::write::ingest::IngestOutcome;
 pub use datasource::tessera::write::sink::WriteProgress;

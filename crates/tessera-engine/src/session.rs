@@ -30,6 +30,7 @@ use crate::datasource::tessera::{
 };
 use crate::dialect::{self, FractionalDivision};
 use crate::errors;
+use crate::functions::enum_cast::EnumCasts;
 use crate::functions::json_cast::JsonCasts;
 use crate::functions::operators::{JsonOperatorPlanner, check_chains};
 use crate::functions::sum::WideIntegerSum;
@@ -41,6 +42,7 @@ use crate::physical_optimizer::{CastPushdown, GroupOnCodes, IntegerTextMinMax};
 use crate::rejects::{RejectLog, RejectSummary};
 use crate::stores::StoreRegistry;
 use crate::type_planner::SqlTypePlanner;
+use crate::user_types::UserTypes;
 
 /// How to set up a session.
 #[derive(Debug, Clone, Default)]
@@ -75,6 +77,7 @@ pub struct TesseraSession {
     ctx: SessionContext,
     stores: Arc<StoreRegistry>,
     rejects: Arc<RejectLog>,
+    user_types: Arc<UserTypes>,
 }
 
 impl TesseraSession {
@@ -82,6 +85,7 @@ impl TesseraSession {
     pub fn new(s3: S3Config, options: SessionOptions) -> Result<Self> {
         let stores = Arc::new(StoreRegistry::new(StoreFactory::new(s3)));
         let rejects = Arc::new(RejectLog::default());
+        let user_types = UserTypes::new();
         let mut tessera = TesseraOptions::default();
         if let Some(on_error) = options.on_error {
             tessera.on_error = on_error;
@@ -135,6 +139,7 @@ impl TesseraSession {
         crate::json_each_rewrite::register(&mut state)?;
         state.register_function_rewrite(Arc::new(WideIntegerSum))?;
         state.register_function_rewrite(Arc::new(FractionalDivision))?;
+        state.register_function_rewrite(Arc::new(EnumCasts))?;
         state.register_function_rewrite(Arc::new(JsonCasts))?;
         state.register_function_rewrite(Arc::new(crate::functions::geometry::GeometryCasts))?;
         state.add_analyzer_rule(Arc::new(crate::functions::geometry::GeometryInserts));
@@ -165,7 +170,7 @@ impl TesseraSession {
             .with_physical_optimizer_rules(rules)
             .with_expr_planners(planners)
             .with_catalog_list(catalogs)
-            .with_type_planner(Arc::new(SqlTypePlanner))
+            .with_type_planner(Arc::new(SqlTypePlanner::new(Arc::clone(&user_types))))
             .with_physical_optimizer_rule(Arc::new(IntegerTextMinMax))
             .with_physical_optimizer_rule(Arc::new(CastPushdown))
             .with_physical_optimizer_rule(Arc::new(GroupOnCodes))
@@ -176,6 +181,7 @@ impl TesseraSession {
             ctx,
             stores,
             rejects,
+            user_types,
         })
     }
 
@@ -201,6 +207,7 @@ impl TesseraSession {
         let dialect = self.options().dialect;
         let script = dialect::prepare(script, dialect);
         let grammar = dialect::parser_dialect(dialect);
+        let script = crate::user_types::prepare(&script, grammar);
         check_chains(&script, grammar)?;
         Ok(DFParser::parse_sql_with_dialect(&script, grammar)?.into())
     }
@@ -214,10 +221,17 @@ impl TesseraSession {
         {
             return self.ctx.read_batch(tessera::describe(table).await?);
         }
+        if let Some(done) = self.user_types.execute(&statement) {
+            return done.and_then(|()| self.ctx.read_empty());
+        }
+        self.user_types.rewrite_structures(&mut statement);
         let temporary = crate::temporary_tables::rewrite(&mut statement);
         output_names::name_outputs(&mut statement);
         group_keys::drop_cast_keys(&mut statement);
         dialect::rewrite(&mut statement, self.options().dialect);
+        if self.options().dialect == crate::options::SqlDialect::DuckDb {
+            crate::struct_constructors::rewrite(&mut statement);
+        }
         crate::functions::settings::rewrite_statement(&mut statement);
         if self.options().dialect == crate::options::SqlDialect::DuckDb
             && crate::functions::settings::is_ignored(&statement)

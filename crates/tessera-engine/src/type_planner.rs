@@ -1,7 +1,8 @@
 //! The SQL types the session plans beyond DataFusion's own: `JSON` (a field marked
 //! `arrow.json`), `GEOMETRY` (WKB marked `geoarrow.wkb`) and DuckDB's other type names
-//! DataFusion lacks (`UBIGINT`, `HUGEINT`, `MAP(K, V)`, ...). One planner, since a
-//! session has one; each type's field is made where that type lives.
+//! DataFusion lacks (`UBIGINT`, `HUGEINT`, `MAP(K, V)`, ...), and the session's named
+//! types (`crate::user_types`). One planner, since a session has one; each type's field
+//! is made where that type lives.
 
 use std::sync::Arc;
 
@@ -13,14 +14,28 @@ use datafusion::sql::sqlparser::ast;
 use crate::functions::geometry;
 use crate::json::json_type::json_field;
 use crate::json::sql_types;
+use crate::user_types::UserTypes;
 
-/// Plans `JSON`, `GEOMETRY` and DuckDB's other type names onto Arrow fields, in casts,
-/// typed literals and column definitions; `JSON[]` follows as a list of JSON fields.
+/// Plans `JSON`, `GEOMETRY`, DuckDB's other type names and the session's named types
+/// onto Arrow fields, in casts, typed literals and column definitions; `JSON[]` follows
+/// as a list of JSON fields.
 #[derive(Debug, Default)]
-pub struct SqlTypePlanner;
+pub struct SqlTypePlanner {
+    user_types: Arc<UserTypes>,
+}
+
+impl SqlTypePlanner {
+    /// A planner that also plans the named types of `user_types`.
+    pub fn new(user_types: Arc<UserTypes>) -> Self {
+        Self { user_types }
+    }
+}
 
 impl TypePlanner for SqlTypePlanner {
     fn plan_type_field(&self, sql_type: &ast::DataType) -> Result<Option<FieldRef>> {
+        if let Some(field) = self.user_types.field(sql_type)? {
+            return Ok(Some(field));
+        }
         if let ast::DataType::JSON = sql_type {
             return Ok(Some(Arc::new(json_field(""))));
         }

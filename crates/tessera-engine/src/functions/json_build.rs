@@ -14,6 +14,7 @@
 use std::sync::{Arc, LazyLock};
 
 use crate::json::json_type::{is_json, json_field};
+use crate::json::sql_types::is_tuple;
 use arrow::array::{
     Array, ArrayRef, AsArray, LargeStringArray, StringArray, StringBuilder, StringViewArray,
 };
@@ -273,17 +274,21 @@ pub fn write_arrow(
             out.push(']');
         }
         DataType::Struct(fields) => {
+            // A tuple (DuckDB's unnamed struct) is an array of its members.
+            let tuple = is_tuple(fields);
             let columns = array.as_struct().columns();
-            out.push('{');
+            out.push(if tuple { '[' } else { '{' });
             for (i, (field, column)) in fields.iter().zip(columns).enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
-                push_string(out, field.name());
-                out.push(':');
+                if !tuple {
+                    push_string(out, field.name());
+                    out.push(':');
+                }
                 write_arrow(column.as_ref(), is_json(field), row, out, tape)?;
             }
-            out.push('}');
+            out.push(if tuple { ']' } else { '}' });
         }
         DataType::Map(..) => write_map(array, row, out, tape)?,
         _ => push_string(out, &display(array, row)?),

@@ -30,8 +30,9 @@ use datafusion::logical_expr::{
 use tessera_json::tree::Json;
 
 use super::json_build::{TextColumn, parse_json};
+use crate::json::enum_type::{enum_labels, enum_name};
 use crate::json::json_type::{is_json, json_field};
-use crate::json::sql_types::plan_type_text;
+use crate::json::sql_types::{is_tuple, plan_type_text};
 
 /// The transform functions, ready to register.
 pub fn all_functions() -> Vec<Arc<ScalarUDF>> {
@@ -70,6 +71,8 @@ enum Target {
     /// A string holding a UUID (`8-4-4-4-12` hex digits), lower-cased as DuckDB prints it.
     Uuid,
     Json,
+    /// An ENUM (its field): strings that are one of its labels.
+    Enum(FieldRef),
     List(Box<Target>),
     Struct(Vec<(String, Target)>),
     /// A map from an object: its keys converted to the first type (always strictly:
@@ -126,10 +129,11 @@ impl Target {
             "TIMESTAMP" => Target::Temporal(Timestamp(TimeUnit::Microsecond, None)),
             "UUID" => Target::Uuid,
             upper if upper.starts_with("DECIMAL") => Target::Decimal(decimal_type(upper)?),
-            // The other temporal types (TIME, TIMESTAMP_S, ...) as the SQL planner names them.
-            other => match plan_type_text(other).map(|f| f.data_type().clone()) {
-                Ok(t @ (Time64(_) | Timestamp(_, None))) => Target::Temporal(t),
-                _ => {
+            // The other types as the SQL planner names them: TIME, TIMESTAMP_S, ...,
+            // ENUM('a', 'b') (whose labels keep their case), lists of these.
+            other => match plan_type_text(name).ok().and_then(|f| Target::of_field(&f)) {
+                Some(target) => target,
+                None => {
                     return plan_err!(
                         "JSON structure type {other} can not be converted to a Tessera type \
                          (supported: NULL, BOOLEAN, the integer types, HUGEINT, UHUGEINT, FLOAT, \
@@ -147,6 +151,9 @@ impl Target {
         use DataType::*;
         if is_json(field) {
             return Some(Target::Json);
+        }
+        if enum_name(field).is_some() {
+            return Some(Target::Enum(Arc::new(field.clone())));
         }
         let data_type = field.data_type();
         Some(match data_type {
@@ -184,6 +191,7 @@ impl Target {
     fn field(&self, name: &str) -> Field {
         match self {
             Target::Json => json_field(name),
+            Target::Enum(field) => field.as_ref().clone().with_name(name),
             other => Field::new(name, other.data_type(), true),
         }
     }
@@ -196,7 +204,7 @@ impl Target {
                 t.clone()
             }
             Target::UHugeInt => DataType::Decimal128(38, 0),
-            Target::Varchar | Target::Uuid | Target::Json => DataType::Utf8,
+            Target::Varchar | Target::Uuid | Target::Json | Target::Enum(_) => DataType::Utf8,
             Target::List(item) => DataType::List(Arc::new(item.field("item"))),
             Target::Struct(fields) => DataType::Struct(Self::fields(fields)),
             Target::Map(key, value) => {
@@ -423,6 +431,7 @@ impl Converter {
                     .collect::<Result<StringArray>>()?;
                 self.cast_checked(&texts, data_type, &data_type.to_string())?
             }
+            Target::Enum(field) => self.labels(field, values)?,
             Target::List(item) => self.list(item, values)?,
             Target::Struct(fields) => self.structure(fields, values)?,
             Target::Map(key, value) => self.map(key, value, values)?,
@@ -544,6 +553,26 @@ impl Converter {
         }
     }
 
+    /// Strings that are labels of the ENUM `field` holds; anything else is NULL (an
+    /// error under `_strict`).
+    fn labels(&self, field: &Field, values: &[Option<&Json>]) -> Result<ArrayRef> {
+        let labels = enum_labels(field).unwrap_or_default();
+        let labels: std::collections::HashSet<&str> = labels.iter().map(String::as_str).collect();
+        let name = enum_name(field).unwrap_or("ENUM");
+        let out = values
+            .iter()
+            .map(|v| match v {
+                None | Some(Json::Null) => Ok(None),
+                Some(Json::String(s)) if labels.contains(s.as_str()) => Ok(Some(s.clone())),
+                Some(Json::String(s)) => {
+                    self.fail(format!("Could not convert string '{s}' to {name}"))
+                }
+                Some(other) => self.fail(format!("Unable to cast '{}' to ENUM", other.to_text())),
+            })
+            .collect::<Result<StringArray>>()?;
+        Ok(Arc::new(out))
+    }
+
     fn list(&self, item: &Target, values: &[Option<&Json>]) -> Result<ArrayRef> {
         let mut offsets = Vec::with_capacity(values.len() + 1);
         offsets.push(0i32);
@@ -629,15 +658,20 @@ impl Converter {
         )?))
     }
 
+    /// A struct from objects by key, or a tuple (`is_tuple`) from arrays by position,
+    /// as DuckDB reads its unnamed structs.
     fn structure(&self, fields: &[(String, Target)], values: &[Option<&Json>]) -> Result<ArrayRef> {
+        let tuple = is_tuple(&Target::fields(fields));
         let mut valid = Vec::with_capacity(values.len());
         for value in values {
             match value {
                 None | Some(Json::Null) => valid.push(false),
-                Some(Json::Object(_)) => valid.push(true),
+                Some(Json::Array(_)) if tuple => valid.push(true),
+                Some(Json::Object(_)) if !tuple => valid.push(true),
                 Some(other) => {
                     self.fail::<()>(format!(
-                        "Expected OBJECT, but got {}: {}",
+                        "Expected {}, but got {}: {}",
+                        if tuple { "ARRAY" } else { "OBJECT" },
                         type_name(other),
                         other.to_text()
                     ))?;
@@ -646,10 +680,14 @@ impl Converter {
             }
         }
         let mut children = Vec::with_capacity(fields.len());
-        for (key, target) in fields {
+        for (position, (key, target)) in fields.iter().enumerate() {
             let member = values
                 .iter()
-                .map(|v| self.member(*v, key))
+                .map(|v| match (tuple, v) {
+                    (true, Some(Json::Array(items))) => Ok(items.get(position)),
+                    (true, _) => Ok(None),
+                    (false, _) => self.member(*v, key),
+                })
                 .collect::<Result<Vec<_>>>()?;
             children.push(self.build(target, &member)?);
         }

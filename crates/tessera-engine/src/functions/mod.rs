@@ -14,6 +14,7 @@
 //!   DuckDB's setting names and `current_setting`; [`file_names`]: `parse_filename`.
 
 pub mod compat;
+pub mod enum_cast;
 pub mod file_names;
 pub mod geometry;
 pub mod json;

@@ -2,8 +2,10 @@
 //! integers (`UTINYINT` ... `UBIGINT`), `HUGEINT`/`UHUGEINT` (as `DECIMAL(38,0)`, the
 //! widest exact integer Arrow's kernels compute with), `UUID` (its text), `BLOB`, the
 //! timestamp and time units (`TIMESTAMP_S`, `TIMESTAMP_MS`, `TIMESTAMP_NS`, `TIME_NS`),
-//! and nested types whose members DataFusion cannot spell: `ROW(a JSON)`, `MAP(k, v)`,
-//! lists of these. DuckDB's tests use them in casts and column definitions.
+//! `ENUM('a', 'b')` (`super::enum_type`), and nested types whose members DataFusion
+//! cannot spell: `ROW(a JSON)`, `MAP(k, v)`, `TUPLE(INTEGER, VARCHAR)` (a struct of
+//! unnamed members, see [`is_tuple`]), lists of these. DuckDB's tests use them in casts
+//! and column definitions.
 //! [`duckdb_type_name`] goes the other way (`typeof`): an Arrow type's DuckDB name,
 //! which plans back to the same Arrow type.
 //!
@@ -15,6 +17,7 @@ use std::sync::Arc;
 use super::sql_deps::ast::{self, ArrayElemTypeDef};
 use super::sql_deps::{DataType, DuckDbDialect, Field, FieldRef, Fields, Parser, TimeUnit};
 
+use super::enum_type::{enum_field, enum_name, labels_of};
 use super::json_type::{is_json, json_field};
 
 /// Nesting of a planned type deeper than this is an error, not a deep recursion.
@@ -51,7 +54,10 @@ pub fn plan_type_text(text: &str) -> Result<Field> {
 /// Whether DataFusion lacks `sql_type` (or a member of it).
 fn needs_planning(sql_type: &ast::DataType) -> bool {
     match sql_type {
-        ast::DataType::Tuple(_) | ast::DataType::Map(..) | ast::DataType::JSON => true,
+        ast::DataType::Tuple(_)
+        | ast::DataType::Map(..)
+        | ast::DataType::JSON
+        | ast::DataType::Enum(..) => true,
         ast::DataType::Custom(..) if custom_nested(sql_type).is_some() => true,
         ast::DataType::Struct(members, _) => members.iter().any(|m| needs_planning(&m.field_type)),
         ast::DataType::Array(element) => element_type(element).is_some_and(needs_planning),
@@ -77,6 +83,11 @@ fn field(name: &str, sql_type: &ast::DataType, depth: usize) -> Result<Field> {
     }
     let data_type = match sql_type {
         ast::DataType::JSON => return Ok(json_field(name)),
+        ast::DataType::Enum(members, None) => {
+            return labels_of(members)
+                .map(|labels| enum_field(name, &labels))
+                .map_err(TypeError);
+        }
         ast::DataType::Struct(members, _) | ast::DataType::Tuple(members) => {
             let fields = members
                 .iter()
@@ -85,7 +96,7 @@ fn field(name: &str, sql_type: &ast::DataType, depth: usize) -> Result<Field> {
                     let name = m
                         .field_name
                         .as_ref()
-                        .map_or_else(|| format!("v{}", i + 1), |n| n.value.clone());
+                        .map_or_else(|| tuple_member_name(i), |n| n.value.clone());
                     field(&name, &m.field_type, depth + 1)
                 })
                 .collect::<Result<Fields>>()?;
@@ -129,6 +140,19 @@ fn custom_nested(sql_type: &ast::DataType) -> Option<Result<ast::DataType>> {
                 Box::new(parse_type(value)?),
             ))
         })),
+        ("TUPLE", types) if !types.is_empty() => {
+            let members = types
+                .iter()
+                .map(|t| {
+                    Ok(ast::StructField {
+                        field_name: None,
+                        field_type: parse_type(t)?,
+                        options: None,
+                    })
+                })
+                .collect::<Result<Vec<_>>>();
+            Some(members.map(ast::DataType::Tuple))
+        }
         ("ROW" | "STRUCT", words) if !words.is_empty() && words.len().is_multiple_of(2) => {
             let members = words
                 .chunks(2)
@@ -227,6 +251,9 @@ pub fn duckdb_type_name(field: &Field) -> String {
     if is_json(field) {
         return "JSON".to_string();
     }
+    if let Some(name) = enum_name(field) {
+        return name.to_string();
+    }
     use DataType::*;
     let name = match field.data_type() {
         Null => "\"NULL\"",
@@ -261,6 +288,7 @@ pub fn duckdb_type_name(field: &Field) -> String {
             return format!("{}[]", duckdb_type_name(item));
         }
         FixedSizeList(item, n) => return format!("{}[{n}]", duckdb_type_name(item)),
+        Struct(fields) if let Some(name) = tuple_type_name(fields) => return name,
         Struct(fields) => {
             let members: Vec<String> = fields
                 .iter()
@@ -281,6 +309,35 @@ pub fn duckdb_type_name(field: &Field) -> String {
         other => return other.to_string(),
     };
     name.to_string()
+}
+
+/// The name of member `index` (from 0) of a tuple: `v1`, `v2`, ...
+pub fn tuple_member_name(index: usize) -> String {
+    format!("v{}", index + 1)
+}
+
+/// Whether a struct of `fields` is a tuple (DuckDB's unnamed struct: `row(1, 'a')`,
+/// `TUPLE(INTEGER, VARCHAR)`, which `to_json` writes as an array): its members are
+/// named `v1`, `v2`, ... in order, as Tessera names unnamed members.
+pub fn is_tuple(fields: &Fields) -> bool {
+    !fields.is_empty()
+        && fields
+            .iter()
+            .enumerate()
+            .all(|(i, f)| f.name() == &tuple_member_name(i))
+}
+
+/// `TUPLE(INTEGER, VARCHAR)` for a tuple whose member types are single words (the
+/// parser reads `TUPLE(..)` as words only); `None` otherwise, which names it a struct.
+fn tuple_type_name(fields: &Fields) -> Option<String> {
+    if !is_tuple(fields) {
+        return None;
+    }
+    let members: Vec<String> = fields.iter().map(|f| duckdb_type_name(f)).collect();
+    let words = members
+        .iter()
+        .all(|m| m.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+    words.then(|| format!("TUPLE({})", members.join(", ")))
 }
 
 /// A struct member's name as DuckDB writes it in a type: quoted unless it is a plain
@@ -333,6 +390,8 @@ mod tests {
             "TIMESTAMP_NS",
             "TIME_NS",
             "JSON",
+            "ENUM('a', 'it''s', 'B c')",
+            "TUPLE(INTEGER, VARCHAR)",
         ];
         // The parser reads MAP(..) and ROW(..) as words only: one-word members.
         let wrap = |t: &str| {

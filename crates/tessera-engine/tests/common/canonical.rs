@@ -120,6 +120,16 @@ fn time(array: &dyn Array, row: usize, unit: &TimeUnit) -> Option<String> {
     Some(format!("{}{}", value.format("%H:%M:%S"), fraction(nanos)))
 }
 
+/// Whether a struct of `fields` is a tuple: its members named `v1`, `v2`, ... in order,
+/// as Tessera names a struct's unnamed members.
+fn is_tuple(fields: &arrow::datatypes::Fields) -> bool {
+    !fields.is_empty()
+        && fields
+            .iter()
+            .enumerate()
+            .all(|(i, f)| f.name() == &format!("v{}", i + 1))
+}
+
 /// Lists, structs, maps and dictionaries; any other type in Arrow's display form.
 fn nested_value(array: &dyn Array, row: usize, nested: bool) -> String {
     let list = |values: &dyn Array| -> String {
@@ -130,6 +140,16 @@ fn nested_value(array: &dyn Array, row: usize, nested: bool) -> String {
         DataType::List(_) => list(array.as_list::<i32>().value(row).as_ref()),
         DataType::LargeList(_) => list(array.as_list::<i64>().value(row).as_ref()),
         DataType::FixedSizeList(..) => list(array.as_fixed_size_list().value(row).as_ref()),
+        // A tuple (members `v1`, `v2`, ...: DuckDB's unnamed struct, a Python tuple)
+        // prints as a list, as the port prints a tuple.
+        DataType::Struct(fields) if is_tuple(fields) => {
+            let columns = array.as_struct().columns();
+            let items: Vec<String> = columns
+                .iter()
+                .map(|c| value(c.as_ref(), row, true))
+                .collect();
+            format!("[{}]", items.join(", "))
+        }
         DataType::Struct(fields) => {
             let columns = array.as_struct().columns();
             let items: Vec<String> = fields

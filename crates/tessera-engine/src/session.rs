@@ -30,6 +30,7 @@ use crate::datasource::tessera::{
 };
 use crate::dialect::{self, FractionalDivision};
 use crate::errors;
+use crate::functions::integer_128::WideIntegerShifts;
 use crate::functions::json_cast::JsonCasts;
 use crate::functions::operators::{JsonOperatorPlanner, check_chains};
 use crate::functions::sum::WideIntegerSum;
@@ -134,6 +135,7 @@ impl TesseraSession {
         };
         crate::json_each_rewrite::register(&mut state)?;
         state.register_function_rewrite(Arc::new(WideIntegerSum))?;
+        state.register_function_rewrite(Arc::new(WideIntegerShifts))?;
         state.register_function_rewrite(Arc::new(FractionalDivision))?;
         state.register_function_rewrite(Arc::new(JsonCasts))?;
         state.register_function_rewrite(Arc::new(crate::functions::geometry::GeometryCasts))?;

@@ -15,6 +15,7 @@
 
 pub mod compat;
 pub mod geometry;
+pub mod integer_128;
 pub mod json;
 pub mod json_aggregate;
 pub mod json_build;

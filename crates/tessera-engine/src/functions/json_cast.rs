@@ -12,7 +12,8 @@
 //!   or array, or a value out of the type's range, is an error;
 //! - JSON to structs, lists, maps, decimals and temporal types converts as
 //!   `json_transform` does (`CAST` as `json_transform_strict`);
-//! - JSON to text is the JSON text itself.
+//! - JSON to text is the JSON text itself; to `UUID` (held as text), the string's
+//!   text; to `BIT` and `BIGNUM` an error, as in DuckDB.
 
 use std::sync::Arc;
 
@@ -21,7 +22,7 @@ use arrow::compute::{CastOptions, cast_with_options};
 use arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::Transformed;
-use datafusion::common::{DFSchema, Result, exec_err};
+use datafusion::common::{DFSchema, Result, exec_err, plan_err};
 use datafusion::logical_expr::expr::{Cast, ScalarFunction, TryCast};
 use datafusion::logical_expr::expr_rewriter::FunctionRewrite;
 use datafusion::logical_expr::{
@@ -34,6 +35,7 @@ use tessera_json::tape::{Kind, Tape};
 use super::json_build::{TextColumn, to_json};
 use super::json_transform::{convert_json, converts_to};
 use crate::json::json_type::{is_json, json_return_field};
+use crate::json::sql_types::MarkedType;
 
 /// Keys a validating tape may intern before it is replaced: the tape keeps every key it
 /// has seen, and a column of documents with ever new keys must not grow it without end.
@@ -64,15 +66,23 @@ impl FunctionRewrite for JsonCasts {
             _ => return Ok(Transformed::no(expr)),
         };
         let (_, source) = inner.to_field(schema)?;
+        if is_json(&source)
+            && let Some(unread) = unread_from_json(target)
+        {
+            return plan_err!(
+                "Cannot read a value of type {} from a json file",
+                unread.sql_name()
+            );
+        }
         let conversion = match (is_json(&source), is_json(target)) {
-            (false, true) if is_text(source.data_type()) => Conversion::Validate,
+            (false, true) if is_plain_text(&source) => Conversion::Validate,
             (false, true) if !source.data_type().is_null() => {
                 let call = to_json().call(vec![*inner.clone()]);
                 return Ok(Transformed::yes(call));
             }
             (true, false) => match Target::of(target.data_type()) {
                 Some(to) => Conversion::Read(to),
-                None if is_text(target.data_type()) => return Ok(Transformed::no(expr)),
+                None if is_plain_text(target) => return Ok(Transformed::no(expr)),
                 None if converts_to(target) => Conversion::Convert(Arc::clone(target)),
                 None => return Ok(Transformed::no(expr)),
             },
@@ -85,6 +95,17 @@ impl FunctionRewrite for JsonCasts {
         ));
         Ok(Transformed::yes(call))
     }
+}
+
+/// Text that is just text: not a type held as text (`UUID`, `BIT`), whose JSON is a
+/// string.
+fn is_plain_text(field: &Field) -> bool {
+    is_text(field.data_type()) && MarkedType::of(field).is_none()
+}
+
+/// DuckDB's types that it reads from no JSON value (`BIT`, `BIGNUM`).
+fn unread_from_json(field: &Field) -> Option<MarkedType> {
+    MarkedType::of(field).filter(|t| matches!(t, MarkedType::Bit | MarkedType::Bignum))
 }
 
 fn is_text(data_type: &DataType) -> bool {

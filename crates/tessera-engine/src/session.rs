@@ -226,6 +226,7 @@ impl TesseraSession {
         let reads =
             crate::datasource::read_json::resolve(&self.ctx, &mut statement, duckdb).await?;
         crate::dot_names::rewrite(&mut statement);
+        crate::insert_casts::rewrite(&self.ctx, &mut statement).await?;
         let dialect = self.options().dialect;
         let plan = crate::select_aliases::plan(&self.ctx.state(), statement, dialect).await;
         reads.release(&self.ctx)?;

@@ -17,7 +17,9 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, BooleanBuilder, Float64Builder, Int64Builder};
+use arrow::array::{
+    Array, ArrayRef, AsArray, BooleanBuilder, Float64Builder, Int64Builder, ListArray,
+};
 use arrow::compute::{CastOptions, cast_with_options};
 use arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::config::ConfigOptions;
@@ -495,4 +497,41 @@ fn read(texts: &TextColumn, rows: usize, target: Target, strict: bool) -> Result
         Ok(out) => Ok(out),
         Err(row) => failed(texts.get(row).unwrap_or_default()),
     }
+}
+
+/// Whether `data_type` is a list of text (any string and list layout), which
+/// `CAST(x AS JSON[])` reads item by item ([`text_items_as_json`]).
+pub(crate) fn is_text_list(data_type: &DataType) -> bool {
+    match data_type {
+        DataType::List(item) | DataType::LargeList(item) | DataType::ListView(item) => {
+            is_text(item.data_type()) || item.data_type().is_null()
+        }
+        _ => false,
+    }
+}
+
+/// The list type a list of text is coerced to before [`text_items_as_json`].
+pub(crate) fn text_list_type() -> DataType {
+    DataType::List(Arc::new(Field::new_list_field(DataType::Utf8View, true)))
+}
+
+/// `CAST(list AS JSON[])` of a list of text (of [`text_list_type`]): each item checked
+/// as JSON and kept as written, as DuckDB casts text to JSON; an item that is not JSON
+/// is an error, or NULL when `try_cast`.
+pub(crate) fn text_items_as_json(lists: &ArrayRef, try_cast: bool) -> Result<ArrayRef> {
+    let Some(lists) = lists.as_list_opt::<i32>() else {
+        return exec_err!("CAST AS JSON[] expects a list, not {}", lists.data_type());
+    };
+    let items = cast_with_options(lists.values(), &DataType::Utf8, &CastOptions::default())?;
+    let texts = TextColumn::new("CAST AS JSON[]", &items)?;
+    let checked = validate(&texts, &items, !try_cast)?;
+    let checked = cast_with_options(&checked, &DataType::Utf8View, &CastOptions::default())?;
+    let field = Arc::new(Field::new_list_field(DataType::Utf8View, true));
+    let out = ListArray::try_new(
+        field,
+        lists.offsets().clone(),
+        checked,
+        lists.nulls().cloned(),
+    )?;
+    Ok(Arc::new(out))
 }

@@ -3,6 +3,7 @@
 //! widest exact integer Arrow's kernels compute with), `BIGNUM` (the same, marked),
 //! `UUID` and `BIT` (their text, marked: [`MarkedType`]), `BLOB`, the
 //! timestamp and time units (`TIMESTAMP_S`, `TIMESTAMP_MS`, `TIMESTAMP_NS`, `TIME_NS`),
+//! `TIMESTAMPTZ` (microseconds in UTC),
 //! and nested types whose members DataFusion cannot spell: `ROW(a JSON)`, `MAP(k, v)`,
 //! lists of these. DuckDB's tests use them in casts and column definitions.
 //! [`duckdb_type_name`] goes the other way (`typeof`): an Arrow type's DuckDB name,
@@ -20,6 +21,9 @@ use super::json_type::{is_json, json_field};
 
 /// Nesting of a planned type deeper than this is an error, not a deep recursion.
 const NESTING_MAX: usize = 64;
+
+/// The time zone of `TIMESTAMPTZ` values, which DuckDB shows in UTC.
+const UTC_OFFSET: &str = "+00:00";
 
 /// Where a field names its extension type (Arrow's convention).
 const EXTENSION_NAME_KEY: &str = "ARROW:extension:name";
@@ -240,6 +244,12 @@ fn scalar_type(sql_type: &ast::DataType) -> Option<(DataType, bool)> {
         S::Date => DataType::Date32,
         S::Timestamp(_, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) => {
             DataType::Timestamp(TimeUnit::Microsecond, None)
+        }
+        // DuckDB's TIMESTAMPTZ: microseconds, shown in UTC (DataFusion would take the
+        // session's time zone, none by default, and lose the zone).
+        S::Timestamp(_, ast::TimezoneInfo::Tz | ast::TimezoneInfo::WithTimeZone) => {
+            let utc = DataType::Timestamp(TimeUnit::Microsecond, Some(UTC_OFFSET.into()));
+            return Some((utc, true));
         }
         S::Time(_, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) => {
             DataType::Time64(TimeUnit::Microsecond)

@@ -2,9 +2,9 @@
 //! `JSON` columns, converted as DuckDB converts them (`CAST`, so `JsonCasts` reads or
 //! writes the JSON). DataFusion checks an insert's types while planning it, before any
 //! analyzer rewrite, and has no cast between text and a struct or map (and casts a list
-//! to text in Arrow's form, not as JSON); so the statement gets the casts first: its
-//! source becomes `SELECT CAST(c1 AS <column type>), c2, ... FROM (<source>) AS s(c1,
-//! c2, ...)` where a column needs one.
+//! to text in Arrow's form, not as JSON); so the statement gets the casts first: in
+//! each row of a `VALUES` source, around any other source as `SELECT CAST(c1 AS <column
+//! type>), c2, ... FROM (<source>) AS s(c1, c2, ...)`.
 
 use std::sync::Arc;
 
@@ -53,19 +53,15 @@ pub(crate) async fn rewrite(ctx: &SessionContext, statement: &mut Statement) -> 
     let Some(targets) = targets else {
         return Ok(());
     };
-    let query = Statement::Statement(Box::new(ast::Statement::Query(source.clone())));
-    let Ok(plan) = ctx.state().statement_to_plan(query).await else {
-        return Ok(());
+    let casts = match source.body.as_ref() {
+        // A VALUES list's own types are of no use: its rows' fields lose the JSON mark,
+        // and rows of JSON and NULL need not plan alone.
+        ast::SetExpr::Values(_) => targets.iter().map(|to| through_json(to)).collect(),
+        _ => match source_casts(ctx, source, &targets).await {
+            Some(casts) => casts,
+            None => return Ok(()),
+        },
     };
-    let sources = plan.schema().fields();
-    if sources.len() != targets.len() {
-        return Ok(());
-    }
-    let casts: Vec<Option<Vec<String>>> = sources
-        .iter()
-        .zip(&targets)
-        .map(|(from, to)| cast_type(from, to))
-        .collect();
     if casts.iter().all(Option::is_none) {
         return Ok(());
     }
@@ -73,6 +69,32 @@ pub(crate) async fn rewrite(ctx: &SessionContext, statement: &mut Statement) -> 
         insert.source = Some(query);
     }
     Ok(())
+}
+
+/// The casts the columns of a query `source` inserted into `targets` need; `None` when
+/// it does not plan on its own.
+async fn source_casts(
+    ctx: &SessionContext,
+    source: &ast::Query,
+    targets: &[Arc<Field>],
+) -> Option<Vec<Option<Vec<String>>>> {
+    let query = Statement::Statement(Box::new(ast::Statement::Query(Box::new(source.clone()))));
+    let plan = ctx.state().statement_to_plan(query).await.ok()?;
+    let sources = plan.schema().fields();
+    (sources.len() == targets.len()).then(|| {
+        sources
+            .iter()
+            .zip(targets)
+            .map(|(from, to)| cast_type(from, to))
+            .collect()
+    })
+}
+
+/// Text (or JSON) into a struct or map column is read as JSON: `CAST(CAST(x AS JSON)
+/// AS t)`; `None` for other columns.
+fn through_json(to: &Field) -> Option<Vec<String>> {
+    matches!(to.data_type(), DataType::Struct(_) | DataType::Map(..))
+        .then(|| vec!["JSON".to_string(), duckdb_type_name(to)])
 }
 
 /// Whether a column of `field`'s type takes a JSON value by a conversion DataFusion
@@ -84,20 +106,19 @@ fn converts(field: &Field) -> bool {
     )
 }
 
-/// The SQL types (cast to in turn) a value of `from` inserted into a column
-/// `to` is cast to first, if it needs a cast: JSON into a nested column, a nested value
-/// into a JSON column; text into a struct or map column is read as JSON (a `VALUES`
-/// row's field has lost the `JSON` mark, and DataFusion casts no text to a struct).
+/// The SQL types (cast to in turn) a value of `from` inserted into a column `to` is
+/// cast to first, if it needs a cast: JSON into a nested column, a nested value into a
+/// JSON column; text into a struct or map column is read as JSON (DataFusion casts no
+/// text to a struct).
 fn cast_type(from: &Field, to: &Field) -> Option<Vec<String>> {
     let text = matches!(
         from.data_type(),
         DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8
     );
-    let keyed = matches!(to.data_type(), DataType::Struct(_) | DataType::Map(..));
     if (is_json(from) && converts(to) && !is_json(to)) || (is_json(to) && converts(from)) {
         Some(vec![duckdb_type_name(to)])
-    } else if text && keyed {
-        Some(vec!["JSON".to_string(), duckdb_type_name(to)])
+    } else if text {
+        through_json(to)
     } else {
         None
     }

@@ -66,7 +66,7 @@ enum Target {
     Float(DataType),
     /// `Decimal128(precision, scale)`, from numbers through double as DuckDB converts.
     Decimal(DataType),
-    /// `Date32` or `Timestamp(Microsecond)`, from strings by Arrow's cast.
+    /// `Date32`, a `Timestamp`, a `Time64` or an `Interval`, from strings by Arrow's cast.
     Temporal(DataType),
     Varchar,
     /// A string holding a UUID (`8-4-4-4-12` hex digits), lower-cased as DuckDB prints it.
@@ -167,7 +167,7 @@ impl Target {
             Decimal128(38, 0) => Target::Integer(data_type.clone()),
             Decimal128(..) => Target::Decimal(data_type.clone()),
             Float32 | Float64 => Target::Float(data_type.clone()),
-            Date32 | Timestamp(..) | Time64(_) => Target::Temporal(data_type.clone()),
+            Date32 | Timestamp(..) | Time64(_) | Interval(_) => Target::Temporal(data_type.clone()),
             // Built as Utf8; the caller casts to the view or large layout.
             Utf8 | Utf8View | LargeUtf8 => Target::Varchar,
             Binary if !is_geometry(field) => Target::Blob,

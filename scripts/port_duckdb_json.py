@@ -24,6 +24,7 @@ Canonical text of a value (kept in step with canonical.rs):
 - Blobs: printable ASCII as is, other bytes (and `\\`) as `\\xNN`.
 - Dates `2020-01-02`, times `10:00:00.5`, timestamps `2020-01-02 10:00:00.5` (fraction
   without trailing zeros), with `+00` appended for timestamps with a time zone (in UTC).
+- Intervals as Python prints a `timedelta` (`1 day, 0:00:00`; a month is 30 days).
 - Lists and arrays `[a, b]`, structs `{'k': v}`, maps `{k=v}` (keys and values nested).
 A cell holding line breaks continues on rows of its own (one per further line); an empty
 line is written `(empty)`. Cells of a row are separated by a tab.

@@ -11,6 +11,7 @@
 //!   are replaced before parsing, since sqlparser only parses a parenthesized list there;
 //! - `/` between integers or decimals divides with a fractional result (`DOUBLE`), as
 //!   in DuckDB, instead of PostgreSQL's integer division;
+//! - `1.2` is a decimal (`DECIMAL(2,1)`), `1e2` a `DOUBLE`, `5_000` is 5000;
 //! - NULLs sort last in both directions unless `NULLS FIRST` says otherwise
 //!   (`datafusion.sql_parser.default_null_ordering = 'nulls_last'`).
 
@@ -39,6 +40,7 @@ use datafusion::sql::sqlparser::dialect::{
     Dialect as ParserDialect, DuckDbDialect, PostgreSqlDialect, Precedence,
 };
 
+mod number_literals;
 mod prepare;
 
 use crate::options::{SqlDialect, TesseraOptions};
@@ -90,6 +92,11 @@ impl ParserDialect for DuckDbGrammar {
         }
     }
 
+    /// DuckDB reads `5_000` as 5000 (sqlparser's `DuckDbDialect` does not say so).
+    fn supports_numeric_literal_underscores(&self) -> bool {
+        true
+    }
+
     as_duckdb!(
         supports_trailing_commas,
         supports_filter_during_aggregation,
@@ -133,6 +140,8 @@ pub(crate) fn configure(config: &mut ConfigOptions) {
     };
     config.sql_parser.dialect = grammar;
     config.sql_parser.default_null_ordering = nulls.to_string();
+    // DuckDB reads `1.2` as DECIMAL(2,1), not DOUBLE.
+    config.sql_parser.parse_float_as_decimal = matches!(of(config), SqlDialect::DuckDb);
 }
 
 /// `script` as the parser of `dialect` should see it: under 'duckdb', DuckDB's text
@@ -151,6 +160,7 @@ pub(crate) fn rewrite(statement: &mut Statement, dialect: SqlDialect) {
         return;
     }
     let _ = statement_walk::walk(statement, &mut IntegerDivisions);
+    let _ = statement_walk::walk(statement, &mut number_literals::ExponentDoubles);
     crate::table_function_names::rewrite(statement);
     crate::order_by_all::rewrite(statement);
 }

@@ -27,6 +27,7 @@ pub mod errors;
 mod functions;
 mod group_keys;
 mod hidden_columns;
+mod insert_casts;
 mod json;
 mod json_each_rewrite;
 mod json_each_subquery;

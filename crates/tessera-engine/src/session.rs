@@ -31,6 +31,7 @@ use crate::datasource::tessera::{
 use crate::dialect::{self, FractionalDivision};
 use crate::errors;
 use crate::functions::enum_cast::EnumCasts;
+use crate::functions::integer_128::WideIntegerShifts;
 use crate::functions::json_cast::JsonCasts;
 use crate::functions::operators::{JsonOperatorPlanner, check_chains};
 use crate::functions::sum::WideIntegerSum;
@@ -138,6 +139,7 @@ impl TesseraSession {
         };
         crate::json_each_rewrite::register(&mut state)?;
         state.register_function_rewrite(Arc::new(WideIntegerSum))?;
+        state.register_function_rewrite(Arc::new(WideIntegerShifts))?;
         state.register_function_rewrite(Arc::new(FractionalDivision))?;
         state.register_function_rewrite(Arc::new(EnumCasts))?;
         state.register_function_rewrite(Arc::new(JsonCasts))?;
@@ -247,6 +249,7 @@ impl TesseraSession {
             return Err(e);
         }
         crate::dot_names::rewrite(&mut statement);
+        crate::insert_casts::rewrite(&self.ctx, &mut statement).await?;
         let dialect = self.options().dialect;
         let plan = crate::select_aliases::plan(&self.ctx.state(), statement, dialect).await;
         reads.release(&self.ctx)?;

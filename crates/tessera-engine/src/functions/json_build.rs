@@ -14,13 +14,13 @@
 use std::sync::{Arc, LazyLock};
 
 use crate::json::json_type::{is_json, json_field};
-use crate::json::sql_types::is_tuple;
+use crate::json::sql_types::{MarkedType, is_tuple};
 use arrow::array::{
     Array, ArrayRef, AsArray, LargeStringArray, StringArray, StringBuilder, StringViewArray,
 };
 use arrow::datatypes::{
-    DataType, FieldRef, Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type,
-    Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+    DataType, Field, FieldRef, Float16Type, Float32Type, Float64Type, Int8Type, Int16Type,
+    Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, plan_err};
@@ -133,7 +133,9 @@ impl ScalarUDFImpl for JsonBuild {
                 return plan_err!("{}() takes one argument", self.name);
             }
             Build::Minify
-                if !is_text(fields[0].data_type()) && !fields[0].data_type().is_null() =>
+                if !is_text(fields[0].data_type())
+                    && !fields[0].data_type().is_null()
+                    && !written_as_string(&fields[0]) =>
             {
                 return plan_err!("json() takes JSON text, not {}", fields[0].data_type());
             }
@@ -165,6 +167,11 @@ impl ScalarUDFImpl for JsonBuild {
                 write_arrow(arrays[0].as_ref(), is_json(&fields[0]), row, out, &mut tape)
                     .map(|()| true)
             }
+            // A BLOB, UUID or BIT is its text as a JSON string, as `to_json` writes it.
+            Build::Minify if written_as_string(&fields[0]) => match arrays[0].is_null(row) {
+                true => Ok(false),
+                false => write_arrow(arrays[0].as_ref(), false, row, out, &mut tape).map(|()| true),
+            },
             Build::Minify => match TextColumn::new(name, &arrays[0])?.get(row) {
                 Some(text) => {
                     parse_json(name, row, text, &mut tape)?.write(out);
@@ -178,6 +185,17 @@ impl ScalarUDFImpl for JsonBuild {
     fn documentation(&self) -> Option<&Documentation> {
         Some(&DOCS)
     }
+}
+
+/// Whether `json(x)` of a value of `field` writes it as a JSON string: a `BLOB`, or
+/// a type held as text (`UUID`, `BIT`).
+fn written_as_string(field: &Field) -> bool {
+    let binary = matches!(
+        field.data_type(),
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView
+    );
+    (binary && !super::geometry::is_geometry(field))
+        || MarkedType::of(field).is_some_and(MarkedType::is_text)
 }
 
 fn is_text(data_type: &DataType) -> bool {
@@ -342,12 +360,25 @@ fn write_map(array: &dyn Array, row: usize, out: &mut String, tape: &mut Tape) -
 /// A value's text as DuckDB casts it to VARCHAR, for the types JSON has no form of
 /// (dates, times, intervals, binaries).
 pub(crate) fn display(array: &dyn Array, row: usize) -> Result<String> {
+    if let Some(bytes) = binary_value(array, row) {
+        return Ok(crate::json::cast_text::blob_text(bytes));
+    }
     let options = FormatOptions::default()
         .with_timestamp_format(Some("%Y-%m-%d %H:%M:%S%.f"))
         .with_timestamp_tz_format(Some("%Y-%m-%d %H:%M:%S%.f%:z"));
     Ok(ArrayFormatter::try_new(array, &options)?
         .value(row)
         .to_string())
+}
+
+/// Row `row` of a binary column (of any layout), `None` for other types.
+fn binary_value(array: &dyn Array, row: usize) -> Option<&[u8]> {
+    match array.data_type() {
+        DataType::Binary => Some(array.as_binary::<i32>().value(row)),
+        DataType::LargeBinary => Some(array.as_binary::<i64>().value(row)),
+        DataType::BinaryView => Some(array.as_binary_view().value(row)),
+        _ => None,
+    }
 }
 
 /// A column of text, whichever Arrow string type holds it.

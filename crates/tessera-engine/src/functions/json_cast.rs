@@ -12,16 +12,19 @@
 //!   or array, or a value out of the type's range, is an error;
 //! - JSON to structs, lists, maps, decimals and temporal types converts as
 //!   `json_transform` does (`CAST` as `json_transform_strict`);
-//! - JSON to text is the JSON text itself.
+//! - JSON to text is the JSON text itself; to `UUID` (held as text), the string's
+//!   text; to `BIT` and `BIGNUM` an error, as in DuckDB.
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, BooleanBuilder, Float64Builder, Int64Builder};
+use arrow::array::{
+    Array, ArrayRef, AsArray, BooleanBuilder, Float64Builder, Int64Builder, ListArray,
+};
 use arrow::compute::{CastOptions, cast_with_options};
 use arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::Transformed;
-use datafusion::common::{DFSchema, Result, exec_err};
+use datafusion::common::{DFSchema, Result, exec_err, plan_err};
 use datafusion::logical_expr::expr::{Cast, ScalarFunction, TryCast};
 use datafusion::logical_expr::expr_rewriter::FunctionRewrite;
 use datafusion::logical_expr::{
@@ -34,6 +37,7 @@ use tessera_json::tape::{Kind, Tape};
 use super::json_build::{TextColumn, to_json};
 use super::json_transform::{convert_json, converts_to};
 use crate::json::json_type::{is_json, json_return_field};
+use crate::json::sql_types::MarkedType;
 
 /// Keys a validating tape may intern before it is replaced: the tape keeps every key it
 /// has seen, and a column of documents with ever new keys must not grow it without end.
@@ -64,15 +68,23 @@ impl FunctionRewrite for JsonCasts {
             _ => return Ok(Transformed::no(expr)),
         };
         let (_, source) = inner.to_field(schema)?;
+        if is_json(&source)
+            && let Some(unread) = unread_from_json(target)
+        {
+            return plan_err!(
+                "Cannot read a value of type {} from a json file",
+                unread.sql_name()
+            );
+        }
         let conversion = match (is_json(&source), is_json(target)) {
-            (false, true) if is_text(source.data_type()) => Conversion::Validate,
+            (false, true) if is_plain_text(&source) => Conversion::Validate,
             (false, true) if !source.data_type().is_null() => {
                 let call = to_json().call(vec![*inner.clone()]);
                 return Ok(Transformed::yes(call));
             }
             (true, false) => match Target::of(target.data_type()) {
                 Some(to) => Conversion::Read(to),
-                None if is_text(target.data_type()) => return Ok(Transformed::no(expr)),
+                None if is_plain_text(target) => return Ok(Transformed::no(expr)),
                 None if converts_to(target) => Conversion::Convert(Arc::clone(target)),
                 None => return Ok(Transformed::no(expr)),
             },
@@ -85,6 +97,17 @@ impl FunctionRewrite for JsonCasts {
         ));
         Ok(Transformed::yes(call))
     }
+}
+
+/// Text that is just text: not a type held as text (`UUID`, `BIT`), whose JSON is a
+/// string.
+fn is_plain_text(field: &Field) -> bool {
+    is_text(field.data_type()) && MarkedType::of(field).is_none()
+}
+
+/// DuckDB's types that it reads from no JSON value (`BIT`, `BIGNUM`).
+fn unread_from_json(field: &Field) -> Option<MarkedType> {
+    MarkedType::of(field).filter(|t| matches!(t, MarkedType::Bit | MarkedType::Bignum))
 }
 
 fn is_text(data_type: &DataType) -> bool {
@@ -474,4 +497,41 @@ fn read(texts: &TextColumn, rows: usize, target: Target, strict: bool) -> Result
         Ok(out) => Ok(out),
         Err(row) => failed(texts.get(row).unwrap_or_default()),
     }
+}
+
+/// Whether `data_type` is a list of text (any string and list layout), which
+/// `CAST(x AS JSON[])` reads item by item ([`text_items_as_json`]).
+pub(crate) fn is_text_list(data_type: &DataType) -> bool {
+    match data_type {
+        DataType::List(item) | DataType::LargeList(item) | DataType::ListView(item) => {
+            is_text(item.data_type()) || item.data_type().is_null()
+        }
+        _ => false,
+    }
+}
+
+/// The list type a list of text is coerced to before [`text_items_as_json`].
+pub(crate) fn text_list_type() -> DataType {
+    DataType::List(Arc::new(Field::new_list_field(DataType::Utf8View, true)))
+}
+
+/// `CAST(list AS JSON[])` of a list of text (of [`text_list_type`]): each item checked
+/// as JSON and kept as written, as DuckDB casts text to JSON; an item that is not JSON
+/// is an error, or NULL when `try_cast`.
+pub(crate) fn text_items_as_json(lists: &ArrayRef, try_cast: bool) -> Result<ArrayRef> {
+    let Some(lists) = lists.as_list_opt::<i32>() else {
+        return exec_err!("CAST AS JSON[] expects a list, not {}", lists.data_type());
+    };
+    let items = cast_with_options(lists.values(), &DataType::Utf8, &CastOptions::default())?;
+    let texts = TextColumn::new("CAST AS JSON[]", &items)?;
+    let checked = validate(&texts, &items, !try_cast)?;
+    let checked = cast_with_options(&checked, &DataType::Utf8View, &CastOptions::default())?;
+    let field = Arc::new(Field::new_list_field(DataType::Utf8View, true));
+    let out = ListArray::try_new(
+        field,
+        lists.offsets().clone(),
+        checked,
+        lists.nulls().cloned(),
+    )?;
+    Ok(Arc::new(out))
 }

@@ -36,6 +36,7 @@ use tessera_json::tape::{Kind, ParseError};
 
 mod walk;
 
+use super::json_cast;
 use walk::escape_key;
 pub use walk::{Row, Walk, Walker, write_json};
 
@@ -581,7 +582,8 @@ fn literal_text(value: &ScalarValue) -> Result<Option<String>> {
 /// `CAST(x AS JSON[])`: the elements of a JSON array as a list of JSON texts (written
 /// as DuckDB writes them); NULL stays NULL, anything but an array is an error, or NULL
 /// under `TRY_CAST` (the second argument `true`). With the third argument `true`,
-/// `null` elements are SQL NULL (DuckDB's cast of a JSON value, not of text).
+/// `null` elements are SQL NULL (DuckDB's cast of a JSON value, not of text). A list
+/// of text is cast item by item, each kept as written (`json_cast::text_items_as_json`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct JsonList {
     signature: Signature,
@@ -609,6 +611,13 @@ impl ScalarUDFImpl for JsonList {
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
         match arg_types {
+            [list, DataType::Boolean, DataType::Boolean] if json_cast::is_text_list(list) => {
+                Ok(vec![
+                    json_cast::text_list_type(),
+                    DataType::Boolean,
+                    DataType::Boolean,
+                ])
+            }
             [json, DataType::Boolean, DataType::Boolean] => {
                 let mut out = coerce_text_args("CAST AS JSON[]", std::slice::from_ref(json), 0)?;
                 out.extend([DataType::Boolean, DataType::Boolean]);
@@ -635,6 +644,10 @@ impl ScalarUDFImpl for JsonList {
             )
         };
         let (try_cast, sql_nulls) = (flag(1), flag(2));
+        if matches!(docs.data_type(), DataType::List(_)) {
+            let items = json_cast::text_items_as_json(&docs, try_cast)?;
+            return Ok(ColumnarValue::Array(items));
+        }
         let mut list = ListBuilder::new(StringViewBuilder::new())
             .with_field(Arc::new(Field::new_list_field(DataType::Utf8View, true)));
         let mut tape = crate::json::function_tape();

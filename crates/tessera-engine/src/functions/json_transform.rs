@@ -10,13 +10,14 @@
 //! a list is asked for is a NULL list, a non-object where a struct is asked for a
 //! struct of NULLs (both errors under `_strict`, as are missing and duplicated keys).
 //! `DECIMAL(p,s)` takes numbers through double (rounding half away from zero),
-//! `DATE` and `TIMESTAMP` take strings Arrow's cast reads.
+//! `DATE` and `TIMESTAMP` take strings Arrow's cast reads. `BLOB` takes a string's
+//! bytes and any other value's JSON text.
 
 use std::sync::{Arc, LazyLock};
 
 use arrow::array::{
-    Array, ArrayRef, BooleanArray, Decimal128Array, Float64Array, ListArray, MapArray, StringArray,
-    StructArray, new_null_array,
+    Array, ArrayRef, BinaryArray, BooleanArray, Decimal128Array, Float64Array, ListArray, MapArray,
+    StringArray, StructArray, new_null_array,
 };
 use arrow::buffer::{NullBuffer, OffsetBuffer};
 use arrow::compute::{CastOptions, cast, cast_with_options};
@@ -29,10 +30,11 @@ use datafusion::logical_expr::{
 };
 use tessera_json::tree::Json;
 
+use super::geometry::is_geometry;
 use super::json_build::{TextColumn, parse_json};
 use crate::json::enum_type::{enum_labels, enum_name};
 use crate::json::json_type::{is_json, json_field};
-use crate::json::sql_types::{is_tuple, plan_type_text};
+use crate::json::sql_types::{MarkedType, is_tuple, plan_type_text};
 
 /// The transform functions, ready to register.
 pub fn all_functions() -> Vec<Arc<ScalarUDF>> {
@@ -65,11 +67,13 @@ enum Target {
     Float(DataType),
     /// `Decimal128(precision, scale)`, from numbers through double as DuckDB converts.
     Decimal(DataType),
-    /// `Date32` or `Timestamp(Microsecond)`, from strings by Arrow's cast.
+    /// `Date32`, a `Timestamp`, a `Time64` or an `Interval`, from strings by Arrow's cast.
     Temporal(DataType),
     Varchar,
     /// A string holding a UUID (`8-4-4-4-12` hex digits), lower-cased as DuckDB prints it.
     Uuid,
+    /// Bytes: a string's own, any other value's JSON text.
+    Blob,
     Json,
     /// An ENUM (its field): strings that are one of its labels.
     Enum(FieldRef),
@@ -128,6 +132,7 @@ impl Target {
             "DATE" => Target::Temporal(Date32),
             "TIMESTAMP" => Target::Temporal(Timestamp(TimeUnit::Microsecond, None)),
             "UUID" => Target::Uuid,
+            "BLOB" | "BYTEA" => Target::Blob,
             upper if upper.starts_with("DECIMAL") => Target::Decimal(decimal_type(upper)?),
             // The other types as the SQL planner names them: TIME, TIMESTAMP_S, ...,
             // ENUM('a', 'b') (whose labels keep their case), lists of these.
@@ -137,7 +142,7 @@ impl Target {
                     return plan_err!(
                         "JSON structure type {other} can not be converted to a Tessera type \
                          (supported: NULL, BOOLEAN, the integer types, HUGEINT, UHUGEINT, FLOAT, \
-                         DOUBLE, DECIMAL(p,s), DATE, TIME, the TIMESTAMP types, UUID, VARCHAR, \
+                         DOUBLE, DECIMAL(p,s), DATE, TIME, the TIMESTAMP types, UUID, BLOB, VARCHAR, \
                          JSON, arrays and objects)"
                     );
                 }
@@ -155,6 +160,9 @@ impl Target {
         if enum_name(field).is_some() {
             return Some(Target::Enum(Arc::new(field.clone())));
         }
+        if MarkedType::of(field) == Some(MarkedType::Uuid) {
+            return Some(Target::Uuid);
+        }
         let data_type = field.data_type();
         Some(match data_type {
             Null => Target::Null,
@@ -166,9 +174,10 @@ impl Target {
             Decimal128(38, 0) => Target::Integer(data_type.clone()),
             Decimal128(..) => Target::Decimal(data_type.clone()),
             Float32 | Float64 => Target::Float(data_type.clone()),
-            Date32 | Timestamp(..) | Time64(_) => Target::Temporal(data_type.clone()),
+            Date32 | Timestamp(..) | Time64(_) | Interval(_) => Target::Temporal(data_type.clone()),
             // Built as Utf8; the caller casts to the view or large layout.
             Utf8 | Utf8View | LargeUtf8 => Target::Varchar,
+            Binary if !is_geometry(field) => Target::Blob,
             // A fixed-size list is built as a list; the caller casts it to its size.
             List(item) | FixedSizeList(item, _) => Target::List(Box::new(Target::of_field(item)?)),
             Struct(fields) => Target::Struct(
@@ -205,6 +214,7 @@ impl Target {
             }
             Target::UHugeInt => DataType::Decimal128(38, 0),
             Target::Varchar | Target::Uuid | Target::Json | Target::Enum(_) => DataType::Utf8,
+            Target::Blob => DataType::Binary,
             Target::List(item) => DataType::List(Arc::new(item.field("item"))),
             Target::Struct(fields) => DataType::Struct(Self::fields(fields)),
             Target::Map(key, value) => {
@@ -397,6 +407,17 @@ impl Converter {
                         })
                     })
                     .collect::<StringArray>(),
+            ),
+            Target::Blob => Arc::new(
+                values
+                    .iter()
+                    .map(|v| {
+                        present(v).map(|j| match j {
+                            Json::String(s) => s.as_bytes().to_vec(),
+                            other => other.to_text().into_bytes(),
+                        })
+                    })
+                    .collect::<BinaryArray>(),
             ),
             Target::Uuid => Arc::new(
                 values

@@ -17,6 +17,7 @@ pub mod compat;
 pub mod enum_cast;
 pub mod file_names;
 pub mod geometry;
+pub mod integer_128;
 pub mod json;
 pub mod json_aggregate;
 pub mod json_build;

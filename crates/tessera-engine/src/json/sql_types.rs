@@ -1,11 +1,12 @@
 //! DuckDB's SQL type names that DataFusion does not plan, as Arrow types: the unsigned
 //! integers (`UTINYINT` ... `UBIGINT`), `HUGEINT`/`UHUGEINT` (as `DECIMAL(38,0)`, the
-//! widest exact integer Arrow's kernels compute with), `UUID` (its text), `BLOB`, the
+//! widest exact integer Arrow's kernels compute with), `BIGNUM` (the same, marked),
+//! `UUID` and `BIT` (their text, marked: [`MarkedType`]), `BLOB`, the
 //! timestamp and time units (`TIMESTAMP_S`, `TIMESTAMP_MS`, `TIMESTAMP_NS`, `TIME_NS`),
-//! `ENUM('a', 'b')` (`super::enum_type`), and nested types whose members DataFusion
-//! cannot spell: `ROW(a JSON)`, `MAP(k, v)`, `TUPLE(INTEGER, VARCHAR)` (a struct of
-//! unnamed members, see [`is_tuple`]), lists of these. DuckDB's tests use them in casts
-//! and column definitions.
+//! `TIMESTAMPTZ` (microseconds in UTC), `ENUM('a', 'b')` (`super::enum_type`), and nested
+//! types whose members DataFusion cannot spell: `ROW(a JSON)`, `MAP(k, v)`,
+//! `TUPLE(INTEGER, VARCHAR)` (a struct of unnamed members, see [`is_tuple`]), lists of
+//! these. DuckDB's tests use them in casts and column definitions.
 //! [`duckdb_type_name`] goes the other way (`typeof`): an Arrow type's DuckDB name,
 //! which plans back to the same Arrow type.
 //!
@@ -22,6 +23,72 @@ use super::json_type::{is_json, json_field};
 
 /// Nesting of a planned type deeper than this is an error, not a deep recursion.
 const NESTING_MAX: usize = 64;
+
+/// The time zone of `TIMESTAMPTZ` values, which DuckDB shows in UTC.
+const UTC_OFFSET: &str = "+00:00";
+
+/// Where a field names its extension type (Arrow's convention).
+const EXTENSION_NAME_KEY: &str = "ARROW:extension:name";
+
+/// DuckDB's types that Tessera holds in another type's values, marked on the field:
+/// a cast to `JSON` writes `UUID` and `BIT` as strings (the bare text `1101` would be
+/// a JSON number), casts from `JSON` to `BIT` and `BIGNUM` are errors (DuckDB reads
+/// neither from JSON), and `typeof` names all three.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkedType {
+    /// `UUID`: its canonical text.
+    Uuid,
+    /// `BIT`: a string of `0` and `1`.
+    Bit,
+    /// `BIGNUM`, DuckDB's arbitrary-precision integer: `DECIMAL(38,0)`, as far as 38
+    /// digits hold it.
+    Bignum,
+}
+
+impl MarkedType {
+    const ALL: [MarkedType; 3] = [MarkedType::Uuid, MarkedType::Bit, MarkedType::Bignum];
+
+    fn extension_name(self) -> &'static str {
+        match self {
+            MarkedType::Uuid => "tessera.uuid",
+            MarkedType::Bit => "tessera.bit",
+            MarkedType::Bignum => "tessera.bignum",
+        }
+    }
+
+    /// DuckDB's name of the type.
+    pub fn sql_name(self) -> &'static str {
+        match self {
+            MarkedType::Uuid => "UUID",
+            MarkedType::Bit => "BIT",
+            MarkedType::Bignum => "BIGNUM",
+        }
+    }
+
+    /// Whether its values are text (so their JSON is a string).
+    pub fn is_text(self) -> bool {
+        self != MarkedType::Bignum
+    }
+
+    /// A nullable field `name` of this type.
+    pub fn field(self, name: &str) -> Field {
+        let data_type = match self {
+            MarkedType::Uuid | MarkedType::Bit => DataType::Utf8,
+            MarkedType::Bignum => DataType::Decimal128(38, 0),
+        };
+        let mark = (
+            EXTENSION_NAME_KEY.to_string(),
+            self.extension_name().to_string(),
+        );
+        Field::new(name, data_type, true).with_metadata([mark].into_iter().collect())
+    }
+
+    /// The marked type `field` holds, if it holds one.
+    pub fn of(field: &Field) -> Option<MarkedType> {
+        let name = field.metadata().get(EXTENSION_NAME_KEY)?;
+        Self::ALL.into_iter().find(|t| t.extension_name() == name)
+    }
+}
 
 /// A type that names no Arrow type: what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -87,6 +154,13 @@ fn field(name: &str, sql_type: &ast::DataType, depth: usize) -> Result<Field> {
             return labels_of(members)
                 .map(|labels| enum_field(name, &labels))
                 .map_err(TypeError);
+        }
+        ast::DataType::Uuid => return Ok(MarkedType::Uuid.field(name)),
+        ast::DataType::Bit(_) | ast::DataType::BitVarying(_) => {
+            return Ok(MarkedType::Bit.field(name));
+        }
+        ast::DataType::Custom(custom, modifiers) if modifiers.is_empty() && is_bignum(custom) => {
+            return Ok(MarkedType::Bignum.field(name));
         }
         ast::DataType::Struct(members, _) | ast::DataType::Tuple(members) => {
             let fields = members
@@ -194,6 +268,12 @@ fn scalar_type(sql_type: &ast::DataType) -> Option<(DataType, bool)> {
         S::Timestamp(_, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) => {
             DataType::Timestamp(TimeUnit::Microsecond, None)
         }
+        // DuckDB's TIMESTAMPTZ: microseconds, shown in UTC (DataFusion would take the
+        // session's time zone, none by default, and lose the zone).
+        S::Timestamp(_, ast::TimezoneInfo::Tz | ast::TimezoneInfo::WithTimeZone) => {
+            let utc = DataType::Timestamp(TimeUnit::Microsecond, Some(UTC_OFFSET.into()));
+            return Some((utc, true));
+        }
         S::Time(_, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) => {
             DataType::Time64(TimeUnit::Microsecond)
         }
@@ -212,7 +292,7 @@ fn own_scalar_type(sql_type: &ast::DataType) -> Option<DataType> {
         S::USmallInt => DataType::UInt16,
         S::UBigInt => DataType::UInt64,
         S::HugeInt | S::UHugeInt => DataType::Decimal128(38, 0),
-        S::Uuid => DataType::Utf8,
+        S::Uuid | S::Bit(_) | S::BitVarying(_) => DataType::Utf8,
         S::Blob(_) => DataType::Binary,
         S::Custom(name, modifiers) if modifiers.is_empty() => {
             match name.to_string().to_ascii_uppercase().as_str() {
@@ -222,11 +302,18 @@ fn own_scalar_type(sql_type: &ast::DataType) -> Option<DataType> {
                 "TIMESTAMP_US" => DataType::Timestamp(TimeUnit::Microsecond, None),
                 "TIMESTAMP_NS" => DataType::Timestamp(TimeUnit::Nanosecond, None),
                 "TIME_NS" => DataType::Time64(TimeUnit::Nanosecond),
+                "BIGNUM" | "VARINT" => DataType::Decimal128(38, 0),
                 _ => return None,
             }
         }
         _ => return None,
     })
+}
+
+/// Whether a custom type name is DuckDB's `BIGNUM` (or its old name `VARINT`).
+fn is_bignum(name: &ast::ObjectName) -> bool {
+    let name = name.to_string();
+    name.eq_ignore_ascii_case("BIGNUM") || name.eq_ignore_ascii_case("VARINT")
 }
 
 /// `DECIMAL(p, s)` with Arrow's (and DuckDB's) limits: precision 1 to 38, scale 0 to
@@ -253,6 +340,9 @@ pub fn duckdb_type_name(field: &Field) -> String {
     }
     if let Some(name) = enum_name(field) {
         return name.to_string();
+    }
+    if let Some(marked) = MarkedType::of(field) {
+        return marked.sql_name().to_string();
     }
     use DataType::*;
     let name = match field.data_type() {
@@ -383,6 +473,8 @@ mod tests {
             "DECIMAL(10,2)",
             "VARCHAR",
             "UUID",
+            "BIT",
+            "BIGNUM",
             "BLOB",
             "DATE",
             "TIMESTAMP_S",

@@ -6,8 +6,9 @@
 use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::{
     DataType, Date32Type, Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type,
-    Int64Type, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType,
-    TimestampNanosecondType, TimestampSecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+    Int64Type, IntervalMonthDayNanoType, IntervalUnit, TimeUnit, TimestampMicrosecondType,
+    TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType, UInt8Type, UInt16Type,
+    UInt32Type, UInt64Type,
 };
 use arrow::temporal_conversions::{as_datetime, time64ns_to_time, time64us_to_time};
 use arrow::util::display::{ArrayFormatter, FormatOptions};
@@ -101,7 +102,39 @@ pub fn value(array: &dyn Array, row: usize, nested: bool) -> String {
             timestamp(array, row, unit, zone.is_some()).unwrap_or_else(|| display(array, row))
         }
         DataType::Time64(unit) => time(array, row, unit).unwrap_or_else(|| display(array, row)),
+        DataType::Interval(IntervalUnit::MonthDayNano) => {
+            let value = array.as_primitive::<IntervalMonthDayNanoType>().value(row);
+            interval(value.months, value.days, value.nanoseconds)
+        }
         _ => nested_value(array, row, nested),
+    }
+}
+
+/// An interval as Python prints the `timedelta` DuckDB returns for it (a month is 30
+/// days, microseconds kept): `1 day, 0:00:00`, `-1 day, 23:00:00`, `0:00:01.500000`.
+fn interval(months: i32, days: i32, nanos: i64) -> String {
+    const MICROS_PER_DAY: i128 = 86_400_000_000;
+    let total =
+        (i128::from(months) * 30 + i128::from(days)) * MICROS_PER_DAY + i128::from(nanos / 1_000);
+    let (days, micros) = (
+        total.div_euclid(MICROS_PER_DAY),
+        total.rem_euclid(MICROS_PER_DAY),
+    );
+    let seconds = micros / 1_000_000;
+    let clock = format!(
+        "{}:{:02}:{:02}",
+        seconds / 3600,
+        seconds / 60 % 60,
+        seconds % 60
+    );
+    let fraction = match micros % 1_000_000 {
+        0 => String::new(),
+        f => format!(".{f:06}"),
+    };
+    match days {
+        0 => format!("{clock}{fraction}"),
+        1 | -1 => format!("{days} day, {clock}{fraction}"),
+        _ => format!("{days} days, {clock}{fraction}"),
     }
 }
 
@@ -207,6 +240,17 @@ mod tests {
     use arrow::datatypes::Int32Type;
 
     use super::*;
+
+    /// Intervals as DuckDB 2.0.0's Python API prints them (`str` of its `timedelta`).
+    #[test]
+    fn intervals_print_as_python_timedeltas() {
+        let second = 1_000_000_000;
+        assert_eq!(interval(1, 0, 0), "30 days, 0:00:00");
+        assert_eq!(interval(0, 0, -3600 * second), "-1 day, 23:00:00");
+        assert_eq!(interval(0, 1, second * 3 / 2), "1 day, 0:00:01.500000");
+        assert_eq!(interval(0, 2, 0), "2 days, 0:00:00");
+        assert_eq!(interval(0, 0, 0), "0:00:00");
+    }
 
     /// Floats of generated bit patterns print in a form that reads back to the same
     /// double, so no two doubles share a form.

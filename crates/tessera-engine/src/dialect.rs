@@ -39,7 +39,7 @@ use datafusion::sql::sqlparser::dialect::{
     Dialect as ParserDialect, DuckDbDialect, PostgreSqlDialect, Precedence,
 };
 
-mod prepare;
+pub(crate) mod prepare;
 
 use crate::options::{SqlDialect, TesseraOptions};
 use crate::statement_walk;
@@ -136,10 +136,16 @@ pub(crate) fn configure(config: &mut ConfigOptions) {
 }
 
 /// `script` as the parser of `dialect` should see it: under 'duckdb', DuckDB's text
-/// that sqlparser reads otherwise is rewritten ([`prepare::duckdb_text`]).
+/// that sqlparser reads otherwise is rewritten ([`prepare::duckdb_text`], and
+/// DESCRIBE/SUMMARIZE as relations by `describe::text`).
 pub(crate) fn prepare(script: &str, dialect: SqlDialect) -> Cow<'_, str> {
     match dialect {
-        SqlDialect::DuckDb => prepare::duckdb_text(script, &DuckDbGrammar),
+        SqlDialect::DuckDb => match crate::describe::text::prepare(script, &DuckDbGrammar) {
+            Cow::Borrowed(script) => prepare::duckdb_text(script, &DuckDbGrammar),
+            Cow::Owned(script) => {
+                Cow::Owned(prepare::duckdb_text(&script, &DuckDbGrammar).into_owned())
+            }
+        },
         SqlDialect::Postgres => Cow::Borrowed(script),
     }
 }

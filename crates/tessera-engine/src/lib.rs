@@ -19,6 +19,7 @@
 
 mod access;
 mod datasource;
+mod describe;
 mod dialect;
 mod dot_access;
 mod dot_names;

@@ -214,19 +214,31 @@ impl TesseraSession {
         {
             return self.ctx.read_batch(tessera::describe(table).await?);
         }
+        let duckdb = self.options().dialect == crate::options::SqlDialect::DuckDb;
+        if duckdb {
+            crate::describe::describe_statement(&mut statement)?;
+        }
         let temporary = crate::temporary_tables::rewrite(&mut statement);
         output_names::name_outputs(&mut statement);
         group_keys::drop_cast_keys(&mut statement);
         dialect::rewrite(&mut statement, self.options().dialect);
         crate::functions::settings::rewrite_statement(&mut statement);
         crate::json_each_rewrite::rewrite_statement(&mut statement)?;
-        let duckdb = self.options().dialect == crate::options::SqlDialect::DuckDb;
         let reads =
             crate::datasource::read_json::resolve(&self.ctx, &mut statement, duckdb).await?;
         crate::dot_names::rewrite(&mut statement);
         let dialect = self.options().dialect;
+        let relations = crate::describe::resolve(&self.ctx, &mut statement, dialect).await;
+        let relations = match relations {
+            Ok(relations) => relations,
+            Err(e) => {
+                reads.release(&self.ctx)?;
+                return Err(e);
+            }
+        };
         let plan = crate::select_aliases::plan(&self.ctx.state(), statement, dialect).await;
         reads.release(&self.ctx)?;
+        relations.release(&self.ctx)?;
         let plan = plan?;
         let plan = crate::json_each_rewrite::plan_laterals(plan)?;
         if let Some(frame) = self.delete_from_table(&plan).await? {

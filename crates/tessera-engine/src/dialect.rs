@@ -137,15 +137,14 @@ pub(crate) fn configure(config: &mut ConfigOptions) {
 
 /// `script` as the parser of `dialect` should see it: under 'duckdb', DuckDB's text
 /// that sqlparser reads otherwise is rewritten ([`prepare::duckdb_text`], and
-/// DESCRIBE/SUMMARIZE as relations by `describe::text`).
+/// DESCRIBE/SUMMARIZE as relations by `describe::text`, COPY FROM by `copy_from`).
 pub(crate) fn prepare(script: &str, dialect: SqlDialect) -> Cow<'_, str> {
     match dialect {
-        SqlDialect::DuckDb => match crate::describe::text::prepare(script, &DuckDbGrammar) {
-            Cow::Borrowed(script) => prepare::duckdb_text(script, &DuckDbGrammar),
-            Cow::Owned(script) => {
-                Cow::Owned(prepare::duckdb_text(&script, &DuckDbGrammar).into_owned())
-            }
-        },
+        SqlDialect::DuckDb => {
+            let copies = crate::copy_from::prepare(script, &DuckDbGrammar);
+            let described = crate::describe::text::prepare(&copies, &DuckDbGrammar);
+            Cow::Owned(prepare::duckdb_text(&described, &DuckDbGrammar).into_owned())
+        }
         SqlDialect::Postgres => Cow::Borrowed(script),
     }
 }

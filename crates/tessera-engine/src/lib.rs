@@ -18,6 +18,7 @@
 //! See `docs/ARCHITECTURE.md` for where each step of a query and an ingest lives.
 
 mod access;
+mod copy_from;
 mod datasource;
 mod describe;
 mod dialect;

@@ -149,12 +149,14 @@ fn parse_query(sql: &str) -> Result<Box<Query>> {
     }
 }
 
-/// What a call describes or summarizes.
+/// What a call describes or summarizes, or copies from.
 enum Target {
     /// A table, by name.
     Table(TableReference),
     /// A query's answer.
     Query(Box<Query>),
+    /// `copy_from`'s file and options, read for the table an INSERT appends to.
+    Copy(TableReference, Vec<FunctionArg>),
 }
 
 /// One call found in a statement.
@@ -190,7 +192,10 @@ fn resolve_into<'a>(
     relations: &'a mut Relations,
 ) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
-        let mut finder = Calls { found: Vec::new() };
+        let mut finder = Calls {
+            found: Vec::new(),
+            inserts_into: None,
+        };
         if let ControlFlow::Break(e) = walk(statement, &mut finder) {
             return Err(e);
         }
@@ -212,6 +217,12 @@ fn resolve_into<'a>(
                         true => summarize::batch(frame).await?,
                         false => describe_query(frame.schema().fields())?,
                     }
+                }
+                Target::Copy(table, args) => {
+                    let records = crate::copy_from::table(ctx, table, &args).await?;
+                    ctx.register_table(call.name.as_str(), records)?;
+                    relations.names.push(call.name);
+                    continue;
                 }
             };
             ctx.register_batch(call.name.as_str(), batch)?;
@@ -236,36 +247,37 @@ async fn plan_query(
 /// Finds the calls, replacing each by a fresh table name.
 struct Calls {
     found: Vec<Call>,
+    /// The table the statement inserts into, for a COPY's call.
+    inserts_into: Option<TableReference>,
 }
 
 impl VisitorMut for Calls {
     type Break = DataFusionError;
 
+    fn pre_visit_statement(&mut self, statement: &mut ast::Statement) -> ControlFlow<Self::Break> {
+        if let ast::Statement::Insert(insert) = statement
+            && let ast::TableObject::TableName(name) = &insert.table
+        {
+            self.inserts_into = Some(TableReference::from(name.to_string().as_str()));
+        }
+        ControlFlow::Continue(())
+    }
+
     fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<Self::Break> {
         let TableFactor::Table { name, args, .. } = factor else {
             return ControlFlow::Continue(());
         };
-        let summarize = match name.to_string().to_ascii_lowercase().as_str() {
-            DESCRIBE_FUNCTION => false,
-            SUMMARIZE_FUNCTION => true,
-            _ => return ControlFlow::Continue(()),
+        let function = name.to_string().to_ascii_lowercase();
+        let Some(summarize) = is_call(&function) else {
+            return ControlFlow::Continue(());
         };
-        let target = match args.as_mut().map(|a| a.args.as_mut_slice()) {
-            Some([FunctionArg::Unnamed(FunctionArgExpr::Expr(arg))]) => match arg {
-                Expr::Subquery(query) => Target::Query(query.clone()),
-                Expr::Value(value) => match &value.value {
-                    Value::SingleQuotedString(table) => {
-                        Target::Table(TableReference::from(table.as_str()))
-                    }
-                    _ => return ControlFlow::Break(bad_call(name)),
-                },
-                _ => return ControlFlow::Break(bad_call(name)),
-            },
-            _ => return ControlFlow::Break(bad_call(name)),
+        let args = args.take().map(|a| a.args).unwrap_or_default();
+        let target = match self.target(&function, args) {
+            Ok(target) => target,
+            Err(e) => return ControlFlow::Break(e),
         };
         let table = format!("__relation_{}", NEXT_TABLE.fetch_add(1, Ordering::Relaxed));
         *name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(&table))]);
-        *args = None;
         self.found.push(Call {
             name: table,
             summarize,
@@ -275,7 +287,42 @@ impl VisitorMut for Calls {
     }
 }
 
-fn bad_call(name: &ObjectName) -> DataFusionError {
+/// Whether a table function's name is a call to resolve, and if so whether it
+/// summarizes.
+fn is_call(function: &str) -> Option<bool> {
+    match function {
+        DESCRIBE_FUNCTION | crate::copy_from::COPY_FUNCTION => Some(false),
+        SUMMARIZE_FUNCTION => Some(true),
+        _ => None,
+    }
+}
+
+impl Calls {
+    fn target(&self, function: &str, mut args: Vec<FunctionArg>) -> Result<Target> {
+        if function == crate::copy_from::COPY_FUNCTION {
+            return match &self.inserts_into {
+                Some(table) => Ok(Target::Copy(table.clone(), args)),
+                None => plan_err!("{function} is COPY's, in an INSERT only"),
+            };
+        }
+        match args.as_mut_slice() {
+            [FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Subquery(query)))] => {
+                Ok(Target::Query(query.clone()))
+            }
+            [FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(value)))] => {
+                match &value.value {
+                    Value::SingleQuotedString(table) => {
+                        Ok(Target::Table(TableReference::from(table.as_str())))
+                    }
+                    _ => Err(bad_call(function)),
+                }
+            }
+            _ => Err(bad_call(function)),
+        }
+    }
+}
+
+fn bad_call(name: &str) -> DataFusionError {
     DataFusionError::Plan(format!(
         "{name} takes one query in parentheses or one table name as a string"
     ))

@@ -26,6 +26,7 @@ use datafusion::sql::sqlparser::ast::{
     VisitorMut,
 };
 
+pub(crate) use self::build::table as read_table;
 use self::options::ReadJsonOptions;
 use crate::statement_walk::walk;
 

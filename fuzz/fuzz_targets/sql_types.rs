@@ -32,6 +32,9 @@ mod json_type {
     }
 }
 
+#[path = "../../crates/tessera-engine/src/json/duckdb_keywords.rs"]
+mod duckdb_keywords;
+
 #[path = "../../crates/tessera-engine/src/json/sql_types.rs"]
 mod sql_types;
 

@@ -4,6 +4,7 @@
 //! their results with the same builders, so a path pushed into a scan answers exactly as
 //! the function would.
 
+pub mod duckdb_keywords;
 pub mod json_type;
 pub mod output;
 pub mod sql_types;

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use datafusion::catalog::TableProvider;
-use datafusion::common::{Result, TableReference, plan_err};
+use datafusion::common::{DataFusionError, Result, TableReference, plan_err};
 use datafusion::execution::context::SessionContext;
 use datafusion::sql::sqlparser::ast::{
     Expr, FunctionArg, FunctionArgExpr, FunctionArgOperator, Ident, Value,
@@ -161,9 +161,16 @@ pub(crate) async fn table(
     // A table's row comes from an object's keys: other records are errors, as in DuckDB.
     options.records = Records::Yes;
     let files = options.paths.join(", ");
+    // read_json's own errors name the file and line where a record is read; those
+    // planning finds (a record that is no object) get the COPY's place.
     read_json::read_table(&ctx.state(), &options)
         .await
-        .map_err(|e| e.context(format!("COPY {target} FROM {files}")))
+        .map_err(|e| match e {
+            DataFusionError::Plan(why) => {
+                DataFusionError::Plan(format!("COPY {target} FROM {files}: {why}"))
+            }
+            other => other,
+        })
 }
 
 /// The COPY's options as `read_json`'s arguments, and `AUTO_DETECT` (set once the

@@ -201,7 +201,6 @@ async fn geojson_features_fill_geometry_and_pseudo_columns() {
             vec![
                 format!("POINT ({i} {})", i * 2),
                 format!("F{i}"),
-                format!("P{i}"),
                 format!("n{i}"),
             ]
         })

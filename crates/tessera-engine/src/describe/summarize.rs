@@ -1,5 +1,5 @@
 //! DuckDB's SUMMARIZE: one row per column of a relation with its `min`, `max`,
-//! `approx_unique`, `avg`, `std`, quartiles `q25`/`q50`/`q75`, `count` and
+//! `approx_unique`, `avg`, `std`, quartiles `q25`/`q50`/`q75`, `count` (of rows) and
 //! `null_percentage`, all computed by one aggregation over the relation.
 //!
 //! As in DuckDB, `min`/`max` are text, `avg`, `std` and the quartiles only for numbers
@@ -157,9 +157,11 @@ fn rows(
             .collect::<Result<_>>()?;
         columns[4].extend(quartiles);
         unique.push(integer(slot.unique)?);
-        let count = integer(Some(slot.count))?.unwrap_or(0);
-        counts.push(count);
-        percentages.push(null_percentage(rows_total, count));
+        // DuckDB's `count` is the relation's rows; the column's own count gives the
+        // share of NULLs.
+        counts.push(rows_total);
+        let non_null = integer(Some(slot.count))?.unwrap_or(0);
+        percentages.push(null_percentage(rows_total, non_null));
     }
     let concat = |arrays: &[ArrayRef]| -> Result<ArrayRef> {
         let refs: Vec<&dyn Array> = arrays.iter().map(|a| a.as_ref()).collect();

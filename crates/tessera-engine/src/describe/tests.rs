@@ -156,9 +156,9 @@ async fn summarize_agrees_with_plain_aggregates() {
     .await;
     let plain = rows(
         &session,
-        "SELECT min(n)::VARCHAR, max(n)::VARCHAR, count(DISTINCT n), avg(n)::VARCHAR, stddev(n)::VARCHAR, count(n), \
+        "SELECT min(n)::VARCHAR, max(n)::VARCHAR, count(DISTINCT n), avg(n)::VARCHAR, stddev(n)::VARCHAR, count(*), \
          round(100.0 * (count(*) - count(n)) / count(*), 2)::DECIMAL(9,2)::VARCHAR, \
-         min(s), max(s), count(DISTINCT s), count(s), \
+         min(s), max(s), count(DISTINCT s), count(*), \
          round(100.0 * (count(*) - count(s)) / count(*), 2)::DECIMAL(9,2)::VARCHAR FROM g",
     )
     .await;

@@ -15,8 +15,8 @@
 use std::sync::{Arc, LazyLock};
 
 use arrow::array::{
-    Array, ArrayRef, BooleanArray, Decimal128Array, Float64Array, ListArray, MapArray, StringArray,
-    StructArray, new_null_array,
+    Array, ArrayRef, BinaryBuilder, BooleanArray, Decimal128Array, Float64Array, ListArray,
+    MapArray, StringArray, StructArray, new_null_array,
 };
 use arrow::buffer::{NullBuffer, OffsetBuffer};
 use arrow::compute::{CastOptions, cast, cast_with_options};
@@ -27,8 +27,10 @@ use datafusion::logical_expr::{
     ColumnarValue, Documentation, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
     Signature, Volatility,
 };
+use tessera_geometry::{geojson, wkb};
 use tessera_json::tree::Json;
 
+use super::geometry::{geometry_field, is_geometry};
 use super::json_build::{TextColumn, parse_json};
 use crate::json::json_type::{is_json, json_field};
 use crate::json::sql_types::plan_type_text;
@@ -70,6 +72,9 @@ enum Target {
     /// A string holding a UUID (`8-4-4-4-12` hex digits), lower-cased as DuckDB prints it.
     Uuid,
     Json,
+    /// `GEOMETRY`: a GeoJSON object or a WKT string, as WKB (NULL when it is neither,
+    /// an error under `_strict`).
+    Geometry,
     List(Box<Target>),
     Struct(Vec<(String, Target)>),
     /// A map from an object: its keys converted to the first type (always strictly:
@@ -122,6 +127,7 @@ impl Target {
             "DOUBLE" | "FLOAT8" => Target::Float(Float64),
             "VARCHAR" | "TEXT" | "STRING" => Target::Varchar,
             "JSON" => Target::Json,
+            "GEOMETRY" => Target::Geometry,
             "DATE" => Target::Temporal(Date32),
             "TIMESTAMP" => Target::Temporal(Timestamp(TimeUnit::Microsecond, None)),
             "UUID" => Target::Uuid,
@@ -134,7 +140,7 @@ impl Target {
                         "JSON structure type {other} can not be converted to a Tessera type \
                          (supported: NULL, BOOLEAN, the integer types, HUGEINT, UHUGEINT, FLOAT, \
                          DOUBLE, DECIMAL(p,s), DATE, TIME, the TIMESTAMP types, UUID, VARCHAR, \
-                         JSON, arrays and objects)"
+                         JSON, GEOMETRY, arrays and objects)"
                     );
                 }
             },
@@ -147,6 +153,9 @@ impl Target {
         use DataType::*;
         if is_json(field) {
             return Some(Target::Json);
+        }
+        if is_geometry(field) {
+            return Some(Target::Geometry);
         }
         let data_type = field.data_type();
         Some(match data_type {
@@ -184,6 +193,7 @@ impl Target {
     fn field(&self, name: &str) -> Field {
         match self {
             Target::Json => json_field(name),
+            Target::Geometry => geometry_field(name),
             other => Field::new(name, other.data_type(), true),
         }
     }
@@ -197,6 +207,7 @@ impl Target {
             }
             Target::UHugeInt => DataType::Decimal128(38, 0),
             Target::Varchar | Target::Uuid | Target::Json => DataType::Utf8,
+            Target::Geometry => DataType::Binary,
             Target::List(item) => DataType::List(Arc::new(item.field("item"))),
             Target::Struct(fields) => DataType::Struct(Self::fields(fields)),
             Target::Map(key, value) => {
@@ -390,6 +401,7 @@ impl Converter {
                     })
                     .collect::<StringArray>(),
             ),
+            Target::Geometry => self.geometries(values)?,
             Target::Uuid => Arc::new(
                 values
                     .iter()
@@ -542,6 +554,27 @@ impl Converter {
                 value.to_text()
             )),
         }
+    }
+
+    /// Each value read as a JSON document holding a geometry, as a cast from `JSON`
+    /// to `GEOMETRY` reads it, into WKB.
+    fn geometries(&self, values: &[Option<&Json>]) -> Result<ArrayRef> {
+        let mut out = BinaryBuilder::new();
+        for value in values {
+            let Some(value) = value.filter(|j| **j != Json::Null) else {
+                out.append_null();
+                continue;
+            };
+            let text = value.to_text();
+            match geojson::parse_document(&text) {
+                Ok(shape) => out.append_value(wkb::encode(&shape)),
+                Err(e) => {
+                    self.fail::<()>(format!("Unable to cast '{text}' to GEOMETRY: {e}"))?;
+                    out.append_null();
+                }
+            }
+        }
+        Ok(Arc::new(out.finish()))
     }
 
     fn list(&self, item: &Target, values: &[Option<&Json>]) -> Result<ArrayRef> {

@@ -185,17 +185,13 @@ async fn geojson_features_fill_geometry_and_pseudo_columns() {
     let session = session();
     run(
         &session,
-        "CREATE TABLE g (name VARCHAR, geometry GEOMETRY, id VARCHAR, id_1 VARCHAR)",
+        "CREATE TABLE g (name VARCHAR, geometry GEOMETRY, id VARCHAR)",
     )
     .await
     .unwrap();
     let copy = format!("COPY g FROM '{}' (FORMAT GEOJSON)", file.display());
     run(&session, &copy).await.unwrap();
-    let seen = rows(
-        &session,
-        "SELECT ST_AsText(geometry), id, id_1, name FROM g",
-    )
-    .await;
+    let seen = rows(&session, "SELECT ST_AsText(geometry), id, name FROM g").await;
     let expected: Vec<Vec<String>> = (0..20)
         .map(|i| {
             vec![

@@ -30,7 +30,7 @@ use datafusion::logical_expr::{
 use tessera_geometry::{geojson, wkb};
 use tessera_json::tree::Json;
 
-use super::geometry::{geometry_field, is_geometry};
+use super::geometry::geometry_field;
 use super::json_build::{TextColumn, parse_json};
 use crate::json::json_type::{is_json, json_field};
 use crate::json::sql_types::plan_type_text;
@@ -153,9 +153,6 @@ impl Target {
         use DataType::*;
         if is_json(field) {
             return Some(Target::Json);
-        }
-        if is_geometry(field) {
-            return Some(Target::Geometry);
         }
         let data_type = field.data_type();
         Some(match data_type {

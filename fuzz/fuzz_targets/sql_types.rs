@@ -32,6 +32,8 @@ mod json_type {
     }
 }
 
+#[path = "../../crates/tessera-engine/src/json/duckdb_keywords.rs"]
+mod duckdb_keywords;
 #[path = "../../crates/tessera-engine/src/json/enum_type.rs"]
 mod enum_type;
 

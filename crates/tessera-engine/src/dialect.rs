@@ -41,7 +41,7 @@ use datafusion::sql::sqlparser::dialect::{
 };
 
 mod number_literals;
-mod prepare;
+pub(crate) mod prepare;
 
 use crate::options::{SqlDialect, TesseraOptions};
 use crate::statement_walk;
@@ -145,10 +145,15 @@ pub(crate) fn configure(config: &mut ConfigOptions) {
 }
 
 /// `script` as the parser of `dialect` should see it: under 'duckdb', DuckDB's text
-/// that sqlparser reads otherwise is rewritten ([`prepare::duckdb_text`]).
+/// that sqlparser reads otherwise is rewritten ([`prepare::duckdb_text`], and
+/// DESCRIBE/SUMMARIZE as relations by `describe::text`, COPY FROM by `copy_from`).
 pub(crate) fn prepare(script: &str, dialect: SqlDialect) -> Cow<'_, str> {
     match dialect {
-        SqlDialect::DuckDb => prepare::duckdb_text(script, &DuckDbGrammar),
+        SqlDialect::DuckDb => {
+            let copies = crate::copy_from::prepare(script, &DuckDbGrammar);
+            let described = crate::describe::text::prepare(&copies, &DuckDbGrammar);
+            Cow::Owned(prepare::duckdb_text(&described, &DuckDbGrammar).into_owned())
+        }
         SqlDialect::Postgres => Cow::Borrowed(script),
     }
 }

@@ -19,7 +19,9 @@
 
 mod access;
 mod columns_star;
+mod copy_from;
 mod datasource;
+mod describe;
 mod dialect;
 mod dot_access;
 mod dot_names;

@@ -227,11 +227,15 @@ impl TesseraSession {
             return done.and_then(|()| self.ctx.read_empty());
         }
         self.user_types.rewrite_structures(&mut statement);
+        let duckdb = self.options().dialect == crate::options::SqlDialect::DuckDb;
+        if duckdb {
+            crate::describe::describe_statement(&mut statement)?;
+        }
         let temporary = crate::temporary_tables::rewrite(&mut statement);
         output_names::name_outputs(&mut statement);
         group_keys::drop_cast_keys(&mut statement);
         dialect::rewrite(&mut statement, self.options().dialect);
-        if self.options().dialect == crate::options::SqlDialect::DuckDb {
+        if duckdb {
             crate::struct_constructors::rewrite(&mut statement);
         }
         crate::functions::settings::rewrite_statement(&mut statement);
@@ -241,7 +245,6 @@ impl TesseraSession {
             return self.ctx.read_empty();
         }
         crate::json_each_rewrite::rewrite_statement(&mut statement)?;
-        let duckdb = self.options().dialect == crate::options::SqlDialect::DuckDb;
         let reads =
             crate::datasource::read_json::resolve(&self.ctx, &mut statement, duckdb).await?;
         if duckdb && let Err(e) = crate::columns_star::expand(&self.ctx, &mut statement).await {
@@ -251,8 +254,17 @@ impl TesseraSession {
         crate::dot_names::rewrite(&mut statement);
         crate::insert_casts::rewrite(&self.ctx, &mut statement).await?;
         let dialect = self.options().dialect;
+        let relations = crate::describe::resolve(&self.ctx, &mut statement, dialect).await;
+        let relations = match relations {
+            Ok(relations) => relations,
+            Err(e) => {
+                reads.release(&self.ctx)?;
+                return Err(e);
+            }
+        };
         let plan = crate::select_aliases::plan(&self.ctx.state(), statement, dialect).await;
         reads.release(&self.ctx)?;
+        relations.release(&self.ctx)?;
         let plan = plan?;
         let plan = crate::json_each_rewrite::plan_laterals(plan)?;
         let plan = crate::table_statements::rewrite(plan)?;

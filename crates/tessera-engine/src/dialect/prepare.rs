@@ -19,7 +19,11 @@ use datafusion::sql::sqlparser::tokenizer::{Location, Token, TokenWithSpan, Toke
 /// becomes `$n`, numbered within its statement, as DataFusion names parameters
 /// (DuckDB's `PREPARE q AS SELECT ?` is `PREPARE q AS SELECT $1`).
 pub(crate) fn duckdb_text<'a>(script: &'a str, grammar: &dyn Dialect) -> Cow<'a, str> {
-    match edited(script, grammar, numbered_parameters) {
+    let numbered = match script.contains('?') {
+        true => edited(script, grammar, numbered_parameters),
+        false => None,
+    };
+    match numbered {
         Some(numbered) => Cow::Owned(lists_and_selects(&numbered, grammar).into_owned()),
         None => lists_and_selects(script, grammar),
     }
@@ -27,11 +31,14 @@ pub(crate) fn duckdb_text<'a>(script: &'a str, grammar: &dyn Dialect) -> Cow<'a,
 
 /// [`duckdb_text`]'s lists and `(FROM ...)` subqueries.
 fn lists_and_selects<'a>(script: &'a str, grammar: &dyn Dialect) -> Cow<'a, str> {
+    if !script.contains(['[', '(']) {
+        return Cow::Borrowed(script);
+    }
     // Lists first: `x IN [FROM t]` becomes `x IN (FROM t)`, which then takes a SELECT.
     let lists = edited(script, grammar, |tokens| {
         in_list_brackets(tokens)
             .into_iter()
-            .map(|(location, replacement)| (location, Edit::Replace(replacement)))
+            .map(|(location, bracket)| (location, Edit::Replace(1, bracket)))
             .collect()
     });
     let text = lists.as_deref().unwrap_or(script);
@@ -48,15 +55,13 @@ fn lists_and_selects<'a>(script: &'a str, grammar: &dyn Dialect) -> Cow<'a, str>
 }
 
 /// `script` with the edits `find` finds in its tokens (whitespace left out) made, or
-/// `None` when there are none or the text does not tokenize.
-fn edited(
+/// `None` when there are none or the text does not tokenize. Edits at one place are
+/// made in the order `find` gives them.
+pub(crate) fn edited(
     script: &str,
     grammar: &dyn Dialect,
     find: impl FnOnce(&[&TokenWithSpan]) -> Vec<(Location, Edit)>,
 ) -> Option<String> {
-    if !script.contains(['[', '(', '?']) {
-        return None;
-    }
     let tokens = Tokenizer::new(grammar, script)
         .tokenize_with_location()
         .ok()?;
@@ -79,12 +84,11 @@ fn edited(
         out.push_str(script.get(copied..offset)?);
         copied = offset;
         match edit {
-            // Both brackets and their replacements are one ASCII byte.
-            Edit::Replace(replacement) if matches!(script.as_bytes()[offset], b'[' | b']') => {
-                out.push(char::from(replacement));
-                copied += 1;
+            Edit::Replace(length_bytes, text) => {
+                script.get(offset..offset + length_bytes)?;
+                out.push_str(text);
+                copied += length_bytes;
             }
-            Edit::Replace(_) => {}
             Edit::Insert(text) => out.push_str(text),
             Edit::Parameter(n) if script.as_bytes()[offset] == b'?' => {
                 out.push_str(&format!("${n}"));
@@ -97,10 +101,10 @@ fn edited(
     Some(out)
 }
 
-/// One change [`duckdb_text`] makes at a byte offset of the script.
-enum Edit {
-    /// The bracket there becomes this parenthesis.
-    Replace(u8),
+/// One change made at a byte offset of the script.
+pub(crate) enum Edit {
+    /// The token of this many bytes there becomes this text (a bracket a parenthesis).
+    Replace(usize, &'static str),
     /// This text goes before the token there.
     Insert(&'static str),
     /// The `?` there becomes `$n`.
@@ -155,7 +159,7 @@ fn from_first_subqueries(tokens: &[&TokenWithSpan]) -> Vec<Location> {
 }
 
 /// Where the brackets of lists after `IN` are, each with the parenthesis replacing it.
-fn in_list_brackets(significant: &[&TokenWithSpan]) -> Vec<(Location, u8)> {
+fn in_list_brackets(significant: &[&TokenWithSpan]) -> Vec<(Location, &'static str)> {
     let mut out = Vec::new();
     for (i, pair) in significant.windows(2).enumerate() {
         let after_in = matches!(&pair[0].token, Token::Word(w) if w.keyword == Keyword::IN);
@@ -163,8 +167,8 @@ fn in_list_brackets(significant: &[&TokenWithSpan]) -> Vec<(Location, u8)> {
             continue;
         }
         if let Some(close) = matching_bracket(&significant[i + 1..]) {
-            out.push((pair[1].span.start, b'('));
-            out.push((close, b')'));
+            out.push((pair[1].span.start, "("));
+            out.push((close, ")"));
         }
     }
     out
@@ -203,7 +207,9 @@ impl LineOffsets {
             .0
             .get(usize::try_from(location.line).ok()?.checked_sub(1)?)?;
         let column = usize::try_from(location.column).ok()?.checked_sub(1)?;
-        let (within, _) = text.get(line_start..)?.char_indices().nth(column)?;
-        Some(line_start + within)
+        let rest = text.get(line_start..)?;
+        // A token's end may be just past the text's last character.
+        let mut ends = rest.char_indices().map(|(i, _)| i).chain([rest.len()]);
+        Some(line_start + ends.nth(column)?)
     }
 }

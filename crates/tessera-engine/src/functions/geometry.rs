@@ -625,3 +625,6 @@ fn parsed(expr: Expr, schema: &DFSchema) -> Result<Expr> {
         other => Ok(other),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -16,8 +16,8 @@
 use std::sync::{Arc, LazyLock};
 
 use arrow::array::{
-    Array, ArrayRef, BinaryArray, BooleanArray, Decimal128Array, Float64Array, ListArray, MapArray,
-    StringArray, StructArray, new_null_array,
+    Array, ArrayRef, BinaryArray, BinaryBuilder, BooleanArray, Decimal128Array, Float64Array,
+    ListArray, MapArray, StringArray, StructArray, new_null_array,
 };
 use arrow::buffer::{NullBuffer, OffsetBuffer};
 use arrow::compute::{CastOptions, cast, cast_with_options};
@@ -28,9 +28,10 @@ use datafusion::logical_expr::{
     ColumnarValue, Documentation, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
     Signature, Volatility,
 };
+use tessera_geometry::{geojson, wkb};
 use tessera_json::tree::Json;
 
-use super::geometry::is_geometry;
+use super::geometry::{geometry_field, is_geometry};
 use super::json_build::{TextColumn, parse_json};
 use crate::json::enum_type::{enum_labels, enum_name};
 use crate::json::json_type::{is_json, json_field};
@@ -77,6 +78,9 @@ enum Target {
     Json,
     /// An ENUM (its field): strings that are one of its labels.
     Enum(FieldRef),
+    /// `GEOMETRY`: a GeoJSON object or a WKT string, as WKB (NULL when it is neither,
+    /// an error under `_strict`).
+    Geometry,
     List(Box<Target>),
     Struct(Vec<(String, Target)>),
     /// A map from an object: its keys converted to the first type (always strictly:
@@ -129,6 +133,7 @@ impl Target {
             "DOUBLE" | "FLOAT8" => Target::Float(Float64),
             "VARCHAR" | "TEXT" | "STRING" => Target::Varchar,
             "JSON" => Target::Json,
+            "GEOMETRY" => Target::Geometry,
             "DATE" => Target::Temporal(Date32),
             "TIMESTAMP" => Target::Temporal(Timestamp(TimeUnit::Microsecond, None)),
             "UUID" => Target::Uuid,
@@ -143,7 +148,7 @@ impl Target {
                         "JSON structure type {other} can not be converted to a Tessera type \
                          (supported: NULL, BOOLEAN, the integer types, HUGEINT, UHUGEINT, FLOAT, \
                          DOUBLE, DECIMAL(p,s), DATE, TIME, the TIMESTAMP types, UUID, BLOB, VARCHAR, \
-                         JSON, arrays and objects)"
+                         JSON, GEOMETRY, arrays and objects)"
                     );
                 }
             },
@@ -201,6 +206,7 @@ impl Target {
         match self {
             Target::Json => json_field(name),
             Target::Enum(field) => field.as_ref().clone().with_name(name),
+            Target::Geometry => geometry_field(name),
             other => Field::new(name, other.data_type(), true),
         }
     }
@@ -214,7 +220,7 @@ impl Target {
             }
             Target::UHugeInt => DataType::Decimal128(38, 0),
             Target::Varchar | Target::Uuid | Target::Json | Target::Enum(_) => DataType::Utf8,
-            Target::Blob => DataType::Binary,
+            Target::Blob | Target::Geometry => DataType::Binary,
             Target::List(item) => DataType::List(Arc::new(item.field("item"))),
             Target::Struct(fields) => DataType::Struct(Self::fields(fields)),
             Target::Map(key, value) => {
@@ -419,6 +425,7 @@ impl Converter {
                     })
                     .collect::<BinaryArray>(),
             ),
+            Target::Geometry => self.geometries(values)?,
             Target::Uuid => Arc::new(
                 values
                     .iter()
@@ -592,6 +599,27 @@ impl Converter {
             })
             .collect::<Result<StringArray>>()?;
         Ok(Arc::new(out))
+    }
+
+    /// Each value read as a JSON document holding a geometry, as a cast from `JSON`
+    /// to `GEOMETRY` reads it, into WKB.
+    fn geometries(&self, values: &[Option<&Json>]) -> Result<ArrayRef> {
+        let mut out = BinaryBuilder::new();
+        for value in values {
+            let Some(value) = value.filter(|j| **j != Json::Null) else {
+                out.append_null();
+                continue;
+            };
+            let text = value.to_text();
+            match geojson::parse_document(&text) {
+                Ok(shape) => out.append_value(wkb::encode(&shape)),
+                Err(e) => {
+                    self.fail::<()>(format!("Unable to cast '{text}' to GEOMETRY: {e}"))?;
+                    out.append_null();
+                }
+            }
+        }
+        Ok(Arc::new(out.finish()))
     }
 
     fn list(&self, item: &Target, values: &[Option<&Json>]) -> Result<ArrayRef> {

@@ -4,13 +4,23 @@
 
 use std::sync::Arc;
 
-use arrow::datatypes::DataType;
+use arrow::datatypes::{DataType, Field};
 use datafusion::common::{Result, ScalarValue, exec_err};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 
+use crate::functions::geometry::is_geometry;
 use crate::json::sql_types::duckdb_type_name;
+
+/// DuckDB's name of the SQL type `field` holds, `GEOMETRY` included (which
+/// `json::sql_types` cannot tell: it knows Arrow and the parser only).
+pub fn sql_type_name(field: &Field) -> String {
+    match is_geometry(field) {
+        true => "GEOMETRY".to_string(),
+        false => duckdb_type_name(field),
+    }
+}
 
 /// `typeof`, ready to register.
 pub fn type_of() -> Arc<ScalarUDF> {
@@ -42,7 +52,7 @@ impl ScalarUDFImpl for TypeOf {
             return exec_err!("typeof() takes one argument");
         };
         Ok(ColumnarValue::Scalar(ScalarValue::Utf8(Some(
-            duckdb_type_name(field),
+            sql_type_name(field),
         ))))
     }
 }

@@ -5,6 +5,7 @@
 //! the function would.
 
 pub mod cast_text;
+pub mod duckdb_keywords;
 pub mod enum_type;
 pub mod json_type;
 pub mod output;

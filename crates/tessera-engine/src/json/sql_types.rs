@@ -18,6 +18,7 @@ use std::sync::Arc;
 use super::sql_deps::ast::{self, ArrayElemTypeDef};
 use super::sql_deps::{DataType, DuckDbDialect, Field, FieldRef, Fields, Parser, TimeUnit};
 
+use super::duckdb_keywords::is_keyword;
 use super::enum_type::{enum_field, enum_name, labels_of};
 use super::json_type::{is_json, json_field};
 
@@ -431,15 +432,14 @@ fn tuple_type_name(fields: &Fields) -> Option<String> {
 }
 
 /// A struct member's name as DuckDB writes it in a type: quoted unless it is a plain
-/// lower-case identifier.
+/// identifier (letters of either case, digits after the first, `_`) and no keyword.
 fn member_name(name: &str) -> String {
     let plain = name
         .chars()
         .next()
-        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !is_keyword(name);
     match plain {
         true => name.to_string(),
         false => format!("\"{}\"", name.replace('"', "\"\"")),

@@ -34,6 +34,7 @@ use datafusion::sql::sqlparser::ast::{
     WildcardAdditionalOptions,
 };
 
+pub(crate) use self::build::table as read_table;
 use self::options::ReadJsonOptions;
 use crate::statement_walk::walk;
 

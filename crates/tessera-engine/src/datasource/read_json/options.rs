@@ -266,7 +266,8 @@ fn number(function: &str, name: &str, value: &Expr) -> Result<f64> {
 }
 
 /// The name and value of a named argument (`name = value`, `name := value`).
-fn named(arg: &FunctionArg) -> Option<(String, &Expr)> {
+/// A `name=value` (or `name => value`) argument's name and value.
+pub(crate) fn named(arg: &FunctionArg) -> Option<(String, &Expr)> {
     match arg {
         FunctionArg::Named {
             name,

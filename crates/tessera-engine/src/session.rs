@@ -114,6 +114,7 @@ impl TesseraSession {
         let json = crate::functions::json_scalar_functions();
         state.register_udf(dialect::divide())?;
         state.register_udf(crate::try_call::try_function())?;
+        state.register_udf(crate::json::union_type::union_value())?;
         for f in json.iter().cloned().chain(compat::all_functions()) {
             state.register_udf(f)?;
         }
@@ -137,6 +138,8 @@ impl TesseraSession {
         state.register_function_rewrite(Arc::new(FractionalDivision))?;
         state.register_function_rewrite(Arc::new(JsonCasts))?;
         state.register_function_rewrite(Arc::new(crate::functions::geometry::GeometryCasts))?;
+        state.register_function_rewrite(Arc::new(crate::json::union_type::UnionCasts))?;
+        state.register_function_rewrite(Arc::new(crate::json::variant_type::VariantCasts))?;
         state.add_analyzer_rule(Arc::new(crate::functions::geometry::GeometryInserts));
         state.register_expr_planner(Arc::new(JsonOperatorPlanner::new(
             find(json_functions::JSON_GET)?,
@@ -219,6 +222,7 @@ impl TesseraSession {
         group_keys::drop_cast_keys(&mut statement);
         dialect::rewrite(&mut statement, self.options().dialect);
         crate::functions::settings::rewrite_statement(&mut statement);
+        crate::json::union_type::rewrite_statement(&mut statement);
         crate::json_each_rewrite::rewrite_statement(&mut statement)?;
         let duckdb = self.options().dialect == crate::options::SqlDialect::DuckDb;
         let reads =

@@ -3,7 +3,9 @@
 //! widest exact integer Arrow's kernels compute with), `UUID` (its text), `BLOB`, the
 //! timestamp and time units (`TIMESTAMP_S`, `TIMESTAMP_MS`, `TIMESTAMP_NS`, `TIME_NS`),
 //! and nested types whose members DataFusion cannot spell: `ROW(a JSON)`, `MAP(k, v)`,
-//! lists of these. DuckDB's tests use them in casts and column definitions.
+//! lists of these; `UNION(a T, ...)` (a sparse Arrow union, type ids in member order)
+//! and `VARIANT` (Arrow's Parquet Variant extension type, `json::variant_type`).
+//! DuckDB's tests use them in casts and column definitions.
 //! [`duckdb_type_name`] goes the other way (`typeof`): an Arrow type's DuckDB name,
 //! which plans back to the same Arrow type.
 //!
@@ -13,9 +15,12 @@
 use std::sync::Arc;
 
 use super::sql_deps::ast::{self, ArrayElemTypeDef};
-use super::sql_deps::{DataType, DuckDbDialect, Field, FieldRef, Fields, Parser, TimeUnit};
+use super::sql_deps::{
+    DataType, DuckDbDialect, Field, FieldRef, Fields, Parser, TimeUnit, UnionFields, UnionMode,
+};
 
 use super::json_type::{is_json, json_field};
+use super::variant_type::{is_variant, variant_field};
 
 /// Nesting of a planned type deeper than this is an error, not a deep recursion.
 const NESTING_MAX: usize = 64;
@@ -51,7 +56,11 @@ pub fn plan_type_text(text: &str) -> Result<Field> {
 /// Whether DataFusion lacks `sql_type` (or a member of it).
 fn needs_planning(sql_type: &ast::DataType) -> bool {
     match sql_type {
-        ast::DataType::Tuple(_) | ast::DataType::Map(..) | ast::DataType::JSON => true,
+        ast::DataType::Tuple(_)
+        | ast::DataType::Map(..)
+        | ast::DataType::JSON
+        | ast::DataType::Union(_) => true,
+        ast::DataType::Custom(..) if is_variant_name(sql_type) => true,
         ast::DataType::Custom(..) if custom_nested(sql_type).is_some() => true,
         ast::DataType::Struct(members, _) => members.iter().any(|m| needs_planning(&m.field_type)),
         ast::DataType::Array(element) => element_type(element).is_some_and(needs_planning),
@@ -77,6 +86,14 @@ fn field(name: &str, sql_type: &ast::DataType, depth: usize) -> Result<Field> {
     }
     let data_type = match sql_type {
         ast::DataType::JSON => return Ok(json_field(name)),
+        ast::DataType::Custom(..) if is_variant_name(sql_type) => return Ok(variant_field(name)),
+        ast::DataType::Union(members) => {
+            let fields = members
+                .iter()
+                .map(|m| field(&m.field_name.value, &m.field_type, depth + 1))
+                .collect::<Result<Vec<_>>>()?;
+            union_type(fields)?
+        }
         ast::DataType::Struct(members, _) | ast::DataType::Tuple(members) => {
             let fields = members
                 .iter()
@@ -112,6 +129,24 @@ fn field(name: &str, sql_type: &ast::DataType, depth: usize) -> Result<Field> {
         },
     };
     Ok(Field::new(name, data_type, true))
+}
+
+/// A sparse union of `members`, type ids in member order (as DuckDB numbers its tags);
+/// Arrow allows at most 128 members, DuckDB 256.
+pub fn union_type(members: Vec<Field>) -> Result<DataType> {
+    let ids = 0..i8::try_from(members.len())
+        .map_err(|_| TypeError("a UNION has at most 127 members".into()))?;
+    if members.is_empty() {
+        return Err(TypeError("a UNION needs at least one member".into()));
+    }
+    let fields = UnionFields::try_new(ids, members).map_err(|e| TypeError(e.to_string()))?;
+    Ok(DataType::Union(fields, UnionMode::Sparse))
+}
+
+/// Whether `sql_type` is DuckDB's `VARIANT`, which the parser leaves a custom name.
+fn is_variant_name(sql_type: &ast::DataType) -> bool {
+    matches!(sql_type, ast::DataType::Custom(name, modifiers)
+        if modifiers.is_empty() && name.to_string().eq_ignore_ascii_case("VARIANT"))
 }
 
 /// DuckDB's `MAP(K, V)` and `ROW(a T, ...)`/`STRUCT(a T, ...)` where the parser leaves
@@ -227,6 +262,9 @@ pub fn duckdb_type_name(field: &Field) -> String {
     if is_json(field) {
         return "JSON".to_string();
     }
+    if is_variant(field) {
+        return "VARIANT".to_string();
+    }
     use DataType::*;
     let name = match field.data_type() {
         Null => "\"NULL\"",
@@ -267,6 +305,13 @@ pub fn duckdb_type_name(field: &Field) -> String {
                 .map(|f| format!("{} {}", member_name(f.name()), duckdb_type_name(f)))
                 .collect();
             return format!("STRUCT({})", members.join(", "));
+        }
+        Union(fields, _) => {
+            let members: Vec<String> = fields
+                .iter()
+                .map(|(_, f)| format!("{} {}", member_name(f.name()), duckdb_type_name(f)))
+                .collect();
+            return format!("UNION({})", members.join(", "));
         }
         Map(entries, _) => match entries.data_type() {
             Struct(pair) if pair.len() == 2 => {
@@ -333,10 +378,15 @@ mod tests {
             "TIMESTAMP_NS",
             "TIME_NS",
             "JSON",
+            "VARIANT",
         ];
         // The parser reads MAP(..) and ROW(..) as words only: one-word members.
         let wrap = |t: &str| {
-            let mut out = vec![format!("{t}[]"), format!("STRUCT(a {t}, \"B c\" {t}[])")];
+            let mut out = vec![
+                format!("{t}[]"),
+                format!("STRUCT(a {t}, \"B c\" {t}[])"),
+                format!("UNION(u {t}, \"V w\" {t}[])"),
+            ];
             if t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                 out.extend([format!("MAP(VARCHAR, {t})"), format!("ROW(x {t})")]);
             }

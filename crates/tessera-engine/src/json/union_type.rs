@@ -253,7 +253,7 @@ fn implicit_cost(from: &Field, to: &Field) -> Option<u32> {
 
 /// `array` (of `from`'s type) cast to `to`'s type: unions and lists of them as the module
 /// documentation says, values as the session casts them (to and from `JSON` too).
-pub fn cast_value(array: &ArrayRef, from: &Field, to: &Field, strict: bool) -> Result<ArrayRef> {
+fn cast_value(array: &ArrayRef, from: &Field, to: &Field, strict: bool) -> Result<ArrayRef> {
     if from.data_type() == to.data_type() && is_json(from) == is_json(to) {
         return Ok(Arc::clone(array));
     }

@@ -70,12 +70,12 @@ impl FunctionRewrite for UnionCasts {
             Expr::TryCast(TryCast { expr, field }) => (expr, field, false),
             _ => return Ok(Transformed::no(expr)),
         };
+        if !holds_union(target.data_type()) {
+            return Ok(Transformed::no(expr));
+        }
         let inner = integer_literal(inner);
         let (_, source) = inner.to_field(schema)?;
-        if !holds_union(target.data_type())
-            || is_json(&source)
-            || source.data_type() == target.data_type()
-        {
+        if is_json(&source) || source.data_type() == target.data_type() {
             return Ok(Transformed::no(expr));
         }
         check_cast(&source, target).map_err(DataFusionError::Plan)?;

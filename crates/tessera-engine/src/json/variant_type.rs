@@ -177,8 +177,11 @@ impl FunctionRewrite for VariantCasts {
             }
             _ => return Ok(Transformed::no(expr)),
         };
+        if !is_variant(target) {
+            return Ok(Transformed::no(expr));
+        }
         let (_, source) = inner.to_field(schema)?;
-        if !is_variant(target) || is_variant(&source) {
+        if is_variant(&source) {
             return Ok(Transformed::no(expr));
         }
         let udf = ScalarUDF::from(ToVariant {

@@ -6,8 +6,8 @@
 //! Casts follow DuckDB 2.0.0 ([`UnionCasts`], an analyzer rewrite of each cast into
 //! the function computing it):
 //!
-//! - a value of another type becomes the member of exactly its type, else the member it
-//!   casts to implicitly at the lowest cost (integers widen, any value becomes `JSON`);
+//! - a value of another type becomes the member it casts to implicitly at the lowest
+//!   cost (its own type and `JSON` cost nothing; integers widen, see `implicit_cost`);
 //!   two members alike are an ambiguity, none an error naming the member types;
 //! - a union becomes the union with the same member names, each value cast;
 //! - a `NULL` constant is a NULL union. Arrow's unions have no validity of their own, so
@@ -45,9 +45,9 @@ use crate::functions::json_build::to_json_array;
 use crate::functions::json_cast::validate_text;
 use crate::functions::json_transform::convert_json;
 
-/// The cost of a cast to `JSON` among a union's members: any value casts to `JSON`, but
-/// after every other implicit cast, as in DuckDB.
-const JSON_COST: u32 = 100;
+/// The cost of a cast of text to `JSON` among a union's members: more than none (a
+/// `VARCHAR` member takes text), the only implicit cast text has.
+const TEXT_TO_JSON_COST: u32 = 1;
 
 /// Gives casts to unions (and to lists of unions) DuckDB's meaning; see the module
 /// documentation.
@@ -163,26 +163,16 @@ fn member_named(
 /// The member a value of `from`'s type becomes in the union `to` (see the module
 /// documentation).
 fn member_for(from: &Field, members: &UnionFields, to: &Field) -> std::result::Result<i8, String> {
-    let exact: Vec<i8> = members
+    let costs: Vec<(u32, i8)> = members
         .iter()
-        .filter(|(_, m)| same_type(from, m))
-        .map(|(id, _)| id)
+        .filter_map(|(id, m)| implicit_cost(from, m).map(|c| (c, id)))
         .collect();
-    let candidates = match exact.as_slice() {
-        [] => {
-            let costs: Vec<(u32, i8)> = members
-                .iter()
-                .filter_map(|(id, m)| implicit_cost(from, m).map(|c| (c, id)))
-                .collect();
-            let best = costs.iter().map(|(c, _)| *c).min();
-            costs
-                .into_iter()
-                .filter(|(c, _)| Some(*c) == best)
-                .map(|(_, id)| id)
-                .collect()
-        }
-        _ => exact,
-    };
+    let best = costs.iter().map(|(c, _)| *c).min();
+    let candidates: Vec<i8> = costs
+        .into_iter()
+        .filter(|(c, _)| Some(*c) == best)
+        .map(|(_, id)| id)
+        .collect();
     let named = |id: i8| {
         let member = members.iter().find(|(i, _)| *i == id).map(|(_, f)| f);
         member.map_or_else(String::new, |m| {
@@ -219,36 +209,53 @@ fn same_type(a: &Field, b: &Field) -> bool {
         && (a.data_type() == b.data_type() || text(a.data_type()) && text(b.data_type()))
 }
 
-/// The cost of DuckDB's implicit cast from `from` to `to`, `None` when there is none:
-/// integers to wider integers (never signed to unsigned) and to floats, `FLOAT` to
-/// `DOUBLE`, anything to `JSON`.
+/// The cost of DuckDB's implicit cast from `from` to `to`, `None` when there is none;
+/// 0 for the same type. DuckDB 2.0.0 ranks a cast by its target (as its answers over
+/// every pair of members show): `JSON` costs nothing, as the same type does (so the
+/// two are an ambiguity), except from text; then `BIGINT`, `INTEGER`, `HUGEINT`,
+/// `DOUBLE`, any decimal, the other numbers.
 fn implicit_cost(from: &Field, to: &Field) -> Option<u32> {
+    if same_type(from, to) {
+        return Some(0);
+    }
     if is_json(to) {
-        return (!is_json(from)).then_some(JSON_COST);
+        return match from.data_type() {
+            _ if is_json(from) => None,
+            DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8 => Some(TEXT_TO_JSON_COST),
+            _ => Some(0),
+        };
     }
-    let integer = |t: &DataType| match t {
-        DataType::Int8 => Some((8, true)),
-        DataType::Int16 => Some((16, true)),
-        DataType::Int32 => Some((32, true)),
-        DataType::Int64 => Some((64, true)),
+    if !casts_implicitly(from.data_type(), to.data_type()) {
+        return None;
+    }
+    Some(match to.data_type() {
+        DataType::Int64 => 101,
+        DataType::Int32 => 102,
         // HUGEINT.
-        DataType::Decimal128(38, 0) => Some((128, true)),
-        DataType::UInt8 => Some((8, false)),
-        DataType::UInt16 => Some((16, false)),
-        DataType::UInt32 => Some((32, false)),
-        DataType::UInt64 => Some((64, false)),
-        _ => None,
+        DataType::Decimal128(38, 0) => 103,
+        DataType::Float64 => 104,
+        DataType::Decimal128(..) => 105,
+        _ => 110,
+    })
+}
+
+/// Whether DuckDB casts `from` to `to` implicitly: integers to wider integers (unsigned
+/// to signed too, never signed to unsigned), to decimals and to floats; `FLOAT` to
+/// `DOUBLE`.
+fn casts_implicitly(from: &DataType, to: &DataType) -> bool {
+    use DataType::*;
+    let wider: &[DataType] = match from {
+        Int8 => &[Int16, Int32, Int64],
+        Int16 => &[Int32, Int64],
+        Int32 => &[Int64],
+        UInt8 => &[UInt16, UInt32, UInt64, Int16, Int32, Int64],
+        UInt16 => &[UInt32, UInt64, Int32, Int64],
+        UInt32 => &[UInt64, Int64],
+        Int64 | UInt64 => &[],
+        Float32 => return to == &Float64,
+        _ => return false,
     };
-    match (integer(from.data_type()), to.data_type()) {
-        (Some(_), DataType::Float32) => Some(200),
-        (Some(_), DataType::Float64) => Some(201),
-        (Some((bits, signed)), other) => match integer(other) {
-            Some((wider, to_signed)) if wider > bits && (to_signed || !signed) => Some(wider),
-            _ => None,
-        },
-        (None, DataType::Float64) if from.data_type() == &DataType::Float32 => Some(201),
-        _ => None,
-    }
+    wider.contains(to) || matches!(to, Float32 | Float64 | Decimal128(..))
 }
 
 /// `array` (of `from`'s type) cast to `to`'s type: unions and lists of them as the module

@@ -11,9 +11,11 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+
+use chrono::Timelike;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef};
+use arrow::array::{Array, ArrayRef, AsArray, ListArray};
 use arrow::datatypes::{DataType, Field, FieldRef, Fields};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::Transformed;
@@ -29,6 +31,7 @@ use parquet_variant_compute::{VariantArray, cast_to_variant, json_to_variant};
 use tessera_json::tree::{push_float, push_string};
 
 use super::json_type::is_json;
+use crate::functions::json_build::to_json_array;
 
 /// The name of Arrow's canonical Parquet Variant extension type.
 pub const VARIANT_EXTENSION_NAME: &str = "arrow.parquet.variant";
@@ -99,20 +102,37 @@ fn write_json(variant: &Variant<'_, '_>, out: &mut String) {
         Variant::Int16(v) => shown(out, v),
         Variant::Int32(v) => shown(out, v),
         Variant::Int64(v) => shown(out, v),
-        Variant::Decimal4(v) => shown(out, v),
-        Variant::Decimal8(v) => shown(out, v),
-        Variant::Decimal16(v) => shown(out, v),
+        Variant::Decimal4(v) => push_decimal(out, i128::from(v.integer()), v.scale()),
+        Variant::Decimal8(v) => push_decimal(out, i128::from(v.integer()), v.scale()),
+        Variant::Decimal16(v) => push_decimal(out, v.integer(), v.scale()),
         Variant::Float(v) => push_float(out, f64::from(*v)),
         Variant::Double(v) => push_float(out, *v),
         Variant::String(s) => push_string(out, s),
         Variant::ShortString(s) => push_string(out, s.as_str()),
         Variant::Date(d) => push_string(out, &d.to_string()),
-        Variant::Time(t) => push_string(out, &t.to_string()),
+        Variant::Time(t) => {
+            let text = format!("{}{}", t.format("%H:%M:%S"), fraction(t.nanosecond()));
+            push_string(out, &text);
+        }
         Variant::TimestampNtzMicros(t) | Variant::TimestampNtzNanos(t) => {
-            push_string(out, &t.format("%Y-%m-%d %H:%M:%S%.f").to_string());
+            push_string(
+                out,
+                &format!(
+                    "{}{}",
+                    t.format("%Y-%m-%d %H:%M:%S"),
+                    fraction(t.nanosecond())
+                ),
+            );
         }
         Variant::TimestampMicros(t) | Variant::TimestampNanos(t) => {
-            push_string(out, &t.format("%Y-%m-%d %H:%M:%S%.f+00").to_string());
+            push_string(
+                out,
+                &format!(
+                    "{}{}+00",
+                    t.format("%Y-%m-%d %H:%M:%S"),
+                    fraction(t.nanosecond())
+                ),
+            );
         }
         Variant::Uuid(u) => push_string(out, &u.to_string()),
         Variant::Binary(bytes) => push_string(out, &blob_text(bytes)),
@@ -138,6 +158,43 @@ fn write_json(variant: &Variant<'_, '_>, out: &mut String) {
             }
             out.push(']');
         }
+    }
+}
+
+/// A map as DuckDB makes it a VARIANT: the list of its entries, `{key, value}` objects.
+fn map_entries(array: &ArrayRef) -> Result<(ArrayRef, Field)> {
+    let map = array.as_map();
+    let entries = map.entries().clone();
+    let item = Arc::new(Field::new("item", entries.data_type().clone(), false));
+    let list = ListArray::try_new(
+        Arc::clone(&item),
+        map.offsets().clone(),
+        Arc::new(entries),
+        map.nulls().cloned(),
+    )?;
+    let field = Field::new("entries", list.data_type().clone(), true);
+    Ok((Arc::new(list), field))
+}
+
+/// A decimal as DuckDB writes a VARIANT's: every digit of its scale kept (`12.50`).
+fn push_decimal(out: &mut String, integer: i128, scale: u8) {
+    let digits = integer.unsigned_abs().to_string();
+    let scale = usize::from(scale);
+    let padded = format!("{digits:0>width$}", width = scale + 1);
+    let (whole, fraction) = padded.split_at(padded.len() - scale);
+    let sign = if integer < 0 { "-" } else { "" };
+    let _ = match scale {
+        0 => write!(out, "{sign}{whole}"),
+        _ => write!(out, "{sign}{whole}.{fraction}"),
+    };
+}
+
+/// A time's fraction of a second as DuckDB writes it: trailing zeros dropped, none for
+/// a whole second.
+fn fraction(nanos: u32) -> String {
+    match nanos {
+        0 => String::new(),
+        n => format!(".{n:09}").trim_end_matches('0').to_string(),
     }
 }
 
@@ -220,9 +277,19 @@ impl ScalarUDFImpl for ToVariant {
             return exec_err!("{} takes one argument", self.name());
         };
         let array = input.to_array(args.number_rows)?;
-        let variants = match is_json(field) {
-            true => json_to_variant(&array)?,
-            false => cast_to_variant(array.as_ref())?,
+        // Nested values go through their JSON, which keeps NULL members and items
+        // (`parquet-variant-compute` leaves a NULL struct member out).
+        let variants = match field.data_type() {
+            _ if is_json(field) => json_to_variant(&array)?,
+            DataType::Map(..) => {
+                let (entries, field) = map_entries(&array)?;
+                json_to_variant(&to_json_array(&entries, &field)?)?
+            }
+            DataType::Struct(_)
+            | DataType::List(_)
+            | DataType::LargeList(_)
+            | DataType::FixedSizeList(..) => json_to_variant(&to_json_array(&array, field)?)?,
+            _ => cast_to_variant(array.as_ref())?,
         };
         let out: ArrayRef = Arc::new(variants.into_inner());
         match input {

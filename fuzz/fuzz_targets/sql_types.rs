@@ -10,7 +10,7 @@ use sqlparser::parser::Parser;
 
 /// What `sql_types` uses of Arrow and the SQL parser (the engine's `json::sql_deps`).
 mod sql_deps {
-    pub use arrow_schema::{DataType, Field, FieldRef, Fields, TimeUnit};
+    pub use arrow_schema::{DataType, Field, FieldRef, Fields, TimeUnit, UnionFields, UnionMode};
     pub use sqlparser::{ast, dialect::DuckDbDialect, parser::Parser};
 }
 
@@ -36,6 +36,28 @@ mod json_type {
 mod duckdb_keywords;
 #[path = "../../crates/tessera-engine/src/json/enum_type.rs"]
 mod enum_type;
+/// The engine's VARIANT field: a struct of binaries marked `arrow.parquet.variant`.
+mod variant_type {
+    use std::collections::HashMap;
+
+    use arrow_schema::{DataType, Field, Fields};
+
+    const KEY: &str = "ARROW:extension:name";
+    const NAME: &str = "arrow.parquet.variant";
+
+    pub fn variant_field(name: &str) -> Field {
+        let binaries = Fields::from(vec![
+            Field::new("metadata", DataType::BinaryView, false),
+            Field::new("value", DataType::BinaryView, false),
+        ]);
+        Field::new(name, DataType::Struct(binaries), true)
+            .with_metadata(HashMap::from([(KEY.to_string(), NAME.to_string())]))
+    }
+
+    pub fn is_variant(field: &Field) -> bool {
+        field.metadata().get(KEY).is_some_and(|n| n == NAME)
+    }
+}
 
 #[path = "../../crates/tessera-engine/src/json/sql_types.rs"]
 mod sql_types;

@@ -5,7 +5,8 @@
 //!
 //! Values become JSON as DuckDB renders them: numbers as numbers (decimals exactly, trailing zeros
 //! dropped), text as strings, lists as arrays, structs and maps as objects, dates and
-//! timestamps as strings. Text whose field carries the `arrow.json` extension type is
+//! timestamps as strings, a union as the object of its member (`{"tag":value}`), a
+//! `VARIANT` as the value it holds. Text whose field carries the `arrow.json` extension type is
 //! JSON already and is embedded, not quoted; every function here returns such a field,
 //! so `json_object('a', json_array(1))` nests. The helpers at the bottom (reading text
 //! columns, parsing with a clear error, evaluating row by row) are shared by the other
@@ -15,6 +16,7 @@ use std::sync::{Arc, LazyLock};
 
 use crate::json::json_type::{is_json, json_field};
 use crate::json::sql_types::{MarkedType, is_tuple};
+use crate::json::variant_type::{is_variant, write_variant_json};
 use arrow::array::{
     Array, ArrayRef, AsArray, LargeStringArray, StringArray, StringBuilder, StringViewArray,
 };
@@ -145,6 +147,12 @@ impl ScalarUDFImpl for JsonBuild {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        // A NULL union constant: in an array it would be a member holding NULL.
+        if let (Build::ToJson, [ColumnarValue::Scalar(ScalarValue::Union(None, ..))]) =
+            (self.build, args.args.as_slice())
+        {
+            return Ok(ColumnarValue::Scalar(ScalarValue::Utf8(None)));
+        }
         let fields = args.arg_fields.clone();
         let mut tape = crate::json::function_tape();
         let name = self.name;
@@ -156,7 +164,7 @@ impl ScalarUDFImpl for JsonBuild {
                     if i > 0 {
                         out.push(',');
                     }
-                    write_arrow(array.as_ref(), is_json(field), row, out, &mut tape)?;
+                    write_field(array.as_ref(), field, row, out, &mut tape)?;
                 }
                 out.push(']');
                 Ok(true)
@@ -164,8 +172,7 @@ impl ScalarUDFImpl for JsonBuild {
             // A `Null` array has no validity buffer: `is_null` alone says no.
             Build::ToJson if arrays[0].is_null(row) || arrays[0].data_type().is_null() => Ok(false),
             Build::ToJson => {
-                write_arrow(arrays[0].as_ref(), is_json(&fields[0]), row, out, &mut tape)
-                    .map(|()| true)
+                write_field(arrays[0].as_ref(), &fields[0], row, out, &mut tape).map(|()| true)
             }
             // A BLOB, UUID or BIT is its text as a JSON string, as `to_json` writes it.
             Build::Minify if written_as_string(&fields[0]) => match arrays[0].is_null(row) {
@@ -222,11 +229,41 @@ fn write_object(
         }
         push_string(out, key);
         out.push(':');
-        let json = is_json(&fields[2 * i + 1]);
-        write_arrow(pair[1].as_ref(), json, row, out, tape)?;
+        write_field(pair[1].as_ref(), &fields[2 * i + 1], row, out, tape)?;
     }
     out.push('}');
     Ok(())
+}
+
+/// Appends row `row` of `array`, a column of `field`'s SQL type, as JSON.
+pub fn write_field(
+    array: &dyn Array,
+    field: &Field,
+    row: usize,
+    out: &mut String,
+    tape: &mut Tape,
+) -> Result<()> {
+    match is_variant(field) {
+        true => write_variant_json(array, row, out),
+        false => write_arrow(array, is_json(field), row, out, tape),
+    }
+}
+
+/// Row `row` of each value of `array` (of `field`'s type) as JSON; NULL stays NULL.
+pub fn to_json_array(array: &ArrayRef, field: &Field) -> Result<ArrayRef> {
+    let mut tape = crate::json::function_tape();
+    let mut builder = StringBuilder::with_capacity(array.len(), array.len() * 16);
+    let mut text = String::new();
+    for row in 0..array.len() {
+        if array.is_null(row) {
+            builder.append_null();
+            continue;
+        }
+        text.clear();
+        write_field(array.as_ref(), field, row, &mut text, &mut tape)?;
+        builder.append_value(&text);
+    }
+    Ok(Arc::new(builder.finish()))
 }
 
 /// Appends row `row` of `array` as JSON (`json`: the array's text is JSON already).
@@ -287,7 +324,7 @@ pub fn write_arrow(
                 if i > 0 {
                     out.push(',');
                 }
-                write_arrow(items.as_ref(), is_json(field), i, out, tape)?;
+                write_field(items.as_ref(), field, i, out, tape)?;
             }
             out.push(']');
         }
@@ -304,11 +341,24 @@ pub fn write_arrow(
                     push_string(out, field.name());
                     out.push(':');
                 }
-                write_arrow(column.as_ref(), is_json(field), row, out, tape)?;
+                write_field(column.as_ref(), field, row, out, tape)?;
             }
             out.push(if tuple { ']' } else { '}' });
         }
         DataType::Map(..) => write_map(array, row, out, tape)?,
+        DataType::Union(fields, _) => {
+            let union = array.as_union();
+            let id = union.type_id(row);
+            let Some((_, member)) = fields.iter().find(|(i, _)| *i == id) else {
+                return exec_err!("to_json: union type id {id} has no member");
+            };
+            out.push('{');
+            push_string(out, member.name());
+            out.push(':');
+            let child = union.child(id);
+            write_field(child.as_ref(), member, union.value_offset(row), out, tape)?;
+            out.push('}');
+        }
         _ => push_string(out, &display(array, row)?),
     }
     Ok(())
@@ -340,9 +390,9 @@ fn list_value(array: &dyn Array, row: usize) -> ArrayRef {
 fn write_map(array: &dyn Array, row: usize, out: &mut String, tape: &mut Tape) -> Result<()> {
     let entries = array.as_map().value(row);
     let (keys, values) = (entries.column(0), entries.column(1));
-    let value_is_json = match entries.data_type() {
-        DataType::Struct(fields) => is_json(&fields[1]),
-        _ => false,
+    let value_field = match entries.data_type() {
+        DataType::Struct(fields) => Arc::clone(&fields[1]),
+        _ => Arc::new(Field::new("value", values.data_type().clone(), true)),
     };
     out.push('{');
     for i in 0..entries.len() {
@@ -351,7 +401,7 @@ fn write_map(array: &dyn Array, row: usize, out: &mut String, tape: &mut Tape) -
         }
         push_string(out, &display(keys.as_ref(), i)?);
         out.push(':');
-        write_arrow(values.as_ref(), value_is_json, i, out, tape)?;
+        write_field(values.as_ref(), &value_field, i, out, tape)?;
     }
     out.push('}');
     Ok(())

@@ -325,6 +325,12 @@ fn validate(texts: &TextColumn, input: &ArrayRef, strict: bool) -> Result<ArrayR
     Ok(arrow::array::make_array(data))
 }
 
+/// Text to JSON as `CAST` (`strict`) or `TRY_CAST` computes it: each row checked, kept
+/// as written; for casts that contain one (a union member of type `JSON`).
+pub(crate) fn validate_text(input: &ArrayRef, strict: bool) -> Result<ArrayRef> {
+    validate(&TextColumn::new("CAST", input)?, input, strict)
+}
+
 /// A JSON value as the scalar types read it.
 enum Scalar<'a> {
     Null,

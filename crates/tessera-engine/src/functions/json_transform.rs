@@ -11,7 +11,8 @@
 //! struct of NULLs (both errors under `_strict`, as are missing and duplicated keys).
 //! `DECIMAL(p,s)` takes numbers through double (rounding half away from zero),
 //! `DATE` and `TIMESTAMP` take strings Arrow's cast reads. `BLOB` takes a string's
-//! bytes and any other value's JSON text.
+//! bytes and any other value's JSON text. A `UNION` takes an object of one member,
+//! `{"tag": value}` (`json::union_type`).
 
 use std::sync::{Arc, LazyLock};
 
@@ -21,7 +22,9 @@ use arrow::array::{
 };
 use arrow::buffer::{NullBuffer, OffsetBuffer};
 use arrow::compute::{CastOptions, cast, cast_with_options};
-use arrow::datatypes::{DataType, Field, FieldRef, Fields, TimeUnit};
+use arrow::datatypes::{
+    DataType, Field, FieldRef, Fields, TimeUnit, UnionFields, UnionMode::Sparse,
+};
 use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, plan_err};
 use datafusion::logical_expr::scalar_doc_sections::DOC_SECTION_OTHER;
 use datafusion::logical_expr::{
@@ -36,6 +39,7 @@ use super::json_build::{TextColumn, parse_json};
 use crate::json::enum_type::{enum_labels, enum_name};
 use crate::json::json_type::{is_json, json_field};
 use crate::json::sql_types::{MarkedType, is_tuple, plan_type_text};
+use crate::json::union_type::sparse_union;
 
 /// The transform functions, ready to register.
 pub fn all_functions() -> Vec<Arc<ScalarUDF>> {
@@ -86,6 +90,8 @@ enum Target {
     /// A map from an object: its keys converted to the first type (always strictly:
     /// a map key cannot be NULL), its values to the second.
     Map(Box<Target>, Box<Target>),
+    /// A union from an object of one member, its value converted to that member's type.
+    Union(Vec<(String, Target)>),
 }
 
 impl Target {
@@ -140,12 +146,13 @@ impl Target {
             "BLOB" | "BYTEA" => Target::Blob,
             upper if upper.starts_with("DECIMAL") => Target::Decimal(decimal_type(upper)?),
             // The other types as the SQL planner names them: TIME, TIMESTAMP_S, ...,
-            // ENUM('a', 'b') (whose labels keep their case), lists of these.
+            // ENUM('a', 'b') (whose labels keep their case), UNION(a T, ...) (whose tags, its
+            // JSON keys, keep their case), lists of these.
             other => match plan_type_text(name).ok().and_then(|f| Target::of_field(&f)) {
                 Some(target) => target,
                 None => {
                     return plan_err!(
-                        "JSON structure type {other} can not be converted to a Tessera type \
+                        "JSON structure type {name} can not be converted to a Tessera type \
                          (supported: NULL, BOOLEAN, the integer types, HUGEINT, UHUGEINT, FLOAT, \
                          DOUBLE, DECIMAL(p,s), DATE, TIME, the TIMESTAMP types, UUID, BLOB, VARCHAR, \
                          JSON, GEOMETRY, arrays and objects)"
@@ -198,6 +205,12 @@ impl Target {
                 ),
                 _ => return None,
             },
+            Union(members, _) => Target::Union(
+                members
+                    .iter()
+                    .map(|(_, f)| Some((f.name().clone(), Target::of_field(f)?)))
+                    .collect::<Option<Vec<_>>>()?,
+            ),
             _ => return None,
         })
     }
@@ -226,6 +239,7 @@ impl Target {
             Target::Map(key, value) => {
                 DataType::Map(Arc::new(Self::map_entries(key, value)), false)
             }
+            Target::Union(members) => DataType::Union(Self::union_fields(members), Sparse),
         }
     }
 
@@ -235,6 +249,11 @@ impl Target {
             value.field("value"),
         ]);
         Field::new("entries", DataType::Struct(pair), false)
+    }
+
+    /// A union's members, type ids in member order (at most 127, as planned).
+    fn union_fields(members: &[(String, Target)]) -> UnionFields {
+        UnionFields::from_fields(Self::fields(members).iter().cloned())
     }
 
     fn fields(fields: &[(String, Target)]) -> Fields {
@@ -463,6 +482,7 @@ impl Converter {
             Target::List(item) => self.list(item, values)?,
             Target::Struct(fields) => self.structure(fields, values)?,
             Target::Map(key, value) => self.map(key, value, values)?,
+            Target::Union(members) => self.union(members, values)?,
         })
     }
 
@@ -745,6 +765,61 @@ impl Converter {
             children,
             Some(NullBuffer::from(valid)),
         )?))
+    }
+
+    /// Objects of one member (`{"tag": value}`) as unions; a NULL is the first member
+    /// holding NULL, anything else too (an error under `_strict`).
+    fn union(&self, members: &[(String, Target)], values: &[Option<&Json>]) -> Result<ArrayRef> {
+        let mut type_ids = Vec::with_capacity(values.len());
+        let mut per_member: Vec<Vec<Option<&Json>>> = vec![vec![None; values.len()]; members.len()];
+        for (row, value) in values.iter().enumerate() {
+            match self.union_member(members, *value)? {
+                Some((i, v)) => {
+                    type_ids.push(i as i8);
+                    per_member[i][row] = Some(v);
+                }
+                None => type_ids.push(0),
+            }
+        }
+        let children = members
+            .iter()
+            .zip(&per_member)
+            .map(|((_, target), values)| self.build(target, values))
+            .collect::<Result<Vec<_>>>()?;
+        sparse_union(&Target::union_fields(members), type_ids, children)
+    }
+
+    /// The member (position) and value of a union's object, as DuckDB reads it: its one
+    /// key names a member (case matters, as in JSON).
+    fn union_member<'a>(
+        &self,
+        members: &[(String, Target)],
+        value: Option<&'a Json>,
+    ) -> Result<Option<(usize, &'a Json)>> {
+        let pairs = match value {
+            None | Some(Json::Null) => return Ok(None),
+            Some(Json::Object(pairs)) => pairs,
+            Some(other) => {
+                let kind = type_name(other);
+                return self.fail(format!(
+                    "Expected an object representing a union, got {kind}"
+                ));
+            }
+        };
+        let (key, member_value) = match pairs.as_slice() {
+            [pair] => pair,
+            [] => return self.fail("Found empty object, instead of union".into()),
+            _ => {
+                let message = "Found object containing more than one key, instead of union";
+                return self.fail(message.into());
+            }
+        };
+        match members.iter().position(|(name, _)| name == key) {
+            Some(i) => Ok(Some((i, member_value))),
+            None => self.fail(format!(
+                "Found object containing unknown key, instead of union: {key}"
+            )),
+        }
     }
 
     /// The first value of `key` in `value` if it is an object; under `_strict` a

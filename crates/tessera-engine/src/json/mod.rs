@@ -10,11 +10,15 @@ pub mod enum_type;
 pub mod json_type;
 pub mod output;
 pub mod sql_types;
+pub mod union_type;
+pub mod variant_type;
 
 /// What `sql_types` uses of Arrow and the SQL parser, named here once so that the fuzz
 /// target `sql_types` compiles that module against the plain crates.
 mod sql_deps {
-    pub use arrow::datatypes::{DataType, Field, FieldRef, Fields, TimeUnit};
+    pub use arrow::datatypes::{
+        DataType, Field, FieldRef, Fields, TimeUnit, UnionFields, UnionMode,
+    };
     pub use datafusion::sql::sqlparser::{ast, dialect::DuckDbDialect, parser::Parser};
 }
 

@@ -6,7 +6,9 @@
 //! `TIMESTAMPTZ` (microseconds in UTC), `ENUM('a', 'b')` (`super::enum_type`), and nested
 //! types whose members DataFusion cannot spell: `ROW(a JSON)`, `MAP(k, v)`,
 //! `TUPLE(INTEGER, VARCHAR)` (a struct of unnamed members, see [`is_tuple`]), lists of
-//! these. DuckDB's tests use them in casts and column definitions.
+//! these; `UNION(a T, ...)` (a sparse Arrow union, type ids in member order) and
+//! `VARIANT` (Arrow's Parquet Variant extension type, `json::variant_type`). DuckDB's
+//! tests use them in casts and column definitions.
 //! [`duckdb_type_name`] goes the other way (`typeof`): an Arrow type's DuckDB name,
 //! which plans back to the same Arrow type.
 //!
@@ -16,11 +18,14 @@
 use std::sync::Arc;
 
 use super::sql_deps::ast::{self, ArrayElemTypeDef};
-use super::sql_deps::{DataType, DuckDbDialect, Field, FieldRef, Fields, Parser, TimeUnit};
+use super::sql_deps::{
+    DataType, DuckDbDialect, Field, FieldRef, Fields, Parser, TimeUnit, UnionFields, UnionMode,
+};
 
 use super::duckdb_keywords::is_keyword;
 use super::enum_type::{enum_field, enum_name, labels_of};
 use super::json_type::{is_json, json_field};
+use super::variant_type::{is_variant, variant_field};
 
 /// Nesting of a planned type deeper than this is an error, not a deep recursion.
 const NESTING_MAX: usize = 64;
@@ -125,7 +130,9 @@ fn needs_planning(sql_type: &ast::DataType) -> bool {
         ast::DataType::Tuple(_)
         | ast::DataType::Map(..)
         | ast::DataType::JSON
-        | ast::DataType::Enum(..) => true,
+        | ast::DataType::Enum(..)
+        | ast::DataType::Union(_) => true,
+        ast::DataType::Custom(..) if is_variant_name(sql_type) => true,
         ast::DataType::Custom(..) if custom_nested(sql_type).is_some() => true,
         ast::DataType::Struct(members, _) => members.iter().any(|m| needs_planning(&m.field_type)),
         ast::DataType::Array(element) => element_type(element).is_some_and(needs_planning),
@@ -163,6 +170,14 @@ fn field(name: &str, sql_type: &ast::DataType, depth: usize) -> Result<Field> {
         ast::DataType::Custom(custom, modifiers) if modifiers.is_empty() && is_bignum(custom) => {
             return Ok(MarkedType::Bignum.field(name));
         }
+        ast::DataType::Custom(..) if is_variant_name(sql_type) => return Ok(variant_field(name)),
+        ast::DataType::Union(members) => {
+            let fields = members
+                .iter()
+                .map(|m| field(&m.field_name.value, &m.field_type, depth + 1))
+                .collect::<Result<Vec<_>>>()?;
+            union_type(fields)?
+        }
         ast::DataType::Struct(members, _) | ast::DataType::Tuple(members) => {
             let fields = members
                 .iter()
@@ -198,6 +213,24 @@ fn field(name: &str, sql_type: &ast::DataType, depth: usize) -> Result<Field> {
         },
     };
     Ok(Field::new(name, data_type, true))
+}
+
+/// A sparse union of `members`, type ids in member order (as DuckDB numbers its tags);
+/// Arrow allows at most 128 members, DuckDB 256.
+pub fn union_type(members: Vec<Field>) -> Result<DataType> {
+    let ids = 0..i8::try_from(members.len())
+        .map_err(|_| TypeError("a UNION has at most 127 members".into()))?;
+    if members.is_empty() {
+        return Err(TypeError("a UNION needs at least one member".into()));
+    }
+    let fields = UnionFields::try_new(ids, members).map_err(|e| TypeError(e.to_string()))?;
+    Ok(DataType::Union(fields, UnionMode::Sparse))
+}
+
+/// Whether `sql_type` is DuckDB's `VARIANT`, which the parser leaves a custom name.
+fn is_variant_name(sql_type: &ast::DataType) -> bool {
+    matches!(sql_type, ast::DataType::Custom(name, modifiers)
+        if modifiers.is_empty() && name.to_string().eq_ignore_ascii_case("VARIANT"))
 }
 
 /// DuckDB's `MAP(K, V)` and `ROW(a T, ...)`/`STRUCT(a T, ...)` where the parser leaves
@@ -345,6 +378,9 @@ pub fn duckdb_type_name(field: &Field) -> String {
     if let Some(marked) = MarkedType::of(field) {
         return marked.sql_name().to_string();
     }
+    if is_variant(field) {
+        return "VARIANT".to_string();
+    }
     use DataType::*;
     let name = match field.data_type() {
         Null => "\"NULL\"",
@@ -386,6 +422,13 @@ pub fn duckdb_type_name(field: &Field) -> String {
                 .map(|f| format!("{} {}", member_name(f.name()), duckdb_type_name(f)))
                 .collect();
             return format!("STRUCT({})", members.join(", "));
+        }
+        Union(fields, _) => {
+            let members: Vec<String> = fields
+                .iter()
+                .map(|(_, f)| format!("{} {}", member_name(f.name()), duckdb_type_name(f)))
+                .collect();
+            return format!("UNION({})", members.join(", "));
         }
         Map(entries, _) => match entries.data_type() {
             Struct(pair) if pair.len() == 2 => {
@@ -484,10 +527,15 @@ mod tests {
             "JSON",
             "ENUM('a', 'it''s', 'B c')",
             "TUPLE(INTEGER, VARCHAR)",
+            "VARIANT",
         ];
         // The parser reads MAP(..) and ROW(..) as words only: one-word members.
         let wrap = |t: &str| {
-            let mut out = vec![format!("{t}[]"), format!("STRUCT(a {t}, \"B c\" {t}[])")];
+            let mut out = vec![
+                format!("{t}[]"),
+                format!("STRUCT(a {t}, \"B c\" {t}[])"),
+                format!("UNION(u {t}, \"V w\" {t}[])"),
+            ];
             if t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                 out.extend([format!("MAP(VARCHAR, {t})"), format!("ROW(x {t})")]);
             }

@@ -12,6 +12,8 @@ use arrow::datatypes::{
 };
 use arrow::temporal_conversions::{as_datetime, time64ns_to_time, time64us_to_time};
 use arrow::util::display::{ArrayFormatter, FormatOptions};
+use parquet_variant::Variant;
+use parquet_variant_compute::VariantArray;
 
 /// A float widened to f64, as Rust's `{:?}` prints it: the shortest digits that read back
 /// to the same double, exponential below 1e-4 and from 1e16 on (`1.0`, `1e20`, `NaN`).
@@ -163,7 +165,8 @@ fn is_tuple(fields: &arrow::datatypes::Fields) -> bool {
             .all(|(i, f)| f.name() == &format!("v{}", i + 1))
 }
 
-/// Lists, structs, maps and dictionaries; any other type in Arrow's display form.
+/// Lists, structs, maps, dictionaries and unions (the member's value, as DuckDB's Python
+/// client returns it); any other type in Arrow's display form.
 fn nested_value(array: &dyn Array, row: usize, nested: bool) -> String {
     let list = |values: &dyn Array| -> String {
         let items: Vec<String> = (0..values.len()).map(|i| value(values, i, true)).collect();
@@ -200,6 +203,11 @@ fn nested_value(array: &dyn Array, row: usize, nested: bool) -> String {
                 .collect();
             format!("{{{}}}", items.join(", "))
         }
+        DataType::Union(..) => {
+            let union = array.as_union();
+            let member = union.child(union.type_id(row));
+            value(member.as_ref(), union.value_offset(row), nested)
+        }
         DataType::Dictionary(_, value_type) => {
             match arrow::compute::cast(&array.slice(row, 1), value_type) {
                 Ok(plain) => value(plain.as_ref(), 0, nested),
@@ -219,14 +227,57 @@ fn display(array: &dyn Array, row: usize) -> String {
         .unwrap_or_else(|e| format!("<unprintable: {e}>"))
 }
 
+/// A `VARIANT` (Arrow's `arrow.parquet.variant`) as the value it holds, in the form of
+/// the Arrow value DuckDB's Python client would return for it.
+fn variant(value: &Variant<'_, '_>, nested: bool) -> String {
+    let text = |s: &str| if nested { quote(s) } else { s.to_string() };
+    match value {
+        Variant::Null => "NULL".to_string(),
+        Variant::BooleanTrue => "true".to_string(),
+        Variant::BooleanFalse => "false".to_string(),
+        Variant::Int8(v) => v.to_string(),
+        Variant::Int16(v) => v.to_string(),
+        Variant::Int32(v) => v.to_string(),
+        Variant::Int64(v) => v.to_string(),
+        Variant::Float(v) => float(f64::from(*v)),
+        Variant::Double(v) => float(*v),
+        Variant::String(s) => text(s),
+        Variant::ShortString(s) => text(s.as_str()),
+        Variant::Object(object) => {
+            let items: Vec<String> = object
+                .iter()
+                .map(|(k, v)| format!("{}: {}", quote(k), variant(&v, true)))
+                .collect();
+            format!("{{{}}}", items.join(", "))
+        }
+        Variant::List(list) => {
+            let items: Vec<String> = list.iter().map(|v| variant(&v, true)).collect();
+            format!("[{}]", items.join(", "))
+        }
+        other => format!("{other:?}"),
+    }
+}
+
+/// Row `row` of column `column` of `batch` in canonical form.
+fn cell(batch: &RecordBatch, column: usize, row: usize) -> String {
+    let array = batch.column(column);
+    let field = batch.schema_ref().field(column);
+    let is_variant = field
+        .metadata()
+        .get("ARROW:extension:name")
+        .is_some_and(|n| n == "arrow.parquet.variant");
+    match is_variant.then(|| VariantArray::try_new(array.as_ref())) {
+        Some(Ok(variants)) if variants.is_valid(row) => variant(&variants.value(row), false),
+        _ => value(array.as_ref(), row, false),
+    }
+}
+
 /// Every row of `batch` as canonical cells.
 pub fn rows(batch: &RecordBatch) -> Vec<Vec<String>> {
     (0..batch.num_rows())
         .map(|row| {
-            batch
-                .columns()
-                .iter()
-                .map(|c| value(c.as_ref(), row, false))
+            (0..batch.num_columns())
+                .map(|c| cell(batch, c, row))
                 .collect()
         })
         .collect()

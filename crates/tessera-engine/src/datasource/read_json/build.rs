@@ -543,9 +543,11 @@ fn check_converted(array: &StructArray, records: &Collected, names: &[&str]) -> 
         };
         let missing: Vec<usize> = (0..array.num_columns())
             .filter(|&c| {
-                // A column inferred as NULL reads every value as NULL, as DuckDB's does.
+                // A column inferred as NULL reads every value as NULL, as DuckDB's does;
+                // a union (no validity of its own) is NULL where its member's value is.
                 let column = array.column(c);
-                column.data_type() != &DataType::Null && column.is_null(row)
+                column.data_type() != &DataType::Null
+                    && column.logical_nulls().is_some_and(|n| n.is_null(row))
             })
             .collect();
         if missing.is_empty() {

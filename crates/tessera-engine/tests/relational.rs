@@ -7,6 +7,8 @@ use std::path::Path;
 
 use tessera_engine::TesseraSession;
 
+// This test uses a part of the shared helpers.
+#[allow(dead_code)]
 mod common;
 
 use common::{analyze, metric, rows, session_with_raw};

@@ -148,7 +148,7 @@ impl Target {
             // The other types as the SQL planner names them: TIME, TIMESTAMP_S, ...,
             // ENUM('a', 'b') (whose labels keep their case), UNION(a T, ...) (whose tags, its
             // JSON keys, keep their case), lists of these.
-            other => match plan_type_text(name).ok().and_then(|f| Target::of_field(&f)) {
+            _ => match plan_type_text(name).ok().and_then(|f| Target::of_field(&f)) {
                 Some(target) => target,
                 None => {
                     return plan_err!(

@@ -131,10 +131,9 @@ def test_inferred_columns_match_duckdb(json_file):
     duck = duckdb.connect().execute(f"DESCRIBE SELECT * FROM read_json('{json_file}')").fetchall()
     ours = tessera(f"DESCRIBE SELECT * FROM read_json('{json_file}')")
     assert [r[0] for r in duck] == [r["column_name"] for r in ours]
-    # A JSON column is text with the JSON extension type in Tessera.
-    ours_kinds = [kind(r["data_type"]) for r in ours]
-    duck_kinds = [kind(r[1]) for r in duck]
-    assert [k if k != "json" else "text" for k in duck_kinds] == ours_kinds
+    # Under the duckdb dialect DESCRIBE answers with DuckDB's columns and type names; the
+    # kinds must agree (DuckDB 2.0.0 widens this file's 41-bit integers to HUGEINT).
+    assert [kind(r[1]) for r in duck] == [kind(r["column_type"]) for r in ours]
 
 
 def geometry(rng):

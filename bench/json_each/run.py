@@ -12,7 +12,7 @@ whether Tessera's rows equal DuckDB's. Issue 17's target: at least 3x DuckDB raw
 1M-document file.
 
 Usage: bench/json_each/run.py [--docs 1000000] [--tries 3] [--threads N] [--items-max 200]
-       [--shapes bluesky,arrays] [--memory-gb G]
+       [--shapes bluesky,arrays] [--skip QUERY,...] [--memory-gb G]
 """
 
 import argparse
@@ -153,6 +153,7 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=REPO / "bench/data")
     parser.add_argument("--tessera", default=default_tessera())
     parser.add_argument("--shapes", default="bluesky,arrays", help="comma-separated data shapes to run")
+    parser.add_argument("--skip", default="", help="comma-separated query names to leave out")
     parser.add_argument(
         "--memory-gb", type=float, default=memory_gb_half(), help="memory limit of each system (default: half of RAM)"
     )
@@ -173,8 +174,9 @@ def main() -> int:
     print("|---|---|---:|---:|---:|---|")
     all_same = True
     for shape, path in files.items():
-        names = [n for n, _ in QUERIES[shape]]
-        sqls = [s for _, s in QUERIES[shape]]
+        chosen = [(n, s) for n, s in QUERIES[shape] if n not in args.skip.split(",")]
+        names = [n for n, _ in chosen]
+        sqls = [s for _, s in chosen]
         duck = run_duckdb(path, args.threads, args.tries, sqls, args.memory_gb)
         tess = run_tessera(args.tessera, path, args.threads, args.tries, sqls, args.memory_gb)
         for name, (dt, drows), (tt, trows) in zip(names, duck, tess):

@@ -1,6 +1,6 @@
 //! DuckDB's named types of a session: `CREATE [OR REPLACE] TYPE name AS ENUM ('a', ...)`
 //! and `DROP TYPE [IF EXISTS] name`, which DataFusion does not plan, run here before
-//! planning; the session's type planner (`crate::type_planner`) then plans `name`
+//! planning; the session's type planner (above this module) then plans `name`
 //! (in casts, column definitions, `name[]`) as its definition. Names are
 //! case-insensitive, as DuckDB's are.
 //!

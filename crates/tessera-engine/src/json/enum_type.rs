@@ -4,7 +4,7 @@
 //! extension metadata is the type as DuckDB names it (`ENUM('sad', 'ok')`). Text rather
 //! than an Arrow dictionary, so that every text function, display and `to_json` reads it
 //! as the label DuckDB shows; the labels travel with the field through DataFusion, so
-//! that `typeof` names the type and a cast to it (`crate::functions::enum_cast`) can
+//! that `typeof` names the type and a cast to it (the ENUM casts of the functions) can
 //! refuse a text that is no label. Comparisons follow the text, not the labels' order.
 //!
 //! Arrow's schema types and the SQL parser only, so that the fuzz target `sql_types`

@@ -119,7 +119,7 @@ impl TesseraSession {
         let json = crate::functions::json_scalar_functions();
         state.register_udf(dialect::divide())?;
         state.register_udf(crate::try_call::try_function())?;
-        state.register_udf(crate::json::union_type::union_value())?;
+        state.register_udf(crate::functions::union_cast::union_value())?;
         for f in json.iter().cloned().chain(compat::all_functions()) {
             state.register_udf(f)?;
         }
@@ -145,8 +145,8 @@ impl TesseraSession {
         state.register_function_rewrite(Arc::new(EnumCasts))?;
         state.register_function_rewrite(Arc::new(JsonCasts))?;
         state.register_function_rewrite(Arc::new(crate::functions::geometry::GeometryCasts))?;
-        state.register_function_rewrite(Arc::new(crate::json::union_type::UnionCasts))?;
-        state.register_function_rewrite(Arc::new(crate::json::variant_type::VariantCasts))?;
+        state.register_function_rewrite(Arc::new(crate::functions::union_cast::UnionCasts))?;
+        state.register_function_rewrite(Arc::new(crate::functions::variant_cast::VariantCasts))?;
         state.add_analyzer_rule(Arc::new(crate::functions::geometry::GeometryInserts));
         state.register_expr_planner(Arc::new(JsonOperatorPlanner::new(
             find(json_functions::JSON_GET)?,
@@ -247,7 +247,7 @@ impl TesseraSession {
         {
             return self.ctx.read_empty();
         }
-        crate::json::union_type::rewrite_statement(&mut statement);
+        crate::functions::union_cast::rewrite_statement(&mut statement);
         crate::json_each_rewrite::rewrite_statement(&mut statement)?;
         let reads =
             crate::datasource::read_json::resolve(&self.ctx, &mut statement, duckdb).await?;

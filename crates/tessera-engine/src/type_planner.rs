@@ -11,7 +11,7 @@ use datafusion::common::{DataFusionError, Result};
 use datafusion::logical_expr::planner::TypePlanner;
 use datafusion::sql::sqlparser::ast;
 
-use crate::functions::geometry;
+use crate::json::geometry_type;
 use crate::json::json_type::json_field;
 use crate::json::sql_types;
 use crate::user_types::UserTypes;
@@ -39,7 +39,7 @@ impl TypePlanner for SqlTypePlanner {
         if let ast::DataType::JSON = sql_type {
             return Ok(Some(Arc::new(json_field(""))));
         }
-        if let Some(field) = geometry::sql_type_field(sql_type) {
+        if let Some(field) = geometry_type::sql_type_field(sql_type) {
             return Ok(Some(field));
         }
         sql_types::duckdb_field(sql_type).map_err(|e| DataFusionError::Plan(e.to_string()))

@@ -265,7 +265,44 @@ fn encode_str(s: &[u8], out: &mut Vec<u8>) {
 /// Writes `variant` as JSON text to `out`, as DuckDB writes JSON (the writers of
 /// `tessera_json::tree`), so a table answers with the text the raw file gives.
 pub fn write_json(variant: &Variant<'_, '_>, out: &mut String) {
+    write_json_with(variant, out, &|_, _| false);
+}
+
+/// [`write_json`] with a say over scalars: `scalar` is asked first for every value that
+/// is not an object or a list and returns whether it wrote it. A SQL `VARIANT` holds
+/// types JSON text never produces (dates, decimals with their scale, binaries), which
+/// its writer spells as DuckDB does while the walk over objects and lists stays here.
+/// Recursion follows the value's nesting, which its encoding bounds (JSON parsed into a
+/// Variant is depth-limited by the parser).
+pub fn write_json_with(
+    variant: &Variant<'_, '_>,
+    out: &mut String,
+    scalar: &dyn Fn(&Variant<'_, '_>, &mut String) -> bool,
+) {
     match variant {
+        Variant::Object(object) => {
+            out.push('{');
+            for (i, (key, value)) in object.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                push_string(out, key);
+                out.push(':');
+                write_json_with(&value, out, scalar);
+            }
+            out.push('}');
+        }
+        Variant::List(list) => {
+            out.push('[');
+            for (i, item) in list.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json_with(&item, out, scalar);
+            }
+            out.push(']');
+        }
+        _ if scalar(variant, out) => {}
         Variant::Null => out.push_str("null"),
         Variant::BooleanTrue => out.push_str("true"),
         Variant::BooleanFalse => out.push_str("false"),
@@ -280,28 +317,6 @@ pub fn write_json(variant: &Variant<'_, '_>, out: &mut String) {
         Variant::Double(v) => push_float(out, *v),
         Variant::String(s) => push_string(out, s),
         Variant::ShortString(s) => push_string(out, s.as_str()),
-        Variant::Object(object) => {
-            out.push('{');
-            for (i, (key, value)) in object.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                push_string(out, key);
-                out.push(':');
-                write_json(&value, out);
-            }
-            out.push('}');
-        }
-        Variant::List(list) => {
-            out.push('[');
-            for (i, item) in list.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_json(&item, out);
-            }
-            out.push(']');
-        }
         // Never produced from JSON; rendered as strings so output stays valid JSON.
         other => push_string(out, &format!("{other:?}")),
     }

@@ -130,7 +130,7 @@ pub struct GeometryColumn {
 }
 
 /// A column of GeoJSON values (`None` and JSON `null` are NULL) as a `GEOMETRY` array
-/// (WKB; the field marker is the caller's, `functions::geometry::geometry_field`).
+/// (WKB; the field marker is the caller's, `json::geometry_type::geometry_field`).
 /// A value that is not a geometry is an error with its row, or, with `ignore_errors`,
 /// NULL, its row and error returned for the reader's reject report.
 pub fn geometry_column<'a>(

@@ -20,8 +20,8 @@ use datafusion::functions_aggregate::expr_fn::{
 };
 use datafusion::logical_expr::{Expr, lit};
 
-use crate::functions::geometry::is_geometry;
 use crate::functions::type_of::sql_type_name;
+use crate::json::geometry_type::is_geometry;
 
 /// The quartiles, in column order.
 const QUARTILES: [f64; 3] = [0.25, 0.5, 0.75];

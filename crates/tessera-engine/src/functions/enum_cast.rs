@@ -21,14 +21,14 @@ use arrow::datatypes::{DataType, FieldRef};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::Transformed;
 use datafusion::common::{DFSchema, Result, ScalarValue, exec_err, plan_err};
-use datafusion::logical_expr::expr::{Cast, ScalarFunction, TryCast};
 use datafusion::logical_expr::expr_rewriter::FunctionRewrite;
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, ExprSchemable, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF,
-    ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, Expr, ExprSchemable, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl,
+    Signature, Volatility,
 };
 use tessera_json::tree::Json;
 
+use super::cast_rewrite::{CastParts, cast_parts, rewritten_to};
 use super::json_build::{TextColumn, parse_json, to_json};
 use crate::json::enum_type::{enum_labels, enum_name};
 use crate::json::json_type::is_json;
@@ -49,14 +49,17 @@ impl FunctionRewrite for EnumCasts {
         schema: &DFSchema,
         _config: &ConfigOptions,
     ) -> Result<Transformed<Expr>> {
-        let (inner, target, strict) = match &expr {
-            Expr::Cast(Cast { expr, field }) => (expr, field, true),
-            Expr::TryCast(TryCast { expr, field }) => (expr, field, false),
-            _ => return Ok(Transformed::no(expr)),
+        let Some(CastParts {
+            inner,
+            target,
+            strict,
+        }) = cast_parts(&expr)
+        else {
+            return Ok(Transformed::no(expr));
         };
         let (_, source) = inner.to_field(schema)?;
         if enum_name(&source).is_some() && is_json(target) {
-            return Ok(Transformed::yes(to_json().call(vec![*inner.clone()])));
+            return Ok(Transformed::yes(to_json().call(vec![inner.clone()])));
         }
         let Some(labels) = enum_labels(target) else {
             return Ok(Transformed::no(expr));
@@ -72,18 +75,14 @@ impl FunctionRewrite for EnumCasts {
                 );
             }
         };
-        let udf = ScalarUDF::from(EnumCast {
+        let udf = EnumCast {
             target: Arc::clone(target),
             labels,
             from_json,
             strict,
             signature: Signature::any(1, Volatility::Immutable),
-        });
-        let call = Expr::ScalarFunction(ScalarFunction::new_udf(
-            Arc::new(udf),
-            vec![inner.as_ref().clone()],
-        ));
-        Ok(Transformed::yes(call))
+        };
+        Ok(rewritten_to(udf, vec![inner.clone()]))
     }
 }
 

@@ -5,8 +5,7 @@
 //! text), so it travels through DataFusion, IPC and Parquet as bytes every GeoArrow
 //! reader knows. The codecs live in `tessera-geometry`; this module is the SQL side:
 //!
-//! - the type: `GEOMETRY` in casts and column definitions ([`sql_type_field`], called by
-//!   the session's type planner);
+//! - the type: `json::geometry_type`, planned in casts and column definitions;
 //! - casts ([`GeometryCasts`], an analyzer rewrite): text to `GEOMETRY` parses WKT, `JSON`
 //!   to `GEOMETRY` reads a GeoJSON object or a WKT string, `BLOB` to `GEOMETRY` checks
 //!   WKB; `GEOMETRY` to text is WKT, to `JSON` follows `json_geometry_format`;
@@ -20,7 +19,6 @@
 //!   `ST_AsGeoJSON` (returns `JSON`), `ST_AsWKB`; a text argument where a geometry is
 //!   expected is read as WKT, as DuckDB's implicit cast reads it.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::{Arc, LazyLock};
@@ -39,50 +37,13 @@ use datafusion::logical_expr::{
 };
 use datafusion::logical_expr::{DmlStatement, LogicalPlan, Projection, WriteOp};
 use datafusion::optimizer::AnalyzerRule;
-use datafusion::sql::sqlparser::ast;
 use tessera_geometry::{GeometryError, Shape, geojson, wkb, wkt};
 
+use crate::json::geometry_type::{geometry_field, is_geometry};
 use crate::json::json_type::{is_json, json_field};
-
-/// GeoArrow's extension type name for geometries stored as WKB.
-pub const GEOARROW_WKB: &str = "geoarrow.wkb";
-const EXTENSION_NAME_KEY: &str = "ARROW:extension:name";
-const EXTENSION_METADATA_KEY: &str = "ARROW:extension:metadata";
 
 /// Longest input quoted in an error.
 const QUOTED_CHARS_MAX: usize = 80;
-
-/// A nullable field `name` of SQL type `GEOMETRY`: WKB bytes marked `geoarrow.wkb`.
-pub fn geometry_field(name: &str) -> Field {
-    Field::new(name, DataType::Binary, true).with_metadata(HashMap::from([
-        (EXTENSION_NAME_KEY.to_string(), GEOARROW_WKB.to_string()),
-        (EXTENSION_METADATA_KEY.to_string(), "{}".to_string()),
-    ]))
-}
-
-/// Whether `field` holds SQL `GEOMETRY` (WKB marked `geoarrow.wkb`).
-pub fn is_geometry(field: &Field) -> bool {
-    field
-        .metadata()
-        .get(EXTENSION_NAME_KEY)
-        .is_some_and(|name| name == GEOARROW_WKB)
-        && matches!(
-            field.data_type(),
-            DataType::Binary | DataType::LargeBinary | DataType::BinaryView
-        )
-}
-
-/// The field of SQL type `sql_type` when it is `GEOMETRY`, for the session's type planner.
-pub fn sql_type_field(sql_type: &ast::DataType) -> Option<FieldRef> {
-    match sql_type {
-        ast::DataType::Custom(name, args)
-            if args.is_empty() && name.to_string().eq_ignore_ascii_case("geometry") =>
-        {
-            Some(Arc::new(geometry_field("")))
-        }
-        _ => None,
-    }
-}
 
 /// How a geometry becomes JSON (`to_json`, `json_object`, casts to `JSON`): the setting
 /// `json_geometry_format`.

@@ -8,17 +8,17 @@
 
 use std::sync::Arc;
 
+use super::cast_rewrite::rewritten_to;
 use arrow::array::{Array, ArrayRef, AsArray, Decimal128Builder};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Decimal128Type, Int64Type};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::Transformed;
 use datafusion::common::{DFSchema, Result, exec_err};
-use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::expr_rewriter::FunctionRewrite;
 use datafusion::logical_expr::{
-    BinaryExpr, ColumnarValue, Expr, ExprSchemable, Operator, ScalarFunctionArgs, ScalarUDF,
-    ScalarUDFImpl, Signature, Volatility,
+    BinaryExpr, ColumnarValue, Expr, ExprSchemable, Operator, ScalarFunctionArgs, ScalarUDFImpl,
+    Signature, Volatility,
 };
 
 /// The Arrow type of Tessera's 128-bit integers.
@@ -57,10 +57,8 @@ impl FunctionRewrite for WideIntegerShifts {
         if !matches!(left.get_type(schema)?, DataType::Decimal128(_, 0)) {
             return Ok(Transformed::no(expr));
         }
-        let udf = ScalarUDF::from(Shift128::new(left_shift));
         let args = vec![left.as_ref().clone(), right.as_ref().clone()];
-        let call = Expr::ScalarFunction(ScalarFunction::new_udf(Arc::new(udf), args));
-        Ok(Transformed::yes(call))
+        Ok(rewritten_to(Shift128::new(left_shift), args))
     }
 }
 

@@ -14,6 +14,7 @@
 
 use std::sync::{Arc, LazyLock};
 
+use crate::json::geometry_type::is_geometry;
 use crate::json::json_type::{is_json, json_field};
 use crate::json::sql_types::{MarkedType, is_tuple};
 use crate::json::variant_type::{is_variant, write_variant_json};
@@ -201,8 +202,7 @@ fn written_as_string(field: &Field) -> bool {
         field.data_type(),
         DataType::Binary | DataType::LargeBinary | DataType::BinaryView
     );
-    (binary && !super::geometry::is_geometry(field))
-        || MarkedType::of(field).is_some_and(MarkedType::is_text)
+    (binary && !is_geometry(field)) || MarkedType::of(field).is_some_and(MarkedType::is_text)
 }
 
 fn is_text(data_type: &DataType) -> bool {

@@ -25,15 +25,15 @@ use arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::Transformed;
 use datafusion::common::{DFSchema, Result, exec_err, plan_err};
-use datafusion::logical_expr::expr::{Cast, ScalarFunction, TryCast};
 use datafusion::logical_expr::expr_rewriter::FunctionRewrite;
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, ExprSchemable, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF,
-    ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, Expr, ExprSchemable, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl,
+    Signature, Volatility,
 };
 use tessera_json::path::PathTrie;
 use tessera_json::tape::{Kind, Tape};
 
+use super::cast_rewrite::{CastParts, cast_parts, rewritten_to};
 use super::json_build::{TextColumn, to_json};
 use super::json_transform::{convert_json, converts_to};
 use crate::json::json_type::{is_json, json_return_field};
@@ -62,10 +62,13 @@ impl FunctionRewrite for JsonCasts {
         schema: &DFSchema,
         _config: &ConfigOptions,
     ) -> Result<Transformed<Expr>> {
-        let (inner, target, strict) = match &expr {
-            Expr::Cast(Cast { expr, field }) => (expr, field, true),
-            Expr::TryCast(TryCast { expr, field }) => (expr, field, false),
-            _ => return Ok(Transformed::no(expr)),
+        let Some(CastParts {
+            inner,
+            target,
+            strict,
+        }) = cast_parts(&expr)
+        else {
+            return Ok(Transformed::no(expr));
         };
         let (_, source) = inner.to_field(schema)?;
         if is_json(&source)
@@ -79,7 +82,7 @@ impl FunctionRewrite for JsonCasts {
         let conversion = match (is_json(&source), is_json(target)) {
             (false, true) if is_plain_text(&source) => Conversion::Validate,
             (false, true) if !source.data_type().is_null() => {
-                let call = to_json().call(vec![*inner.clone()]);
+                let call = to_json().call(vec![inner.clone()]);
                 return Ok(Transformed::yes(call));
             }
             (true, false) => match Target::of(target.data_type()) {
@@ -90,12 +93,10 @@ impl FunctionRewrite for JsonCasts {
             },
             _ => return Ok(Transformed::no(expr)),
         };
-        let udf = ScalarUDF::from(JsonCast::new(conversion, strict));
-        let call = Expr::ScalarFunction(ScalarFunction::new_udf(
-            Arc::new(udf),
-            vec![inner.as_ref().clone()],
-        ));
-        Ok(Transformed::yes(call))
+        Ok(rewritten_to(
+            JsonCast::new(conversion, strict),
+            vec![inner.clone()],
+        ))
     }
 }
 

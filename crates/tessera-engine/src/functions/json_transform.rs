@@ -34,9 +34,9 @@ use datafusion::logical_expr::{
 use tessera_geometry::{geojson, wkb};
 use tessera_json::tree::Json;
 
-use super::geometry::{geometry_field, is_geometry};
 use super::json_build::{TextColumn, parse_json};
 use crate::json::enum_type::{enum_labels, enum_name};
+use crate::json::geometry_type::{geometry_field, is_geometry};
 use crate::json::json_type::{is_json, json_field};
 use crate::json::sql_types::{MarkedType, is_tuple, plan_type_text};
 use crate::json::union_type::sparse_union;

@@ -13,6 +13,7 @@
 //! - [`geometry`]: the `GEOMETRY` type, its casts and `ST_*` functions; [`settings`]:
 //!   DuckDB's setting names and `current_setting`; [`file_names`]: `parse_filename`.
 
+pub mod cast_rewrite;
 pub mod compat;
 pub mod enum_cast;
 pub mod file_names;
@@ -34,6 +35,8 @@ pub mod operators;
 pub mod settings;
 pub mod sum;
 pub mod type_of;
+pub mod union_cast;
+pub mod variant_cast;
 
 pub use json::access_output;
 

@@ -10,7 +10,7 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 
-use crate::functions::geometry::is_geometry;
+use crate::json::geometry_type::is_geometry;
 use crate::json::sql_types::duckdb_type_name;
 
 /// DuckDB's name of the SQL type `field` holds, `GEOMETRY` included (which

@@ -3,10 +3,17 @@
 //! values into columns. The SQL functions ([`crate::functions`]) and both scans build
 //! their results with the same builders, so a path pushed into a scan answers exactly as
 //! the function would.
+//!
+//! It also defines the SQL types that JSON converts to and from beyond Arrow's own
+//! (`JSON`, `VARIANT`, `UNION`, `ENUM`, `GEOMETRY`, and DuckDB's type names in
+//! `sql_types`): how each is marked on an Arrow field and recognized. Their casts are
+//! functions (`functions::json_cast`, `variant_cast`, `union_cast`, `enum_cast`,
+//! `geometry`), so types sit below the functions that use them.
 
 pub mod cast_text;
 pub mod duckdb_keywords;
 pub mod enum_type;
+pub mod geometry_type;
 pub mod json_type;
 pub mod output;
 pub mod sql_types;

@@ -3,35 +3,21 @@
 //! binary's metadata and value), the encoding Tessera's tables already store, so a
 //! VARIANT column reads and writes as the tiles crate's Variant columns do.
 //!
-//! Casts ([`VariantCasts`], an analyzer rewrite): any value to `VARIANT` is encoded by
-//! `parquet-variant-compute` (text as a string, `JSON` parsed into objects, arrays and
-//! numbers); `VARIANT` to `JSON` (and under `to_json`, `json_array`, `json_object`) is
-//! decoded ([`write_variant_json`]) with the layout `to_json` gives the same values
-//! (numbers as DuckDB writes them, dates and times as strings).
+//! A value of `VARIANT` is written as JSON ([`write_variant_json`]: casts to `JSON`,
+//! `to_json`, `json_array`, `json_object`) with the layout `to_json` gives the same
+//! values (numbers as DuckDB writes them, dates and times as strings). Casts to
+//! `VARIANT` are functions (`functions::variant_cast`).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
+use arrow::array::Array;
+use arrow::datatypes::{DataType, Field, Fields};
 use chrono::Timelike;
-use std::sync::Arc;
-
-use arrow::array::{Array, ArrayRef, AsArray, ListArray};
-use arrow::datatypes::{DataType, Field, FieldRef, Fields};
-use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::Transformed;
-use datafusion::common::{DFSchema, Result, ScalarValue, exec_err};
-use datafusion::logical_expr::expr::{Cast, ScalarFunction, TryCast};
-use datafusion::logical_expr::expr_rewriter::FunctionRewrite;
-use datafusion::logical_expr::{
-    ColumnarValue, Expr, ExprSchemable, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF,
-    ScalarUDFImpl, Signature, Volatility,
-};
+use datafusion::common::Result;
 use parquet_variant::Variant;
-use parquet_variant_compute::{VariantArray, cast_to_variant, json_to_variant};
-use tessera_json::tree::{push_float, push_string};
-
-use super::json_type::is_json;
-use crate::functions::json_build::to_json_array;
+use parquet_variant_compute::VariantArray;
+use tessera_json::tree::push_string;
 
 /// The name of Arrow's canonical Parquet Variant extension type.
 pub const VARIANT_EXTENSION_NAME: &str = "arrow.parquet.variant";
@@ -88,92 +74,44 @@ pub fn write_variant_json(array: &dyn Array, row: usize, out: &mut String) -> Re
     Ok(())
 }
 
-/// Appends `variant` as JSON. Recursion follows the value's nesting, which its
-/// encoding bounds (JSON parsed into a Variant is depth-limited by the parser).
+/// Appends `variant` as JSON, its scalars as DuckDB writes a `VARIANT`'s.
 fn write_json(variant: &Variant<'_, '_>, out: &mut String) {
-    let shown = |out: &mut String, value: &dyn std::fmt::Display| {
-        let _ = write!(out, "{value}");
-    };
+    tessera_tiles::variant::write_json_with(variant, out, &write_scalar);
+}
+
+/// Writes the scalars JSON text never holds (decimals with their scale, dates, times,
+/// UUIDs, binaries) and says whether `variant` was one; the rest are written as JSON's.
+fn write_scalar(variant: &Variant<'_, '_>, out: &mut String) -> bool {
     match variant {
-        Variant::Null => out.push_str("null"),
-        Variant::BooleanTrue => out.push_str("true"),
-        Variant::BooleanFalse => out.push_str("false"),
-        Variant::Int8(v) => shown(out, v),
-        Variant::Int16(v) => shown(out, v),
-        Variant::Int32(v) => shown(out, v),
-        Variant::Int64(v) => shown(out, v),
         Variant::Decimal4(v) => push_decimal(out, i128::from(v.integer()), v.scale()),
         Variant::Decimal8(v) => push_decimal(out, i128::from(v.integer()), v.scale()),
         Variant::Decimal16(v) => push_decimal(out, v.integer(), v.scale()),
-        Variant::Float(v) => push_float(out, f64::from(*v)),
-        Variant::Double(v) => push_float(out, *v),
-        Variant::String(s) => push_string(out, s),
-        Variant::ShortString(s) => push_string(out, s.as_str()),
         Variant::Date(d) => push_string(out, &d.to_string()),
         Variant::Time(t) => {
             let text = format!("{}{}", t.format("%H:%M:%S"), fraction(t.nanosecond()));
             push_string(out, &text);
         }
         Variant::TimestampNtzMicros(t) | Variant::TimestampNtzNanos(t) => {
-            push_string(
-                out,
-                &format!(
-                    "{}{}",
-                    t.format("%Y-%m-%d %H:%M:%S"),
-                    fraction(t.nanosecond())
-                ),
+            let text = format!(
+                "{}{}",
+                t.format("%Y-%m-%d %H:%M:%S"),
+                fraction(t.nanosecond())
             );
+            push_string(out, &text);
         }
         Variant::TimestampMicros(t) | Variant::TimestampNanos(t) => {
-            push_string(
-                out,
-                &format!(
-                    "{}{}+00",
-                    t.format("%Y-%m-%d %H:%M:%S"),
-                    fraction(t.nanosecond())
-                ),
+            let text = format!(
+                "{}{}+00",
+                t.format("%Y-%m-%d %H:%M:%S"),
+                fraction(t.nanosecond())
             );
+            push_string(out, &text);
         }
         Variant::Uuid(u) => push_string(out, &u.to_string()),
         Variant::Binary(bytes) => push_string(out, &blob_text(bytes)),
-        Variant::Object(object) => {
-            out.push('{');
-            for (i, (key, value)) in object.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                push_string(out, key);
-                out.push(':');
-                write_json(&value, out);
-            }
-            out.push('}');
-        }
-        Variant::List(list) => {
-            out.push('[');
-            for (i, item) in list.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_json(&item, out);
-            }
-            out.push(']');
-        }
+        _ => return false,
     }
-}
-
-/// A map as DuckDB makes it a VARIANT: the list of its entries, `{key, value}` objects.
-fn map_entries(array: &ArrayRef) -> Result<(ArrayRef, Field)> {
-    let map = array.as_map();
-    let entries = map.entries().clone();
-    let item = Arc::new(Field::new("item", entries.data_type().clone(), false));
-    let list = ListArray::try_new(
-        Arc::clone(&item),
-        map.offsets().clone(),
-        Arc::new(entries),
-        map.nulls().cloned(),
-    )?;
-    let field = Field::new("entries", list.data_type().clone(), true);
-    Ok((Arc::new(list), field))
+    true
 }
 
 /// A decimal as DuckDB writes a VARIANT's: every digit of its scale kept (`12.50`).
@@ -211,92 +149,4 @@ fn blob_text(bytes: &[u8]) -> String {
         }
     }
     text
-}
-
-/// Gives casts to `VARIANT` their meaning; see the module documentation.
-#[derive(Debug, Default)]
-pub struct VariantCasts;
-
-impl FunctionRewrite for VariantCasts {
-    fn name(&self) -> &str {
-        "variant_casts"
-    }
-
-    fn rewrite(
-        &self,
-        expr: Expr,
-        schema: &DFSchema,
-        _config: &ConfigOptions,
-    ) -> Result<Transformed<Expr>> {
-        let (inner, target) = match &expr {
-            Expr::Cast(Cast { expr, field }) | Expr::TryCast(TryCast { expr, field }) => {
-                (expr, field)
-            }
-            _ => return Ok(Transformed::no(expr)),
-        };
-        if !is_variant(target) {
-            return Ok(Transformed::no(expr));
-        }
-        let (_, source) = inner.to_field(schema)?;
-        if is_variant(&source) {
-            return Ok(Transformed::no(expr));
-        }
-        let udf = ScalarUDF::from(ToVariant {
-            signature: Signature::any(1, Volatility::Immutable),
-        });
-        let call = ScalarFunction::new_udf(Arc::new(udf), vec![inner.as_ref().clone()]);
-        Ok(Transformed::yes(Expr::ScalarFunction(call)))
-    }
-}
-
-/// The function a cast to `VARIANT` becomes.
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct ToVariant {
-    signature: Signature,
-}
-
-impl ScalarUDFImpl for ToVariant {
-    fn name(&self) -> &str {
-        "cast_to_variant"
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(variant_field("").data_type().clone())
-    }
-
-    fn return_field_from_args(&self, _args: ReturnFieldArgs) -> Result<FieldRef> {
-        Ok(Arc::new(variant_field(self.name())))
-    }
-
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let ([input], [field]) = (args.args.as_slice(), args.arg_fields.as_slice()) else {
-            return exec_err!("{} takes one argument", self.name());
-        };
-        let array = input.to_array(args.number_rows)?;
-        // Nested values go through their JSON, which keeps NULL members and items
-        // (`parquet-variant-compute` leaves a NULL struct member out).
-        let variants = match field.data_type() {
-            _ if is_json(field) => json_to_variant(&array)?,
-            DataType::Map(..) => {
-                let (entries, field) = map_entries(&array)?;
-                json_to_variant(&to_json_array(&entries, &field)?)?
-            }
-            DataType::Struct(_)
-            | DataType::List(_)
-            | DataType::LargeList(_)
-            | DataType::FixedSizeList(..) => json_to_variant(&to_json_array(&array, field)?)?,
-            _ => cast_to_variant(array.as_ref())?,
-        };
-        let out: ArrayRef = Arc::new(variants.into_inner());
-        match input {
-            ColumnarValue::Scalar(_) => {
-                Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
-            }
-            ColumnarValue::Array(_) => Ok(ColumnarValue::Array(out)),
-        }
-    }
 }

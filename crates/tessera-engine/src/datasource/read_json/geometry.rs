@@ -11,7 +11,7 @@ use tessera_json::tape::Tape;
 use tessera_json::tree::Json;
 
 use crate::datasource::read_geojson::{geometry_column, is_geometry_value};
-use crate::functions::geometry::geometry_field;
+use crate::json::geometry_type::geometry_field;
 use crate::rejects::{Reject, RejectLog};
 
 /// The type name that makes a declared column `GEOMETRY`.

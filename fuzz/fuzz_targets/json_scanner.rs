@@ -3,6 +3,10 @@
 //! it (compared as parsed values: strings unescaped, numbers by their text, containers
 //! by re-parsing the span).
 //!
+//! The elements of an array in one pass (`Scanner::scan_elements`) are checked against
+//! the same oracle: accepted exactly when the oracle parses an array, each element's
+//! span parsing to the oracle's element.
+//!
 //! Input: optional JSONPaths, one per line, then a NUL byte, then the document; with no
 //! NUL the whole input is the document. Like every caller of the scanner, the target
 //! checks UTF-8 first.
@@ -156,6 +160,25 @@ fn oracle(text: &str) -> Option<Json> {
     Some(value)
 }
 
+/// `Scanner::scan_elements` against the oracle's parse of `doc` (`expected`).
+fn check_elements(doc: &str, expected: Option<&Json>) {
+    let mut scanner = Scanner::new(Arc::new(PathTrie::new()));
+    let mut spans = Vec::new();
+    let result = scanner.scan_elements(doc.as_bytes(), |span| spans.push(span));
+    match (expected, result) {
+        (Some(Json::Array(items)), Ok(true)) => {
+            assert_eq!(items.len(), spans.len(), "{doc:?}");
+            for (item, span) in items.iter().zip(&spans) {
+                let raw = std::str::from_utf8(span.raw(doc.as_bytes())).expect("a span on UTF-8");
+                assert_eq!(oracle(raw).as_ref(), Some(item), "{doc:?}");
+            }
+        }
+        (Some(Json::Array(_)), other) => panic!("scan_elements on {doc:?}: {other:?}"),
+        (None, Ok(true)) => panic!("scan_elements accepts {doc:?}"),
+        _ => {}
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     let (paths, doc) = match data.iter().position(|&b| b == 0) {
         Some(nul) => (&data[..nul], &data[nul + 1..]),
@@ -173,6 +196,7 @@ fuzz_target!(|data: &[u8]| {
     let slots: Vec<_> = paths.iter().map(|p| trie.add(p)).collect();
     let trie = Arc::new(trie);
     let expected = oracle(doc);
+    check_elements(doc, expected.as_ref());
     for validation in [Validation::Full, Validation::Structure] {
         let mut scanner = Scanner::new(Arc::clone(&trie)).with_validation(validation);
         let result = scanner.scan(doc.as_bytes());

@@ -41,6 +41,7 @@ pub mod select;
 pub mod tape;
 pub mod tree;
 pub mod value;
+pub mod written_form;
 
 pub use limits::MAX_NESTING;
 pub use path::{PathElem, PathTrie, parse_json_path};

@@ -239,6 +239,69 @@ impl Scanner {
         Ok(())
     }
 
+    /// Scans one document that should be an array, validating it as [`Self::scan`]
+    /// does, and gives `f` the span of each element in order: the elements of a JSON
+    /// array in one pass. `Ok(false)`, with nothing given, when the document is not an
+    /// array; an error (and possibly some elements given) when it is malformed.
+    pub fn scan_elements(
+        &mut self,
+        doc: &[u8],
+        mut f: impl FnMut(Span),
+    ) -> Result<bool, SyntaxError> {
+        self.open.clear();
+        let mut marks = std::mem::take(&mut self.marks);
+        marks.index(doc);
+        let mut cursor = Cursor {
+            doc,
+            pos: 0,
+            marks: &marks,
+            storable: self.storable,
+            non_finite: self.non_finite,
+            trailing_commas: self.trailing_commas,
+        };
+        let result = self.elements(&mut cursor, &mut f);
+        self.marks = marks;
+        result
+    }
+
+    fn elements(&mut self, c: &mut Cursor, f: &mut impl FnMut(Span)) -> Result<bool, SyntaxError> {
+        c.check_strings(0, c.doc.len())?;
+        c.skip_ws();
+        if c.peek() != Some(b'[') {
+            return Ok(false);
+        }
+        let syntax = |stop| match stop {
+            Stop::Syntax(e) => e,
+            Stop::Complete => unreachable!("nothing is located, so nothing completes"),
+        };
+        let mut open = self.enter(c, 0, b']').map_err(syntax)?;
+        while open {
+            let start = c.pos;
+            let kind = self.value(c, None, 1).map_err(syntax)?;
+            f(Span {
+                kind,
+                start: start as u32,
+                end: c.pos as u32,
+            });
+            c.skip_ws();
+            open = match c.peek() {
+                Some(b',') => !c.comma_closes(b']'),
+                Some(b']') => false,
+                _ => return Err(c.after_element(b']')),
+            };
+        }
+        // A non-empty array ends with the cursor on its `]` (an empty one was crossed).
+        if !self.open.is_empty() {
+            c.pos += 1;
+            self.open.pop();
+        }
+        c.skip_ws();
+        if c.pos != c.doc.len() {
+            return Err(c.error("end of the document after the JSON value"));
+        }
+        Ok(true)
+    }
+
     /// The paths this scanner extracts.
     pub fn trie(&self) -> &PathTrie {
         &self.trie
@@ -1152,6 +1215,55 @@ mod tests {
         }
         // The mutations must exercise both outcomes, or the test proves nothing.
         assert!(accepted > 300 && rejected > 300, "{accepted} {rejected}");
+    }
+
+    /// The elements of an array in one pass are the array's as `scan` and
+    /// `for_each_member` find them, and the pass accepts and rejects what `scan` does,
+    /// at the same offsets.
+    #[test]
+    fn elements_in_one_pass_agree_with_scan_on_mutated_arrays() {
+        let no_paths = Arc::new(PathTrie::new());
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let (mut arrays, mut rejected) = (0, 0);
+        for _ in 0..4000 {
+            let mut valid = String::from(" [");
+            for i in 0..rng.below(5) {
+                valid.push_str(if i > 0 { " ," } else { "" });
+                document(&mut rng, 3, &mut valid);
+            }
+            valid.push_str("] ");
+            let mutated = mutate(&mut rng, &valid);
+            let Ok(doc) = std::str::from_utf8(&mutated) else {
+                continue;
+            };
+            let mut scanner = Scanner::new(Arc::clone(&no_paths)).with_trailing_commas(true);
+            let mut spans = Vec::new();
+            let one_pass = scanner.scan_elements(doc.as_bytes(), |span| spans.push(span));
+            let scanned = scanner.scan(doc.as_bytes());
+            let trimmed = doc.trim_matches(' ');
+            let is_array = trimmed.starts_with('[');
+            match (&one_pass, &scanned) {
+                (Ok(true), Ok(())) => {
+                    let start = doc.len() - doc.trim_start_matches(' ').len();
+                    let root = Span {
+                        kind: Kind::Array,
+                        start: start as u32,
+                        end: (start + trimmed.len()) as u32,
+                    };
+                    let mut expected = Vec::new();
+                    for_each_member(doc.as_bytes(), root, |_, span| expected.push(span));
+                    assert_eq!(spans, expected, "{doc:?}");
+                    arrays += 1;
+                }
+                (Ok(false), _) => assert!(!is_array, "{doc:?}"),
+                (Err(e), Err(f)) => {
+                    assert_eq!(e, f, "{doc:?}");
+                    rejected += 1;
+                }
+                _ => panic!("{doc:?}: one pass {one_pass:?}, scan {scanned:?}"),
+            }
+        }
+        assert!(arrays > 300 && rejected > 300, "{arrays} {rejected}");
     }
 
     /// A random JSON number near the limits a table stores: integers of 30 to 45 digits,

@@ -160,9 +160,9 @@ impl Json {
         match self {
             Json::Null => out.push_str("null"),
             Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-            Json::Int(v) => push_display(out, v),
-            Json::UInt(v) => push_display(out, v),
-            Json::BigInt(v) => push_display(out, v),
+            Json::Int(v) => push_integer(out, *v),
+            Json::UInt(v) => push_integer(out, *v),
+            Json::BigInt(v) => push_integer(out, *v),
             Json::Float(v) => push_float(out, *v),
             Json::String(s) => push_string(out, s),
             Json::Array(_) | Json::Object(_) => self.write(out),
@@ -170,8 +170,10 @@ impl Json {
     }
 }
 
-fn push_display(out: &mut String, value: &impl std::fmt::Display) {
-    let _ = write!(out, "{value}");
+/// Appends an integer's decimal digits (without the formatting machinery, which is
+/// most of the cost of writing a number element by element).
+pub fn push_integer(out: &mut String, value: impl itoa::Integer) {
+    out.push_str(itoa::Buffer::new().format(value));
 }
 
 /// Appends `text` as a JSON string: quotes, backslashes and control characters escaped
@@ -223,33 +225,67 @@ pub fn push_float(out: &mut String, value: f64) {
         out.push_str("0.0");
         return;
     }
-    // `{:e}` gives the shortest digits that read back as the same double, but breaks a
-    // tie between two such (279248847377553.625: .62 or .63) upwards; DuckDB takes the
-    // even one, as `{:.Ne}` (exact, ties to even) at the same length does.
-    let shortest = Scientific::of(format_args!("{magnitude:e}"));
-    let precision = shortest.mantissa().len().saturating_sub(2);
-    let even = Scientific::of(format_args!("{magnitude:.precision$e}"));
-    let scientific = match even.as_str().parse::<f64>() {
-        Ok(back) if back == magnitude => even,
-        _ => shortest,
-    };
-    push_decimal(out, &scientific);
+    // Ryū gives the shortest digits that read back as the same double and, between two
+    // such equally near (279248847377553.625: .62 or .63), the even one, as DuckDB does.
+    let mut buffer = ryu::Buffer::new();
+    let (digits, point) = shortest_digits(buffer.format_finite(magnitude));
+    push_decimal(out, digits.as_str(), point);
 }
 
-/// Writes the digits of `scientific` positionally when its decimal point falls in
-/// -5..=21 (with `.0` when integral), otherwise as `1.5e-10` (ECMAScript's
-/// Number::toString, which DuckDB's writer follows).
-fn push_decimal(out: &mut String, scientific: &Scientific) {
-    let mut digits = [0u8; SCIENTIFIC_BYTES_MAX];
-    let mut count = 0;
-    for byte in scientific.mantissa().bytes().filter(|b| *b != b'.') {
-        digits[count] = byte;
-        count += 1;
+/// The significant digits of Ryū's text of a positive finite double (`59.84`, `1e16`,
+/// `1.5e-10`) and where its decimal point falls: the value is 0.DIGITS times ten to
+/// `point`. Leading and trailing zeros are dropped, so the digits are the shortest.
+fn shortest_digits(text: &str) -> (Digits, i32) {
+    let (mantissa, exponent) = match text.split_once('e') {
+        Some((m, e)) => (m, e.parse::<i32>().expect("Ryū writes an integer exponent")),
+        None => (text, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let mut digits = Digits::default();
+    let mut point = exponent + whole.len() as i32;
+    for byte in whole.bytes().chain(fraction.bytes()) {
+        match byte {
+            b'0' if digits.len == 0 => point -= 1,
+            _ => digits.push(byte),
+        }
     }
-    let digits = std::str::from_utf8(&digits[..count]).expect("ASCII digits");
-    // The value is 0.DIGITS times ten to the `point`.
-    let point = scientific.exponent() + 1;
-    let count = count as i32;
+    digits.trim_zeros();
+    (digits, point)
+}
+
+/// Significant digits of a double, in a fixed buffer so writing one allocates nothing.
+#[derive(Default)]
+struct Digits {
+    bytes: [u8; DIGITS_MAX],
+    len: usize,
+}
+
+/// Ryū writes at most 17 significant digits.
+const DIGITS_MAX: usize = 17;
+
+impl Digits {
+    fn push(&mut self, digit: u8) {
+        assert!(digit.is_ascii_digit(), "Ryū writes decimal digits");
+        self.bytes[self.len] = digit;
+        self.len += 1;
+    }
+
+    fn trim_zeros(&mut self) {
+        while self.len > 1 && self.bytes[self.len - 1] == b'0' {
+            self.len -= 1;
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len]).expect("ASCII digits")
+    }
+}
+
+/// Writes `digits` (the value is 0.DIGITS times ten to `point`) positionally when the
+/// decimal point falls in -5..=21 (with `.0` when integral), otherwise as `1.5e-10`
+/// (ECMAScript's Number::toString, which DuckDB's writer follows).
+fn push_decimal(out: &mut String, digits: &str, point: i32) {
+    let count = digits.len() as i32;
     if count <= point && point <= 21 {
         out.push_str(digits);
         out.extend(std::iter::repeat_n('0', (point - count) as usize));
@@ -271,53 +307,6 @@ fn push_decimal(out: &mut String, scientific: &Scientific) {
             out.push_str(rest);
         }
         let _ = write!(out, "e{}", point - 1);
-    }
-}
-
-/// Room for `{:e}` of a positive double at up to 17 significant digits
-/// (`1.2345678901234567e-308`: 23 bytes).
-const SCIENTIFIC_BYTES_MAX: usize = 32;
-
-/// A number formatted `{:e}` into a fixed buffer, so writing it allocates nothing.
-struct Scientific {
-    bytes: [u8; SCIENTIFIC_BYTES_MAX],
-    len: usize,
-}
-
-impl std::fmt::Write for Scientific {
-    fn write_str(&mut self, text: &str) -> std::fmt::Result {
-        let end = self.len + text.len();
-        let room = self.bytes.get_mut(self.len..end).ok_or(std::fmt::Error)?;
-        room.copy_from_slice(text.as_bytes());
-        self.len = end;
-        Ok(())
-    }
-}
-
-impl Scientific {
-    fn of(args: std::fmt::Arguments<'_>) -> Self {
-        let mut text = Self {
-            bytes: [0; SCIENTIFIC_BYTES_MAX],
-            len: 0,
-        };
-        text.write_fmt(args)
-            .expect("`{:e}` of a double fits SCIENTIFIC_BYTES_MAX");
-        text
-    }
-
-    fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.bytes[..self.len]).expect("formatted text is UTF-8")
-    }
-
-    /// The digits before the `e`.
-    fn mantissa(&self) -> &str {
-        self.as_str().split_once('e').map_or("", |(m, _)| m)
-    }
-
-    /// The decimal exponent after the `e`.
-    fn exponent(&self) -> i32 {
-        let exponent = self.as_str().split_once('e').map_or("0", |(_, e)| e);
-        exponent.parse().expect("`{:e}` writes an integer exponent")
     }
 }
 
@@ -378,6 +367,45 @@ mod tests {
                 value.to_bits(),
                 "{out}"
             );
+        }
+    }
+
+    /// The digits of `value` by the standard library: its shortest `{:e}`, except that
+    /// where two shortest digit strings read back equally (a tie, which `{:e}` breaks
+    /// upwards) the even one, as the exact `{:.Ne}` at the same length rounds.
+    fn std_digits(value: f64) -> String {
+        let shortest = format!("{value:e}");
+        let precision = shortest.split_once('e').unwrap().0.len().saturating_sub(2);
+        let even = format!("{value:.precision$e}");
+        match even.parse::<f64>() {
+            Ok(back) if back == value => even,
+            _ => shortest,
+        }
+    }
+
+    #[test]
+    fn digits_are_the_shortest_with_ties_to_even() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let ties = [279_248_847_377_553.62, 0.3, 1e23, 9_007_199_254_740_993.0];
+        let random = std::iter::repeat_with(|| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            f64::from_bits(state)
+        });
+        for value in ties.into_iter().chain(random.take(200_000)) {
+            let value = value.abs();
+            if !value.is_finite() || value == 0.0 {
+                continue;
+            }
+            let mut ours = String::new();
+            push_float(&mut ours, value);
+            let mut expected = String::new();
+            let parsed = std_digits(value).parse::<f64>().unwrap();
+            assert_eq!(parsed.to_bits(), value.to_bits());
+            let (digits, point) = shortest_digits(&std_digits(value));
+            push_decimal(&mut expected, digits.as_str(), point);
+            assert_eq!(ours, expected, "{value:e}");
         }
     }
 

@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 use parquet_variant::Variant;
 
 use tessera_json::tape::{Kind, Tape, Value};
-use tessera_json::tree::{push_float, push_string};
+use tessera_json::tree::{push_float, push_integer, push_string};
 
 /// Variant primitive type ids (spec "Value encoding"), shifted into a header byte.
 const NULL: u8 = 0;
@@ -306,10 +306,10 @@ pub fn write_json_with(
         Variant::Null => out.push_str("null"),
         Variant::BooleanTrue => out.push_str("true"),
         Variant::BooleanFalse => out.push_str("false"),
-        Variant::Int8(v) => push_display(out, v),
-        Variant::Int16(v) => push_display(out, v),
-        Variant::Int32(v) => push_display(out, v),
-        Variant::Int64(v) => push_display(out, v),
+        Variant::Int8(v) => push_integer(out, *v),
+        Variant::Int16(v) => push_integer(out, *v),
+        Variant::Int32(v) => push_integer(out, *v),
+        Variant::Int64(v) => push_integer(out, *v),
         Variant::Decimal4(v) => push_display(out, v),
         Variant::Decimal8(v) => push_display(out, v),
         Variant::Decimal16(v) => push_display(out, v),

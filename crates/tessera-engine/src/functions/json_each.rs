@@ -34,6 +34,7 @@ use datafusion::logical_expr::{
 use tessera_json::path::{PathElem, parse_json_path};
 use tessera_json::tape::{Kind, ParseError};
 
+mod elements;
 mod walk;
 
 use super::json_cast;
@@ -584,6 +585,8 @@ fn literal_text(value: &ScalarValue) -> Result<Option<String>> {
 /// under `TRY_CAST` (the second argument `true`). With the third argument `true`,
 /// `null` elements are SQL NULL (DuckDB's cast of a JSON value, not of text). A list
 /// of text is cast item by item, each kept as written (`json_cast::text_items_as_json`).
+/// An array the scanner accepts gives its elements in one pass, most of them copied
+/// (`elements`); anything else is parsed whole, which reports what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct JsonList {
     signature: Signature,
@@ -652,11 +655,19 @@ impl ScalarUDFImpl for JsonList {
             .with_field(Arc::new(Field::new_list_field(DataType::Utf8View, true)));
         let mut tape = crate::json::function_tape();
         let mut element = String::new();
+        let mut copier = elements::ElementCopier::default();
         for row in 0..n {
             let Some(text) = text_at(&docs, row)? else {
                 list.append(false);
                 continue;
             };
+            if let Some(items) = copier.elements(text, sql_nulls) {
+                for item in items {
+                    list.values().append_option(item);
+                }
+                list.append(true);
+                continue;
+            }
             tape.clear();
             let parsed = match tape.push(text.as_bytes()) {
                 Ok(parsed) => parsed,

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use tessera_json::path::PathElem;
 use tessera_json::tape::{Kind, ParseError, Tape, Value};
-use tessera_json::tree::{push_float, push_string};
+use tessera_json::tree::{push_float, push_integer, push_string};
 
 /// Which rows a walk produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -304,16 +304,10 @@ pub fn write_json(value: Value<'_>, out: &mut String) {
         Kind::Null => out.push_str("null"),
         Kind::True => out.push_str("true"),
         Kind::False => out.push_str("false"),
-        Kind::Int => {
-            let _ = write!(out, "{}", node.int());
-        }
-        Kind::UInt => {
-            let _ = write!(out, "{}", node.uint());
-        }
+        Kind::Int => push_integer(out, node.int()),
+        Kind::UInt => push_integer(out, node.uint()),
         // DuckDB keeps the digits of an integer beyond u64 as written.
-        Kind::Decimal => {
-            let _ = write!(out, "{}", value.decimal());
-        }
+        Kind::Decimal => push_integer(out, value.decimal()),
         Kind::Float => push_float(out, node.float()),
         Kind::String | Kind::Key => push_string(out, value.str()),
         Kind::Object => {

@@ -10,29 +10,15 @@ use datafusion::common::tree_node::Transformed;
 use datafusion::logical_expr::expr::{Cast, ScalarFunction, TryCast};
 use datafusion::logical_expr::{Expr, ScalarUDF, ScalarUDFImpl};
 
-/// A cast taken apart: the value cast, the field it is cast to, and whether a value that
-/// does not convert is an error (`CAST`, strict) or NULL (`TRY_CAST`).
-pub struct CastParts<'a> {
-    /// The value cast.
-    pub inner: &'a Expr,
-    /// The field the value is cast to.
-    pub target: &'a FieldRef,
-    /// `CAST` (a failure is an error) rather than `TRY_CAST` (a failure is NULL).
-    pub strict: bool,
-}
-
-/// `expr` taken apart when it is a `CAST` or a `TRY_CAST`.
-pub fn cast_parts(expr: &Expr) -> Option<CastParts<'_>> {
-    let (inner, target, strict) = match expr {
-        Expr::Cast(Cast { expr, field }) => (expr, field, true),
-        Expr::TryCast(TryCast { expr, field }) => (expr, field, false),
-        _ => return None,
-    };
-    Some(CastParts {
-        inner,
-        target,
-        strict,
-    })
+/// `expr` taken apart when it is a `CAST` or a `TRY_CAST`: the value cast, the field it
+/// is cast to, and whether a value that does not convert is an error (`CAST`, strict)
+/// or NULL (`TRY_CAST`).
+pub fn cast_parts(expr: &Expr) -> Option<(&Expr, &FieldRef, bool)> {
+    match expr {
+        Expr::Cast(Cast { expr, field }) => Some((expr, field, true)),
+        Expr::TryCast(TryCast { expr, field }) => Some((expr, field, false)),
+        _ => None,
+    }
 }
 
 /// The rewrite of an expression into the call of `udf` on `args`.

@@ -28,7 +28,7 @@ use datafusion::logical_expr::{
 };
 use tessera_json::tree::Json;
 
-use super::cast_rewrite::{CastParts, cast_parts, rewritten_to};
+use super::cast_rewrite::{cast_parts, rewritten_to};
 use super::json_build::{TextColumn, parse_json, to_json};
 use crate::json::enum_type::{enum_labels, enum_name};
 use crate::json::json_type::is_json;
@@ -49,12 +49,7 @@ impl FunctionRewrite for EnumCasts {
         schema: &DFSchema,
         _config: &ConfigOptions,
     ) -> Result<Transformed<Expr>> {
-        let Some(CastParts {
-            inner,
-            target,
-            strict,
-        }) = cast_parts(&expr)
-        else {
+        let Some((inner, target, strict)) = cast_parts(&expr) else {
             return Ok(Transformed::no(expr));
         };
         let (_, source) = inner.to_field(schema)?;

@@ -33,7 +33,7 @@ use datafusion::logical_expr::{
 use tessera_json::path::PathTrie;
 use tessera_json::tape::{Kind, Tape};
 
-use super::cast_rewrite::{CastParts, cast_parts, rewritten_to};
+use super::cast_rewrite::{cast_parts, rewritten_to};
 use super::json_build::{TextColumn, to_json};
 use super::json_transform::{convert_json, converts_to};
 use crate::json::json_type::{is_json, json_return_field};
@@ -62,12 +62,7 @@ impl FunctionRewrite for JsonCasts {
         schema: &DFSchema,
         _config: &ConfigOptions,
     ) -> Result<Transformed<Expr>> {
-        let Some(CastParts {
-            inner,
-            target,
-            strict,
-        }) = cast_parts(&expr)
-        else {
+        let Some((inner, target, strict)) = cast_parts(&expr) else {
             return Ok(Transformed::no(expr));
         };
         let (_, source) = inner.to_field(schema)?;

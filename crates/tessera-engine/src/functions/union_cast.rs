@@ -33,7 +33,7 @@ use datafusion::logical_expr::{
 use datafusion::sql::parser::Statement;
 use datafusion::sql::sqlparser::ast;
 
-use super::cast_rewrite::{CastParts, cast_parts, rewritten_to};
+use super::cast_rewrite::{cast_parts, rewritten_to};
 use super::json_build::to_json_array;
 use super::json_cast::validate_text;
 use super::json_transform::convert_json;
@@ -61,12 +61,7 @@ impl FunctionRewrite for UnionCasts {
         schema: &DFSchema,
         _config: &ConfigOptions,
     ) -> Result<Transformed<Expr>> {
-        let Some(CastParts {
-            inner,
-            target,
-            strict,
-        }) = cast_parts(&expr)
-        else {
+        let Some((inner, target, strict)) = cast_parts(&expr) else {
             return Ok(Transformed::no(expr));
         };
         if !holds_union(target.data_type()) {

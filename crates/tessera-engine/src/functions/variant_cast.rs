@@ -17,7 +17,7 @@ use datafusion::logical_expr::{
 };
 use parquet_variant_compute::{cast_to_variant, json_to_variant};
 
-use super::cast_rewrite::{CastParts, cast_parts, rewritten_to};
+use super::cast_rewrite::{cast_parts, rewritten_to};
 use super::json_build::to_json_array;
 use crate::json::json_type::is_json;
 use crate::json::variant_type::{is_variant, variant_field};
@@ -37,7 +37,7 @@ impl FunctionRewrite for VariantCasts {
         schema: &DFSchema,
         _config: &ConfigOptions,
     ) -> Result<Transformed<Expr>> {
-        let Some(CastParts { inner, target, .. }) = cast_parts(&expr) else {
+        let Some((inner, target, _)) = cast_parts(&expr) else {
             return Ok(Transformed::no(expr));
         };
         if !is_variant(target) {

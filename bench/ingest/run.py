@@ -72,7 +72,7 @@ def main() -> int:
         with open(path, "rb") as f:
             args.docs = sum(1 for line in f if line.strip())
     else:
-        path, what = ensure_data(args.tessera, args.docs, args.seed, args.data), "Bluesky"
+        path, what = ensure_data(args.tessera, args.docs, args.seed, "", args.data), "Bluesky"
     systems = {"DuckDB": lambda w: load_duckdb(path, args.threads, w)[:3]}
     if not args.skip_chdb and not args.file:
         systems["chDB"] = lambda w: load_chdb(path, args.threads, w)[:3]

@@ -61,12 +61,15 @@ def default_tessera() -> str:
     return str(Path(target) / "release" / "tessera")
 
 
-def ensure_data(tessera: str, docs: int, seed: int, data_dir: Path) -> Path:
-    path = data_dir / f"bluesky-{docs}-s{seed}.json"
+def ensure_data(tessera: str, docs: int, seed: int, gen: str, data_dir: Path) -> Path:
+    """The generated file, made once per setting (`gen`: more `tessera gen bluesky` flags)."""
+    setting = "".join(c if c.isalnum() else "_" for c in gen.strip())
+    path = data_dir / f"bluesky-{docs}-s{seed}{'-' + setting if setting else ''}.json"
     if not path.exists():
         data_dir.mkdir(parents=True, exist_ok=True)
         print(f"generating {path}", file=sys.stderr)
-        subprocess.run([tessera, "gen", "bluesky", "--docs", str(docs), "--seed", str(seed), "--out", str(path)], check=True)
+        flags = ["--docs", str(docs), "--seed", str(seed), *gen.split(), "--out", str(path)]
+        subprocess.run([tessera, "gen", "bluesky", *flags], check=True)
     return path
 
 
@@ -148,6 +151,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--docs", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--gen",
+        default="",
+        help="more `tessera gen bluesky` flags: another generator setting, e.g. "
+        "'--users-per-million 1000000 --popularity-offset 40 --key-order shuffled'",
+    )
     parser.add_argument("--tries", type=int, default=3)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated subset of " + ",".join(SYSTEMS))
@@ -160,7 +169,7 @@ def main() -> int:
     if unknown or "duckdb" not in systems:
         raise SystemExit(f"--systems takes {','.join(SYSTEMS)} and must include duckdb (the reference); got {args.systems}")
 
-    path = ensure_data(args.tessera, args.docs, args.seed, args.data)
+    path = ensure_data(args.tessera, args.docs, args.seed, args.gen, args.data)
     results, loads = {}, {}
     with tempfile.TemporaryDirectory(prefix="jsonbench-") as work:
         work = Path(work)

@@ -80,10 +80,7 @@ pub async fn run(session: &TesseraSession, args: DemoArgs) -> anyhow::Result<()>
             file.display()
         );
         let started = Instant::now();
-        let config = BlueskyConfig {
-            docs: args.docs,
-            seed: args.seed,
-        };
+        let config = BlueskyConfig::new(args.docs, args.seed);
         let bytes = generate::write_bluesky(session, &config, &file.to_string_lossy()).await?;
         println!(
             "{:.0} MB in {:.1} s",

@@ -12,7 +12,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStoreExt, WriteMultipart};
 use tessera_blob::Location;
 use tessera_engine::TesseraSession;
-use tessera_gen::{BlueskyConfig, TpchConfig};
+use tessera_gen::{BlueskyConfig, KeyOrder, TpchConfig};
 use tokio::sync::mpsc;
 
 /// Bytes buffered before a piece is handed to the uploader.
@@ -33,6 +33,18 @@ pub enum Dataset {
         /// Random seed; the same seed gives the same bytes.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Users in the pool per million events (250000: about 113K distinct active
+        /// users per million events, as JSONBench's data; 1000000 with
+        /// --popularity-offset 40: about 194K).
+        #[arg(long, default_value_t = BlueskyConfig::new(0, 0).users_per_million)]
+        users_per_million: u64,
+        /// Flattens the head of user activity (0: a pure Zipf law; 10: the busiest user
+        /// has a couple of percent of events).
+        #[arg(long, default_value_t = BlueskyConfig::new(0, 0).popularity_offset)]
+        popularity_offset: u64,
+        /// Top-level key order: jetstream (fixed) or shuffled (drawn per event).
+        #[arg(long, default_value = "jetstream")]
+        key_order: KeyOrder,
         /// Destination: a path or s3://bucket/key.
         #[arg(long)]
         out: String,
@@ -60,8 +72,21 @@ type Generate = Box<dyn FnOnce(&mut dyn Write) -> std::io::Result<u64> + Send>;
 pub async fn run(session: &TesseraSession, dataset: Dataset) -> anyhow::Result<()> {
     let started = Instant::now();
     let (what, out, bytes) = match dataset {
-        Dataset::Bluesky { docs, seed, out } => {
-            let bytes = write_bluesky(session, &BlueskyConfig { docs, seed }, &out).await?;
+        Dataset::Bluesky {
+            docs,
+            seed,
+            users_per_million,
+            popularity_offset,
+            key_order,
+            out,
+        } => {
+            let config = BlueskyConfig {
+                users_per_million,
+                popularity_offset,
+                key_order,
+                ..BlueskyConfig::new(docs, seed)
+            };
+            let bytes = write_bluesky(session, &config, &out).await?;
             (format!("{docs} documents"), out, bytes)
         }
         Dataset::TpchJson { sf, seed, out } => {

@@ -34,10 +34,7 @@ fn parse(arg: &str) -> u64 {
 /// Prints a `count`-document data set document by document: each can be generated on
 /// its own.
 fn print(count: u64) -> io::Result<()> {
-    let cfg = BlueskyConfig {
-        docs: count,
-        seed: 1,
-    };
+    let cfg = BlueskyConfig::new(count, 1);
     let mut stdout = io::stdout().lock();
     let mut doc = Vec::new();
     for index in 0..count {
@@ -51,7 +48,7 @@ fn print(count: u64) -> io::Result<()> {
 
 /// Generates `docs` documents into a sink with one worker, then with every core.
 fn time(docs: u64) -> io::Result<()> {
-    let cfg = BlueskyConfig { docs, seed: 1 };
+    let cfg = BlueskyConfig::new(docs, 1);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     for threads in [1, cores] {
         let started = Instant::now();

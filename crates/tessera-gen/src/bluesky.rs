@@ -10,17 +10,76 @@ use crate::parallel;
 use crate::rng::{PowerLaw, Rng, hash2, mix64};
 use crate::words;
 
-/// What to generate: `docs` events from `seed`.
+/// What to generate: `docs` events from `seed`, with a user population and a key order
+/// that can be set away from the defaults, so that what is tuned on one data set is
+/// measured on another (a benchmark on one generator setting overfits it).
 ///
-/// Document `i` depends on `(docs, seed, i)`: the user pool grows with `docs`, so a
-/// larger data set is not a prefix-extension of a smaller one with the same seed.
+/// Document `i` depends on the whole configuration and `i`: the user pool grows with
+/// `docs`, so a larger data set is not a prefix-extension of a smaller one with the same
+/// seed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlueskyConfig {
     /// Number of documents (events) in the data set.
     pub docs: u64,
     /// Seed; the same configuration always yields the same bytes.
     pub seed: u64,
+    /// Users in the pool per million documents (at least 1,000 users in all). The
+    /// default, 250,000, gives about 113,000 distinct active users per million events,
+    /// as the JSONBench sample has; a larger pool gives more (1,000,000 with
+    /// `popularity_offset` 40: about 194,000, the busiest user 0.4% of events).
+    pub users_per_million: u64,
+    /// Flattens the head of user activity: the power law's ranks are shifted by this
+    /// much, so the busiest user's share falls as it grows (default 10: a couple of
+    /// percent; 0 is a pure Zipf law whose top user has over a tenth of the events).
+    pub popularity_offset: u64,
+    /// The order of each event's top-level keys.
+    pub key_order: KeyOrder,
 }
+
+impl BlueskyConfig {
+    /// `docs` events from `seed` with the default population and key order.
+    pub const fn new(docs: u64, seed: u64) -> Self {
+        Self {
+            docs,
+            seed,
+            users_per_million: USERS_PER_MILLION_DEFAULT,
+            popularity_offset: POPULARITY_OFFSET_DEFAULT,
+            key_order: KeyOrder::Jetstream,
+        }
+    }
+}
+
+/// The order of an event's top-level keys (`did`, `time_us`, `kind`, and the object the
+/// kind names).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KeyOrder {
+    /// As Jetstream writes them, the same in every event.
+    #[default]
+    Jetstream,
+    /// An order drawn per event, as documents merged from several producers have.
+    Shuffled,
+}
+
+impl std::str::FromStr for KeyOrder {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "jetstream" => Ok(KeyOrder::Jetstream),
+            "shuffled" => Ok(KeyOrder::Shuffled),
+            other => Err(format!(
+                "key order is 'jetstream' or 'shuffled', not '{other}'"
+            )),
+        }
+    }
+}
+
+/// See [`BlueskyConfig::users_per_million`].
+const USERS_PER_MILLION_DEFAULT: u64 = 250_000;
+/// See [`BlueskyConfig::popularity_offset`].
+const POPULARITY_OFFSET_DEFAULT: u64 = 10;
+/// Fewest users in a pool, so small data sets still have many users.
+const USERS_MIN: u64 = 1000;
 
 /// Appends document number `index` of `cfg` to `out` as one JSON object, without a
 /// trailing newline.
@@ -64,9 +123,6 @@ const DAY_US: u64 = 86_400 * SECOND_US;
 /// many sequence numbers apart.
 const SEQ_BASE: u64 = 3_600_000_000;
 const SEQ_STEP: u64 = 40;
-/// Shifts the Zipf head so the busiest account produces a couple of percent of events
-/// rather than over a tenth (see [`PowerLaw`]).
-const POPULARITY_OFFSET: u64 = 10;
 /// 2^61 - 1, a prime above any pool size, so multiplying by it modulo the pool size is a
 /// bijection: it makes the most-followed accounts differ from the most active ones.
 const MERSENNE_61: u64 = (1 << 61) - 1;
@@ -320,6 +376,10 @@ struct Facet {
 /// Buffers reused across documents, so generating text allocates only while they grow.
 #[derive(Default)]
 struct Scratch {
+    /// Where each top-level member of the document starts, for [`KeyOrder::Shuffled`].
+    members: Vec<usize>,
+    /// The shuffled members, assembled before they replace the written ones.
+    shuffled: Vec<u8>,
     text: String,
     urls: String,
     facets: Vec<Facet>,
@@ -333,6 +393,7 @@ struct Scratch {
 struct Generator {
     seed: u64,
     users: u64,
+    key_order: KeyOrder,
     popularity: PowerLaw,
     /// `MERSENNE_61 % users`: multiplying a rank by it permutes the pool.
     subject_stride: u64,
@@ -340,11 +401,13 @@ struct Generator {
 
 impl Generator {
     fn new(cfg: &BlueskyConfig) -> Self {
-        let users = (cfg.docs / 4).max(1000);
+        let users = u128::from(cfg.docs) * u128::from(cfg.users_per_million) / 1_000_000;
+        let users = u64::try_from(users).unwrap_or(u64::MAX).max(USERS_MIN);
         Self {
             seed: cfg.seed,
             users,
-            popularity: PowerLaw::new(users, POPULARITY_OFFSET),
+            key_order: cfg.key_order,
+            popularity: PowerLaw::new(users, cfg.popularity_offset),
             subject_stride: MERSENNE_61 % users,
         }
     }
@@ -434,20 +497,73 @@ impl Doc<'_> {
     }
 
     fn write(mut self) {
-        self.raw(b"{\"did\":\"");
+        let start = self.out.len();
+        self.scratch.members.clear();
+        self.raw(b"{");
+        self.member();
+        self.raw(b"\"did\":\"");
         self.did(self.actor);
-        self.raw(b"\",\"time_us\":");
+        self.raw(b"\"");
+        self.member();
+        self.raw(b",\"time_us\":");
         self.int(self.time_us);
-        match self.rng.below(1000) {
-            0..6 => self.identity(),
-            6..10 => self.account(),
+        let kind: &[u8] = match self.rng.below(1000) {
+            0..6 => b"identity",
+            6..10 => b"account",
+            _ => b"commit",
+        };
+        self.member();
+        self.raw(b",\"kind\":\"");
+        self.raw(kind);
+        self.raw(b"\"");
+        self.member();
+        match kind {
+            b"identity" => self.identity(),
+            b"account" => self.account(),
             _ => self.commit(),
         }
+        self.member();
         self.out.push(b'}');
+        if self.g.key_order == KeyOrder::Shuffled {
+            self.shuffle_members(start);
+        }
+    }
+
+    /// Marks where the next top-level member starts (and the last one ends).
+    fn member(&mut self) {
+        self.scratch.members.push(self.out.len());
+    }
+
+    /// Rewrites the document that starts at `start` with its top-level members in an
+    /// order drawn from the document's generator (Fisher-Yates), after everything else
+    /// was drawn, so the values are those of the Jetstream order.
+    fn shuffle_members(&mut self, start: usize) {
+        let marks = &self.scratch.members;
+        assert!(
+            marks.len() >= 2 && marks[0] == start + 1,
+            "members were marked"
+        );
+        let mut order: Vec<usize> = (0..marks.len() - 1).collect();
+        for i in (1..order.len()).rev() {
+            order.swap(i, self.rng.below(i as u64 + 1) as usize);
+        }
+        let shuffled = &mut self.scratch.shuffled;
+        shuffled.clear();
+        for (n, &member) in order.iter().enumerate() {
+            let text = &self.out[marks[member]..marks[member + 1]];
+            // Every member after the first was written with its leading comma.
+            let text = text.strip_prefix(b",").unwrap_or(text);
+            if n > 0 {
+                shuffled.push(b',');
+            }
+            shuffled.extend_from_slice(text);
+        }
+        let end = marks[marks.len() - 1];
+        self.out.splice(marks[0]..end, shuffled.iter().copied());
     }
 
     fn identity(&mut self) {
-        self.raw(b",\"kind\":\"identity\",\"identity\":{\"did\":\"");
+        self.raw(b",\"identity\":{\"did\":\"");
         self.did(self.actor);
         self.raw(b"\",\"handle\":");
         self.scratch.other.clear();
@@ -461,7 +577,7 @@ impl Doc<'_> {
     /// and `time`, and only inactive accounts have one.
     fn account(&mut self) {
         let active = self.rng.chance(400);
-        self.raw(b",\"kind\":\"account\",\"account\":{\"active\":");
+        self.raw(b",\"account\":{\"active\":");
         self.raw(if active { b"true" } else { b"false" });
         self.raw(b",\"did\":\"");
         self.did(self.actor);
@@ -499,7 +615,7 @@ impl Doc<'_> {
     fn commit(&mut self) {
         let collection = self.rng.weighted(COLLECTIONS);
         let operation = self.rng.weighted(collection.operations());
-        self.raw(b",\"kind\":\"commit\",\"commit\":{\"rev\":\"");
+        self.raw(b",\"commit\":{\"rev\":\"");
         let clock = self.rng.below(1024);
         push_tid(self.out, self.time_us, clock);
         self.raw(b"\",\"operation\":\"");
@@ -1193,10 +1309,7 @@ mod tests {
 
     #[test]
     fn facet_ranges_cover_their_text() {
-        let g = Generator::new(&BlueskyConfig {
-            docs: 1000,
-            seed: 3,
-        });
+        let g = Generator::new(&BlueskyConfig::new(1000, 3));
         let mut out = Vec::new();
         let mut scratch = Scratch::default();
         let mut checked = 0;

@@ -14,5 +14,5 @@ mod rng;
 mod tpch;
 mod words;
 
-pub use bluesky::{BlueskyConfig, write_doc, write_ndjson};
+pub use bluesky::{BlueskyConfig, KeyOrder, write_doc, write_ndjson};
 pub use tpch::{TpchConfig, TpchError, write_tpch_ndjson};

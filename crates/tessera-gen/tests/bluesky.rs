@@ -5,12 +5,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
-use tessera_gen::{BlueskyConfig, write_doc, write_ndjson};
+use tessera_gen::{BlueskyConfig, KeyOrder, write_doc, write_ndjson};
 
-const SAMPLE: BlueskyConfig = BlueskyConfig {
-    docs: 50_000,
-    seed: 42,
-};
+const SAMPLE: BlueskyConfig = BlueskyConfig::new(50_000, 42);
 
 fn generate(cfg: &BlueskyConfig, threads: usize) -> Vec<u8> {
     let mut out = Vec::new();
@@ -46,10 +43,7 @@ fn lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
 
 #[test]
 fn same_seed_same_bytes_different_seed_different_bytes() {
-    let cfg = BlueskyConfig {
-        docs: 5_000,
-        seed: 7,
-    };
+    let cfg = BlueskyConfig::new(5_000, 7);
     let a = generate(&cfg, 1);
     assert_eq!(a, generate(&cfg, 1));
     let b = generate(&BlueskyConfig { seed: 8, ..cfg }, 1);
@@ -64,10 +58,7 @@ fn same_seed_same_bytes_different_seed_different_bytes() {
 #[test]
 fn output_is_identical_for_any_thread_count() {
     // Not a multiple of the batch size, so the last batch is partial.
-    let cfg = BlueskyConfig {
-        docs: 40_000,
-        seed: 3,
-    };
+    let cfg = BlueskyConfig::new(40_000, 3);
     let one = generate(&cfg, 1);
     assert_eq!(one, generate(&cfg, 3));
     assert_eq!(one, generate(&cfg, 2));
@@ -88,7 +79,7 @@ fn any_document_can_be_generated_alone() {
 
 #[test]
 fn empty_data_set_writes_nothing() {
-    assert!(generate(&BlueskyConfig { docs: 0, seed: 1 }, 4).is_empty());
+    assert!(generate(&BlueskyConfig::new(0, 1), 4).is_empty());
 }
 
 #[test]
@@ -104,10 +95,7 @@ fn time_is_strictly_increasing() {
 
 #[test]
 fn a_million_documents_span_a_day() {
-    let cfg = BlueskyConfig {
-        docs: 1_000_000,
-        seed: 1,
-    };
+    let cfg = BlueskyConfig::new(1_000_000, 1);
     let time = |index| {
         let mut doc = Vec::new();
         write_doc(&cfg, index, &mut doc);
@@ -228,6 +216,67 @@ fn users_are_skewed() {
     );
     // ... and many appear only once.
     assert!(once > 0.3, "{once:.3} of users appear once");
+}
+
+/// Distinct users and the busiest user's share of events in `cfg`'s documents.
+fn user_spread(cfg: &BlueskyConfig) -> (usize, f64) {
+    let bytes = generate(cfg, 2);
+    let mut per_user: HashMap<String, u64> = HashMap::new();
+    for line in lines(&bytes) {
+        let doc: Value = serde_json::from_slice(line).unwrap();
+        *per_user
+            .entry(doc["did"].as_str().unwrap().to_string())
+            .or_default() += 1;
+    }
+    let top = *per_user.values().max().unwrap() as f64 / cfg.docs as f64;
+    (per_user.len(), top)
+}
+
+#[test]
+fn the_user_population_follows_its_settings() {
+    let base = BlueskyConfig::new(40_000, 5);
+    let (users, top) = user_spread(&base);
+    let larger_pool = BlueskyConfig {
+        users_per_million: 2 * base.users_per_million,
+        ..base.clone()
+    };
+    let (more_users, _) = user_spread(&larger_pool);
+    assert!(
+        more_users as f64 > 1.3 * users as f64,
+        "{more_users} users with twice the pool, {users} without"
+    );
+    let steeper = BlueskyConfig {
+        popularity_offset: 0,
+        ..base.clone()
+    };
+    let (_, steeper_top) = user_spread(&steeper);
+    assert!(
+        steeper_top > 2.0 * top,
+        "busiest user {steeper_top:.4} with no offset, {top:.4} with the default"
+    );
+}
+
+#[test]
+fn shuffled_key_order_keeps_every_value_and_varies_the_order() {
+    let jetstream = BlueskyConfig::new(5_000, 9);
+    let shuffled = BlueskyConfig {
+        key_order: KeyOrder::Shuffled,
+        ..jetstream.clone()
+    };
+    let (a, b) = (generate(&jetstream, 1), generate(&shuffled, 2));
+    let mut reordered = 0;
+    for (x, y) in lines(&a).zip(lines(&b)) {
+        let (vx, vy): (Value, Value) = (
+            serde_json::from_slice(x).unwrap(),
+            serde_json::from_slice(y).unwrap(),
+        );
+        // serde_json's maps compare by key, whatever the order.
+        assert_eq!(vx, vy);
+        reordered += usize::from(x != y);
+    }
+    assert_eq!(lines(&a).count(), lines(&b).count());
+    // Four members have 24 orders; all but 1 in 24 differ from Jetstream's.
+    assert!(reordered > 4_500, "{reordered} of 5,000 reordered");
 }
 
 #[test]

@@ -55,10 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let text = match &args.file {
         Some(path) => std::fs::read(path)?,
         None => {
-            let config = tessera_gen::BlueskyConfig {
-                docs: args.docs,
-                seed: 1,
-            };
+            let config = tessera_gen::BlueskyConfig::new(args.docs, 1);
             let mut out = Vec::new();
             tessera_gen::write_ndjson(&config, args.threads, &mut out)?;
             out

@@ -95,7 +95,7 @@ fn assert_shredded(summary: &FileSummary, expected: &[(&str, LeafType)]) {
 /// `docs` generated Bluesky events, one JSON text each.
 fn bluesky(docs: u64, seed: u64) -> Vec<String> {
     let mut out = Vec::new();
-    tessera_gen::write_ndjson(&tessera_gen::BlueskyConfig { docs, seed }, 1, &mut out).unwrap();
+    tessera_gen::write_ndjson(&tessera_gen::BlueskyConfig::new(docs, seed), 1, &mut out).unwrap();
     String::from_utf8(out)
         .unwrap()
         .lines()

@@ -63,7 +63,7 @@ def default_tessera() -> str:
 
 def ensure_data(tessera: str, docs: int, seed: int, gen: str, data_dir: Path) -> Path:
     """The generated file, made once per setting (`gen`: more `tessera gen bluesky` flags)."""
-    setting = "".join(c if c.isalnum() else "_" for c in gen.strip())
+    setting = re.sub(r"[^0-9A-Za-z]+", "-", gen).strip("-")
     path = data_dir / f"bluesky-{docs}-s{seed}{'-' + setting if setting else ''}.json"
     if not path.exists():
         data_dir.mkdir(parents=True, exist_ok=True)

@@ -5,6 +5,10 @@
 //! to text in Arrow's form, not as JSON); so the statement gets the casts first: in
 //! each row of a `VALUES` source, around any other source as `SELECT CAST(c1 AS <column
 //! type>), c2, ... FROM (<source>) AS s(c1, c2, ...)`.
+//!
+//! Text inserted into a `JSON` or `ENUM` column gets the same cast, so it is checked as
+//! DuckDB checks it (valid JSON; one of the labels): both types are text underneath,
+//! which DataFusion would insert as it is.
 
 use std::sync::Arc;
 
@@ -16,6 +20,7 @@ use datafusion::sql::sqlparser::ast;
 use datafusion::sql::sqlparser::dialect::DuckDbDialect;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 
+use crate::json::enum_type::enum_name;
 use crate::json::json_type::is_json;
 use crate::json::sql_types::duckdb_type_name;
 
@@ -39,7 +44,11 @@ pub(crate) async fn rewrite(ctx: &SessionContext, statement: &mut Statement) -> 
         return Ok(());
     };
     let schema = table.schema();
-    if !schema.fields().iter().any(|f| converts(f) || is_json(f)) {
+    if !schema
+        .fields()
+        .iter()
+        .any(|f| converts(f) || is_json(f) || enum_name(f).is_some())
+    {
         return Ok(());
     }
     let targets: Option<Vec<Arc<Field>>> = match insert.columns.as_slice() {
@@ -56,7 +65,10 @@ pub(crate) async fn rewrite(ctx: &SessionContext, statement: &mut Statement) -> 
     let casts = match source.body.as_ref() {
         // A VALUES list's own types are of no use: its rows' fields lose the JSON mark,
         // and rows of JSON and NULL need not plan alone.
-        ast::SetExpr::Values(_) => targets.iter().map(|to| through_json(to)).collect(),
+        ast::SetExpr::Values(_) => targets
+            .iter()
+            .map(|to| through_json(to).or_else(|| checked_text(to)))
+            .collect(),
         _ => match source_casts(ctx, source, &targets).await {
             Some(casts) => casts,
             None => return Ok(()),
@@ -97,6 +109,12 @@ fn through_json(to: &Field) -> Option<Vec<String>> {
         .then(|| vec!["JSON".to_string(), duckdb_type_name(to)])
 }
 
+/// A value for a `JSON` or `ENUM` column is cast to the column's type, which checks it;
+/// `None` for other columns.
+fn checked_text(to: &Field) -> Option<Vec<String>> {
+    (is_json(to) || enum_name(to).is_some()).then(|| vec![duckdb_type_name(to)])
+}
+
 /// Whether a column of `field`'s type takes a JSON value by a conversion DataFusion
 /// lacks.
 fn converts(field: &Field) -> bool {
@@ -118,7 +136,7 @@ fn cast_type(from: &Field, to: &Field) -> Option<Vec<String>> {
     if (is_json(from) && converts(to) && !is_json(to)) || (is_json(to) && converts(from)) {
         Some(vec![duckdb_type_name(to)])
     } else if text {
-        through_json(to)
+        through_json(to).or_else(|| checked_text(to))
     } else {
         None
     }

@@ -48,6 +48,8 @@ mod struct_constructors;
 mod table_function_names;
 mod table_statements;
 mod temporary_tables;
+#[cfg(test)]
+mod test_support;
 mod try_call;
 mod type_planner;
 mod user_types;

@@ -1,14 +1,12 @@
 //! COPY FROM over generated files: every record a row of the table's columns by name,
 //! malformed ones failing the statement or counted, and the text rewrite itself.
 
-use arrow::array::{Array, AsArray, RecordBatch};
-use arrow::compute::cast;
-use arrow::datatypes::DataType;
+use arrow::array::RecordBatch;
 use datafusion::sql::sqlparser::dialect::DuckDbDialect;
 
 use super::prepare;
-use crate::options::SqlDialect;
-use crate::{SessionOptions, TesseraSession};
+use crate::TesseraSession;
+use crate::test_support::{duckdb_session, text_rows};
 
 /// A small deterministic generator (xorshift), so that failures reproduce.
 struct Rng(u64);
@@ -22,15 +20,6 @@ impl Rng {
     }
 }
 
-fn session() -> TesseraSession {
-    let s3 = tessera_blob::S3Config::resolve(&Default::default(), &|_| None).unwrap();
-    let options = SessionOptions {
-        dialect: Some(SqlDialect::DuckDb),
-        ..Default::default()
-    };
-    TesseraSession::new(s3, options).unwrap()
-}
-
 async fn run(session: &TesseraSession, sql: &str) -> Result<Vec<RecordBatch>, String> {
     let frame = session.sql(sql).await.map_err(|e| e.to_string())?;
     frame.collect().await.map_err(|e| e.to_string())
@@ -41,22 +30,7 @@ async fn rows(session: &TesseraSession, sql: &str) -> Vec<Vec<String>> {
     let batches = run(session, sql)
         .await
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    let mut out = Vec::new();
-    for batch in batches {
-        let columns: Vec<_> = batch
-            .columns()
-            .iter()
-            .map(|c| cast(c, &DataType::Utf8).unwrap())
-            .collect();
-        for row in 0..batch.num_rows() {
-            let cell = |c: &arrow::array::ArrayRef| match c.is_null(row) {
-                true => "NULL".to_string(),
-                false => c.as_string::<i32>().value(row).to_string(),
-            };
-            out.push(columns.iter().map(cell).collect());
-        }
-    }
-    out
+    text_rows(&batches)
 }
 
 /// `count` records with keys in random order, some missing, some extra, ids sometimes
@@ -101,7 +75,7 @@ async fn records_fill_the_tables_columns_by_name() {
     std::fs::write(&lines, records.join("\n")).unwrap();
     let array = dir.path().join("records.json");
     std::fs::write(&array, format!("[{}]", records.join(",\n"))).unwrap();
-    let session = session();
+    let session = duckdb_session();
     let (lines, array) = (lines.display(), array.display());
     run(
         &session,
@@ -149,7 +123,7 @@ async fn malformed_records_fail_or_are_counted() {
     let file = dir.path().join("bad.ndjson");
     std::fs::write(&file, "{\"id\":1}\n{\"id\":\n{\"id\":3}\n").unwrap();
     let file = file.display();
-    let session = session();
+    let session = duckdb_session();
     run(&session, "CREATE TABLE t (id BIGINT)").await.unwrap();
     let error = run(&session, &format!("COPY t FROM '{file}'"))
         .await
@@ -182,7 +156,7 @@ async fn geojson_features_fill_geometry_and_pseudo_columns() {
         })
         .collect();
     std::fs::write(&file, features.join("\n")).unwrap();
-    let session = session();
+    let session = duckdb_session();
     run(
         &session,
         "CREATE TABLE g (name VARCHAR, geometry GEOMETRY, id VARCHAR)",

@@ -1,21 +1,8 @@
 //! DESCRIBE and SUMMARIZE through a session, checked against what the described
 //! queries give when run themselves (`typeof`, plain aggregates).
 
-use arrow::array::{Array, AsArray};
-use arrow::compute::cast;
-use arrow::datatypes::DataType;
-
-use crate::options::SqlDialect;
-use crate::{SessionOptions, TesseraSession};
-
-fn session() -> TesseraSession {
-    let s3 = tessera_blob::S3Config::resolve(&Default::default(), &|_| None).unwrap();
-    let options = SessionOptions {
-        dialect: Some(SqlDialect::DuckDb),
-        ..Default::default()
-    };
-    TesseraSession::new(s3, options).unwrap()
-}
+use crate::TesseraSession;
+use crate::test_support::{duckdb_session, text_rows};
 
 /// Every row of the answer to `sql`, cells as text (`NULL` for NULL).
 async fn rows(session: &TesseraSession, sql: &str) -> Vec<Vec<String>> {
@@ -26,21 +13,7 @@ async fn rows(session: &TesseraSession, sql: &str) -> Vec<Vec<String>> {
             .unwrap_or_else(|e| panic!("{sql}: {e}"))
             .collect()
             .await;
-        out.clear();
-        for batch in batches.unwrap_or_else(|e| panic!("{sql}: {e}")) {
-            let columns: Vec<_> = batch
-                .columns()
-                .iter()
-                .map(|c| cast(c, &DataType::Utf8).unwrap())
-                .collect();
-            for row in 0..batch.num_rows() {
-                let cell = |c: &arrow::array::ArrayRef| match c.is_null(row) {
-                    true => "NULL".to_string(),
-                    false => c.as_string::<i32>().value(row).to_string(),
-                };
-                out.push(columns.iter().map(cell).collect());
-            }
-        }
+        out = text_rows(&batches.unwrap_or_else(|e| panic!("{sql}: {e}")));
     }
     out
 }
@@ -83,7 +56,7 @@ fn generated_expressions() -> Vec<String> {
 
 #[tokio::test]
 async fn describe_names_the_types_typeof_names() {
-    let session = session();
+    let session = duckdb_session();
     let expressions = generated_expressions();
     let items: Vec<String> = expressions
         .iter()
@@ -116,7 +89,7 @@ async fn describe_names_the_types_typeof_names() {
 
 #[tokio::test]
 async fn describe_of_a_table_shows_not_null_and_the_primary_key() {
-    let session = session();
+    let session = duckdb_session();
     rows(
         &session,
         "CREATE TABLE t (a INTEGER NOT NULL PRIMARY KEY, b VARCHAR, g GEOMETRY, j JSON)",
@@ -147,7 +120,7 @@ async fn describe_of_a_table_shows_not_null_and_the_primary_key() {
 
 #[tokio::test]
 async fn summarize_agrees_with_plain_aggregates() {
-    let session = session();
+    let session = duckdb_session();
     rows(
         &session,
         "CREATE TABLE g AS SELECT CASE WHEN range % 7 = 3 THEN NULL ELSE (range * 7919) % 101 END AS n, \

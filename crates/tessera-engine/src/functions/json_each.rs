@@ -32,14 +32,15 @@ use datafusion::logical_expr::{
     Volatility,
 };
 use tessera_json::path::{PathElem, parse_json_path};
-use tessera_json::tape::{Kind, ParseError};
+use tessera_json::tape::ParseError;
 
 mod elements;
 mod walk;
 
 use super::json_cast;
+use elements::NoElements;
 use walk::escape_key;
-pub use walk::{Row, Walk, Walker, write_json};
+pub use walk::{Row, Walk, Walker};
 
 /// The output columns of `json_each` and `json_tree`, in DuckDB's order.
 pub const ENTRY_COLUMNS: [&str; 8] = [
@@ -653,51 +654,28 @@ impl ScalarUDFImpl for JsonList {
         }
         let mut list = ListBuilder::new(StringViewBuilder::new())
             .with_field(Arc::new(Field::new_list_field(DataType::Utf8View, true)));
-        let mut tape = crate::json::function_tape();
-        let mut element = String::new();
         let mut copier = elements::ElementCopier::default();
         for row in 0..n {
             let Some(text) = text_at(&docs, row)? else {
                 list.append(false);
                 continue;
             };
-            if let Some(items) = copier.elements(text, sql_nulls) {
-                for item in items {
-                    list.values().append_option(item);
+            match copier.elements(text, sql_nulls) {
+                Ok(items) => {
+                    items.for_each(|item| list.values().append_option(item));
+                    list.append(true);
                 }
-                list.append(true);
-                continue;
+                Err(_) if try_cast => list.append(false),
+                Err(NoElements::Malformed(e)) => {
+                    return Err(malformed("CAST AS JSON[]", row, e));
+                }
+                Err(NoElements::NotArray) => {
+                    return exec_err!(
+                        "Cannot cast to list of JSON: row {} is not a JSON array",
+                        row + 1
+                    );
+                }
             }
-            tape.clear();
-            let parsed = match tape.push(text.as_bytes()) {
-                Ok(parsed) => parsed,
-                Err(_) if try_cast => {
-                    list.append(false);
-                    continue;
-                }
-                Err(e) => return Err(malformed("CAST AS JSON[]", row, e)),
-            };
-            let root = tape.doc(0, parsed).root();
-            if root.node().kind() != Kind::Array {
-                if try_cast {
-                    list.append(false);
-                    continue;
-                }
-                return exec_err!(
-                    "Cannot cast to list of JSON: row {} is not a JSON array",
-                    row + 1
-                );
-            }
-            for value in root.elements() {
-                if sql_nulls && value.node().kind() == Kind::Null {
-                    list.values().append_null();
-                    continue;
-                }
-                element.clear();
-                write_json(value, &mut element);
-                list.values().append_value(&element);
-            }
-            list.append(true);
         }
         let array: ArrayRef = Arc::new(list.finish());
         Ok(ColumnarValue::Array(array))

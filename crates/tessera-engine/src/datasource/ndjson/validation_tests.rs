@@ -6,6 +6,7 @@ use arrow::array::{AsArray, RecordBatch};
 use arrow::datatypes::Int64Type;
 
 use crate::rejects::RejectSummary;
+use crate::test_support::session_with;
 use crate::{SessionOptions, TesseraSession};
 
 /// Queries that read nothing, the whole document, and one path of it.
@@ -66,12 +67,10 @@ fn lines(rng: &mut Rng, lines: usize) -> String {
 }
 
 fn session() -> TesseraSession {
-    let s3 = tessera_blob::S3Config::resolve(&Default::default(), &|_| None).unwrap();
-    let options = SessionOptions {
+    session_with(SessionOptions {
         target_partitions: Some(1),
         ..Default::default()
-    };
-    TesseraSession::new(s3, options).unwrap()
+    })
 }
 
 /// The rows counted and the lines rejected by `sql`, or its error.

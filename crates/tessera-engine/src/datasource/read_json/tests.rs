@@ -4,6 +4,7 @@
 use arrow::array::{AsArray, RecordBatch};
 use arrow::datatypes::Int64Type;
 
+use crate::test_support::session_with;
 use crate::{SessionOptions, TesseraSession};
 
 /// A small deterministic generator (xorshift), so that failures reproduce.
@@ -38,8 +39,7 @@ fn generated(rng: &mut Rng, count: usize) -> (String, Vec<usize>) {
 }
 
 fn session() -> TesseraSession {
-    let s3 = tessera_blob::S3Config::resolve(&Default::default(), &|_| None).unwrap();
-    TesseraSession::new(s3, SessionOptions::default()).unwrap()
+    session_with(SessionOptions::default())
 }
 
 async fn counts(session: &TesseraSession, sql: &str) -> Result<(i64, i64), String> {

@@ -3,17 +3,8 @@
 
 use arrow::array::{Array, AsArray};
 
-use crate::options::SqlDialect;
-use crate::{SessionOptions, TesseraSession};
-
-fn session() -> TesseraSession {
-    let s3 = tessera_blob::S3Config::resolve(&Default::default(), &|_| None).unwrap();
-    let options = SessionOptions {
-        dialect: Some(SqlDialect::DuckDb),
-        ..Default::default()
-    };
-    TesseraSession::new(s3, options).unwrap()
-}
+use crate::TesseraSession;
+use crate::test_support::duckdb_session;
 
 async fn texts(session: &TesseraSession, sql: &str) -> Result<Vec<Option<String>>, String> {
     let frame = session.sql(sql).await.map_err(|e| e.to_string())?;
@@ -58,7 +49,7 @@ fn generated_geojson() -> Vec<String> {
 
 #[tokio::test]
 async fn structures_read_geometries_as_st_geomfromgeojson_does() {
-    let session = session();
+    let session = duckdb_session();
     for geometry in generated_geojson() {
         let expected = texts(
             &session,
@@ -84,7 +75,7 @@ async fn structures_read_geometries_as_st_geomfromgeojson_does() {
 
 #[tokio::test]
 async fn wkt_strings_read_and_other_values_are_null_or_strict_errors() {
-    let session = session();
+    let session = duckdb_session();
     let wkt = texts(
         &session,
         r#"SELECT ST_AsText(from_json('{"g":"POINT(1 2)"}', '{"g":"GEOMETRY"}').g)"#,

@@ -220,6 +220,24 @@ fn document(rng: &mut Rng, id: usize, settings: Settings) -> String {
     };
     let list: Vec<String> = (0..rng.below(4)).map(|_| element(rng)).collect();
     members.push(format!("\"l\":[{}]", list.join(",")));
+    // An array of objects, shredded as a list of objects: element keys missing, of
+    // another type, JSON null, elements that are no object.
+    let dependency = |rng: &mut Rng| match outlier(rng) {
+        true => value(rng, 2),
+        false => format!(
+            "{{\"name\":{},\"v\":{},\"src\":{{\"u\":{}}}}}",
+            string(rng),
+            rng.below(9),
+            match outlier(rng) {
+                true => value(rng, 1),
+                false => string(rng),
+            }
+        ),
+    };
+    if rng.below(10) > 0 {
+        let deps: Vec<String> = (0..rng.below(5)).map(|_| dependency(rng)).collect();
+        members.push(format!("\"deps\":[{}]", deps.join(",")));
+    }
     members.push(format!("\"r\":{}", object(rng, 1)));
     if rng.below(20) == 0 {
         members.push(format!("\"n\":{}", number(rng)));

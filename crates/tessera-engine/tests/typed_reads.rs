@@ -124,8 +124,43 @@ fn document(rng: &mut Rng, file: usize, row: usize, rows: usize) -> String {
             write!(doc, r#","tags":[{}]"#, tags.join(",")).unwrap();
         }
     }
+    write!(doc, r#","deps":{}"#, dependencies(rng, file)).unwrap();
     doc.push('}');
     doc
+}
+
+/// What a document holds at `deps`: mostly short arrays of `{name, v, src: {u}}`
+/// objects (shredded as a list of objects), with element keys missing, of another type
+/// or null, elements that are no object, values that are no array; in file 1 a few
+/// long arrays, which stay whole in the binary where they are frequent.
+fn dependencies(rng: &mut Rng, file: usize) -> String {
+    let element = |rng: &mut Rng, k: u64| match rng.below(25) {
+        0 => "null".to_string(),
+        1 => format!(r#""d{k}""#),
+        2 => format!(r#"{{"name":{k},"v":"x{k}"}}"#),
+        // Keys in sorted order: tables render objects with sorted keys.
+        3 => format!(r#"{{"extra":[{k}],"src":"flat","v":{k}}}"#),
+        _ => format!(
+            r#"{{"name":"p{}","src":{{"u":"u{}"}},"v":{}}}"#,
+            rng.below(12),
+            rng.below(5),
+            rng.below(100)
+        ),
+    };
+    match rng.below(30) {
+        0 => r#""none""#.to_string(),
+        1 => r#"{"name":"p1"}"#.to_string(),
+        2 => "[]".to_string(),
+        n => {
+            let len = if file == 1 && n == 3 {
+                40
+            } else {
+                1 + rng.below(4)
+            };
+            let deps: Vec<String> = (0..len).map(|k| element(rng, k)).collect();
+            format!("[{}]", deps.join(","))
+        }
+    }
 }
 
 fn write_files(dir: &Path) -> Vec<String> {
@@ -185,6 +220,10 @@ const QUERIES: &[&str] = &[
     "SELECT j->'nums'->>0, count(*) FROM T WHERE json_get_int(j, 'nums', 0) < 3 GROUP BY 1",
     "SELECT count(*), count(j->'tags'->>0) FROM T WHERE j->'tags' IS NOT NULL AND j->>'tags' >= '['",
     "SELECT j->>'id', j->'tags', json_length(j->'tags'), j->'tags'->2->>'t', j->>'$.tags[2].t', j->'tags'->>'0' FROM T",
+    "SELECT j->>'id', j->'deps'->0->>'name', j->'deps'->1->'v', j->'deps'-> -1->'src'->>'u', j->>'$.deps[2].src', j->'deps'->0->'extra', j->'deps'->>39 FROM T",
+    "SELECT j->'deps'->0->>'name' AS n, count(*), sum(TRY_CAST(j->'deps'->0->>'v' AS BIGINT)) FROM T GROUP BY n",
+    "SELECT count(*) FROM T WHERE j->'deps'->0->'src'->>'u' = 'u3' OR j->'deps'->1->>'name' IN ('p1', '2')",
+    "SELECT j->>'id', j->'deps', j->'deps'->0, j->'deps'-> -1->'src', json_length(j->'deps') FROM T",
 ];
 
 /// Casts that fail on some value fail the same way everywhere.
@@ -334,6 +373,16 @@ async fn typed_reads_answer_like_documents() {
     .await;
     assert!(metric(&plan, "values_binary") > 8000, "{plan}");
     assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
+    // Keys of the elements of an array of objects come from their typed columns; their
+    // outliers, elements that are no object and values that are no array from binaries.
+    let plan = analyze(
+        &session,
+        "SELECT count(j->'deps'->0->>'name'), count(j->'deps'-> -1->'src'->>'u') FROM t",
+    )
+    .await;
+    assert!(metric(&plan, "values_typed") > 10_000, "{plan}");
+    assert!(metric(&plan, "values_binary") > 300, "{plan}");
+    assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
     let plan = analyze(&session, "SELECT sum(json_get_int(j, 'nums', 1)) FROM t").await;
     assert_eq!(metric(&plan, "values_typed"), 9000, "{plan}");
     assert_eq!(metric(&plan, "values_binary"), 0, "{plan}");
@@ -365,11 +414,16 @@ async fn compare_three_ways(session: &TesseraSession, queries: &[&str]) {
         session.sql("SET tessera.typed_reads = true").await.unwrap();
         assert!(!expected.is_empty(), "{query} returns rows");
         if typed != expected || untyped != expected {
+            // The first rows where the answers part.
+            let at = (0..expected.len().max(typed.len()).max(untyped.len()))
+                .find(|&i| expected.get(i) != typed.get(i) || expected.get(i) != untyped.get(i))
+                .unwrap_or(0);
+            let rows = |r: &[String]| r[at.min(r.len())..(at + 3).min(r.len())].to_vec();
             failures.push(format!(
-                "{query}\n  raw:     {:?}\n  typed:   {:?}\n  untyped: {:?}",
-                &expected[..expected.len().min(5)],
-                &typed[..typed.len().min(5)],
-                &untyped[..untyped.len().min(5)],
+                "{query}\n  from row {at}:\n  raw:     {:?}\n  typed:   {:?}\n  untyped: {:?}",
+                rows(&expected),
+                rows(&typed),
+                rows(&untyped),
             ));
         }
     }

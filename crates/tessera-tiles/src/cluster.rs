@@ -123,6 +123,7 @@ mod tests {
             frequency: 1.0,
             list,
             format: None,
+            element: Vec::new(),
         };
         let choices = [choice("langs", true), choice("kind", false)];
         let stats = [stats("$.langs[*]"), stats("$.kind")];

@@ -18,6 +18,12 @@
 //! high-cardinality arrays (hashtags, mentions) stay whole in the binary. The Parquet
 //! Variant shredding spec shreds a list only whole, so every element of a shredded list
 //! is in it; elements of another type are per-element outliers.
+//!
+//! Arrays of objects (dependency lists, commits, line items) are shredded as lists of
+//! shredded objects, as the spec shreds them: the key paths inside the leading object
+//! elements of a path's arrays are counted per element ([`ElementKey`]), and a frequent
+//! array whose leading elements are mostly objects shreds the element key paths that
+//! at least `threshold` of those objects hold (`$.a[*].k`, [`Choice::element`]).
 
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
@@ -103,7 +109,31 @@ pub struct ArrayCounts {
     pub arrays: u64,
     /// Their elements, all together.
     pub elements: u64,
+    /// Their leading elements (at most [`LEADING`] per array) that are objects.
+    pub objects: u64,
+    /// Their leading elements that are scalars (JSON null included).
+    pub scalars: u64,
 }
+
+/// A key path inside the object elements of the arrays at one path, with the types of
+/// the values it holds there, counted per leading element.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElementKey {
+    /// The path id of the arrays.
+    pub array: u32,
+    /// The object keys from the element down.
+    pub keys: KeyPath,
+    /// Per item type slot, how many leading elements hold a value of that type here.
+    pub counts: [u64; TYPE_SLOTS],
+}
+
+/// Most element key paths counted per file: bounds the memory of mining when the
+/// elements' keys explode (maps of names inside arrays); later keys are not counted
+/// and so stay in the binary.
+pub const MAX_ELEMENT_KEYS: usize = 1 << 16;
+
+/// Most element key paths one list of objects shreds (the most frequent win).
+pub const MAX_ELEMENT_KEYS_SHREDDED: usize = 64;
 
 /// No path: an element position not seen yet.
 const NO_PATH: u32 = u32::MAX;
@@ -141,6 +171,11 @@ pub struct Items {
     pub arrays: Vec<ArrayCounts>,
     /// Per path id, the path ids of its leading elements ([`NO_PATH`]: not seen).
     elements: Vec<[u32; LEADING]>,
+    /// Key paths inside object elements, in the order first seen.
+    pub element_keys: Vec<ElementKey>,
+    /// Element key ids by (parent, key id): the parent is an array's path id, or
+    /// [`ELEMENT_PARENT`] plus an element key id for keys below an element's object.
+    element_ids: HashMap<u64, u32, BuildHasherDefault<FxHasher>>,
     /// Items of all documents, document after document.
     pub items: Vec<u32>,
     /// End of each document's items in `items`.
@@ -216,14 +251,29 @@ fn collect_object<'a>(
     }
 }
 
-/// Counts the array at path `id` and itemizes its leading scalar elements; element
-/// paths are created once per path, so a document allocates nothing per element.
+/// The parent of an element key below another element key: the ids of arrays' paths
+/// stay below 2^29 ([`Items::new_path`]), so the two kinds of parents never meet.
+const ELEMENT_PARENT: u32 = 1 << 30;
+
+/// Counts the array at path `id` and itemizes its leading scalar elements (and counts
+/// the key paths of its leading object elements); element paths are created once per
+/// path, so a document allocates nothing per element.
 fn collect_array(array: Value<'_>, id: u32, out: &mut Items) {
     let counts = &mut out.arrays[id as usize];
     counts.arrays += 1;
     counts.elements += array.node().container_len() as u64;
     for (i, element) in array.elements().take(LEADING).enumerate() {
-        let Some(ty) = ItemType::of(element.node().kind()).filter(|&t| t != ItemType::Array) else {
+        match element.node().kind() {
+            Kind::Object => {
+                out.arrays[id as usize].objects += 1;
+                let depth = out.paths[id as usize].keys.len();
+                collect_element_object(element, id, depth, out);
+                continue;
+            }
+            Kind::Array => continue,
+            _ => out.arrays[id as usize].scalars += 1,
+        }
+        let Some(ty) = ItemType::of(element.node().kind()) else {
             continue;
         };
         let mut element_id = out.elements[id as usize][i];
@@ -235,6 +285,48 @@ fn collect_array(array: Value<'_>, id: u32, out: &mut Items) {
             out.elements[id as usize][i] = element_id;
         }
         out.push(element_id, ty);
+    }
+}
+
+/// Counts the key paths of one object element (or of an object below one) of the arrays
+/// at path `array`; `parent` is `array` for the element itself. Keys deeper than
+/// [`MAX_SHREDDED_DEPTH`] from the document root, and keys beyond [`MAX_ELEMENT_KEYS`],
+/// are not counted.
+fn collect_element_object(object: Value<'_>, parent: u32, depth: usize, out: &mut Items) {
+    if depth >= MAX_SHREDDED_DEPTH {
+        return;
+    }
+    let array = match parent < ELEMENT_PARENT {
+        true => parent,
+        false => out.element_keys[(parent - ELEMENT_PARENT) as usize].array,
+    };
+    for (key, value) in object.members() {
+        let child = (u64::from(parent) << 32) | u64::from(key.key_id());
+        let id = match out.element_ids.get(&child) {
+            Some(&id) => id,
+            None if out.element_keys.len() < MAX_ELEMENT_KEYS => {
+                let mut keys = match parent < ELEMENT_PARENT {
+                    true => Vec::new(),
+                    false => out.element_keys[(parent - ELEMENT_PARENT) as usize]
+                        .keys
+                        .clone(),
+                };
+                keys.push(key.str().to_string());
+                out.element_keys.push(ElementKey {
+                    array,
+                    keys,
+                    counts: [0; TYPE_SLOTS],
+                });
+                let id = (out.element_keys.len() - 1) as u32;
+                out.element_ids.insert(child, id);
+                id
+            }
+            None => continue,
+        };
+        match ItemType::of(value.node().kind()) {
+            Some(ty) => out.element_keys[id as usize].counts[slot(ty)] += 1,
+            None => collect_element_object(value, ELEMENT_PARENT + id, depth + 1, out),
+        }
     }
 }
 
@@ -270,16 +362,21 @@ pub struct Choice {
     pub format: Option<TimeFormat>,
     /// The path holds arrays, shredded as a list of `ty` elements.
     pub list: bool,
+    /// Of a list of objects: the keys from each element down to this typed column
+    /// (`$.a[*].k` shreds `k` of the elements of `$.a`); empty for any other path.
+    pub element: KeyPath,
 }
 
 impl Choice {
-    /// The path's spelling in shredding schemas and statistics: `$.a.b`, and `$.a.b[*]`
-    /// for a list ([`LIST_STEP`]), so that no filter on the key path `$.a.b` mistakes
-    /// the elements' statistics for the statistics of its values.
+    /// The path's spelling in shredding schemas and statistics: `$.a.b`, `$.a.b[*]`
+    /// for a list ([`LIST_STEP`]) and `$.a.b[*].k` for a key of its object elements, so
+    /// that no filter on the key path `$.a.b` mistakes the elements' statistics for the
+    /// statistics of its values.
     pub fn json_path(&self) -> String {
         let mut out = json_path(&self.path);
         if self.list {
             out.push_str(LIST_STEP);
+            out.push_str(&json_path(&self.element)[1..]);
         }
         out
     }
@@ -335,17 +432,22 @@ pub fn mine(
         .iter()
         .for_each(|&item| file[item as usize] += 1);
     let mut frequent = vec![false; items.paths.len()];
+    let mut frequent_arrays = vec![false; items.paths.len()];
     for tile in order.chunks(tile_docs) {
         let transactions: Vec<&[u32]> = tile.iter().map(|&doc| items.of(doc)).collect();
         let min = crate::reorder::needed(threshold, tile.len());
         for set in maximal_itemsets(&transactions, min, budget) {
             for item in set.items {
-                if (item as usize % TYPE_SLOTS) < LEAVES.len() {
-                    frequent[item as usize / TYPE_SLOTS] = true;
+                let (id, slot_of) = (item as usize / TYPE_SLOTS, item as usize % TYPE_SLOTS);
+                if slot_of < LEAVES.len() {
+                    frequent[id] = true;
+                } else if slot_of == slot(ItemType::Array) {
+                    frequent_arrays[id] = true;
                 }
             }
         }
     }
+    let element_keys = ElementKeysByArray::new(items);
     let mut mined = Mined::default();
     let share = |n: u64| n as f64 / docs.max(1) as f64;
     for (id, path) in items.paths.iter().enumerate() {
@@ -359,19 +461,29 @@ pub fn mine(
         }
         let (majority, n) = majority_leaf(&file, std::iter::once(id as u32));
         let scalar = (frequent[id] && n > 0).then_some((majority, n));
-        let choice = |(ty, n): (LeafType, u64), list: bool| Choice {
+        let choice = |(ty, n): (LeafType, u64), list: bool, element: KeyPath| Choice {
             path: path.keys.clone(),
             ty,
             frequency: share(n),
             list,
             format: None,
+            element,
         };
-        match (scalar, list_choice(items, &file, &frequent, id)) {
-            (Some(s), list) if list.is_none_or(|(_, arrays)| s.1 >= arrays) => {
-                mined.shredded.push(choice(s, false));
+        let list = list_choice(items, &file, &frequent, id).or_else(|| {
+            frequent_arrays[id]
+                .then(|| object_list_choice(items, &file, &element_keys, id, threshold))
+                .flatten()
+        });
+        match (scalar, list) {
+            (Some(s), list) if list.as_ref().is_none_or(|l| s.1 >= l.documents) => {
+                mined.shredded.push(choice(s, false, Vec::new()));
             }
             (_, Some(list)) => {
-                mined.shredded.push(choice(list, true));
+                for (element, ty) in list.elements {
+                    mined
+                        .shredded
+                        .push(choice((ty, list.documents), true, element));
+                }
                 mined.unshredded.push(json_path(&path.keys));
             }
             _ => mined.unshredded.push(json_path(&path.keys)),
@@ -423,28 +535,101 @@ fn majority_leaf(file: &[u64], ids: impl Iterator<Item = u32> + Clone) -> (LeafT
         .expect("there are leaf types")
 }
 
-/// Path `id` as a list: its elements' majority type over the leading elements seen and
-/// the documents holding an array there, when its first element is frequent and its
-/// arrays are short.
-fn list_choice(
-    items: &Items,
-    file: &[u64],
-    frequent: &[bool],
-    id: usize,
-) -> Option<(LeafType, u64)> {
+/// A path chosen as a list: what its elements shred, and the documents holding an
+/// array there.
+struct ListChoice {
+    /// Per typed column of the elements: the keys from an element down (empty for a
+    /// list of scalars) and the column's type.
+    elements: Vec<(KeyPath, LeafType)>,
+    documents: u64,
+}
+
+/// Path `id` as a list of scalars: its elements' majority type over the leading
+/// elements seen, when its first element is frequent, its arrays are short and their
+/// leading elements are not mostly objects.
+fn list_choice(items: &Items, file: &[u64], frequent: &[bool], id: usize) -> Option<ListChoice> {
     let first = items.elements[id][0];
     if first == NO_PATH || !frequent[first as usize] {
         return None;
     }
     let counts = items.arrays[id];
-    if counts.elements > MAX_LIST_MEAN_LEN * counts.arrays {
+    if counts.elements > MAX_LIST_MEAN_LEN * counts.arrays || counts.objects > counts.scalars {
         return None;
     }
     let leading = items.elements[id].iter().copied().filter(|&e| e != NO_PATH);
     let (ty, n) = majority_leaf(file, leading);
     assert!(n > 0, "a frequent first element has a leaf type");
-    let documents = file[id * TYPE_SLOTS + slot(ItemType::Array)];
-    Some((ty, documents))
+    Some(ListChoice {
+        elements: vec![(Vec::new(), ty)],
+        documents: file[id * TYPE_SLOTS + slot(ItemType::Array)],
+    })
+}
+
+/// The element keys counted in a file, grouped by the path of their arrays.
+struct ElementKeysByArray {
+    /// Element key indexes, sorted by array path id.
+    sorted: Vec<usize>,
+}
+
+impl ElementKeysByArray {
+    fn new(items: &Items) -> Self {
+        let mut sorted: Vec<usize> = (0..items.element_keys.len()).collect();
+        sorted.sort_by_key(|&k| items.element_keys[k].array);
+        Self { sorted }
+    }
+
+    /// The element keys of the arrays at path `id`.
+    fn of<'a>(&'a self, items: &'a Items, id: usize) -> impl Iterator<Item = &'a ElementKey> {
+        let start = self
+            .sorted
+            .partition_point(|&k| (items.element_keys[k].array as usize) < id);
+        self.sorted[start..]
+            .iter()
+            .map(|&k| &items.element_keys[k])
+            .take_while(move |key| key.array as usize == id)
+    }
+}
+
+/// Path `id` (whose arrays are frequent) as a list of objects: the element key paths
+/// that at least `threshold` of the leading object elements hold with one leaf type
+/// (the most frequent [`MAX_ELEMENT_KEYS_SHREDDED`]; a key that is a prefix of another
+/// chosen key yields to it), when the arrays are short and their leading elements are
+/// mostly objects.
+fn object_list_choice(
+    items: &Items,
+    file: &[u64],
+    element_keys: &ElementKeysByArray,
+    id: usize,
+    threshold: f64,
+) -> Option<ListChoice> {
+    let counts = items.arrays[id];
+    if counts.elements > MAX_LIST_MEAN_LEN * counts.arrays || counts.objects <= counts.scalars {
+        return None;
+    }
+    let needed = crate::reorder::needed(threshold, counts.objects as usize) as u64;
+    let mut chosen: Vec<(KeyPath, LeafType, u64)> = element_keys
+        .of(items, id)
+        .filter_map(|key| {
+            let (ty, n) = LEAVES
+                .iter()
+                .map(|&leaf| (leaf, key.counts[slot(ItemType::Leaf(leaf))]))
+                .max_by_key(|&(_, n)| n)?;
+            (n >= needed.max(1)).then(|| (key.keys.clone(), ty, n))
+        })
+        .collect();
+    chosen.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    chosen.truncate(MAX_ELEMENT_KEYS_SHREDDED);
+    let prefixes: Vec<KeyPath> = chosen.iter().map(|c| c.0.clone()).collect();
+    chosen.retain(|(keys, _, _)| {
+        !prefixes
+            .iter()
+            .any(|p| p.len() > keys.len() && p.starts_with(keys))
+    });
+    chosen.sort_by(|a, b| a.0.cmp(&b.0));
+    (!chosen.is_empty()).then(|| ListChoice {
+        elements: chosen.into_iter().map(|(keys, ty, _)| (keys, ty)).collect(),
+        documents: file[id * TYPE_SLOTS + slot(ItemType::Array)],
+    })
 }
 
 /// The JSONPath spelling of a key path: `$.a.b`, with `$."odd key"` where needed.
@@ -633,14 +818,17 @@ mod tests {
             counts("$.a"),
             ArrayCounts {
                 arrays: 2,
-                elements: 7
+                elements: 7,
+                objects: 1,
+                scalars: 5,
             }
         );
         assert_eq!(
             counts("$.c"),
             ArrayCounts {
                 arrays: 1,
-                elements: 0
+                elements: 0,
+                ..ArrayCounts::default()
             }
         );
         assert_eq!(counts("$.a[0]"), ArrayCounts::default());
@@ -680,6 +868,38 @@ mod tests {
             mined.unshredded,
             vec!["$.long".to_string(), "$.t".to_string()]
         );
+    }
+
+    #[test]
+    fn arrays_of_objects_shred_their_frequent_element_keys() {
+        let long = format!("[{}]", vec![r#"{"k":1}"#; 20].join(","));
+        let d = items_of(&[
+            &format!(
+                r#"{{"d":[{{"n":"a","v":1,"s":{{"u":"x"}}}},{{"n":"b","s":"flat"}}],"l":{long}}}"#
+            ),
+            &format!(r#"{{"d":[{{"n":"c","v":"2","s":{{"u":"y"}},"r":1}},7],"l":{long}}}"#),
+            &format!(r#"{{"d":[{{"n":"e","s":"flat","v":3}}],"l":{long}}}"#),
+            r#"{"d":{"n":"not an array"},"m":[1,{"k":1}]}"#,
+        ]);
+        // Leading elements of $.d: 4 objects and 1 scalar. Of the objects, all hold a
+        // string `n`, 3 a `v` (2 integers, below 60% of 4 with one type), 2 an object
+        // `s` with `u` and 2 a string `s`; `r` is in 1. $.l's arrays are long; $.m is
+        // rare. The list's frequency is the share of documents holding an array there.
+        let (mined, shredded) = mine_in_order(&d, 4, 0.6);
+        assert_eq!(
+            shredded,
+            vec![("$.d[*].n".to_string(), LeafType::String, 0.75)]
+        );
+        assert!(
+            mined
+                .shredded
+                .iter()
+                .all(|c| c.list && c.path == ["d"] && c.element.len() == 1)
+        );
+        // At 40%, `s.u` (2 of 4) is shredded too, and `s` as a string yields to it.
+        let (_, shredded) = mine_in_order(&d, 4, 0.4);
+        let paths: Vec<&str> = shredded.iter().map(|s| s.0.as_str()).collect();
+        assert_eq!(paths, ["$.d[*].n", "$.d[*].s.u", "$.d[*].v"]);
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //!
 //! The document column is `{metadata, value, typed_value}`; `typed_value` holds one
 //! `{value, typed_value}` group per shredded key, nested down each path, and a path
-//! shredded as a list has `typed_value: list<element: {value, typed_value}>`.
+//! shredded as a list has `typed_value: list<element: {value, typed_value}>`; the
+//! element's `typed_value` is a scalar, or for a list of objects one group per shredded
+//! key of the elements, nested as the document's are.
 
 use arrow::array::{ArrayRef, AsArray, StructArray};
 
@@ -34,20 +36,38 @@ pub fn field_path(keys: &[String]) -> Vec<String> {
     parts
 }
 
-/// The Parquet path of the typed leaf column of the path `keys`; for a list, of its
-/// elements' typed column, below Parquet's `list.element` groups.
-pub fn typed_leaf_path(keys: &[String], list: bool) -> Vec<String> {
+/// The Parquet path of the `{value, typed_value}` group of the field at `element` (keys
+/// from the element down; empty: the element itself) inside the elements of the list
+/// at `keys`: `[..field_path(keys), typed_value, list, element, typed_value, k1, ...]`.
+pub fn element_field_path(keys: &[String], element: &[String]) -> Vec<String> {
     let mut parts = field_path(keys);
-    parts.push(TYPED_VALUE.to_string());
-    if list {
-        parts.extend([LIST, ELEMENT, TYPED_VALUE].map(String::from));
+    parts.extend([TYPED_VALUE, LIST, ELEMENT].map(String::from));
+    for key in element {
+        parts.push(TYPED_VALUE.to_string());
+        parts.push(key.clone());
     }
     parts
 }
 
-/// The Parquet path of the Variant binary holding the values of other types at `keys`.
-pub fn outlier_leaf_path(keys: &[String]) -> Vec<String> {
-    let mut parts = field_path(keys);
+/// The Parquet path of the typed leaf column of the path `keys`; for a list, of its
+/// elements' typed column (below Parquet's `list.element` groups, and for a list of
+/// objects below the element keys `element`).
+pub fn typed_leaf_path(keys: &[String], list: bool, element: &[String]) -> Vec<String> {
+    let mut parts = match list {
+        true => element_field_path(keys, element),
+        false => field_path(keys),
+    };
+    parts.push(TYPED_VALUE.to_string());
+    parts
+}
+
+/// The Parquet path of the Variant binary holding the values of other types at `keys`,
+/// or, for a key `element` of a list's object elements, at that key of each element.
+pub fn outlier_leaf_path(keys: &[String], element: &[String]) -> Vec<String> {
+    let mut parts = match element.is_empty() {
+        true => field_path(keys),
+        false => element_field_path(keys, element),
+    };
     parts.push(VALUE.to_string());
     parts
 }
@@ -80,7 +100,7 @@ mod tests {
 
     #[test]
     fn leaf_paths_name_the_columns_the_writer_writes() {
-        let doc = br#"{"a":{"b":1},"l":[1,2]}"#;
+        let doc = br#"{"a":{"b":1},"l":[1,2],"o":[{"k":"x","m":{"n":1}}]}"#;
         let written = write_file(&[doc, doc, doc], &TilesOptions::default()).unwrap();
         let reader = SerializedFileReader::new(written.parquet).unwrap();
         let schema = reader.metadata().file_metadata().schema_descr_ptr();
@@ -92,10 +112,13 @@ mod tests {
         let keys = |k: &[&str]| k.iter().map(|k| k.to_string()).collect::<Vec<_>>();
         for path in [
             vec![COLUMN.to_string(), METADATA.to_string()],
-            typed_leaf_path(&keys(&["a", "b"]), false),
-            outlier_leaf_path(&keys(&["a", "b"])),
-            typed_leaf_path(&keys(&["l"]), true),
-            outlier_leaf_path(&keys(&["l"])),
+            typed_leaf_path(&keys(&["a", "b"]), false, &[]),
+            outlier_leaf_path(&keys(&["a", "b"]), &[]),
+            typed_leaf_path(&keys(&["l"]), true, &[]),
+            outlier_leaf_path(&keys(&["l"]), &[]),
+            typed_leaf_path(&keys(&["o"]), true, &keys(&["k"])),
+            outlier_leaf_path(&keys(&["o"]), &keys(&["m", "n"])),
+            typed_leaf_path(&keys(&["o"]), true, &keys(&["m", "n"])),
         ] {
             assert!(columns.contains(&path), "{path:?} not in {columns:?}");
         }

@@ -11,7 +11,9 @@
 //! A path shredded as a list has `typed_value: List<element: {value, typed_value}>`
 //! (the spec's shredded array): every element of an array is in the list, typed when it
 //! has the element type, else (JSON null included) as Variant in the element's `value`.
-//! A value at the path that is no array goes to the path's own `value`.
+//! A value at the path that is no array goes to the path's own `value`. The elements of
+//! a list of objects are shredded as documents are: their shredded keys in the element's
+//! `typed_value`, their other members in its `value`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -235,11 +237,15 @@ fn build(
         Some(choice) if choice.list => {
             let mut offsets = Vec::with_capacity(capacity + 1);
             offsets.push(0);
-            Shape::List(List {
-                element: Box::new(Shredded {
+            let element = match choice.element.is_empty() {
+                true => Shredded {
                     value: BinaryViewBuilder::with_capacity(capacity),
                     shape: Shape::Leaf(Typed::new(choice, capacity)),
-                }),
+                },
+                false => build(tape, &element_choices(choices), 0, None, capacity),
+            };
+            Shape::List(List {
+                element: Box::new(element),
                 offsets,
                 valid: NullBufferBuilder::new(capacity),
             })
@@ -252,10 +258,10 @@ fn build(
                 let key = &first.path[depth];
                 let n = rest.iter().take_while(|c| &c.path[depth] == key).count();
                 let (group, tail) = rest.split_at(n);
-                let leaf =
-                    (group.len() == 1 && group[0].path.len() == depth + 1).then_some(&group[0]);
+                let ends = group.iter().filter(|c| c.path.len() == depth + 1).count();
+                let leaf = (ends > 0).then_some(&group[0]);
                 assert!(
-                    leaf.is_some() || group.iter().all(|c| c.path.len() > depth + 1),
+                    ends == 0 || (group.len() == 1 || group.iter().all(|c| c.list)) && ends == n,
                     "a shredded path is not a prefix of another"
                 );
                 fields.push((key.clone(), build(tape, group, depth + 1, leaf, capacity)));
@@ -279,6 +285,25 @@ fn build(
         value: BinaryViewBuilder::with_capacity(capacity),
         shape,
     }
+}
+
+/// The choices of a list of objects (one per shredded element key) as the paths of one
+/// element's shredding, sorted.
+fn element_choices(list: &[Choice]) -> Vec<Choice> {
+    let mut choices: Vec<Choice> = list
+        .iter()
+        .map(|c| {
+            assert!(c.list && !c.element.is_empty(), "a key of object elements");
+            Choice {
+                path: c.element.clone(),
+                list: false,
+                element: Vec::new(),
+                ..c.clone()
+            }
+        })
+        .collect();
+    choices.sort_by(|a, b| a.path.cmp(&b.path));
+    choices
 }
 
 /// Appends one row's `value` (None: the key is missing) to a shredded pair.

@@ -242,6 +242,11 @@ fn typed_values<'a>(
                 .as_list_opt::<i32>()
                 .and_then(|list| list.values().as_struct_opt())
                 .ok_or_else(missing)?;
+            if !choice.element.is_empty() {
+                let (value, typed) =
+                    layout::shredded_pair(element, &choice.element).ok_or_else(missing)?;
+                return Ok((typed, present(value)));
+            }
             let element_value = element.column_by_name(VALUE);
             let element_typed = element.column_by_name(TYPED_VALUE).ok_or_else(missing)?;
             (element_typed, present(element_value) + present(value))
@@ -347,12 +352,16 @@ fn truncate(s: &str) -> &str {
 /// The Parquet column path of a shredded leaf's typed column (for a list, of its
 /// elements' typed column).
 fn typed_column_path(choice: &Choice) -> ColumnPath {
-    ColumnPath::new(layout::typed_leaf_path(&choice.path, choice.list))
+    ColumnPath::new(layout::typed_leaf_path(
+        &choice.path,
+        choice.list,
+        &choice.element,
+    ))
 }
 
 /// The Parquet column of the Variant binary holding `choice`'s values of other types.
 fn outlier_column_path(choice: &Choice) -> ColumnPath {
-    ColumnPath::new(layout::outlier_leaf_path(&choice.path))
+    ColumnPath::new(layout::outlier_leaf_path(&choice.path, &choice.element))
 }
 
 fn encode(

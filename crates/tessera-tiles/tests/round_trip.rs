@@ -309,6 +309,85 @@ fn short_arrays_are_shredded_as_lists_and_round_trip() {
     }
 }
 
+/// One element of `$.deps`: mostly `{name, version, op}` objects (keys in varying
+/// order, some missing, some with another type or null, an unshredded extra key, a
+/// nested object), sometimes a scalar or an array in place of the object.
+fn dependency(random: &mut Random, i: usize, k: u64) -> Value {
+    let name = format!("pkg{}", (i as u64 * 7 + k) % 29);
+    match random.below(20) {
+        0 => random.scalar(),
+        1 => json!([name]),
+        2 => json!({"name": random.scalar(), "op": ">="}),
+        3 => json!({"version": format!("1.{k}"), "rare": {"x": k}}),
+        4 => json!({"op": "=", "name": name, "extra": random.value(2)}),
+        5 => json!({"name": name, "source": {"url": random.scalar(), "id": k}}),
+        _ => {
+            json!({"name": name, "version": format!("{}.{k}", i % 5), "source": {"url": format!("u{k}"), "id": k}})
+        }
+    }
+}
+
+#[test]
+fn arrays_of_objects_are_shredded_as_lists_of_objects_and_round_trip() {
+    for seed in 0..10 {
+        let mut random = Random(seed);
+        let docs: Vec<String> = (0..400)
+            .map(|i| {
+                let mut doc = json!({"id": i});
+                match i % 12 {
+                    0 => {}
+                    1 => doc["deps"] = random.scalar(),
+                    2 => doc["deps"] = json!([]),
+                    _ => {
+                        let deps = (0..1 + random.below(5)).map(|k| dependency(&mut random, i, k));
+                        doc["deps"] = Value::Array(deps.collect());
+                    }
+                }
+                doc.to_string()
+            })
+            .collect();
+        let written = assert_round_trip(&docs, &small_tiles());
+        let summary = &written.summary;
+        assert_shredded(
+            summary,
+            &[
+                ("$.deps[*].name", LeafType::String),
+                ("$.deps[*].version", LeafType::String),
+                ("$.deps[*].source.id", LeafType::Int),
+            ],
+        );
+        // Rarer keys of the elements stay in each element's binary.
+        for path in ["$.deps[*].op", "$.deps[*].extra", "$.deps[*].rare.x"] {
+            assert!(summary.schema.get(path).is_none(), "{path}, seed {seed}");
+        }
+        // Counted from the input: every element that is an object with a string
+        // `name` holds it typed; every other `name` of an object element is an outlier.
+        let elements: Vec<Value> = docs
+            .iter()
+            .filter_map(|d| {
+                serde_json::from_str::<Value>(d)
+                    .unwrap()
+                    .get("deps")
+                    .cloned()
+            })
+            .filter_map(|v| v.as_array().cloned())
+            .flatten()
+            .collect();
+        let names: Vec<&Value> = elements.iter().filter_map(|e| e.get("name")).collect();
+        let strings = names.iter().filter(|n| n.is_string()).count() as u64;
+        let stats = summary
+            .stats
+            .iter()
+            .find(|s| s.path == "$.deps[*].name")
+            .unwrap();
+        assert_eq!(
+            (stats.typed_count, stats.binary_count),
+            (strings, names.len() as u64 - strings),
+            "seed {seed}"
+        );
+    }
+}
+
 #[test]
 fn outliers_of_every_kind_round_trip_at_nested_paths() {
     // `$.a.b` is a string in most documents; the others hold every other JSON type

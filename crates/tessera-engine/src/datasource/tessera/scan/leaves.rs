@@ -26,7 +26,7 @@ use parquet::schema::types::SchemaDescriptor;
 use parquet_variant::Variant;
 use parquet_variant_compute::{VariantArray, unshred_variant};
 use tessera_tiles::datetime::{FORMAT_METADATA_KEY, TimeFormat};
-use tessera_tiles::layout::{ELEMENT, METADATA, TYPED_VALUE, VALUE};
+use tessera_tiles::layout::{ELEMENT, LIST, METADATA, TYPED_VALUE, VALUE};
 use tessera_tiles::variant::write_json;
 use tessera_tiles::writer::texts_of_dates_and_times;
 
@@ -155,19 +155,7 @@ fn shredded_field<'a>(
     if path.is_empty() {
         return None;
     }
-    let mut names = Vec::with_capacity(path.len() * 2);
-    let mut fields: &Fields = struct_fields(column)?;
-    for elem in path {
-        let PathElem::Key(key) = elem else {
-            return None;
-        };
-        let typed = fields.find(TYPED_VALUE)?.1;
-        let field = struct_fields(typed.data_type())?.find(key)?.1;
-        fields = struct_fields(field.data_type())?;
-        names.push(TYPED_VALUE.to_string());
-        names.push(key.clone());
-    }
-    Some((names, fields))
+    nested_field(column, path)
 }
 
 /// The struct at `names` below a decoded document column.
@@ -179,45 +167,60 @@ fn descend<'a>(column: &'a StructArray, names: &[String]) -> Result<&'a StructAr
     })
 }
 
-/// One element (by index) of a path a file shreds as a list (`$.a.b[2]`): read from
-/// the list's typed elements and their outliers, the arrays' bounds, and the Variant of
-/// the rows whose value at the path is no array.
+/// One element (by index) of a path a file shreds as a list (`$.a.b[2]`), or a key path
+/// inside that element when the list's elements are shredded objects (`$.a.b[2].k`):
+/// read from the typed column and outliers the elements have there, the arrays' bounds,
+/// and the Variant of the rows whose value at the list's path is no array.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct ShreddedElement {
     /// `[typed_value, k1, typed_value, k2, ...]` below the document column, down to
     /// the list path's `{value, typed_value}` pair.
     names: Vec<String>,
-    /// The type of the typed elements.
+    /// `[typed_value, e1, typed_value, e2, ...]` below each element's pair, down to the
+    /// pair of the element key read (empty: the element itself).
+    element_names: Vec<String>,
+    /// The type of the typed values read.
     kind: LeafKind,
-    /// The element; negative indexes count from the end.
-    index: i64,
+    /// The path below the list's path: the element's index (negative indexes count from
+    /// the end), then the element keys.
+    rest: Vec<PathElem>,
 }
 
 impl ShreddedElement {
     /// The element of `path` in a document column of type `column`, when the path is a
-    /// chain of keys to a shredded list of typed scalars followed by one index.
+    /// chain of keys to a shredded list, one index, and a chain of keys down to a typed
+    /// scalar of its elements (none for a list of scalars).
     pub fn find(column: &DataType, path: &[PathElem]) -> Option<Self> {
-        let (PathElem::Index(index), keys) = path.split_last()? else {
-            return None;
-        };
+        let at = path.iter().position(|e| matches!(e, PathElem::Index(_)))?;
+        let (keys, rest) = path.split_at(at);
         let (names, fields) = shredded_field(column, keys)?;
         let DataType::List(element) = fields.find(TYPED_VALUE)?.1.data_type() else {
             return None;
         };
-        let element = struct_fields(element.data_type())?;
+        let (element_names, element) = nested_field(element.data_type(), &rest[1..])?;
         element.find(VALUE)?;
         let kind = LeafKind::of(element.find(TYPED_VALUE)?.1)?;
         Some(Self {
             names,
+            element_names,
             kind,
-            index: *index,
+            rest: rest.to_vec(),
         })
     }
 
-    /// Parquet leaf column indices to read (the typed elements and their outliers, the
-    /// list path's own outliers, the Variant metadata), ascending.
+    /// Parquet leaf column indices to read (the typed values of the elements and their
+    /// outliers, the list path's own outliers, the Variant metadata), ascending.
     pub fn parquet_leaves(&self, column: &str, schema: &SchemaDescriptor) -> Vec<usize> {
-        pair_leaves(column, &self.names, schema)
+        let mut base: Vec<&str> = vec![column];
+        base.extend(self.names.iter().map(String::as_str));
+        let outer = [base.as_slice(), &[VALUE]].concat();
+        base.extend([TYPED_VALUE, LIST, ELEMENT]);
+        base.extend(self.element_names.iter().map(String::as_str));
+        let mut out = leaves_below(schema, &base);
+        out.extend(leaf_index(schema, &outer));
+        out.extend(leaf_index(schema, &[column, METADATA]));
+        out.sort_unstable();
+        out
     }
 
     /// The values of an access with `output` at this element, for every row of
@@ -225,7 +228,9 @@ impl ShreddedElement {
     ///
     /// Tessera's writer puts every array at the path in the list, so a row whose value
     /// sits in the path's binary holds no array and its element is NULL; navigating
-    /// that binary anyway keeps the answer exact for any spec-compliant file.
+    /// that binary anyway keeps the answer exact for any spec-compliant file. Likewise
+    /// an element holds a key it shreds only in that key's columns, never in its own
+    /// binary, so only the element key's outliers are patched in.
     pub fn read(&self, column: &StructArray, output: Output) -> Result<(ArrayRef, Served)> {
         let pair = descend(column, &self.names)?;
         let list = pair
@@ -236,19 +241,25 @@ impl ShreddedElement {
             .values()
             .as_struct_opt()
             .ok_or_else(|| missing(ELEMENT))?;
+        let element = descend(element, &self.element_names)?;
         let typed = element
             .column_by_name(TYPED_VALUE)
             .ok_or_else(|| missing(TYPED_VALUE))?;
         let element_value = element
             .column_by_name(VALUE)
             .ok_or_else(|| missing(VALUE))?;
+        let Some(PathElem::Index(index)) = self.rest.first() else {
+            return Err(DataFusionError::Internal(
+                "a list element path starts with its index".into(),
+            ));
+        };
         let offsets = list.value_offsets();
         // Per row, where its element sits among all elements (None: no such element).
         let positions: UInt32Array = (0..list.len())
             .map(|row| {
                 let start = usize::try_from(offsets[row]).ok()?;
                 let len = usize::try_from(offsets[row + 1]).ok()? - start;
-                let at = element_at(self.index, len).filter(|_| list.is_valid(row))?;
+                let at = element_at(*index, len).filter(|_| list.is_valid(row))?;
                 u32::try_from(start + at).ok()
             })
             .collect();
@@ -273,7 +284,7 @@ impl ShreddedElement {
                 false => {
                     let outer = outer.expect("rows patched from the path's binary have one");
                     let value = variant_at(metadata, row, outer, row)?;
-                    match step(value, &PathElem::Index(self.index)) {
+                    match self.rest.iter().try_fold(value, step) {
                         Some(value) => value,
                         None => return Ok(false),
                     }
@@ -289,6 +300,26 @@ impl ShreddedElement {
         };
         Ok((array, served))
     }
+}
+
+/// The field names `[typed_value, k1, typed_value, k2, ...]` of a chain of keys through
+/// the shredded fields of a `{value, typed_value}` pair of type `pair`, and the fields of
+/// the last key's pair (of `pair` itself for no keys); `None` when a step is no key or
+/// is not shredded.
+fn nested_field<'a>(pair: &'a DataType, keys: &[PathElem]) -> Option<(Vec<String>, &'a Fields)> {
+    let mut names = Vec::with_capacity(keys.len() * 2);
+    let mut fields: &Fields = struct_fields(pair)?;
+    for elem in keys {
+        let PathElem::Key(key) = elem else {
+            return None;
+        };
+        let typed = fields.find(TYPED_VALUE)?.1;
+        let field = struct_fields(typed.data_type())?.find(key)?.1;
+        fields = struct_fields(field.data_type())?;
+        names.push(TYPED_VALUE.to_string());
+        names.push(key.clone());
+    }
+    Some((names, fields))
 }
 
 /// A key path a file does not shred at all: its first key is no shredded field, so

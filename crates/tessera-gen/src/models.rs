@@ -150,9 +150,9 @@ impl Generator {
         out.extend_from_slice(b"}}");
     }
 
-    /// 2-25 distinct operation names with their HTTP methods.
+    /// 2-12 distinct operation names with their HTTP methods.
     fn operations(&self, rng: &mut Rng) -> Vec<(String, &'static str)> {
-        let n = rng.between(2, 25);
+        let n = rng.between(2, 12);
         let mut ops: Vec<(String, &'static str)> = Vec::new();
         for _ in 0..n {
             let (verb, method) = rng.pick(VERBS);

@@ -148,7 +148,7 @@ pub async fn run(session: &TesseraSession, dataset: Dataset) -> anyhow::Result<(
                 actors,
                 ..EventsConfig::new(docs, seed)
             };
-            let bytes = write_generated(session, &out, events_job(config)).await?;
+            let bytes = write_generated(session, &out, events_job(config)?).await?;
             (format!("{docs} events"), out, bytes)
         }
         Dataset::Models {
@@ -187,12 +187,18 @@ pub async fn run(session: &TesseraSession, dataset: Dataset) -> anyhow::Result<(
     Ok(())
 }
 
-/// Writes `config`'s events on all cores.
-fn events_job(config: EventsConfig) -> Generate {
+/// Writes `config`'s events on all cores, once its settings are checked.
+fn events_job(config: EventsConfig) -> anyhow::Result<Generate> {
+    let commits_max = config.commits_max;
+    anyhow::ensure!(
+        (1..=tessera_gen::COMMITS_MAX_LIMIT).contains(&commits_max),
+        "--commits-max must be between 1 and {}, not {commits_max}",
+        tessera_gen::COMMITS_MAX_LIMIT
+    );
     let threads = worker_threads();
-    Box::new(move |mut sink: &mut dyn Write| {
+    Ok(Box::new(move |mut sink: &mut dyn Write| {
         tessera_gen::write_events_ndjson(&config, threads, &mut sink)
-    })
+    }))
 }
 
 /// Writes `config`'s models on all cores.

@@ -13,6 +13,12 @@ use crate::parallel;
 use crate::rng::{PowerLaw, Rng, hash2};
 use crate::words;
 
+/// The largest `commits_max`: it bounds the size of one document.
+pub const COMMITS_MAX_LIMIT: u64 = 100_000;
+
+/// The largest actor pool, so that pool arithmetic cannot overflow.
+const ACTORS_LIMIT: u64 = 1 << 40;
+
 /// The unit of every share in [`EventsConfig`]: integer draws keep the bytes exact on
 /// every platform.
 pub const PER_MILLION: u64 = 1_000_000;
@@ -25,7 +31,8 @@ pub struct EventsConfig {
     pub docs: u64,
     /// Seed; the same configuration always yields the same bytes.
     pub seed: u64,
-    /// Most commits in an ordinary push; counts are skewed, most pushes have one.
+    /// Most commits in an ordinary push (1 to [`COMMITS_MAX_LIMIT`]); counts are skewed,
+    /// most pushes have one.
     pub commits_max: u64,
     /// Events per million with one very long array (100-600 commits or 100-300 labels).
     pub long_per_million: u64,
@@ -33,7 +40,7 @@ pub struct EventsConfig {
     /// order, and about a quarter of their array elements are outliers (null, not an
     /// object, a field of another type, a missing key, or keys in reverse order).
     pub outlier_per_million: u64,
-    /// Actors in the pool (at least 1); repositories are twice as many.
+    /// Actors in the pool (1 to 2^40); repositories are twice as many.
     pub actors: u64,
 }
 
@@ -190,6 +197,8 @@ trait Element: Copy + PartialEq + 'static {
 
 struct Generator {
     cfg: EventsConfig,
+    /// The pool size in use (`cfg.actors` within its limits).
+    actors_n: u64,
     actors: PowerLaw,
     repos: PowerLaw,
     commits: PowerLaw,
@@ -197,12 +206,13 @@ struct Generator {
 
 impl Generator {
     fn new(cfg: &EventsConfig) -> Self {
-        let actors = cfg.actors.max(1);
+        let actors = cfg.actors.clamp(1, ACTORS_LIMIT);
         Self {
             cfg: cfg.clone(),
+            actors_n: actors,
             actors: PowerLaw::new(actors, 10),
-            repos: PowerLaw::new(actors * 2, 10),
-            commits: PowerLaw::new(cfg.commits_max.max(1), 0),
+            repos: PowerLaw::new(actors.saturating_mul(2), 10),
+            commits: PowerLaw::new(cfg.commits_max.clamp(1, COMMITS_MAX_LIMIT), 0),
         }
     }
 
@@ -337,7 +347,7 @@ impl Doc<'_> {
         let repo = self.g.repos.sample(&mut self.rng);
         let h = hash2(self.g.cfg.seed ^ REPO_SALT, repo);
         let mut name = String::new();
-        self.g.push_login(h % self.g.cfg.actors.max(1), &mut name);
+        self.g.push_login(h % self.g.actors_n, &mut name);
         name.push('/');
         name.push_str(words::HASHTAGS[((h >> 20) % words::HASHTAGS.len() as u64) as usize]);
         name.push('-');
@@ -669,7 +679,7 @@ impl Element for Assignee {
     }
 
     fn write(self, doc: &mut Doc<'_>, other_type: bool) {
-        let actor = doc.element % doc.g.cfg.actors.max(1);
+        let actor = doc.element % doc.g.actors_n;
         match self {
             Self::Login => {
                 let mut login = String::new();

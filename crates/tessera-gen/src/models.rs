@@ -25,7 +25,7 @@ pub struct ModelsConfig {
 }
 
 /// The largest vocabulary: it is built in memory before generation starts.
-pub const KEYS_MAX: u64 = 10_000_000;
+pub const KEYS_MAX: u64 = 1_000_000;
 
 impl ModelsConfig {
     /// `docs` models from `seed` with 5,000 member names.

@@ -215,3 +215,23 @@ fn models_key_vocabulary_grows_with_keys_and_is_skewed() {
     let ops: HashSet<&str> = ["NextToken", "MaxResults", "Name"].into();
     assert!(ops.contains(top.0.as_str()), "most frequent member {top:?}");
 }
+
+/// Settings at their extremes are clamped, never a panic or an unbounded document.
+#[test]
+fn extreme_settings_still_give_valid_events() {
+    let cfg = EventsConfig {
+        commits_max: u64::MAX,
+        long_per_million: PER_MILLION,
+        outlier_per_million: PER_MILLION,
+        actors: u64::MAX,
+        ..EventsConfig::new(200, 1)
+    };
+    let docs = parse(&events(&cfg, 2));
+    assert_eq!(docs.len(), 200);
+    assert!(docs.iter().all(|doc| array_lengths(doc).0 <= 600));
+    let models_cfg = ModelsConfig {
+        keys: u64::MAX,
+        ..ModelsConfig::new(2, 1)
+    };
+    assert_eq!(parse(&models(&models_cfg, 1)).len(), 2);
+}

@@ -157,16 +157,11 @@ pub async fn run(session: &TesseraSession, dataset: Dataset) -> anyhow::Result<(
             keys,
             out,
         } => {
-            anyhow::ensure!(
-                (1..=tessera_gen::MODELS_KEYS_MAX).contains(&keys),
-                "--keys must be between 1 and {}, not {keys}",
-                tessera_gen::MODELS_KEYS_MAX
-            );
             let config = ModelsConfig {
                 keys,
                 ..ModelsConfig::new(docs, seed)
             };
-            let bytes = write_generated(session, &out, models_job(config)).await?;
+            let bytes = write_generated(session, &out, models_job(config)?).await?;
             (format!("{docs} models"), out, bytes)
         }
         Dataset::TpchJson { sf, seed, out } => {
@@ -201,12 +196,18 @@ fn events_job(config: EventsConfig) -> anyhow::Result<Generate> {
     }))
 }
 
-/// Writes `config`'s models on all cores.
-fn models_job(config: ModelsConfig) -> Generate {
+/// Writes `config`'s models on all cores, once its settings are checked.
+fn models_job(config: ModelsConfig) -> anyhow::Result<Generate> {
+    let keys = config.keys;
+    anyhow::ensure!(
+        (1..=tessera_gen::MODELS_KEYS_MAX).contains(&keys),
+        "--keys must be between 1 and {}, not {keys}",
+        tessera_gen::MODELS_KEYS_MAX
+    );
     let threads = worker_threads();
-    Box::new(move |mut sink: &mut dyn Write| {
+    Ok(Box::new(move |mut sink: &mut dyn Write| {
         tessera_gen::write_models_ndjson(&config, threads, &mut sink)
-    })
+    }))
 }
 
 /// A share given in parts per million, as a flag's default shows it.

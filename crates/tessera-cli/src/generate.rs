@@ -1,5 +1,6 @@
-//! `tessera gen`: writes generated data sets (Bluesky events, combined JSON TPC-H) to a
-//! local path or an `s3://` URL, with gzip or zstd compression chosen by the file name.
+//! `tessera gen`: writes generated data sets (Bluesky events, GitHub-like events, API
+//! models, combined JSON TPC-H) to a local path or an `s3://` URL, with gzip or zstd
+//! compression chosen by the file name.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -12,7 +13,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStoreExt, WriteMultipart};
 use tessera_blob::Location;
 use tessera_engine::TesseraSession;
-use tessera_gen::{BlueskyConfig, KeyOrder, TpchConfig};
+use tessera_gen::{BlueskyConfig, EventsConfig, KeyOrder, ModelsConfig, TpchConfig};
 use tokio::sync::mpsc;
 
 /// Bytes buffered before a piece is handed to the uploader.
@@ -45,6 +46,48 @@ pub enum Dataset {
         /// Top-level key order: jetstream (fixed) or shuffled (drawn per event).
         #[arg(long, default_value = "jetstream")]
         key_order: KeyOrder,
+        /// Destination: a path or s3://bucket/key.
+        #[arg(long)]
+        out: String,
+    },
+    /// GitHub-events-like NDJSON: nested, with arrays of objects (commits, labels,
+    /// assignees), a few very long arrays and schema outliers on purpose.
+    Events {
+        /// Number of documents.
+        #[arg(long, default_value_t = 1_000_000)]
+        docs: u64,
+        /// Random seed; the same seed gives the same bytes.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Most commits in an ordinary push (counts are skewed toward one).
+        #[arg(long, default_value_t = EventsConfig::new(0, 0).commits_max)]
+        commits_max: u64,
+        /// Share of events with one very long array (100-600 commits or 100-300 labels).
+        #[arg(long, default_value_t = share(EventsConfig::new(0, 0).long_per_million))]
+        long_share: f64,
+        /// Share of events that break the schema (reordered keys; null, non-object or
+        /// mistyped elements; missing keys).
+        #[arg(long, default_value_t = share(EventsConfig::new(0, 0).outlier_per_million))]
+        outlier_share: f64,
+        /// Actors in the pool (repositories: twice as many).
+        #[arg(long, default_value_t = EventsConfig::new(0, 0).actors)]
+        actors: u64,
+        /// Destination: a path or s3://bucket/key.
+        #[arg(long)]
+        out: String,
+    },
+    /// API-model-like NDJSON: shapes, members and operations as objects keyed by names,
+    /// thousands of distinct keys across documents.
+    Models {
+        /// Number of documents.
+        #[arg(long, default_value_t = 100_000)]
+        docs: u64,
+        /// Random seed; the same seed gives the same bytes.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Distinct member names in the vocabulary (Zipf-like popularity).
+        #[arg(long, default_value_t = ModelsConfig::new(0, 0).keys)]
+        keys: u64,
         /// Destination: a path or s3://bucket/key.
         #[arg(long)]
         out: String,
@@ -89,6 +132,38 @@ pub async fn run(session: &TesseraSession, dataset: Dataset) -> anyhow::Result<(
             let bytes = write_bluesky(session, &config, &out).await?;
             (format!("{docs} documents"), out, bytes)
         }
+        Dataset::Events {
+            docs,
+            seed,
+            commits_max,
+            long_share,
+            outlier_share,
+            actors,
+            out,
+        } => {
+            let config = EventsConfig {
+                commits_max,
+                long_per_million: per_million("--long-share", long_share)?,
+                outlier_per_million: per_million("--outlier-share", outlier_share)?,
+                actors,
+                ..EventsConfig::new(docs, seed)
+            };
+            let bytes = write_generated(session, &out, events_job(config)?).await?;
+            (format!("{docs} events"), out, bytes)
+        }
+        Dataset::Models {
+            docs,
+            seed,
+            keys,
+            out,
+        } => {
+            let config = ModelsConfig {
+                keys,
+                ..ModelsConfig::new(docs, seed)
+            };
+            let bytes = write_generated(session, &out, models_job(config)?).await?;
+            (format!("{docs} models"), out, bytes)
+        }
         Dataset::TpchJson { sf, seed, out } => {
             let config = TpchConfig::new(sf, seed)?;
             let threads = worker_threads();
@@ -105,6 +180,48 @@ pub async fn run(session: &TesseraSession, dataset: Dataset) -> anyhow::Result<(
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// Writes `config`'s events on all cores, once its settings are checked.
+fn events_job(config: EventsConfig) -> anyhow::Result<Generate> {
+    let commits_max = config.commits_max;
+    anyhow::ensure!(
+        (1..=tessera_gen::COMMITS_MAX_LIMIT).contains(&commits_max),
+        "--commits-max must be between 1 and {}, not {commits_max}",
+        tessera_gen::COMMITS_MAX_LIMIT
+    );
+    let threads = worker_threads();
+    Ok(Box::new(move |mut sink: &mut dyn Write| {
+        tessera_gen::write_events_ndjson(&config, threads, &mut sink)
+    }))
+}
+
+/// Writes `config`'s models on all cores, once its settings are checked.
+fn models_job(config: ModelsConfig) -> anyhow::Result<Generate> {
+    let keys = config.keys;
+    anyhow::ensure!(
+        (1..=tessera_gen::MODELS_KEYS_MAX).contains(&keys),
+        "--keys must be between 1 and {}, not {keys}",
+        tessera_gen::MODELS_KEYS_MAX
+    );
+    let threads = worker_threads();
+    Ok(Box::new(move |mut sink: &mut dyn Write| {
+        tessera_gen::write_models_ndjson(&config, threads, &mut sink)
+    }))
+}
+
+/// A share given in parts per million, as a flag's default shows it.
+fn share(per_million: u64) -> f64 {
+    per_million as f64 / tessera_gen::PER_MILLION as f64
+}
+
+/// A flag's share (0 to 1) in parts per million, the generator's unit.
+fn per_million(flag: &str, share: f64) -> anyhow::Result<u64> {
+    anyhow::ensure!(
+        (0.0..=1.0).contains(&share),
+        "{flag} is a share between 0 and 1, not {share}"
+    );
+    Ok((share * tessera_gen::PER_MILLION as f64).round() as u64)
 }
 
 /// Generates `config` into `destination`; returns the uncompressed size.

@@ -98,6 +98,23 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
+/// Appends `"key":`, preceded by a comma unless it is the object's first key; `first`
+/// tracks that, so writers can skip or reorder keys without comma bookkeeping.
+pub(crate) fn write_key(out: &mut Vec<u8>, first: &mut bool, key: &str) {
+    if !std::mem::take(first) {
+        out.push(b',');
+    }
+    write_str(out, key);
+    out.push(b':');
+}
+
+/// Appends the low `digits` hex digits of `v` (at most 16), most significant first.
+pub(crate) fn write_hex(out: &mut Vec<u8>, v: u64, digits: u32) {
+    for i in (0..digits.min(16)).rev() {
+        out.push(HEX[((v >> (4 * i)) & 0xf) as usize]);
+    }
+}
+
 /// How a timestamp's fractional seconds are written: clients disagree, and queries
 /// that parse `createdAt` must cope with all of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -46,6 +46,7 @@ use crate::functions::json_each::{
     hidden_table_name,
 };
 use crate::hidden_columns::{self, HiddenRef};
+use crate::json::path::parse_json_path;
 use crate::output_names::normalized;
 use crate::statement_walk;
 
@@ -464,12 +465,15 @@ fn unnest_join(
         .collect();
     let entry = format!("__tessera_entry_{}", left_columns.len());
     let reads = entry_reads(join, &marker, read);
-    let entries = Arc::new(ScalarUDF::from(
-        JsonEntries::new(marker.walk).reading(reads),
-    ));
-    let mut listed = left_columns.clone();
     let args = json_text_args(marker.args, left.schema())?;
     let document = args.first().cloned();
+    let entries = JsonEntries::new(marker.walk).reading(reads);
+    let (entries, args) = match value_at_path(&args, reads)? {
+        Some(args) => (entries.at_path(), args),
+        None => (entries, args),
+    };
+    let entries = Arc::new(ScalarUDF::from(entries));
+    let mut listed = left_columns.clone();
     listed.push(Expr::ScalarFunction(ScalarFunction::new_udf(entries, args)).alias(&entry));
     let options = UnnestOptions {
         null_handling,
@@ -494,6 +498,33 @@ fn unnest_join(
         }
     }
     builder.build()
+}
+
+/// The arguments of a walk over `json_get(doc, path)` instead of `doc` (see
+/// [`JsonEntries::at_path`]) when `args` are a JSON text document and a constant path of
+/// keys and indexes, and the walk reads no node numbers; `None` otherwise.
+fn value_at_path(args: &[Expr], reads: ReadColumns) -> Result<Option<Vec<Expr>>> {
+    let [document, path] = args else {
+        return Ok(None);
+    };
+    let text = match path {
+        Expr::Literal(ScalarValue::Utf8(Some(t)) | ScalarValue::Utf8View(Some(t)), _) => t,
+        _ => return Ok(None),
+    };
+    // The walk's own parse reports a bad path; a path to the root gains nothing.
+    let plain = text.starts_with('$') && text.len() > 1 && parse_json_path(text).is_ok();
+    if reads.ids() || !plain {
+        return Ok(None);
+    }
+    let json_get = crate::functions::json::all_functions()
+        .into_iter()
+        .find(|f| f.name() == crate::functions::json::JSON_GET)
+        .ok_or_else(|| DataFusionError::Internal("json_get is not defined".to_string()))?;
+    let value = Expr::ScalarFunction(ScalarFunction::new_udf(
+        json_get,
+        vec![document.clone(), path.clone()],
+    ));
+    Ok(Some(vec![value, path.clone()]))
 }
 
 /// `args` with a first argument that is not text turned into JSON (`to_json`), as

@@ -224,6 +224,8 @@ const QUERIES: &[&str] = &[
     "SELECT j->'deps'->0->>'name' AS n, count(*), sum(TRY_CAST(j->'deps'->0->>'v' AS BIGINT)) FROM T GROUP BY n",
     "SELECT count(*) FROM T WHERE j->'deps'->0->'src'->>'u' = 'u3' OR j->'deps'->1->>'name' IN ('p1', '2')",
     "SELECT j->>'id', j->'deps', j->'deps'->0, j->'deps'-> -1->'src', json_length(j->'deps') FROM T",
+    "SELECT e.key, e.value->>'name' AS n, e.type, count(*) FROM T AS d, json_each(d.j, '$.deps') AS e GROUP BY 1, 2, 3",
+    "SELECT d.j->>'id', e.fullkey, e.path, e.value FROM T AS d, json_tree(d.j, '$.deps[1]') AS e",
 ];
 
 /// Casts that fail on some value fail the same way everywhere.
@@ -382,6 +384,15 @@ async fn typed_reads_answer_like_documents() {
     .await;
     assert!(metric(&plan, "values_typed") > 10_000, "{plan}");
     assert!(metric(&plan, "values_binary") > 300, "{plan}");
+    assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
+    // json_each at a path walks the value there, which the scan reads alone (the
+    // shredded list, not whole documents).
+    let plan = analyze(
+        &session,
+        "SELECT count(e.value) FROM t AS d, json_each(d.j, '$.deps') AS e",
+    )
+    .await;
+    assert!(metric(&plan, "values_binary") > 8000, "{plan}");
     assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
     let plan = analyze(&session, "SELECT sum(json_get_int(j, 'nums', 1)) FROM t").await;
     assert_eq!(metric(&plan, "values_typed"), 9000, "{plan}");

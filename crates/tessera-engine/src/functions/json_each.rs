@@ -127,6 +127,12 @@ impl ReadColumns {
     fn paths(self) -> bool {
         self.reads(6) || self.reads(7)
     }
+
+    /// Whether `id` or `parent` is read: node numbers within the whole document, which
+    /// only a walk of the whole document knows.
+    pub fn ids(self) -> bool {
+        self.reads(4) || self.reads(5)
+    }
 }
 
 /// Where a walk starts: the path argument, parsed, and its text (the `path` and the
@@ -314,6 +320,9 @@ fn malformed(name: &str, row: usize, error: ParseError) -> DataFusionError {
 pub struct JsonEntries {
     walk: Walk,
     reads: ReadColumns,
+    /// The first argument is already the value at the path (the second argument), so
+    /// the walk starts at its root and the path only names the rows.
+    at_path: bool,
     name: String,
     signature: Signature,
 }
@@ -324,6 +333,7 @@ impl JsonEntries {
         Self {
             walk,
             reads: ReadColumns::ALL,
+            at_path: false,
             name: format!("__tessera_{}", walk.name()),
             signature: Signature::user_defined(Volatility::Immutable),
         }
@@ -332,6 +342,19 @@ impl JsonEntries {
     /// The same function filling only the columns in `reads`.
     pub fn reading(self, reads: ReadColumns) -> Self {
         Self { reads, ..self }
+    }
+
+    /// The same function over the values at the path (`json_get(doc, path)`) instead
+    /// of whole documents: a scan then reads just that value, which is what makes
+    /// `json_each(t.j, '$.a.b')` over a table read the shredded `$.a.b` alone. The
+    /// node numbers (`id`, `parent`) count from the value, so only for walks that do
+    /// not read them.
+    pub fn at_path(self) -> Self {
+        assert!(!self.reads.ids(), "node numbers need the whole document");
+        Self {
+            at_path: true,
+            ..self
+        }
     }
 
     /// The list type it returns.
@@ -393,14 +416,11 @@ impl ScalarUDFImpl for JsonEntries {
             if let (Some(doc), Some(start)) = (text_at(&docs, row)?, start) {
                 let columns = list.values();
                 columns.start_document(&start.text);
+                let elems: &[PathElem] = if self.at_path { &[] } else { &start.elems };
                 walker
-                    .walk(
-                        doc.as_bytes(),
-                        &start.elems,
-                        &start.text,
-                        self.walk,
-                        &mut |row| columns.append(row),
-                    )
+                    .walk(doc.as_bytes(), elems, &start.text, self.walk, &mut |row| {
+                        columns.append(row)
+                    })
                     .map_err(|e| malformed(name, row, e))?;
             }
             list.append(true);

@@ -8,6 +8,7 @@ renders timestamps as text).
 import datetime as dt
 import math
 import re
+import time
 from decimal import Decimal
 
 TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?$")
@@ -44,3 +45,13 @@ def canon_rows(rows):
 def same_rows(a, b) -> bool:
     """True when two result sets hold the same rows, in any order."""
     return sorted(a, key=repr) == sorted(b, key=repr)
+
+
+def timed(run, tries: int):
+    """Runs `run` `tries` times; its times and its last answer in canonical form."""
+    times, rows = [], None
+    for _ in range(tries):
+        started = time.perf_counter()
+        rows = run()
+        times.append(time.perf_counter() - started)
+    return times, canon_rows(rows)

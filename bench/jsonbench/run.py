@@ -37,7 +37,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 from common import peers  # noqa: E402
-from common.canon import canon_rows, same_rows  # noqa: E402
+from common.canon import canon_rows, same_rows, timed  # noqa: E402
 from common.minio import MinIO  # noqa: E402
 
 SYSTEMS = ["duckdb", "chdb", "raw", "table", "cold"]
@@ -72,15 +72,6 @@ def ensure_data(tessera: str, docs: int, seed: int, gen: str, data_dir: Path) ->
         subprocess.run([tessera, "gen", "bluesky", *flags], check=True)
     return path
 
-
-def timed(run, tries: int):
-    """Runs `run` `tries` times; its times and its last answer."""
-    times, rows = [], None
-    for _ in range(tries):
-        started = time.perf_counter()
-        rows = run()
-        times.append(time.perf_counter() - started)
-    return times, canon_rows(rows)
 
 
 def run_duckdb(path: Path, threads: int, tries: int, work: Path, in_place: bool):

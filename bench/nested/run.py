@@ -46,7 +46,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 from common import peers  # noqa: E402
-from common.canon import canon_rows, same_rows  # noqa: E402
+from common.canon import canon_rows, same_rows, timed  # noqa: E402
 
 SYSTEMS = ["duckdb_raw", "duckdb_table", "chdb_raw", "chdb_table", "raw", "table"]
 LABELS = {
@@ -107,15 +107,6 @@ def ensure_data(tessera: str, generator: str, docs: int, seed: int, flags: str, 
         subprocess.run(cmd, check=True)
     return path
 
-
-def timed(run, tries: int):
-    """Runs `run` `tries` times; its times and its last answer in canonical form."""
-    times, rows = [], None
-    for _ in range(tries):
-        started = time.perf_counter()
-        rows = run()
-        times.append(time.perf_counter() - started)
-    return times, canon_rows(rows)
 
 
 def run_duckdb(path: Path, threads: int, tries: int, work: Path, sqls: list[str], table: bool):

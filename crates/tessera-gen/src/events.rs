@@ -6,7 +6,6 @@
 //! orders), so that what is shredded from the common case is tested against outliers.
 
 use std::io::{self, Write};
-use std::ops::Range;
 
 use crate::json::{Precision, write_hex, write_key, write_str, write_timestamp, write_u64};
 use crate::parallel;
@@ -66,13 +65,8 @@ pub fn write_events_ndjson(
     out: &mut impl Write,
 ) -> io::Result<u64> {
     let generator = Generator::new(cfg);
-    let fill = |docs: Range<u64>, buf: &mut Vec<u8>| {
-        for index in docs {
-            generator.write_doc(index, buf);
-            buf.push(b'\n');
-        }
-    };
-    parallel::write_ordered(cfg.docs, BATCH_DOCS, threads, fill, out)
+    let write_doc = |index, buf: &mut Vec<u8>| generator.write_doc(index, buf);
+    parallel::write_docs(cfg.docs, BATCH_DOCS, threads, write_doc, out)
 }
 
 /// Documents per batch handed between threads (a few MB).

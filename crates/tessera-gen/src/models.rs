@@ -5,7 +5,6 @@
 //! paths to keep; Tessera's other generators never produce it.
 
 use std::io::{self, Write};
-use std::ops::Range;
 
 use crate::json::{write_key, write_str, write_u64};
 use crate::parallel;
@@ -46,13 +45,8 @@ pub fn write_models_ndjson(
     out: &mut impl Write,
 ) -> io::Result<u64> {
     let generator = Generator::new(cfg);
-    let fill = |docs: Range<u64>, buf: &mut Vec<u8>| {
-        for index in docs {
-            generator.write_doc(index, buf);
-            buf.push(b'\n');
-        }
-    };
-    parallel::write_ordered(cfg.docs, BATCH_DOCS, threads, fill, out)
+    let write_doc = |index, buf: &mut Vec<u8>| generator.write_doc(index, buf);
+    parallel::write_docs(cfg.docs, BATCH_DOCS, threads, write_doc, out)
 }
 
 /// Documents per batch handed between threads (models are a few KB each).

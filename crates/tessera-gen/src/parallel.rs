@@ -6,6 +6,25 @@ use std::ops::Range;
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::thread;
 
+/// Writes documents `0..total` as NDJSON (each written by `write_doc` into the batch's
+/// buffer, then a newline), in batches of `batch` over `threads` workers, in order; the
+/// generators' common shape around [`write_ordered`].
+pub(crate) fn write_docs(
+    total: u64,
+    batch: u64,
+    threads: usize,
+    write_doc: impl Fn(u64, &mut Vec<u8>) + Sync,
+    out: &mut impl Write,
+) -> io::Result<u64> {
+    let fill = |docs: Range<u64>, buf: &mut Vec<u8>| {
+        for index in docs {
+            write_doc(index, buf);
+            buf.push(b'\n');
+        }
+    };
+    write_ordered(total, batch, threads, fill, out)
+}
+
 /// Writes the items `0..total`, produced in batches of `batch` by `fill`, to `out` in
 /// order; returns the number of bytes written.
 ///

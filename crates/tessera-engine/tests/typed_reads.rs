@@ -125,6 +125,13 @@ fn document(rng: &mut Rng, file: usize, row: usize, rows: usize) -> String {
         }
     }
     write!(doc, r#","deps":{}"#, dependencies(rng, file)).unwrap();
+    // `meta.note`: a rare key of a shredded object, read from that object's binary.
+    let note = match rng.below(40) {
+        0 => r#","note":{"n":1}"#.to_string(),
+        1 => format!(r#","note":"n{}""#, rng.below(3)),
+        _ => String::new(),
+    };
+    write!(doc, r#","meta":{{"kind":"m{}"{note}}}"#, rng.below(3)).unwrap();
     doc.push('}');
     doc
 }
@@ -225,6 +232,7 @@ const QUERIES: &[&str] = &[
     "SELECT count(*) FROM T WHERE j->'deps'->0->'src'->>'u' = 'u3' OR j->'deps'->1->>'name' IN ('p1', '2')",
     "SELECT j->>'id', j->'deps', j->'deps'->0, j->'deps'-> -1->'src', json_length(j->'deps') FROM T",
     "SELECT e.key, e.value->>'name' AS n, e.type, count(*) FROM T AS d, json_each(d.j, '$.deps') AS e GROUP BY 1, 2, 3",
+    "SELECT j->>'id', j->'meta'->>'note', j->'meta'->'note'->>'n', j->'meta' FROM T WHERE j->'meta'->'note' IS NOT NULL",
     "SELECT d.j->>'id', e.fullkey, e.path, e.value FROM T AS d, json_tree(d.j, '$.deps[1]') AS e",
 ];
 

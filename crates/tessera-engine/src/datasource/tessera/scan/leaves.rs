@@ -6,11 +6,12 @@
 //! path reads just those two leaves: the typed values are converted in bulk with the
 //! same semantics as the access on JSON text, and the few rows held in the binary are
 //! decoded one by one and patched in. An element of a path shredded as a list
-//! (`$.a.b[2]`) reads the list's typed elements and outliers the same way. Any other
-//! path below a shredded field (a whole object or list, a key the object does not
-//! shred, a path below a list element) is rebuilt from that field's columns alone, and
-//! a path whose first key the file does not shred is read from the documents' own
-//! binary; only what none of these answers reads reconstructed documents.
+//! (`$.a.b[2]`, or a key of it, `$.a.b[2].k`, for a list of objects) reads the typed
+//! values and outliers the same way. A key the file does not shred below its longest
+//! shredded prefix (the document itself included) is read from that prefix's binary
+//! alone. Any other path below a shredded field (a whole object or list, a path below
+//! a list element) is rebuilt from that field's columns alone; only what none of these
+//! answers reads reconstructed documents.
 
 use std::sync::Arc;
 
@@ -322,46 +323,68 @@ fn nested_field<'a>(pair: &'a DataType, keys: &[PathElem]) -> Option<(Vec<String
     Some((names, fields))
 }
 
-/// A key path a file does not shred at all: its first key is no shredded field, so
-/// wherever a document holds it, it sits in the document's own Variant binary (the
-/// object's unshredded fields, or a document that is no object). Reading it takes the
-/// document column's `metadata` and `value` only, and navigates each row's binary.
+/// A key path whose first key the file does not shred below its longest shredded
+/// prefix (the document itself when its first key is not shredded): wherever a document
+/// holds it, it sits in that prefix's Variant binary (the object's unshredded members,
+/// or a value that is no object; a typed scalar or list has no keys). Reading it takes
+/// that binary and the documents' `metadata` only, and navigates each row's binary, so
+/// a rare key below a shredded object costs one column, not the object's whole subtree.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct BinaryPath {
+    /// `[typed_value, k1, typed_value, k2, ...]` below the document column, down to
+    /// the prefix's `{value, typed_value}` pair (empty: the document column).
+    names: Vec<String>,
+    /// The path below the prefix, starting with the unshredded key.
     path: Vec<PathElem>,
 }
 
 impl BinaryPath {
-    /// `path` in a document column of type `column`, when its first key is not shredded.
+    /// `path` in a document column of type `column`, when the step after its longest
+    /// shredded prefix of keys is a key.
     pub fn find(column: &DataType, path: &[PathElem]) -> Option<Self> {
-        let Some(PathElem::Key(first)) = path.first() else {
+        let keys = path
+            .iter()
+            .take_while(|e| matches!(e, PathElem::Key(_)))
+            .count();
+        let (end, names, fields) = (1..=keys)
+            .rev()
+            .find_map(|end| {
+                let (names, fields) = shredded_field(column, &path[..end])?;
+                Some((end, names, fields))
+            })
+            .or_else(|| Some((0, Vec::new(), struct_fields(column)?)))?;
+        if end == keys {
             return None;
-        };
-        let fields = struct_fields(column)?;
+        }
+        struct_fields(column)?.find(METADATA)?;
         fields.find(VALUE)?;
-        fields.find(METADATA)?;
-        let shredded = fields
-            .find(TYPED_VALUE)
-            .and_then(|(_, typed)| struct_fields(typed.data_type()))
-            .is_some_and(|typed| typed.find(first).is_some());
-        (!shredded).then(|| Self {
-            path: path.to_vec(),
+        Some(Self {
+            names,
+            path: path[end..].to_vec(),
         })
     }
 
-    /// Parquet leaf column indices to read: the document's metadata and binary.
+    /// Parquet leaf column indices to read: the prefix's binary and the metadata.
     pub fn parquet_leaves(&self, column: &str, schema: &SchemaDescriptor) -> Vec<usize> {
-        let mut out: Vec<usize> = [METADATA, VALUE]
-            .iter()
-            .filter_map(|name| leaf_index(schema, &[column, name]))
-            .collect();
+        let mut value: Vec<&str> = vec![column];
+        value.extend(self.names.iter().map(String::as_str));
+        value.push(VALUE);
+        let mut out: Vec<usize> = [
+            leaf_index(schema, &value),
+            leaf_index(schema, &[column, METADATA]),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         out.sort_unstable();
         out
     }
 
     /// The values of an access with `output` at this path, for every row of `column`.
     pub fn read(&self, column: &StructArray, output: Output) -> Result<(ArrayRef, Served)> {
-        let value = column.column_by_name(VALUE).ok_or_else(|| missing(VALUE))?;
+        let value = descend(column, &self.names)?
+            .column_by_name(VALUE)
+            .ok_or_else(|| missing(VALUE))?;
         let metadata = column
             .column_by_name(METADATA)
             .ok_or_else(|| missing(METADATA))?;
@@ -403,9 +426,9 @@ fn step<'m, 'v>(node: Variant<'m, 'v>, elem: &PathElem) -> Option<Variant<'m, 'v
     }
 }
 
-/// A path below a shredded field that no single typed leaf answers: a whole array or
-/// object the file shreds (`$.a.b`), a path below an element of a list (`$.a.b[0].c`),
-/// or a key a shredded object does not shred (`$.a.z`, in the object's own binary).
+/// A path below a shredded field that no single typed leaf or binary answers: a whole
+/// array or object the file shreds (`$.a.b`), or a path below an element of a list
+/// (`$.a.b[0].c`).
 /// Only the columns of the longest shredded prefix are read; each row's value there is
 /// rebuilt as Variant and navigated, instead of rebuilding the whole document.
 #[derive(Debug, Clone, PartialEq, Eq)]

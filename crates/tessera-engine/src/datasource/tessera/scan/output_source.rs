@@ -19,7 +19,8 @@ pub(super) enum OutputSource {
     Element(ShreddedElement),
     /// Any other path below a shredded field: that field's columns, rebuilt as Variant.
     Subtree(SubtreePath),
-    /// A path the file does not shred: the document's own Variant binary.
+    /// A key the file does not shred below a shredded prefix (or at the root): that
+    /// prefix's Variant binary.
     Binary(BinaryPath),
     /// Anything else: the reconstructed document text.
     Document,
@@ -34,10 +35,10 @@ impl OutputSource {
         if let Some(element) = ShreddedElement::find(column, path) {
             return OutputSource::Element(element);
         }
-        if let Some(subtree) = SubtreePath::find(column, path) {
-            return OutputSource::Subtree(subtree);
+        if let Some(binary) = BinaryPath::find(column, path) {
+            return OutputSource::Binary(binary);
         }
-        BinaryPath::find(column, path).map_or(OutputSource::Document, OutputSource::Binary)
+        SubtreePath::find(column, path).map_or(OutputSource::Document, OutputSource::Subtree)
     }
 
     pub(super) fn typed(&self) -> Option<&ShreddedLeaf> {

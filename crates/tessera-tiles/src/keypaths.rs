@@ -6,11 +6,12 @@
 //! below nested objects; an array is an item of its own, and so is each of its first
 //! [`LEADING`] elements that is a scalar (`(p[i], type)`, JSON Tiles §4.3 step 6: for
 //! arrays of `x` versus `x + c` elements only the first `x` are frequent in all
-//! documents). Documents are cut into tiles of `tile_docs` (after [`crate::reorder`]); a
-//! tile extracts the items of its maximal frequent itemsets (those held by at least
-//! `threshold` of its documents, mined by [`crate::fpgrowth`]); the file shreds the union
-//! over its tiles, each path with its majority type across the file. Values of another
-//! type at a shredded path (JSON null included) are outliers: they stay in that field's
+//! documents). A file shreds the paths that the documents of one partition (the
+//! reordering's unit, [`crate::reorder`]) hold often enough to fill a tile at
+//! `threshold`: the items a tile's frequent itemsets extract once the reordering has
+//! gathered them, whether or not it managed to. Each path takes its majority type across
+//! the file. Values of another type at a shredded path (JSON null included) are
+//! outliers: they stay in that field's
 //! Variant `value`, row by row.
 //!
 //! An array path whose first element is frequent is shredded as a LIST of its elements'
@@ -23,13 +24,14 @@
 //! shredded objects, as the spec shreds them: the key paths inside the leading object
 //! elements of a path's arrays are counted per element ([`ElementKey`]), and a frequent
 //! array whose leading elements are mostly objects shreds the element key paths that
-//! at least `threshold` of those objects hold (`$.a[*].k`, [`Choice::element`]).
+//! at least `threshold` of those objects hold (`$.a[*].k`, [`Choice::element`]),
+//! however long the arrays are.
 
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
 use crate::datetime::TimeFormat;
-use crate::fpgrowth::maximal_itemsets;
+use crate::reorder::Partitioning;
 use crate::summary::LeafType;
 use tessera_json::tape::{FxHasher, Kind, Tape, Value};
 
@@ -404,22 +406,25 @@ pub const MAX_SHREDDED_PATHS: usize = 1024;
 /// Queries reach at most `tessera_json::path::MAX_PATH_DEPTH` keys.
 pub const MAX_SHREDDED_DEPTH: usize = 16;
 
-/// Mines the documents' items tile by tile, the documents taken in `order`: each
-/// tile's maximal frequent itemsets (FP-growth at `threshold`, within `budget`) name
-/// the paths it extracts; the file shreds the union over its tiles, each path typed by
-/// its majority leaf type over the file. Values of other types at a shredded path
-/// become per-row outliers. An array path becomes a list when its first element is
-/// frequent and its arrays are short ([`MAX_LIST_MEAN_LEN`]); when a path qualifies as
-/// both a scalar and a list, the type more documents hold wins.
-pub fn mine(
-    items: &Items,
-    order: &[usize],
-    tile_docs: usize,
-    threshold: f64,
-    budget: usize,
-) -> Mined {
-    assert!(tile_docs > 0, "tiles hold at least one document");
-    assert!((0.0..=1.0).contains(&threshold), "threshold is a share");
+/// Mines the documents' items, taken in `order` (a permutation within partitions of
+/// `p.partition_tiles` tiles): a path is frequent when the documents of one partition
+/// holding it could fill a tile at the threshold (`p.threshold` of `p.tile_docs`), which
+/// is the reordering's goal (JSON Tiles §3.2) and what a tile's frequent itemsets
+/// would extract once it is met. Counting per partition rather than mining the
+/// reordered tiles keeps a structure that the reordering splits over near-identical
+/// itemset clusters (pull requests with and without a key, each below a tile's
+/// threshold) from staying whole in the binary. The file shreds the frequent paths,
+/// each typed by its majority leaf type over the file. Values of other types at a
+/// shredded path become per-row outliers. An array path becomes a list when its first
+/// element is frequent and its arrays are short ([`MAX_LIST_MEAN_LEN`]), or when it
+/// holds objects; when a path qualifies as both a scalar and a list, the type more
+/// documents hold wins.
+pub fn mine(items: &Items, order: &[usize], p: &Partitioning) -> Mined {
+    assert!(
+        p.tile_docs > 0 && p.partition_tiles > 0,
+        "tiles and partitions hold something"
+    );
+    assert!((0.0..=1.0).contains(&p.threshold), "threshold is a share");
     assert_eq!(
         order.len(),
         items.ends.len(),
@@ -431,22 +436,7 @@ pub fn mine(
         .items
         .iter()
         .for_each(|&item| file[item as usize] += 1);
-    let mut frequent = vec![false; items.paths.len()];
-    let mut frequent_arrays = vec![false; items.paths.len()];
-    for tile in order.chunks(tile_docs) {
-        let transactions: Vec<&[u32]> = tile.iter().map(|&doc| items.of(doc)).collect();
-        let min = crate::reorder::needed(threshold, tile.len());
-        for set in maximal_itemsets(&transactions, min, budget) {
-            for item in set.items {
-                let (id, slot_of) = (item as usize / TYPE_SLOTS, item as usize % TYPE_SLOTS);
-                if slot_of < LEAVES.len() {
-                    frequent[id] = true;
-                } else if slot_of == slot(ItemType::Array) {
-                    frequent_arrays[id] = true;
-                }
-            }
-        }
-    }
+    let (frequent, frequent_arrays) = frequent_per_partition(items, order, p);
     let element_keys = ElementKeysByArray::new(items);
     let mut mined = Mined::default();
     let share = |n: u64| n as f64 / docs.max(1) as f64;
@@ -471,7 +461,7 @@ pub fn mine(
         };
         let list = list_choice(items, &file, &frequent, id).or_else(|| {
             frequent_arrays[id]
-                .then(|| object_list_choice(items, &file, &element_keys, id, threshold))
+                .then(|| object_list_choice(items, &file, &element_keys, id, p.threshold))
                 .flatten()
         });
         match (scalar, list) {
@@ -518,6 +508,56 @@ pub fn mine(
     mined.unshredded.sort();
     mined.unshredded.dedup();
     mined
+}
+
+/// Per path id: whether its leaves, and whether its arrays, are held by enough
+/// documents of one partition to fill a tile at the threshold (a partition shorter than
+/// a tile needs the threshold of its own length).
+fn frequent_per_partition(
+    items: &Items,
+    order: &[usize],
+    p: &Partitioning,
+) -> (Vec<bool>, Vec<bool>) {
+    let paths = items.paths.len();
+    let (mut frequent, mut frequent_arrays) = (vec![false; paths], vec![false; paths]);
+    let mut counts = vec![0u32; paths * 2];
+    let mut touched: Vec<usize> = Vec::new();
+    for partition in order.chunks(p.tile_docs * p.partition_tiles) {
+        let needed = crate::reorder::needed(p.threshold, p.tile_docs.min(partition.len()));
+        for &doc in partition {
+            // A document counts once per counter, even when a repeated key gives one
+            // path leaves of two types (its items are sorted, so they are adjacent).
+            let mut last = usize::MAX;
+            for &item in items.of(doc) {
+                let (id, slot_of) = (item as usize / TYPE_SLOTS, item as usize % TYPE_SLOTS);
+                let counter = match slot_of {
+                    s if s < LEAVES.len() => 2 * id,
+                    s if s == slot(ItemType::Array) => 2 * id + 1,
+                    _ => continue,
+                };
+                if counter == last {
+                    continue;
+                }
+                last = counter;
+                if counts[counter] == 0 {
+                    touched.push(counter);
+                }
+                counts[counter] += 1;
+            }
+        }
+        for counter in touched.drain(..) {
+            if counts[counter] >= needed {
+                let flags = if counter % 2 == 0 {
+                    &mut frequent
+                } else {
+                    &mut frequent_arrays
+                };
+                flags[counter / 2] = true;
+            }
+            counts[counter] = 0;
+        }
+    }
+    (frequent, frequent_arrays)
 }
 
 /// The majority leaf type over the items of the paths `ids`, with its count.
@@ -593,8 +633,10 @@ impl ElementKeysByArray {
 /// Path `id` (whose arrays are frequent) as a list of objects: the element key paths
 /// that at least `threshold` of the leading object elements hold with one leaf type
 /// (the most frequent [`MAX_ELEMENT_KEYS_SHREDDED`]; a key that is a prefix of another
-/// chosen key yields to it), when the arrays are short and their leading elements are
-/// mostly objects.
+/// chosen key yields to it), when their leading elements are mostly objects. Long
+/// arrays of objects are shredded too: a list of shredded objects is a set of nested
+/// Parquet columns however long it is, and long lists (a push of hundreds of commits)
+/// are where reading one key's column instead of the whole list pays most.
 fn object_list_choice(
     items: &Items,
     file: &[u64],
@@ -603,7 +645,7 @@ fn object_list_choice(
     threshold: f64,
 ) -> Option<ListChoice> {
     let counts = items.arrays[id];
-    if counts.elements > MAX_LIST_MEAN_LEN * counts.arrays || counts.objects <= counts.scalars {
+    if counts.objects <= counts.scalars {
         return None;
     }
     let needed = crate::reorder::needed(threshold, counts.objects as usize) as u64;
@@ -689,7 +731,13 @@ mod tests {
         threshold: f64,
     ) -> (Mined, Vec<(String, LeafType, f64)>) {
         let order: Vec<usize> = (0..items.ends.len()).collect();
-        let mined = mine(items, &order, tile_docs, threshold, DEFAULT_BUDGET);
+        let partitioning = Partitioning {
+            tile_docs,
+            partition_tiles: 1,
+            threshold,
+            budget: DEFAULT_BUDGET,
+        };
+        let mined = mine(items, &order, &partitioning);
         let shredded = mined
             .shredded
             .iter()
@@ -883,23 +931,60 @@ mod tests {
         ]);
         // Leading elements of $.d: 4 objects and 1 scalar. Of the objects, all hold a
         // string `n`, 3 a `v` (2 integers, below 60% of 4 with one type), 2 an object
-        // `s` with `u` and 2 a string `s`; `r` is in 1. $.l's arrays are long; $.m is
-        // rare. The list's frequency is the share of documents holding an array there.
+        // `s` with `u` and 2 a string `s`; `r` is in 1. $.l's arrays are long, and
+        // shredded all the same; $.m is rare. The list's frequency is the share of
+        // documents holding an array there.
         let (mined, shredded) = mine_in_order(&d, 4, 0.6);
         assert_eq!(
             shredded,
-            vec![("$.d[*].n".to_string(), LeafType::String, 0.75)]
+            vec![
+                ("$.d[*].n".to_string(), LeafType::String, 0.75),
+                ("$.l[*].k".to_string(), LeafType::Int, 0.75),
+            ]
         );
         assert!(
             mined
                 .shredded
                 .iter()
-                .all(|c| c.list && c.path == ["d"] && c.element.len() == 1)
+                .all(|c| c.list && c.element.len() == 1)
         );
         // At 40%, `s.u` (2 of 4) is shredded too, and `s` as a string yields to it.
         let (_, shredded) = mine_in_order(&d, 4, 0.4);
         let paths: Vec<&str> = shredded.iter().map(|s| s.0.as_str()).collect();
-        assert_eq!(paths, ["$.d[*].n", "$.d[*].s.u", "$.d[*].v"]);
+        assert_eq!(paths, ["$.d[*].n", "$.d[*].s.u", "$.d[*].v", "$.l[*].k"]);
+    }
+
+    #[test]
+    fn a_path_a_partition_holds_enough_of_is_frequent_however_its_tiles_split_it() {
+        // Tiles of 4, partitions of 2 tiles, threshold 60%: 3 documents fill a tile.
+        // `x` is in 2 documents of the first tile and 1 of the second, never 3 in one
+        // tile; `y` is in 2 documents only; the third partition (one short tile of 2)
+        // needs 60% of its own 2 documents, so `z` in both is frequent.
+        let x = r#"{"x":1,"a":1}"#;
+        let y = r#"{"y":"s","a":1}"#;
+        let plain = r#"{"a":1}"#;
+        let z = r#"{"z":true,"a":1}"#;
+        let d = items_of(&[
+            x, x, plain, y, x, plain, plain, y, plain, plain, plain, plain, plain, plain, plain,
+            plain, z, z,
+        ]);
+        let order: Vec<usize> = (0..d.ends.len()).collect();
+        let mut partitioning = Partitioning {
+            tile_docs: 4,
+            partition_tiles: 2,
+            threshold: 0.6,
+            budget: DEFAULT_BUDGET,
+        };
+        let paths = |mined: Mined| -> Vec<String> {
+            mined.shredded.iter().map(|c| c.json_path()).collect()
+        };
+        assert_eq!(
+            paths(mine(&d, &order, &partitioning)),
+            ["$.a", "$.x", "$.z"]
+        );
+        // Partitions of one tile count each tile alone: `x` is no longer frequent.
+        partitioning.partition_tiles = 1;
+        assert_eq!(paths(mine(&d, &order, &partitioning)), ["$.a", "$.z"]);
     }
 
     #[test]

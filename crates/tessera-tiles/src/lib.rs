@@ -11,6 +11,7 @@
 //! - [`shred`]: documents shredded into the Variant column's Arrow arrays.
 //! - [`cluster`]: rows ordered by a file's low-cardinality paths, for page skipping.
 //! - [`writer`]: one data file of shredded Variant, and reading it back as JSON.
+//! - [`unshred`]: JSON text written straight from shredded columns.
 //! - [`summary`]: what a written file tells the table manifest (shredding schema, path
 //!   statistics, distinct-count sketches, a Bloom filter of unshredded key paths).
 
@@ -24,6 +25,7 @@ pub mod layout;
 pub mod reorder;
 pub mod shred;
 pub mod summary;
+pub mod unshred;
 pub mod variant;
 pub mod writer;
 

@@ -1,6 +1,6 @@
 //! Writing one data file: documents parsed once onto a tape -> key-path items ->
-//! documents reordered within partitions of tiles -> each tile mined (FP-growth) for
-//! the paths to extract -> shredded by the union of those paths straight into Arrow
+//! documents reordered within partitions of tiles (FP-growth clusters) -> the paths
+//! frequent in a partition chosen for extraction -> shredded by the union of those paths straight into Arrow
 //! arrays (majority type typed, outliers as Variant) -> rows clustered by the
 //! low-cardinality paths -> Parquet (zstd, dictionaries,
 //! delta-encoded integers, page statistics and indexes), with the file's summary for
@@ -15,7 +15,6 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
-use parquet_variant_compute::VariantArray;
 
 use crate::cluster::{cluster_keys, cluster_order, reorder_rows};
 use crate::datetime::{FORMAT_METADATA_KEY, SAMPLES, TimeFormat};
@@ -99,22 +98,14 @@ pub fn write_file_with_columns(
     }
     let items = Items::collect(&tape, &texts);
     let transactions: Vec<&[u32]> = (0..docs.len()).map(|i| items.of(i)).collect();
-    let order = reorder(
-        &transactions,
-        &Partitioning {
-            tile_docs: options.tile_docs,
-            partition_tiles: options.partition_tiles,
-            threshold: options.threshold,
-            budget: options.itemset_budget,
-        },
-    );
-    let mined = mine(
-        &items,
-        &order,
-        options.tile_docs,
-        options.threshold,
-        options.itemset_budget,
-    );
+    let partitioning = Partitioning {
+        tile_docs: options.tile_docs,
+        partition_tiles: options.partition_tiles,
+        threshold: options.threshold,
+        budget: options.itemset_budget,
+    };
+    let order = reorder(&transactions, &partitioning);
+    let mined = mine(&items, &order, &partitioning);
     drop(transactions);
     drop(items);
     let mut mined = mined;
@@ -623,29 +614,21 @@ fn column_stats(name: &str, array: &dyn Array) -> ColumnStats {
     }
 }
 
-/// Turns a Variant column read back from a data file into JSON text, one per row.
+/// Turns a Variant column read back from a data file into JSON text, one per row,
+/// written straight from its shredded columns ([`crate::unshred`]).
 pub fn read_json(column: &dyn Array) -> Result<ArrayRef, TilesError> {
     let column = column.as_struct_opt().ok_or_else(|| {
         TilesError::Internal(format!("a Variant column of type {}", column.data_type()))
     })?;
-    let column = texts_of_dates_and_times(column)?;
-    let variant = VariantArray::try_new(&column).map_err(TilesError::variant)?;
-    let variant = match variant.typed_value_column() {
-        Some(_) => {
-            parquet_variant_compute::unshred_variant(&variant).map_err(TilesError::variant)?
-        }
-        None => variant,
-    };
-    let mut builder = arrow::array::StringBuilder::with_capacity(variant.len(), variant.len() * 64);
+    let shredded = crate::unshred::ShreddedJson::new(column)?;
+    let mut builder = arrow::array::StringBuilder::with_capacity(column.len(), column.len() * 64);
     let mut text = String::new();
-    for i in 0..variant.len() {
-        if variant.is_null(i) {
-            builder.append_null();
-            continue;
-        }
+    for row in 0..column.len() {
         text.clear();
-        crate::variant::write_json(&variant.value(i), &mut text);
-        builder.append_value(&text);
+        match shredded.write(row, &mut text)? {
+            true => builder.append_value(&text),
+            false => builder.append_null(),
+        }
     }
     Ok(Arc::new(builder.finish()))
 }

@@ -28,6 +28,7 @@ use parquet_variant::Variant;
 use parquet_variant_compute::{VariantArray, unshred_variant};
 use tessera_tiles::datetime::{FORMAT_METADATA_KEY, TimeFormat};
 use tessera_tiles::layout::{ELEMENT, LIST, METADATA, TYPED_VALUE, VALUE};
+use tessera_tiles::unshred::ShreddedJson;
 use tessera_tiles::variant::write_json;
 use tessera_tiles::writer::texts_of_dates_and_times;
 
@@ -490,6 +491,9 @@ impl SubtreePath {
             vec![Arc::clone(metadata), Arc::clone(value), Arc::clone(typed)],
             None,
         )?;
+        if self.rest.is_empty() {
+            return written_whole(&shredded, output);
+        }
         let shredded = texts_of_dates_and_times(&shredded)
             .map_err(crate::datasource::tessera::provider::external)?;
         let variant = VariantArray::try_new(&shredded)?;
@@ -519,6 +523,31 @@ impl SubtreePath {
         };
         Ok((builder.finish(), served))
     }
+}
+
+/// The values of a whole shredded subtree (`{metadata, value, typed_value}`), written as
+/// JSON straight from its columns rather than unshredded into Variant first.
+fn written_whole(shredded: &StructArray, output: Output) -> Result<(ArrayRef, Served)> {
+    let external = crate::datasource::tessera::provider::external;
+    let writer = ShreddedJson::new(shredded).map_err(external)?;
+    let mut builder = OutputBuilder::new(output, shredded.len());
+    let mut text = String::new();
+    let mut found = 0;
+    for row in 0..shredded.len() {
+        text.clear();
+        match writer.write(row, &mut text).map_err(external)? {
+            true => {
+                found += 1;
+                builder.append(&text, Some(rendered_span(&text)));
+            }
+            false => builder.append_null(),
+        }
+    }
+    let served = Served {
+        typed: 0,
+        binary: found,
+    };
+    Ok((builder.finish(), served))
 }
 
 /// Every Parquet leaf of the `{value, typed_value}` pair at `names` below the document

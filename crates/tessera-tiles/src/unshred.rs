@@ -1,0 +1,334 @@
+//! JSON text written straight from the columns of a shredded Variant (the Parquet
+//! Variant shredding spec's `value` / `typed_value` pairs), without rebuilding each
+//! row's Variant first.
+//!
+//! Reading a whole document, or a whole shredded object or list (`j->'payload'`,
+//! `json_each(j, '$.a.commits')`), used to unshred the rows into Variant binaries
+//! (`parquet_variant_compute::unshred_variant`) and then write those as JSON: two
+//! passes and an allocation per object. The walk here writes the same text in one
+//! pass: object members in key order (the order of a Variant object, which unshredding
+//! builds), typed leaves and Variant values by the writers of `tessera_json::tree`.
+
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, AsArray, BinaryViewArray, BooleanArray, Float64Array, Int64Array, ListArray,
+    StringViewArray, StructArray,
+};
+use arrow::buffer::NullBuffer;
+use arrow::compute::cast;
+use arrow::datatypes::DataType;
+use parquet_variant::{Variant, VariantMetadata, VariantObject};
+use tessera_json::tree::{push_float, push_integer, push_string};
+
+use crate::TilesError;
+use crate::layout::{METADATA, TYPED_VALUE, VALUE};
+use crate::variant::write_json;
+use crate::writer::texts_of_dates_and_times;
+
+/// A shredded Variant column (`{metadata, value, typed_value}`, or a pair below one with
+/// the column's metadata beside it) ready to be written as JSON text row by row.
+pub struct ShreddedJson {
+    metadata: BinaryViewArray,
+    root: Pair,
+    nulls: Option<NullBuffer>,
+}
+
+/// One `{value, typed_value}` pair: the Variant binary of what is not shredded, and the
+/// typed columns of what is.
+struct Pair {
+    value: Option<BinaryViewArray>,
+    typed: Typed,
+}
+
+enum Typed {
+    /// The pair shreds nothing: every value is in its binary.
+    Absent,
+    /// An object's shredded members, sorted by name; its other members are in the
+    /// pair's binary, as an object.
+    Object {
+        nulls: Option<NullBuffer>,
+        fields: Vec<(String, Pair)>,
+    },
+    /// A list whose elements are pairs.
+    List {
+        list: ListArray,
+        element: Box<Pair>,
+    },
+    Leaf(Leaf),
+}
+
+/// A typed leaf, in the one array type per JSON kind the walk writes from.
+enum Leaf {
+    Int(Int64Array),
+    Float(Float64Array),
+    Bool(BooleanArray),
+    Str(StringViewArray),
+}
+
+impl ShreddedJson {
+    /// The writer of `column`'s rows. Typed dates and times are written as the texts
+    /// they were parsed from. A typed column of a type JSON shredding never writes
+    /// (decimals, binaries) is an error, so that a caller can fall back to unshredding.
+    pub fn new(column: &StructArray) -> Result<Self, TilesError> {
+        let column = texts_of_dates_and_times(column)?;
+        let metadata = column
+            .column_by_name(METADATA)
+            .ok_or_else(|| TilesError::Internal("a Variant column without metadata".into()))?;
+        Ok(Self {
+            metadata: binary_view(metadata)?,
+            root: Pair::of(&column)?,
+            nulls: column.nulls().cloned(),
+        })
+    }
+
+    /// Rows in the column.
+    pub fn len(&self) -> usize {
+        self.metadata.len()
+    }
+
+    /// Whether the column has no rows.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends row `row` as JSON text to `out`; false (and nothing written) when the row
+    /// is NULL or holds no value.
+    pub fn write(&self, row: usize, out: &mut String) -> Result<bool, TilesError> {
+        assert!(row < self.len(), "row {row} of {}", self.len());
+        if self.nulls.as_ref().is_some_and(|n| n.is_null(row)) || !self.root.present(row) {
+            return Ok(false);
+        }
+        let metadata =
+            VariantMetadata::try_new(self.metadata.value(row)).map_err(TilesError::variant)?;
+        self.root.write(&metadata, row, out)?;
+        Ok(true)
+    }
+}
+
+impl Pair {
+    /// The pair of the struct `pair` (its `value` and `typed_value`, either optional).
+    fn of(pair: &StructArray) -> Result<Self, TilesError> {
+        let value = pair.column_by_name(VALUE).map(binary_view).transpose()?;
+        let typed = match pair.column_by_name(TYPED_VALUE) {
+            None => Typed::Absent,
+            Some(typed) => Typed::of(typed)?,
+        };
+        Ok(Self { value, typed })
+    }
+
+    /// Whether row `row` holds a value here (a missing object member holds none).
+    fn present(&self, row: usize) -> bool {
+        self.value.as_ref().is_some_and(|v| v.is_valid(row)) || self.typed.is_valid(row)
+    }
+
+    /// Writes row `row`'s value, which is present.
+    fn write(
+        &self,
+        metadata: &VariantMetadata,
+        row: usize,
+        out: &mut String,
+    ) -> Result<(), TilesError> {
+        let binary = match &self.value {
+            Some(value) if value.is_valid(row) => Some(
+                Variant::try_new_with_metadata(metadata.clone(), value.value(row))
+                    .map_err(TilesError::variant)?,
+            ),
+            _ => None,
+        };
+        match &self.typed {
+            Typed::Object { fields, .. } if self.typed.is_valid(row) => {
+                let unshredded = match binary {
+                    None => None,
+                    Some(Variant::Object(object)) => Some(object),
+                    Some(_) => {
+                        return Err(TilesError::Internal(
+                            "a partially shredded object whose binary is no object".into(),
+                        ));
+                    }
+                };
+                write_object(fields, unshredded, metadata, row, out)?;
+            }
+            Typed::List { list, element } if self.typed.is_valid(row) => {
+                write_list(list, element, metadata, row, out)?;
+            }
+            Typed::Leaf(leaf) if self.typed.is_valid(row) => leaf.write(row, out),
+            _ => match binary {
+                Some(variant) => write_json(&variant, out),
+                None => out.push_str("null"),
+            },
+        }
+        Ok(())
+    }
+}
+
+/// Writes row `row` of a list whose elements are pairs; an element with no value (which
+/// the spec does not allow) is written as null.
+fn write_list(
+    list: &ListArray,
+    element: &Pair,
+    metadata: &VariantMetadata,
+    row: usize,
+    out: &mut String,
+) -> Result<(), TilesError> {
+    let offsets = list.value_offsets();
+    let (start, end) = (offsets[row] as usize, offsets[row + 1] as usize);
+    out.push('[');
+    for at in start..end {
+        if at > start {
+            out.push(',');
+        }
+        match element.present(at) {
+            true => element.write(metadata, at, out)?,
+            false => out.push_str("null"),
+        }
+    }
+    out.push(']');
+    Ok(())
+}
+
+/// Writes an object: its present shredded `fields` merged, in key order, with the
+/// members of its `unshredded` binary object.
+fn write_object(
+    fields: &[(String, Pair)],
+    unshredded: Option<VariantObject<'_, '_>>,
+    metadata: &VariantMetadata,
+    row: usize,
+    out: &mut String,
+) -> Result<(), TilesError> {
+    let mut members = unshredded.iter().flat_map(|o| o.iter()).peekable();
+    let mut first = true;
+    let mut key = |out: &mut String, name: &str| {
+        if !std::mem::take(&mut first) {
+            out.push(',');
+        }
+        push_string(out, name);
+        out.push(':');
+    };
+    out.push('{');
+    for (name, pair) in fields {
+        while let Some((member, value)) = members.next_if(|(m, _)| *m < name.as_str()) {
+            key(out, member);
+            write_json(&value, out);
+        }
+        if pair.present(row) {
+            key(out, name);
+            pair.write(metadata, row, out)?;
+        }
+    }
+    for (member, value) in members {
+        key(out, member);
+        write_json(&value, out);
+    }
+    out.push('}');
+    Ok(())
+}
+
+impl Typed {
+    fn of(typed: &ArrayRef) -> Result<Self, TilesError> {
+        Ok(match typed.data_type() {
+            DataType::Struct(_) => {
+                let object = typed.as_struct();
+                let mut fields = object
+                    .column_names()
+                    .into_iter()
+                    .zip(object.columns())
+                    .map(|(name, field)| {
+                        let pair = field.as_struct_opt().ok_or_else(|| {
+                            TilesError::Internal(format!("shredded field {name} is no pair"))
+                        })?;
+                        Ok((name.to_string(), Pair::of(pair)?))
+                    })
+                    .collect::<Result<Vec<_>, TilesError>>()?;
+                fields.sort_by(|a, b| a.0.cmp(&b.0));
+                Typed::Object {
+                    nulls: object.nulls().cloned(),
+                    fields,
+                }
+            }
+            DataType::List(field) | DataType::LargeList(field) => {
+                let list = cast_to(typed, &DataType::List(Arc::clone(field)))?;
+                let list = list.as_list::<i32>().clone();
+                let element = list.values().as_struct_opt().ok_or_else(|| {
+                    TilesError::Internal("shredded list elements are no pairs".into())
+                })?;
+                let element = Box::new(Pair::of(element)?);
+                Typed::List { list, element }
+            }
+            _ => Typed::Leaf(Leaf::of(typed)?),
+        })
+    }
+
+    fn is_valid(&self, row: usize) -> bool {
+        match self {
+            Typed::Absent => false,
+            Typed::Object { nulls, .. } => nulls.as_ref().is_none_or(|n| n.is_valid(row)),
+            Typed::List { list, .. } => list.is_valid(row),
+            Typed::Leaf(leaf) => leaf.array().is_valid(row),
+        }
+    }
+}
+
+impl Leaf {
+    fn of(typed: &ArrayRef) -> Result<Self, TilesError> {
+        Ok(match typed.data_type() {
+            t if t.is_integer() => {
+                Leaf::Int(cast_to(typed, &DataType::Int64)?.as_primitive().clone())
+            }
+            t if t.is_floating() => {
+                Leaf::Float(cast_to(typed, &DataType::Float64)?.as_primitive().clone())
+            }
+            DataType::Boolean => Leaf::Bool(typed.as_boolean().clone()),
+            DataType::Utf8
+            | DataType::LargeUtf8
+            | DataType::Utf8View
+            | DataType::Dictionary(..) => Leaf::Str(
+                cast_to(typed, &DataType::Utf8View)?
+                    .as_string_view()
+                    .clone(),
+            ),
+            other => {
+                return Err(TilesError::Internal(format!(
+                    "a typed value of type {other} in a shredded JSON column"
+                )));
+            }
+        })
+    }
+
+    fn array(&self) -> &dyn Array {
+        match self {
+            Leaf::Int(a) => a,
+            Leaf::Float(a) => a,
+            Leaf::Bool(a) => a,
+            Leaf::Str(a) => a,
+        }
+    }
+
+    fn write(&self, row: usize, out: &mut String) {
+        match self {
+            Leaf::Int(a) => push_integer(out, a.value(row)),
+            Leaf::Float(a) => push_float(out, a.value(row)),
+            Leaf::Bool(a) => out.push_str(if a.value(row) { "true" } else { "false" }),
+            Leaf::Str(a) => push_string(out, a.value(row)),
+        }
+    }
+}
+
+fn cast_to(array: &ArrayRef, to: &DataType) -> Result<ArrayRef, TilesError> {
+    match array.data_type() == to {
+        true => Ok(Arc::clone(array)),
+        false => cast(array, to).map_err(TilesError::variant),
+    }
+}
+
+fn binary_view(array: &ArrayRef) -> Result<BinaryViewArray, TilesError> {
+    match array.data_type() {
+        DataType::BinaryView => Ok(array.as_binary_view().clone()),
+        DataType::Binary | DataType::LargeBinary => Ok(cast_to(array, &DataType::BinaryView)?
+            .as_binary_view()
+            .clone()),
+        other => Err(TilesError::Internal(format!(
+            "a Variant binary column of type {other}"
+        ))),
+    }
+}

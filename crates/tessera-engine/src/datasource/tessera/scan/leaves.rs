@@ -389,31 +389,14 @@ impl BinaryPath {
         let metadata = column
             .column_by_name(METADATA)
             .ok_or_else(|| missing(METADATA))?;
-        let mut builder = OutputBuilder::new(output, column.len());
-        let mut text = String::new();
-        let mut found = 0;
-        for row in 0..column.len() {
+        rendered_rows(column.len(), output, |row, text| {
             if value.is_null(row) {
-                builder.append_null();
-                continue;
+                return Ok(false);
             }
             let document = Variant::try_new(binary_at(metadata, row)?, binary_at(value, row)?)
                 .map_err(|e| DataFusionError::External(Box::new(e)))?;
-            match self.path.iter().try_fold(document, step) {
-                Some(v) => {
-                    found += 1;
-                    text.clear();
-                    write_json(&v, &mut text);
-                    builder.append(&text, Some(rendered_span(&text)));
-                }
-                None => builder.append_null(),
-            }
-        }
-        let served = Served {
-            typed: 0,
-            binary: found,
-        };
-        Ok((builder.finish(), served))
+            Ok(written_at(document, &self.path, text))
+        })
     }
 }
 
@@ -498,30 +481,11 @@ impl SubtreePath {
             .map_err(crate::datasource::tessera::provider::external)?;
         let variant = VariantArray::try_new(&shredded)?;
         let variant = unshred_variant(&variant)?;
-        let mut builder = OutputBuilder::new(output, column.len());
-        let mut text = String::new();
-        let mut found = 0;
-        for row in 0..column.len() {
+        rendered_rows(column.len(), output, |row, text| {
             // Unshredding turns a missing value into a Variant null; the path is absent.
-            if value.is_null(row) && typed.is_null(row) {
-                builder.append_null();
-                continue;
-            }
-            match self.rest.iter().try_fold(variant.value(row), step) {
-                Some(v) => {
-                    found += 1;
-                    text.clear();
-                    write_json(&v, &mut text);
-                    builder.append(&text, Some(rendered_span(&text)));
-                }
-                None => builder.append_null(),
-            }
-        }
-        let served = Served {
-            typed: 0,
-            binary: found,
-        };
-        Ok((builder.finish(), served))
+            let absent = value.is_null(row) && typed.is_null(row);
+            Ok(!absent && written_at(variant.value(row), &self.rest, text))
+        })
     }
 }
 
@@ -530,12 +494,36 @@ impl SubtreePath {
 fn written_whole(shredded: &StructArray, output: Output) -> Result<(ArrayRef, Served)> {
     let external = crate::datasource::tessera::provider::external;
     let writer = ShreddedJson::new(shredded).map_err(external)?;
-    let mut builder = OutputBuilder::new(output, shredded.len());
+    rendered_rows(shredded.len(), output, |row, text| {
+        writer.write(row, text).map_err(external)
+    })
+}
+
+/// Writes the value at `path` below `node` as JSON text to `text`; false when the path
+/// is absent.
+fn written_at(node: Variant<'_, '_>, path: &[PathElem], text: &mut String) -> bool {
+    match path.iter().try_fold(node, step) {
+        Some(v) => {
+            write_json(&v, text);
+            true
+        }
+        None => false,
+    }
+}
+
+/// The values of an access with `output` over `rows` rows, each rendered as JSON text by
+/// `render` (false: the row holds no value, NULL); all are served from binaries.
+fn rendered_rows(
+    rows: usize,
+    output: Output,
+    mut render: impl FnMut(usize, &mut String) -> Result<bool>,
+) -> Result<(ArrayRef, Served)> {
+    let mut builder = OutputBuilder::new(output, rows);
     let mut text = String::new();
     let mut found = 0;
-    for row in 0..shredded.len() {
+    for row in 0..rows {
         text.clear();
-        match writer.write(row, &mut text).map_err(external)? {
+        match render(row, &mut text)? {
             true => {
                 found += 1;
                 builder.append(&text, Some(rendered_span(&text)));

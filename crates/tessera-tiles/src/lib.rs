@@ -10,8 +10,8 @@
 //! - [`layout`]: the names of the document column's parts and leaf column paths.
 //! - [`shred`]: documents shredded into the Variant column's Arrow arrays.
 //! - [`cluster`]: rows ordered by a file's low-cardinality paths, for page skipping.
-//! - [`writer`]: one data file of shredded Variant, and reading it back as JSON.
-//! - [`unshred`]: JSON text written straight from shredded columns.
+//! - [`writer`]: one data file of shredded Variant.
+//! - [`unshred`]: reading it back: JSON text written straight from shredded columns.
 //! - [`summary`]: what a written file tells the table manifest (shredding schema, path
 //!   statistics, distinct-count sketches, a Bloom filter of unshredded key paths).
 
@@ -30,7 +30,8 @@ pub mod variant;
 pub mod writer;
 
 pub use error::TilesError;
-pub use writer::{WrittenFile, read_json, write_file, write_file_with_columns};
+pub use unshred::read_json;
+pub use writer::{WrittenFile, write_file, write_file_with_columns};
 
 /// How documents are cut and shredded.
 #[derive(Debug, Clone)]

@@ -17,14 +17,14 @@ use arrow::array::{
 };
 use arrow::buffer::NullBuffer;
 use arrow::compute::cast;
-use arrow::datatypes::DataType;
+use arrow::datatypes::{DataType, Field, Fields};
 use parquet_variant::{Variant, VariantMetadata, VariantObject};
 use tessera_json::tree::{push_float, push_integer, push_string};
 
 use crate::TilesError;
+use crate::datetime::{FORMAT_METADATA_KEY, TimeFormat};
 use crate::layout::{METADATA, TYPED_VALUE, VALUE};
 use crate::variant::write_json;
-use crate::writer::texts_of_dates_and_times;
 
 /// A shredded Variant column (`{metadata, value, typed_value}`, or a pair below one with
 /// the column's metadata beside it) ready to be written as JSON text row by row.
@@ -331,4 +331,57 @@ fn binary_view(array: &ArrayRef) -> Result<BinaryViewArray, TilesError> {
             "a Variant binary column of type {other}"
         ))),
     }
+}
+
+/// Turns a Variant column read back from a data file into JSON text, one per row,
+/// written straight from its shredded columns ([`ShreddedJson`]).
+pub fn read_json(column: &dyn Array) -> Result<ArrayRef, TilesError> {
+    let column = column.as_struct_opt().ok_or_else(|| {
+        TilesError::Internal(format!("a Variant column of type {}", column.data_type()))
+    })?;
+    let shredded = ShreddedJson::new(column)?;
+    let mut builder = arrow::array::StringBuilder::with_capacity(column.len(), column.len() * 64);
+    let mut text = String::new();
+    for row in 0..column.len() {
+        text.clear();
+        match shredded.write(row, &mut text)? {
+            true => builder.append_value(&text),
+            false => builder.append_null(),
+        }
+    }
+    Ok(Arc::new(builder.finish()))
+}
+
+/// `column` (a shredded Variant column, or any `{value, typed_value}` pair of one) with
+/// every typed date/time column (marked by its field's format) replaced by the texts it
+/// was parsed from, which unshredding then turns back into the documents' strings.
+pub fn texts_of_dates_and_times(column: &StructArray) -> Result<StructArray, TilesError> {
+    let (fields, columns, nulls) = column.clone().into_parts();
+    let mut out_fields = Vec::with_capacity(fields.len());
+    let mut out_columns = Vec::with_capacity(columns.len());
+    for (field, array) in fields.iter().zip(columns) {
+        let format = field.metadata().get(FORMAT_METADATA_KEY);
+        let (field, array) = match (format, array.as_struct_opt()) {
+            (Some(format), _) => {
+                let format: TimeFormat = format.parse().map_err(TilesError::Internal)?;
+                let texts = format
+                    .render_array(array.as_ref(), false)
+                    .map_err(TilesError::variant)?;
+                let field = Field::new(field.name(), DataType::Utf8, field.is_nullable());
+                (Arc::new(field), Arc::new(texts) as ArrayRef)
+            }
+            (None, Some(nested)) => {
+                let nested = texts_of_dates_and_times(nested)?;
+                let field = field
+                    .as_ref()
+                    .clone()
+                    .with_data_type(nested.data_type().clone());
+                (Arc::new(field), Arc::new(nested) as ArrayRef)
+            }
+            (None, None) => (Arc::clone(field), array),
+        };
+        out_fields.push(field);
+        out_columns.push(array);
+    }
+    StructArray::try_new(Fields::from(out_fields), out_columns, nulls).map_err(TilesError::variant)
 }

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StructArray};
-use arrow::datatypes::{DataType, Field, Fields, Float64Type, Int64Type, Schema};
+use arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Schema};
 use bytes::Bytes;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
@@ -17,7 +17,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 
 use crate::cluster::{cluster_keys, cluster_order, reorder_rows};
-use crate::datetime::{FORMAT_METADATA_KEY, SAMPLES, TimeFormat};
+use crate::datetime::{SAMPLES, TimeFormat};
 use crate::keypaths::{Choice, Items, mine};
 use crate::layout::{self, TYPED_VALUE, VALUE};
 use crate::reorder::{Partitioning, reorder};
@@ -612,59 +612,6 @@ fn column_stats(name: &str, array: &dyn Array) -> ColumnStats {
         max_truncated,
         null_count: array.null_count() as u64,
     }
-}
-
-/// Turns a Variant column read back from a data file into JSON text, one per row,
-/// written straight from its shredded columns ([`crate::unshred`]).
-pub fn read_json(column: &dyn Array) -> Result<ArrayRef, TilesError> {
-    let column = column.as_struct_opt().ok_or_else(|| {
-        TilesError::Internal(format!("a Variant column of type {}", column.data_type()))
-    })?;
-    let shredded = crate::unshred::ShreddedJson::new(column)?;
-    let mut builder = arrow::array::StringBuilder::with_capacity(column.len(), column.len() * 64);
-    let mut text = String::new();
-    for row in 0..column.len() {
-        text.clear();
-        match shredded.write(row, &mut text)? {
-            true => builder.append_value(&text),
-            false => builder.append_null(),
-        }
-    }
-    Ok(Arc::new(builder.finish()))
-}
-
-/// `column` (a shredded Variant column, or any `{value, typed_value}` pair of one) with
-/// every typed date/time column (marked by its field's format) replaced by the texts it
-/// was parsed from, which unshredding then turns back into the documents' strings.
-pub fn texts_of_dates_and_times(column: &StructArray) -> Result<StructArray, TilesError> {
-    let (fields, columns, nulls) = column.clone().into_parts();
-    let mut out_fields = Vec::with_capacity(fields.len());
-    let mut out_columns = Vec::with_capacity(columns.len());
-    for (field, array) in fields.iter().zip(columns) {
-        let format = field.metadata().get(FORMAT_METADATA_KEY);
-        let (field, array) = match (format, array.as_struct_opt()) {
-            (Some(format), _) => {
-                let format: TimeFormat = format.parse().map_err(TilesError::Internal)?;
-                let texts = format
-                    .render_array(array.as_ref(), false)
-                    .map_err(TilesError::variant)?;
-                let field = Field::new(field.name(), DataType::Utf8, field.is_nullable());
-                (Arc::new(field), Arc::new(texts) as ArrayRef)
-            }
-            (None, Some(nested)) => {
-                let nested = texts_of_dates_and_times(nested)?;
-                let field = field
-                    .as_ref()
-                    .clone()
-                    .with_data_type(nested.data_type().clone());
-                (Arc::new(field), Arc::new(nested) as ArrayRef)
-            }
-            (None, None) => (Arc::clone(field), array),
-        };
-        out_fields.push(field);
-        out_columns.push(array);
-    }
-    StructArray::try_new(Fields::from(out_fields), out_columns, nulls).map_err(TilesError::variant)
 }
 
 #[cfg(test)]

@@ -12,8 +12,8 @@ use parquet_variant_compute::{VariantArray, unshred_variant};
 use tessera_tiles::layout::{METADATA, TYPED_VALUE, VALUE};
 use tessera_tiles::read_json;
 use tessera_tiles::unshred::ShreddedJson;
+use tessera_tiles::unshred::texts_of_dates_and_times;
 use tessera_tiles::variant::write_json;
-use tessera_tiles::writer::texts_of_dates_and_times;
 
 /// The documents of a written JSON tiles file, in row order, as the JSON text
 /// [`read_json`] gives back. Every batch is also checked against unshredding: the

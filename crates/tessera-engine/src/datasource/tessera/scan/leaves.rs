@@ -29,8 +29,8 @@ use parquet_variant_compute::{VariantArray, unshred_variant};
 use tessera_tiles::datetime::{FORMAT_METADATA_KEY, TimeFormat};
 use tessera_tiles::layout::{ELEMENT, LIST, METADATA, TYPED_VALUE, VALUE};
 use tessera_tiles::unshred::ShreddedJson;
+use tessera_tiles::unshred::texts_of_dates_and_times;
 use tessera_tiles::variant::write_json;
-use tessera_tiles::writer::texts_of_dates_and_times;
 
 use crate::access::extraction::dictionary_text;
 use crate::json::output::OutputBuilder;

@@ -99,10 +99,35 @@ impl ShreddedJson {
         if self.nulls.as_ref().is_some_and(|n| n.is_null(row)) || !self.root.present(row) {
             return Ok(false);
         }
-        let metadata =
-            VariantMetadata::try_new(self.metadata.value(row)).map_err(TilesError::variant)?;
+        let metadata = RowMetadata::new(self.metadata.value(row));
         self.root.write(&metadata, row, out)?;
         Ok(true)
+    }
+}
+
+/// A row's Variant metadata, parsed (and validated) only when the row has a Variant
+/// binary to read: a row served wholly from typed columns never needs it.
+struct RowMetadata<'m> {
+    bytes: &'m [u8],
+    parsed: std::cell::OnceCell<VariantMetadata<'m>>,
+}
+
+impl<'m> RowMetadata<'m> {
+    fn new(bytes: &'m [u8]) -> Self {
+        Self {
+            bytes,
+            parsed: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn parsed(&self) -> Result<&VariantMetadata<'m>, TilesError> {
+        if self.parsed.get().is_none() {
+            let metadata = VariantMetadata::try_new(self.bytes).map_err(TilesError::variant)?;
+            let _ = self.parsed.set(metadata);
+        }
+        self.parsed
+            .get()
+            .ok_or_else(|| TilesError::Internal("Variant metadata not kept".into()))
     }
 }
 
@@ -125,13 +150,13 @@ impl Pair {
     /// Writes row `row`'s value, which is present.
     fn write(
         &self,
-        metadata: &VariantMetadata,
+        metadata: &RowMetadata<'_>,
         row: usize,
         out: &mut String,
     ) -> Result<(), TilesError> {
         let binary = match &self.value {
             Some(value) if value.is_valid(row) => Some(
-                Variant::try_new_with_metadata(metadata.clone(), value.value(row))
+                Variant::try_new_with_metadata(metadata.parsed()?.clone(), value.value(row))
                     .map_err(TilesError::variant)?,
             ),
             _ => None,
@@ -167,7 +192,7 @@ impl Pair {
 fn write_list(
     list: &ListArray,
     element: &Pair,
-    metadata: &VariantMetadata,
+    metadata: &RowMetadata<'_>,
     row: usize,
     out: &mut String,
 ) -> Result<(), TilesError> {
@@ -192,7 +217,7 @@ fn write_list(
 fn write_object(
     fields: &[(String, Pair)],
     unshredded: Option<VariantObject<'_, '_>>,
-    metadata: &VariantMetadata,
+    metadata: &RowMetadata<'_>,
     row: usize,
     out: &mut String,
 ) -> Result<(), TilesError> {

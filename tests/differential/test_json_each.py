@@ -147,6 +147,18 @@ CASES = [
         f"SELECT {ID} AS doc, unnest(TRY_CAST(json_extract(jdocs.j, '$.a') AS JSON[])) AS item FROM jdocs",
     ),
     (
+        "document_paths_above_each",
+        "SELECT json_array_length(jdocs.j, '$.items') AS n, CAST(jdocs.j->>'id' AS BIGINT) % 5 AS m, "
+        "count(*), count(DISTINCT i.value->>'sku'), sum(json_array_length(jdocs.j->'b')) FROM jdocs, "
+        "json_each(jdocs.j, '$.items') AS i WHERE json_array_length(jdocs.j->'items') > 1 GROUP BY n, m",
+    ),
+    (
+        "array_lengths",
+        "SELECT json_array_length(jdocs.j->'items') AS n, json_array_length(jdocs.j, '$.items[0].tags') AS t, "
+        "json_array_length(jdocs.j->'a') AS a, json_array_length(jdocs.j->'name'->0) AS m, count(*) "
+        "FROM jdocs GROUP BY n, t, a, m",
+    ),
+    (
         "unnest_aggregate",
         "SELECT u->>'sku' AS sku, count(*) FROM (SELECT unnest(TRY_CAST(jdocs.j->'items' AS JSON[])) AS u "
         "FROM jdocs) AS s GROUP BY sku",

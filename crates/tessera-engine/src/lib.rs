@@ -18,6 +18,7 @@
 //! See `docs/ARCHITECTURE.md` for where each step of a query and an ingest lives.
 
 mod access;
+mod accesses_below_unnest;
 mod columns_star;
 mod copy_from;
 mod datasource;

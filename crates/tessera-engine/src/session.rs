@@ -1,6 +1,7 @@
 //! A Tessera session: DataFusion configured with JSON functions and operators, raw
 //! NDJSON tables, tables named by location, and object stores opened on demand.
 
+use crate::accesses_below_unnest::AccessesBelowUnnest;
 use std::sync::Arc;
 
 use arrow::datatypes::Fields;
@@ -176,6 +177,7 @@ impl TesseraSession {
             .with_expr_planners(planners)
             .with_catalog_list(catalogs)
             .with_type_planner(Arc::new(SqlTypePlanner::new(Arc::clone(&user_types))))
+            .with_optimizer_rule(Arc::new(AccessesBelowUnnest))
             .with_physical_optimizer_rule(Arc::new(IntegerTextMinMax))
             .with_physical_optimizer_rule(Arc::new(CastPushdown))
             .with_physical_optimizer_rule(Arc::new(GroupOnCodes))

@@ -234,6 +234,10 @@ const QUERIES: &[&str] = &[
     "SELECT e.key, e.value->>'name' AS n, e.type, count(*) FROM T AS d, json_each(d.j, '$.deps') AS e GROUP BY 1, 2, 3",
     "SELECT j->>'id', j->'meta'->>'note', j->'meta'->'note'->>'n', j->'meta' FROM T WHERE j->'meta'->'note' IS NOT NULL",
     "SELECT d.j->>'id', e.fullkey, e.path, e.value FROM T AS d, json_tree(d.j, '$.deps[1]') AS e",
+    "SELECT j->>'id', json_array_length(j->'tags'), json_array_length(j, '$.deps'), json_array_length(j->'nested'), json_array_length(j->'n'), json_array_length(j->'nope'), json_array_length(j->'deps'->0->'extra'), json_array_length(j->'meta'->'note') FROM T",
+    "SELECT json_array_length(j->'tags') AS n, count(*), sum(json_array_length(j->'arr')) FROM T WHERE json_array_length(j, 'deps') > 2 GROUP BY n",
+    "SELECT d.j->'meta'->>'kind' AS k, e.value->>'name' AS n, count(*), max(d.j->>'id'), sum(json_get_int(d.j, 'n')) FROM T AS d, json_each(d.j, '$.deps') AS e WHERE d.j->>'kind' <> 'c' GROUP BY 1, 2",
+    "SELECT d.j->>'id', d.j->'deps'->0->>'name', e.key, e.value FROM T AS d LEFT JOIN LATERAL json_each(d.j, '$.tags') AS e ON true WHERE json_get_int(d.j, 'id') % 97 = 0",
 ];
 
 /// Casts that fail on some value fail the same way everywhere.
@@ -401,6 +405,26 @@ async fn typed_reads_answer_like_documents() {
     )
     .await;
     assert!(metric(&plan, "values_binary") > 8000, "{plan}");
+    assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
+    // Array lengths come from the lists' offsets, not from their text: only values
+    // that are no typed list (file 2's long tags, outliers) are counted from binaries.
+    let plan = analyze(
+        &session,
+        "SELECT sum(json_array_length(j->'deps')), sum(json_array_length(j, '$.tags')) FROM t",
+    )
+    .await;
+    assert!(plan.contains("ArrayLength"), "{plan}");
+    assert!(metric(&plan, "values_typed") > 12_000, "{plan}");
+    assert!(metric(&plan, "values_binary") < 4500, "{plan}");
+    assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
+    // Accesses to the document above a json_each are computed below its UNNEST: the
+    // scan reads their typed columns instead of handing up whole documents.
+    let plan = analyze(
+        &session,
+        "SELECT d.j->'meta'->>'kind' AS k, count(*) FROM t AS d, json_each(d.j, '$.deps') AS e GROUP BY k",
+    )
+    .await;
+    assert!(plan.contains("raw_document=false"), "{plan}");
     assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
     let plan = analyze(&session, "SELECT sum(json_get_int(j, 'nums', 1)) FROM t").await;
     assert_eq!(metric(&plan, "values_typed"), 9000, "{plan}");

@@ -22,6 +22,10 @@ pub enum Output {
     Float,
     /// `json_get_bool`: `true`/`false`; anything else is NULL.
     Bool,
+    /// `json_array_length` of the value: an array's element count, 0 for any other
+    /// value (JSON `null` included); absent paths are NULL. Computed where the value
+    /// lies, so a table answers it from a list's offsets without writing the list.
+    ArrayLength,
 }
 
 #[cfg(feature = "arrow")]
@@ -34,6 +38,7 @@ impl Output {
             Output::Int => DataType::Int64,
             Output::Float => DataType::Float64,
             Output::Bool => DataType::Boolean,
+            Output::ArrayLength => DataType::UInt64,
         }
     }
 }
@@ -84,6 +89,16 @@ pub fn float_of(doc: &[u8], span: Span) -> Option<f64> {
         Kind::Number { integer: false } => std::str::from_utf8(span.raw(doc)).ok()?.parse().ok(),
         _ => None,
     }
+}
+
+/// The element count of an array (0 for any other value) for [`Output::ArrayLength`].
+#[inline]
+pub fn array_length_of(doc: &[u8], span: Span) -> u64 {
+    let mut count = 0;
+    if span.kind == Kind::Array {
+        crate::scanner::for_each_member(doc, span, |_, _| count += 1);
+    }
+    count
 }
 
 /// The value as a boolean for [`Output::Bool`].

@@ -1,6 +1,6 @@
 //! Tessera's JSON SQL functions: `json_get` (`->`), `json_get_text` (`->>`),
-//! `json_get_str`, `json_get_int`, `json_get_float`, `json_get_bool`, `json_typeof` and
-//! `json_length`. DuckDB's spellings are in the modules `json_path` and
+//! `json_get_str`, `json_get_int`, `json_get_float`, `json_get_bool`,
+//! `json_get_array_length`, `json_typeof` and `json_length`. DuckDB's spellings are in the modules `json_path` and
 //! `json_path_contains`, ClickHouse's in `json_clickhouse`, which build on this one.
 //!
 //! Every function takes a JSON text followed by path elements: string keys, integer
@@ -33,13 +33,15 @@ pub const JSON_GET: &str = "json_get";
 pub const JSON_GET_TEXT: &str = "json_get_text";
 
 /// The access functions: name, output and aliases.
-const ACCESS: [(&str, Output, &[&str]); 6] = [
+const ACCESS: [(&str, Output, &[&str]); 7] = [
     (JSON_GET, Output::Json, &[]),
     (JSON_GET_TEXT, Output::Text, &["json_as_text"]),
     ("json_get_str", Output::Str, &[]),
     ("json_get_int", Output::Int, &[]),
     ("json_get_float", Output::Float, &[]),
     ("json_get_bool", Output::Bool, &[]),
+    // DuckDB's `json_array_length` with a plain path plans onto it.
+    ("json_get_array_length", Output::ArrayLength, &[]),
 ];
 
 /// All JSON functions (Tessera's, DuckDB's and ClickHouse's), ready to register.

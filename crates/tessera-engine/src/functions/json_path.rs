@@ -10,9 +10,11 @@
 //! values (`$[*].a`) makes the result a list of every value it selects. More than one
 //! path argument is Tessera's own form (`json_extract(j, 'a', 0)`), keys and indexes.
 //!
-//! A constant single-valued path of `json_extract` / `json_extract_string` below the
-//! root is rewritten at planning time into `json_get` / `json_get_text` with plain
-//! elements, which scans compute while parsing (`access/pushable.rs`); everything else
+//! A constant single-valued path of `json_extract` / `json_extract_string` /
+//! `json_array_length` below the root (and `json_array_length(json_get(...))`) is
+//! rewritten at planning time into `json_get` / `json_get_text` /
+//! `json_get_array_length` with plain elements, which scans compute while parsing
+//! (`access/pushable.rs`) or, on a table, from a list's offsets; everything else
 //! is evaluated here, on the document column, and values are written back as DuckDB
 //! writes them (minified, DuckDB's number layout).
 
@@ -38,7 +40,7 @@ use tessera_json::select::{children, select};
 use tessera_json::tree::Json;
 use tessera_json::value::{Output, text_of};
 
-use super::json::{access_udf, coerce_reading_args, documents, rowwise, value_field};
+use super::json::{JSON_GET, access_udf, coerce_reading_args, documents, rowwise, value_field};
 use super::json_build::TextColumn;
 
 /// The DuckDB reading functions, ready to register.
@@ -247,14 +249,23 @@ impl ScalarUDFImpl for DuckJsonFunction {
         let output = match self.probe {
             DuckProbe::Extract => Output::Json,
             DuckProbe::ExtractString => Output::Text,
+            // Counted where the array lies: a table reads a list's offsets, not its text.
+            DuckProbe::ArrayLength => Output::ArrayLength,
             _ => return Ok(ExprSimplifyResult::Original(args)),
         };
-        // The root path stays here: its value is written back minified (see [`written`]).
-        let Some(elems) = constant_elems(self, &args)?.filter(|e| !e.is_empty()) else {
-            return Ok(ExprSimplifyResult::Original(args));
+        let new_args = match (self.probe, args.as_slice()) {
+            (DuckProbe::ArrayLength, [Expr::ScalarFunction(inner)])
+                if inner.func.name() == JSON_GET && inner.args.len() > 1 =>
+            {
+                inner.args.clone()
+            }
+            // The root path stays here: its value is written back minified (see
+            // [`written`]).
+            _ => match constant_elems(self, &args)?.filter(|e| !e.is_empty()) {
+                Some(elems) => std::iter::once(args[0].clone()).chain(elems).collect(),
+                None => return Ok(ExprSimplifyResult::Original(args)),
+            },
         };
-        let mut new_args = vec![args[0].clone()];
-        new_args.extend(elems);
         Ok(ExprSimplifyResult::Simplified(Expr::ScalarFunction(
             ScalarFunction::new_udf(Arc::new(access_udf(output)), new_args),
         )))

@@ -3,10 +3,12 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, StringViewBuilder};
+use arrow::array::{
+    ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, StringViewBuilder, UInt64Builder,
+};
 
 use tessera_json::Span;
-use tessera_json::value::{Output, bool_of, float_of, int_of, text_of};
+use tessera_json::value::{Output, array_length_of, bool_of, float_of, int_of, text_of};
 
 /// Accumulates one output column of JSON access results.
 #[derive(Debug)]
@@ -19,6 +21,8 @@ pub enum OutputBuilder {
     Float(Float64Builder),
     /// `Bool` output.
     Bool(BooleanBuilder),
+    /// `ArrayLength` output.
+    ArrayLength(UInt64Builder),
 }
 
 impl OutputBuilder {
@@ -31,6 +35,9 @@ impl OutputBuilder {
             Output::Int => OutputBuilder::Int(Int64Builder::with_capacity(capacity)),
             Output::Float => OutputBuilder::Float(Float64Builder::with_capacity(capacity)),
             Output::Bool => OutputBuilder::Bool(BooleanBuilder::with_capacity(capacity)),
+            Output::ArrayLength => {
+                OutputBuilder::ArrayLength(UInt64Builder::with_capacity(capacity))
+            }
         }
     }
 
@@ -46,6 +53,9 @@ impl OutputBuilder {
                 b.append_option(span.and_then(|s| float_of(doc.as_bytes(), s)))
             }
             OutputBuilder::Bool(b) => b.append_option(span.and_then(bool_of)),
+            OutputBuilder::ArrayLength(b) => {
+                b.append_option(span.map(|s| array_length_of(doc.as_bytes(), s)))
+            }
         }
     }
 
@@ -57,6 +67,7 @@ impl OutputBuilder {
             OutputBuilder::Int(b) => b.append_null(),
             OutputBuilder::Float(b) => b.append_null(),
             OutputBuilder::Bool(b) => b.append_null(),
+            OutputBuilder::ArrayLength(b) => b.append_null(),
         }
     }
 
@@ -67,6 +78,7 @@ impl OutputBuilder {
             OutputBuilder::Int(b) => Arc::new(b.finish()),
             OutputBuilder::Float(b) => Arc::new(b.finish()),
             OutputBuilder::Bool(b) => Arc::new(b.finish()),
+            OutputBuilder::ArrayLength(b) => Arc::new(b.finish()),
         }
     }
 }

@@ -16,8 +16,8 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, Int32Array, StringViewBuilder, StructArray, UInt32Array,
-    new_null_array,
+    Array, ArrayRef, AsArray, Int32Array, StringViewBuilder, StructArray, UInt32Array, UInt64Array,
+    UInt64Builder, new_null_array,
 };
 use arrow::compute::{cast, interleave, take};
 use arrow::datatypes::{DataType, Field, Fields, Float64Type, Int32Type, Int64Type, TimeUnit};
@@ -474,8 +474,10 @@ impl SubtreePath {
             vec![Arc::clone(metadata), Arc::clone(value), Arc::clone(typed)],
             None,
         )?;
-        if self.rest.is_empty() {
-            return written_whole(&shredded, output);
+        match (self.rest.is_empty(), output) {
+            (true, Output::ArrayLength) => return array_lengths(&shredded),
+            (true, _) => return written_whole(&shredded, output),
+            (false, _) => {}
         }
         let shredded = texts_of_dates_and_times(&shredded)
             .map_err(crate::datasource::tessera::provider::external)?;
@@ -497,6 +499,34 @@ fn written_whole(shredded: &StructArray, output: Output) -> Result<(ArrayRef, Se
     rendered_rows(shredded.len(), output, |row, text| {
         writer.write(row, text).map_err(external)
     })
+}
+
+/// `json_array_length` of a whole shredded subtree (`{metadata, value, typed_value}`):
+/// a typed list's length from its offsets, 0 for any other typed value, the length of
+/// the binary's value for the rest (0 unless it is a list); nothing is written as text.
+fn array_lengths(shredded: &StructArray) -> Result<(ArrayRef, Served)> {
+    let [metadata, value, typed] = shredded.columns() else {
+        return Err(missing(TYPED_VALUE));
+    };
+    let list = typed.as_list_opt::<i32>();
+    let mut lengths = UInt64Builder::with_capacity(shredded.len());
+    let mut served = Served::default();
+    for row in 0..shredded.len() {
+        if typed.is_valid(row) {
+            served.typed += 1;
+            lengths.append_value(list.map_or(0, |l| l.value_length(row) as u64));
+        } else if value.is_valid(row) {
+            served.binary += 1;
+            let length = match variant_at(metadata, row, value, row)? {
+                Variant::List(elements) => elements.len() as u64,
+                _ => 0,
+            };
+            lengths.append_value(length);
+        } else {
+            lengths.append_null();
+        }
+    }
+    Ok((Arc::new(lengths.finish()), served))
 }
 
 /// Writes the value at `path` below `node` as JSON text to `text`; false when the path
@@ -865,6 +895,8 @@ fn convert_typed(typed: &ArrayRef, kind: LeafKind, output: Output) -> Result<Arr
             let texts = format.render_array(typed.as_ref(), output == Output::Json)?;
             Ok(cast(&texts, &target)?)
         }
+        // Scalars are no arrays: their length is 0.
+        (_, Output::ArrayLength) => Ok(cast(&zero_where_valid(typed), &target)?),
         (LeafKind::String, Output::Json) => {
             let strings = cast(typed, &DataType::Utf8View)?;
             let strings = strings.as_string_view();
@@ -875,6 +907,14 @@ fn convert_typed(typed: &ArrayRef, kind: LeafKind, output: Output) -> Result<Arr
         }
         _ => nulls(),
     }
+}
+
+/// 0 where `values` holds a value, NULL elsewhere.
+fn zero_where_valid(values: &ArrayRef) -> ArrayRef {
+    Arc::new(UInt64Array::new(
+        vec![0; values.len()].into(),
+        values.logical_nulls(),
+    ))
 }
 
 /// Renders every value as JSON text, the way documents are rendered.

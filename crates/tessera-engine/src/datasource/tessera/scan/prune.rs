@@ -142,7 +142,11 @@ fn access(expr: &Arc<dyn PhysicalExpr>, test: Test) -> Option<Constraint> {
             PathElem::Index(_) => None,
         })
         .collect::<Option<Vec<_>>>()?;
-    if keys.is_empty() || (numeric_cast && !matches!(output, Output::Text | Output::Json)) {
+    // Array lengths have no statistics (every typed scalar's is 0): nothing to prune by.
+    if keys.is_empty()
+        || output == Output::ArrayLength
+        || (numeric_cast && !matches!(output, Output::Text | Output::Json))
+    {
         return None;
     }
     Some(Constraint {

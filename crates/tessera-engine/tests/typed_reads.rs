@@ -270,6 +270,27 @@ async fn session_over(files: &[String], dir: &Path, keep: &str) -> TesseraSessio
     session
 }
 
+/// A table of one file is one scan partition, so a round-robin repartition spreads its
+/// rows before the json_each: the json_each and its path still move into the scan,
+/// which reads that path alone instead of handing up whole documents.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_each_over_one_file_reads_its_path_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = write_files(dir.path());
+    let session = session_over(&files[..1], dir.path(), "true").await;
+    let query = "SELECT e.value->>'name' AS n, count(*) FROM T AS d, json_each(d.j, '$.deps') AS e GROUP BY n ORDER BY 2 DESC, n LIMIT 5";
+    compare_three_ways(&session, &[query]).await;
+    // Unaliased, no projection sits between the scan and the json_each's input.
+    let plan = analyze(
+        &session,
+        "SELECT e.value->>'name' AS n, count(*) FROM t, json_each(t.j, '$.deps') AS e GROUP BY n",
+    )
+    .await;
+    assert!(plan.contains("RoundRobinBatch"), "{plan}");
+    assert!(plan.contains("raw_document=false"), "{plan}");
+    assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typed_reads_answer_like_documents() {
     let dir = tempfile::tempdir().unwrap();

@@ -309,22 +309,31 @@ impl ScalarUDFImpl for JsonFunction {
     }
 
     fn placement(&self, args: &[ExpressionPlacement]) -> ExpressionPlacement {
-        // A JSON access on a column with a constant path moves into the scan, where the
-        // NDJSON reader computes it while parsing instead of parsing a second time.
-        let base = args.first().copied();
-        let pushable_base = matches!(
-            base,
-            Some(ExpressionPlacement::Column | ExpressionPlacement::MoveTowardsLeafNodes)
-        );
-        if pushable_base && args[1..].iter().all(|a| *a == ExpressionPlacement::Literal) {
-            ExpressionPlacement::MoveTowardsLeafNodes
-        } else {
-            ExpressionPlacement::KeepInPlace
-        }
+        access_placement(args)
     }
 
     fn documentation(&self) -> Option<&Documentation> {
         Some(&DOCS)
+    }
+}
+
+/// Where a function of a JSON value (a column, or an access to one) and constant
+/// arguments is computed: it moves into the scan, where the NDJSON reader computes
+/// the access while parsing, instead of parsing a second time, and a table reads it
+/// from typed columns. Computed above a scan, an access to a table's documents would
+/// have the scan rebuild every whole document.
+pub(crate) fn access_placement(args: &[ExpressionPlacement]) -> ExpressionPlacement {
+    let Some((base, rest)) = args.split_first() else {
+        return ExpressionPlacement::KeepInPlace;
+    };
+    let pushable_base = matches!(
+        base,
+        ExpressionPlacement::Column | ExpressionPlacement::MoveTowardsLeafNodes
+    );
+    if pushable_base && rest.iter().all(|a| *a == ExpressionPlacement::Literal) {
+        ExpressionPlacement::MoveTowardsLeafNodes
+    } else {
+        ExpressionPlacement::KeepInPlace
     }
 }
 

@@ -28,8 +28,8 @@ use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, plan_er
 use datafusion::datasource::MemTable;
 use datafusion::logical_expr::scalar_doc_sections::DOC_SECTION_OTHER;
 use datafusion::logical_expr::{
-    ColumnarValue, Documentation, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
-    Volatility,
+    ColumnarValue, Documentation, Expr, ExpressionPlacement, ScalarFunctionArgs, ScalarUDF,
+    ScalarUDFImpl, Signature, Volatility,
 };
 use tessera_json::path::{PathElem, parse_json_path};
 use tessera_json::tape::ParseError;
@@ -37,6 +37,7 @@ use tessera_json::tape::ParseError;
 mod elements;
 mod walk;
 
+use super::json::access_placement;
 use super::json_cast;
 use elements::NoElements;
 use walk::escape_key;
@@ -383,6 +384,10 @@ impl ScalarUDFImpl for JsonEntries {
         Ok(Self::list_type())
     }
 
+    fn placement(&self, args: &[ExpressionPlacement]) -> ExpressionPlacement {
+        access_placement(args)
+    }
+
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let n = args.number_rows;
         let docs = args.args[0].to_array(n)?;
@@ -656,6 +661,10 @@ impl ScalarUDFImpl for JsonList {
             DataType::Utf8View,
             true,
         ))))
+    }
+
+    fn placement(&self, args: &[ExpressionPlacement]) -> ExpressionPlacement {
+        access_placement(args)
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {

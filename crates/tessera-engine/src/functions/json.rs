@@ -1,7 +1,8 @@
 //! Tessera's JSON SQL functions: `json_get` (`->`), `json_get_text` (`->>`),
 //! `json_get_str`, `json_get_int`, `json_get_float`, `json_get_bool`,
-//! `json_get_array_length`, `json_typeof` and `json_length`. DuckDB's spellings are in the modules `json_path` and
-//! `json_path_contains`, ClickHouse's in `json_clickhouse`, which build on this one.
+//! `json_get_array_length`, `json_typeof` and `json_length`. DuckDB's spellings are in
+//! the modules `json_path` and `json_path_contains`, ClickHouse's in `json_clickhouse`,
+//! which build on this one.
 //!
 //! Every function takes a JSON text followed by path elements: string keys, integer
 //! array indexes (negative counts from the end) or a JSONPath string (`'$.a[0].b'`).

@@ -38,7 +38,7 @@ use tessera_json::path::{JsonPath, PathElem, PathStep, PathTrie, parse_json_path
 use tessera_json::scanner::{Kind, Scanner, Span};
 use tessera_json::select::{children, select};
 use tessera_json::tree::Json;
-use tessera_json::value::{Output, text_of};
+use tessera_json::value::{Output, array_length_of, text_of};
 
 use super::json::{JSON_GET, access_udf, coerce_reading_args, documents, rowwise, value_field};
 use super::json_build::TextColumn;
@@ -616,10 +616,7 @@ impl Items {
                 (DuckProbe::Value, _) => written(doc, s),
                 _ => Some(duckdb_type(bytes, s).into()),
             }),
-            (Items::UInt(b), Some(s)) => b.append_value(match s.kind {
-                Kind::Array => children(bytes, s).len() as u64,
-                _ => 0,
-            }),
+            (Items::UInt(b), Some(s)) => b.append_value(array_length_of(bytes, s)),
             (Items::Keys(b, key), Some(s)) => {
                 for (k, _) in children(bytes, s) {
                     let Some(k) = k else { continue };

@@ -26,6 +26,7 @@ mod describe;
 mod dialect;
 mod dot_access;
 mod dot_names;
+mod element_accesses;
 pub mod errors;
 mod functions;
 mod group_keys;

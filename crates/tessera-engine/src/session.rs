@@ -2,6 +2,7 @@
 //! NDJSON tables, tables named by location, and object stores opened on demand.
 
 use crate::accesses_below_unnest::AccessesBelowUnnest;
+use crate::element_accesses::ElementAccesses;
 use std::sync::Arc;
 
 use arrow::datatypes::Fields;
@@ -178,6 +179,7 @@ impl TesseraSession {
             .with_catalog_list(catalogs)
             .with_type_planner(Arc::new(SqlTypePlanner::new(Arc::clone(&user_types))))
             .with_optimizer_rule(Arc::new(AccessesBelowUnnest))
+            .with_optimizer_rule(Arc::new(ElementAccesses))
             .with_physical_optimizer_rule(Arc::new(IntegerTextMinMax))
             .with_physical_optimizer_rule(Arc::new(CastPushdown))
             .with_physical_optimizer_rule(Arc::new(GroupOnCodes))

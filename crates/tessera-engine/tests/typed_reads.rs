@@ -238,6 +238,12 @@ const QUERIES: &[&str] = &[
     "SELECT json_array_length(j->'tags') AS n, count(*), sum(json_array_length(j->'arr')) FROM T WHERE json_array_length(j, 'deps') > 2 GROUP BY n",
     "SELECT d.j->'meta'->>'kind' AS k, e.value->>'name' AS n, count(*), max(d.j->>'id'), sum(json_get_int(d.j, 'n')) FROM T AS d, json_each(d.j, '$.deps') AS e WHERE d.j->>'kind' <> 'c' GROUP BY 1, 2",
     "SELECT d.j->>'id', d.j->'deps'->0->>'name', e.key, e.value FROM T AS d LEFT JOIN LATERAL json_each(d.j, '$.tags') AS e ON true WHERE json_get_int(d.j, 'id') % 97 = 0",
+    "SELECT e.value->>'name' AS n, json_get_int(e.value, 'v') AS v, e.value->'src'->>'u' AS u, e.value->'v' AS vj, e.value->'src' AS s, count(*) FROM T AS d, json_each(d.j, '$.deps') AS e GROUP BY 1, 2, 3, 4, 5",
+    "SELECT count(*), count(e.value->>'name'), sum(json_get_float(e.value, 'v')), count(e.value->'src'), count(json_get_str(e.value, 'v')) FROM T AS d, json_each(d.j, '$.deps') AS e",
+    "SELECT d.j->>'id', e.value->>'u', json_get_bool(e.value, 'u'), e.value FROM T AS d LEFT JOIN LATERAL json_each(d.j, '$.deps[0].src') AS e ON true WHERE json_get_int(d.j, 'id') % 13 = 0",
+    "SELECT count(*), count(json_get_str(e.value, 't')), count(e.value->>0) FROM T AS d, json_each(d.j, '$.tags') AS e",
+    "SELECT d.j->>'id', count(*) FROM T AS d, json_each(d.j, '$.deps') AS e WHERE e.value->'src'->>'u' = 'u3' GROUP BY 1",
+    "SELECT json_get_int(d.j, 'id') % 5 AS k, count(*) FROM T AS d LEFT JOIN LATERAL json_each(d.j, '$.deps') AS e ON true GROUP BY k",
 ];
 
 /// Casts that fail on some value fail the same way everywhere.
@@ -426,6 +432,26 @@ async fn typed_reads_answer_like_documents() {
     )
     .await;
     assert!(metric(&plan, "values_binary") > 8000, "{plan}");
+    assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
+    // What a query reads of json_each's rows over a list of objects comes from the
+    // elements' typed columns: no element is written as text, only outliers and values
+    // that are no array come from binaries.
+    let plan = analyze(
+        &session,
+        "SELECT e.value->>'name' AS n, count(*) FROM t AS d, json_each(d.j, '$.deps') AS e GROUP BY n",
+    )
+    .await;
+    assert!(plan.contains("__tessera_json_each_json_get_text"), "{plan}");
+    assert!(metric(&plan, "values_typed") > 20_000, "{plan}");
+    assert!(metric(&plan, "values_binary") < 2000, "{plan}");
+    assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
+    let plan = analyze(
+        &session,
+        "SELECT count(*) FROM t AS d, json_each(d.j, '$.deps') AS e",
+    )
+    .await;
+    assert!(plan.contains("__tessera_json_each_rows"), "{plan}");
+    assert!(metric(&plan, "values_binary") < 1000, "{plan}");
     assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
     // Array lengths come from the lists' offsets, not from their text: only values
     // that are no typed list (file 2's long tags, outliers) are counted from binaries.

@@ -12,17 +12,18 @@ use std::sync::Arc;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::common::Result;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
-use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::{CastExpr, Column};
 use datafusion::physical_expr::projection::{ProjectionExpr, ProjectionExprs};
+use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
 
 use std::collections::BTreeSet;
 
 use super::document_filter::DocPredicate;
 use super::layout::DecodedLayout;
-use super::pushable::pushable_access;
+use super::pushable::{literal_path, pushable_access};
+use crate::functions::json_each::{JsonEachValues, values_type};
 use crate::json::Output;
-use crate::json::path::{PathTrie, Slot, display_path};
+use crate::json::path::{PathElem, PathTrie, Slot, display_path};
 
 /// Name prefix of the columns holding extracted paths inside a scan.
 const EXTRACTED_PREFIX: &str = "__tessera_json_";
@@ -48,6 +49,35 @@ fn is_typed_cast(output: Output, target: &DataType) -> bool {
         Output::Json => numeric,
         _ => false,
     }
+}
+
+/// Name prefix of the columns holding element accesses.
+const ELEMENT_PREFIX: &str = "__tessera_elements_";
+
+/// The projection's expressions and the row filters of a plan, rewritten.
+struct Reads {
+    projection: Vec<ProjectionExpr>,
+    row_filters: Vec<Arc<dyn PhysicalExpr>>,
+}
+
+/// `e` as an element access: [`JsonEachValues`] over an extracted JSON value with a
+/// constant path.
+fn element_access(e: &Arc<dyn PhysicalExpr>, outputs: &[(Slot, Output)]) -> Option<ElementAccess> {
+    let function = e.downcast_ref::<ScalarFunctionExpr>()?;
+    let values = function.fun().inner().downcast_ref::<JsonEachValues>()?;
+    let (walked, path) = function.args().split_first()?;
+    let walked: usize = walked
+        .downcast_ref::<Column>()?
+        .name()
+        .strip_prefix(EXTRACTED_PREFIX)?
+        .parse()
+        .ok()?;
+    (outputs.get(walked)?.1 == Output::Json).then_some(())?;
+    Some(ElementAccess {
+        walked,
+        output: values.output(),
+        path: literal_path(path)?,
+    })
 }
 
 /// Name prefix of the columns holding numeric casts of extracted text.
@@ -81,6 +111,23 @@ pub struct ExtractionPlan {
     /// the relational columns), so a scan that holds the number typed can skip the text:
     /// `(extracted output, target type)`. Empty unless [`Self::with_typed_casts`].
     pub casts: Vec<(usize, DataType)>,
+    /// Accesses to the values of `json_each`'s rows over extracted outputs, decoded as
+    /// columns of their own (after the casts). Empty unless
+    /// [`Self::with_element_accesses`].
+    pub elements: Vec<ElementAccess>,
+}
+
+/// What [`JsonEachValues`] computes over an extracted output (the JSON text of the value
+/// `json_each` walks): a column of its own, so that a table answers it from the columns
+/// of a list it shreds instead of writing the list as text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElementAccess {
+    /// The extracted output holding the value walked (an [`Output::Json`] access).
+    pub walked: usize,
+    /// The access's output; `None` for the rows alone.
+    pub output: Option<Output>,
+    /// The access's path below each row's value.
+    pub path: Vec<PathElem>,
 }
 
 impl ExtractionPlan {
@@ -158,6 +205,7 @@ impl ExtractionPlan {
             predicates,
             row_filters,
             casts: Vec::new(),
+            elements: Vec::new(),
         })
     }
 
@@ -204,21 +252,7 @@ impl ExtractionPlan {
             })
             .map(|t| t.data)
         };
-        let exprs = self
-            .projection
-            .iter()
-            .map(|p| {
-                Ok(ProjectionExpr::new(
-                    rewrite_casts(Arc::clone(&p.expr))?,
-                    p.alias.clone(),
-                ))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let row_filters = self
-            .row_filters
-            .iter()
-            .map(|f| rewrite_casts(Arc::clone(f)))
-            .collect::<Result<Vec<_>>>()?;
+        let reads = self.rewrite_reads(&mut rewrite_casts)?;
         let mut fields: Vec<Arc<Field>> = self.decoded_schema.fields().iter().cloned().collect();
         for (c, (_, target)) in casts.iter().enumerate() {
             fields.push(Arc::new(Field::new(
@@ -227,12 +261,88 @@ impl ExtractionPlan {
                 true,
             )));
         }
-        self.projection = ProjectionExprs::new(exprs);
-        self.row_filters = row_filters;
+        self.set_reads(reads);
         self.decoded_schema = Arc::new(Schema::new(fields));
         self.layout = layout.with_casts(casts.len());
         self.casts = casts;
         Ok(self)
+    }
+
+    /// The same plan with every [`JsonEachValues`] over an extracted JSON value read from
+    /// a decoded column of its own, after the casts (planned first).
+    pub fn with_element_accesses(mut self) -> Result<Self> {
+        assert!(
+            self.elements.is_empty(),
+            "element accesses are planned once"
+        );
+        let layout = self.layout;
+        let mut elements: Vec<ElementAccess> = Vec::new();
+        let outputs = self.outputs.clone();
+        let exprs = self.rewrite_reads(|expr| {
+            expr.transform_down(|e| {
+                let Some(access) = element_access(&e, &outputs) else {
+                    return Ok(Transformed::no(e));
+                };
+                let at = match elements.iter().position(|a| *a == access) {
+                    Some(at) => at,
+                    None => {
+                        elements.push(access);
+                        elements.len() - 1
+                    }
+                };
+                // Numbered as found, like the casts: later ones do not move this one.
+                let position = layout.with_elements(at + 1).element(at);
+                let col: Arc<dyn PhysicalExpr> =
+                    Arc::new(Column::new(&format!("{ELEMENT_PREFIX}{at}"), position));
+                Ok(Transformed::new(col, true, TreeNodeRecursion::Jump))
+            })
+            .map(|t| t.data)
+        })?;
+        let mut fields: Vec<Arc<Field>> = self.decoded_schema.fields().iter().cloned().collect();
+        for (at, access) in elements.iter().enumerate() {
+            let data_type = values_type(access.output);
+            fields.push(Arc::new(Field::new(
+                format!("{ELEMENT_PREFIX}{at}"),
+                data_type,
+                true,
+            )));
+        }
+        self.set_reads(exprs);
+        self.decoded_schema = Arc::new(Schema::new(fields));
+        self.layout = layout.with_elements(elements.len());
+        self.elements = elements;
+        Ok(self)
+    }
+
+    /// The projection's expressions and the row filters, each rewritten by `rewrite`.
+    fn rewrite_reads(
+        &self,
+        mut rewrite: impl FnMut(Arc<dyn PhysicalExpr>) -> Result<Arc<dyn PhysicalExpr>>,
+    ) -> Result<Reads> {
+        let projection = self
+            .projection
+            .iter()
+            .map(|p| {
+                Ok(ProjectionExpr::new(
+                    rewrite(Arc::clone(&p.expr))?,
+                    p.alias.clone(),
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let row_filters = self
+            .row_filters
+            .iter()
+            .map(|f| rewrite(Arc::clone(f)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Reads {
+            projection,
+            row_filters,
+        })
+    }
+
+    fn set_reads(&mut self, reads: Reads) {
+        self.projection = ProjectionExprs::new(reads.projection);
+        self.row_filters = reads.row_filters;
     }
 
     /// Whether extracted output `k` is read by the projection (or, `with_filters`, by
@@ -252,6 +362,14 @@ impl ExtractionPlan {
                 e.exists(|n| Ok(n.downcast_ref::<Column>().is_some_and(|c| c.name() == name)))
                     .unwrap_or(true)
             })
+    }
+}
+
+impl ExtractionPlan {
+    /// Whether extracted output `k` itself is read: by the projection or the filters
+    /// directly, or through a cast (not only through element accesses).
+    pub fn reads_output(&self, k: usize) -> bool {
+        self.is_referenced(k, true) || self.casts.iter().any(|&(c, _)| c == k)
     }
 }
 

@@ -4,7 +4,7 @@
 //! projection and the pushed filters run on it:
 //!
 //! ```text
-//! [document] ++ outputs ++ relational ++ casts
+//! [document] ++ outputs ++ relational ++ casts ++ elements
 //! ```
 //!
 //! - the document itself, only when something still reads it whole (`SELECT j`);
@@ -12,7 +12,9 @@
 //! - the table's other columns: partition values of NDJSON files, relational columns
 //!   of Tessera tables;
 //! - one column per cast of an output that a scan can decode typed
-//!   (`CAST(j->>'n' AS BIGINT)` read from a typed leaf).
+//!   (`CAST(j->>'n' AS BIGINT)` read from a typed leaf);
+//! - one column per access to the values of `json_each`'s rows over an output, which a
+//!   table reads from the columns of a list it shreds (`e.value->>'name'`).
 //!
 //! The extraction plan rewrites the projection and filters against these positions, and
 //! the decoders fill them; [`DecodedLayout`] is the one place that knows the positions,
@@ -35,6 +37,8 @@ pub struct DecodedLayout {
     relational: usize,
     /// Typed casts of outputs.
     casts: usize,
+    /// Accesses to the values of `json_each`'s rows over outputs.
+    elements: usize,
 }
 
 impl DecodedLayout {
@@ -46,6 +50,7 @@ impl DecodedLayout {
             outputs,
             relational,
             casts: 0,
+            elements: 0,
         }
     }
 
@@ -58,6 +63,11 @@ impl DecodedLayout {
     pub fn document(&self) -> usize {
         assert!(self.document, "the layout has no document column");
         0
+    }
+
+    /// The same layout with `elements` element access columns at the end.
+    pub fn with_elements(self, elements: usize) -> Self {
+        Self { elements, ..self }
     }
 
     /// Position of extracted output `k`.
@@ -88,9 +98,15 @@ impl DecodedLayout {
         usize::from(self.document) + self.outputs + self.relational + c
     }
 
+    /// Position of element access `e`.
+    pub fn element(&self, e: usize) -> usize {
+        assert!(e < self.elements, "element access {e} of {}", self.elements);
+        usize::from(self.document) + self.outputs + self.relational + self.casts + e
+    }
+
     /// Columns in all.
     pub fn width(&self) -> usize {
-        usize::from(self.document) + self.outputs + self.relational + self.casts
+        usize::from(self.document) + self.outputs + self.relational + self.casts + self.elements
     }
 }
 
@@ -105,6 +121,8 @@ pub struct DecodedParts {
     pub relational: Vec<ArrayRef>,
     /// One column per typed cast.
     pub casts: Vec<ArrayRef>,
+    /// One column per element access.
+    pub elements: Vec<ArrayRef>,
 }
 
 impl DecodedParts {
@@ -115,6 +133,7 @@ impl DecodedParts {
             outputs: Vec::with_capacity(layout.outputs),
             relational: Vec::with_capacity(layout.relational),
             casts: Vec::with_capacity(layout.casts),
+            elements: Vec::with_capacity(layout.elements),
         }
     }
 
@@ -131,12 +150,14 @@ impl DecodedParts {
         assert_eq!(self.outputs.len(), layout.outputs, "output columns");
         assert_eq!(self.relational.len(), layout.relational, "table columns");
         assert_eq!(self.casts.len(), layout.casts, "cast columns");
+        assert_eq!(self.elements.len(), layout.elements, "element columns");
         assert_eq!(schema.fields().len(), layout.width(), "decoded schema");
         let mut arrays = Vec::with_capacity(layout.width());
         arrays.extend(self.document);
         arrays.extend(self.outputs);
         arrays.extend(self.relational);
         arrays.extend(self.casts);
+        arrays.extend(self.elements);
         let options = RecordBatchOptions::new().with_row_count(Some(rows));
         Ok(RecordBatch::try_new_with_options(
             Arc::clone(schema),
@@ -152,15 +173,18 @@ mod tests {
 
     #[test]
     fn positions_follow_the_parts() {
-        let layout = DecodedLayout::new(true, 2, 1).with_casts(2);
+        let layout = DecodedLayout::new(true, 2, 1)
+            .with_casts(2)
+            .with_elements(1);
         assert_eq!(layout.document(), 0);
         assert_eq!([layout.output(0), layout.output(1)], [1, 2]);
         assert_eq!(layout.relational(0), 3);
         assert_eq!([layout.cast(0), layout.cast(1)], [4, 5]);
-        assert_eq!(layout.width(), 6);
+        assert_eq!(layout.element(0), 6);
+        assert_eq!(layout.width(), 7);
         assert_eq!(
-            (0..6).map(|p| layout.output_at(p)).collect::<Vec<_>>(),
-            [None, Some(0), Some(1), None, None, None]
+            (0..7).map(|p| layout.output_at(p)).collect::<Vec<_>>(),
+            [None, Some(0), Some(1), None, None, None, None]
         );
         let bare = DecodedLayout::new(false, 1, 0);
         assert_eq!((bare.output(0), bare.width()), (0, 1));

@@ -19,8 +19,13 @@ pub(crate) fn pushable_access(expr: &Arc<dyn PhysicalExpr>) -> Option<(Vec<PathE
     if doc.downcast_ref::<Column>()?.index() != 0 {
         return None;
     }
-    let mut path = Vec::with_capacity(path_args.len());
-    for arg in path_args {
+    Some((literal_path(path_args)?, output))
+}
+
+/// The path of constant path arguments (keys, indexes, JSONPath strings).
+pub(crate) fn literal_path(args: &[Arc<dyn PhysicalExpr>]) -> Option<Vec<PathElem>> {
+    let mut path = Vec::with_capacity(args.len());
+    for arg in args {
         match arg.downcast_ref::<Literal>()?.value() {
             ScalarValue::Utf8(Some(k))
             | ScalarValue::Utf8View(Some(k))
@@ -35,5 +40,5 @@ pub(crate) fn pushable_access(expr: &Arc<dyn PhysicalExpr>) -> Option<(Vec<PathE
             _ => return None,
         }
     }
-    Some((path, output))
+    Some(path)
 }

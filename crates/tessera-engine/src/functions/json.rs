@@ -85,6 +85,15 @@ pub(crate) fn rowwise(
     }
 }
 
+/// The name of the access function of `output` (`json_get_text` for `Output::Text`).
+pub(crate) fn access_name(output: Output) -> &'static str {
+    ACCESS
+        .iter()
+        .find(|(_, o, _)| *o == output)
+        .map(|(name, _, _)| *name)
+        .expect("every output has an access function")
+}
+
 /// The access function (`json_get`, `json_get_text`, ...) of an output, as registered;
 /// DuckDB's spellings plan onto it when their path is plain.
 pub(crate) fn access_udf(output: Output) -> ScalarUDF {
@@ -396,6 +405,15 @@ fn path_literal(elem: PathElem) -> Expr {
         PathElem::Key(k) => Expr::Literal(ScalarValue::Utf8(Some(k)), None),
         PathElem::Index(i) => Expr::Literal(ScalarValue::Int64(Some(i)), None),
     }
+}
+
+/// The path elements of constant arguments; `None` when an element is NULL. A function
+/// whose path must be constant (one planned by Tessera's rules) errs otherwise.
+pub(crate) fn constant_path(name: &str, args: &[ColumnarValue]) -> Result<Option<Vec<PathElem>>> {
+    if !args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_))) {
+        return exec_err!("{name}: the path must be constant");
+    }
+    path_of_row(name, args, 0)
 }
 
 /// Reads the path elements of one row from constant or per-row arguments; `None` when

@@ -35,11 +35,13 @@ use tessera_json::path::{PathElem, parse_json_path};
 use tessera_json::tape::ParseError;
 
 mod elements;
+mod values;
 mod walk;
 
 use super::json::access_placement;
 use super::json_cast;
 use elements::NoElements;
+pub use values::{JsonEachValues, ValueAccess, values_functions, values_type};
 use walk::escape_key;
 pub use walk::{Row, Walk, Walker};
 
@@ -356,6 +358,12 @@ impl JsonEntries {
             at_path: true,
             ..self
         }
+    }
+
+    /// Whether it is `json_each` over the value at its path (see [`Self::at_path`]):
+    /// its rows are then those of a walk of its first argument alone.
+    pub fn walks_value(&self) -> bool {
+        self.walk == Walk::Each && self.at_path
     }
 
     /// The list type it returns.
@@ -718,6 +726,9 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::from(JsonEntries::new(Walk::Tree))),
         Arc::new(ScalarUDF::from(JsonList::default())),
     ]
+    .into_iter()
+    .chain(values_functions())
+    .collect()
 }
 
 /// The table functions of this module, by name.

@@ -15,12 +15,14 @@ use datafusion::common::{DataFusionError, Result};
 use datafusion::physical_expr::projection::Projector;
 
 use super::coded_filters::{CodedOutput, coded_mask};
+use super::elements::ListElements;
 use super::leaves::{Served, dictionary_values, same_dictionary, stored_codes, typed_cast};
 use super::metrics::TesseraScanMetrics;
 use super::output_source::OutputSource;
 use crate::access::extraction::{ExtractionPlan, dictionary_text};
 use crate::access::layout::DecodedParts;
 use crate::datasource::tessera::provider::external;
+use crate::functions::json_each::{ValueAccess, values_type};
 use crate::json::Scanner;
 use crate::json::output::OutputBuilder;
 
@@ -49,6 +51,11 @@ pub(super) struct FileDecoder {
     plan: Arc<ExtractionPlan>,
     /// Per extracted output, where this file holds its values.
     sources: Vec<OutputSource>,
+    /// Per element access, where this file holds it (`None`: computed from the text of
+    /// the value walked).
+    elements: Vec<Option<ListElements>>,
+    /// Per extracted output, whether an element access is computed from its text.
+    walked: Vec<bool>,
     scanner: Option<Scanner>,
     projector: Projector,
     /// Per extracted output, whether the projection or the filters still to apply read
@@ -97,10 +104,24 @@ impl FileDecoder {
         plan: Arc<ExtractionPlan>,
         coded: Arc<Vec<CodedOutput>>,
         sources: Vec<OutputSource>,
+        elements: Vec<Option<ListElements>>,
         metrics: TesseraScanMetrics,
         filters_applied: bool,
     ) -> Result<Self> {
         assert_eq!(sources.len(), plan.outputs.len(), "one source per output");
+        assert_eq!(
+            elements.len(),
+            plan.elements.len(),
+            "one source per element access"
+        );
+        let walked = (0..plan.outputs.len())
+            .map(|k| {
+                plan.elements
+                    .iter()
+                    .zip(&elements)
+                    .any(|(access, source)| access.walked == k && source.is_none())
+            })
+            .collect();
         let projector = plan.projection.make_projector(&plan.decoded_schema)?;
         let scanner = sources
             .iter()
@@ -114,6 +135,8 @@ impl FileDecoder {
                 .collect(),
             plan,
             sources,
+            elements,
+            walked,
             scanner,
             projector,
             metrics,
@@ -195,6 +218,7 @@ impl FileDecoder {
         let needed = |k: usize| {
             wanted(k)
                 && (self.referenced[k]
+                    || only.is_none() && self.walked[k]
                     || self
                         .plan
                         .casts
@@ -261,6 +285,22 @@ impl FileDecoder {
                 }
                 // As SQL's CAST would: an unparsable text is an error, not NULL.
                 None => cast_with_options(&parts.outputs[*k], target, &DEFAULT_CAST_OPTIONS)?,
+            });
+        }
+        for (access, source) in self.plan.elements.iter().zip(&self.elements) {
+            parts.elements.push(match (source, column) {
+                // The filters read no element access.
+                _ if only.is_some() => {
+                    placeholder(&mut self.placeholders, &values_type(access.output), rows)
+                }
+                (Some(source), Some(column)) => {
+                    let (array, served) = source.read(column)?;
+                    self.count(served);
+                    array
+                }
+                (Some(_), None) => return Err(missing_column()),
+                (None, _) => ValueAccess::new(access.output, Some(&access.path))
+                    .of_values(&parts.outputs[access.walked])?,
             });
         }
         parts.assemble(&self.plan.layout, &self.plan.decoded_schema, rows)
@@ -373,6 +413,10 @@ impl FileDecoder {
         }
         Ok(mask.unwrap_or_else(|| BooleanArray::from(vec![true; batch.num_rows()])))
     }
+}
+
+fn missing_column() -> DataFusionError {
+    DataFusionError::Internal("the document column is missing from a stored batch".into())
 }
 
 /// `mask AND passed` (`passed` alone when there is no mask yet).

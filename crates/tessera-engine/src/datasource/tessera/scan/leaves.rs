@@ -49,7 +49,7 @@ pub(super) enum LeafKind {
 }
 
 impl LeafKind {
-    fn of(field: &Field) -> Option<Self> {
+    pub(super) fn of(field: &Field) -> Option<Self> {
         match field.metadata().get(FORMAT_METADATA_KEY) {
             Some(format) => format.parse().ok().map(LeafKind::DateTime),
             None => Self::of_type(field.data_type()),
@@ -150,7 +150,7 @@ impl ShreddedLeaf {
 /// The field names `[typed_value, k1, typed_value, k2, ...]` of a chain of keys through
 /// the shredded fields of a document column of type `column`, and the fields of the
 /// last key's `{value, typed_value}` pair.
-fn shredded_field<'a>(
+pub(super) fn shredded_field<'a>(
     column: &'a DataType,
     path: &[PathElem],
 ) -> Option<(Vec<String>, &'a Fields)> {
@@ -161,7 +161,7 @@ fn shredded_field<'a>(
 }
 
 /// The struct at `names` below a decoded document column.
-fn descend<'a>(column: &'a StructArray, names: &[String]) -> Result<&'a StructArray> {
+pub(super) fn descend<'a>(column: &'a StructArray, names: &[String]) -> Result<&'a StructArray> {
     names.iter().try_fold(column, |node, name| {
         node.column_by_name(name)
             .and_then(|c| c.as_struct_opt())
@@ -308,7 +308,10 @@ impl ShreddedElement {
 /// the shredded fields of a `{value, typed_value}` pair of type `pair`, and the fields of
 /// the last key's pair (of `pair` itself for no keys); `None` when a step is no key or
 /// is not shredded.
-fn nested_field<'a>(pair: &'a DataType, keys: &[PathElem]) -> Option<(Vec<String>, &'a Fields)> {
+pub(super) fn nested_field<'a>(
+    pair: &'a DataType,
+    keys: &[PathElem],
+) -> Option<(Vec<String>, &'a Fields)> {
     let mut names = Vec::with_capacity(keys.len() * 2);
     let mut fields: &Fields = struct_fields(pair)?;
     for elem in keys {
@@ -601,7 +604,7 @@ fn element_at(index: i64, len: usize) -> Option<usize> {
 }
 
 /// The Variant of row `row`'s metadata and of `value[at]`.
-fn variant_at<'a>(
+pub(super) fn variant_at<'a>(
     metadata: &'a ArrayRef,
     row: usize,
     value: &'a ArrayRef,
@@ -614,7 +617,7 @@ fn variant_at<'a>(
 /// `converted` with the values of `rows` (ascending) replaced by what `render` writes as
 /// JSON text for each of them (a row it returns false for becomes NULL), converted as
 /// an access with `output` sees them.
-fn patch(
+pub(super) fn patch(
     converted: ArrayRef,
     output: Output,
     rows: &[usize],
@@ -646,7 +649,7 @@ fn patch(
     Ok(interleave(&[converted.as_ref(), patch.as_ref()], &indices)?)
 }
 
-fn missing(name: &str) -> DataFusionError {
+pub(super) fn missing(name: &str) -> DataFusionError {
     DataFusionError::Internal(format!(
         "shredded column {name} missing from a decoded batch"
     ))
@@ -660,13 +663,13 @@ fn struct_fields(data_type: &DataType) -> Option<&Fields> {
 }
 
 /// The index of the Parquet leaf column at `path`.
-fn leaf_index(schema: &SchemaDescriptor, path: &[&str]) -> Option<usize> {
+pub(super) fn leaf_index(schema: &SchemaDescriptor, path: &[&str]) -> Option<usize> {
     (0..schema.num_columns()).find(|&i| path.iter().eq(schema.column(i).path().parts().iter()))
 }
 
 /// Whether Parquet leaf `leaf` is null in every row of `file`, by its column chunk
 /// statistics (`false` when a chunk has none).
-fn all_null(file: &ParquetMetaData, leaf: usize) -> bool {
+pub(super) fn all_null(file: &ParquetMetaData, leaf: usize) -> bool {
     file.row_groups().iter().all(|group| {
         let chunk = group.column(leaf);
         let nulls = chunk.statistics().and_then(|s| s.null_count_opt());
@@ -875,7 +878,7 @@ fn binary_at(array: &ArrayRef, row: usize) -> Result<&[u8]> {
 
 /// The typed values of a leaf as an access with `output` sees them; rows without a
 /// typed value are NULL.
-fn convert_typed(typed: &ArrayRef, kind: LeafKind, output: Output) -> Result<ArrayRef> {
+pub(super) fn convert_typed(typed: &ArrayRef, kind: LeafKind, output: Output) -> Result<ArrayRef> {
     let target = output.data_type();
     let nulls = || Ok(new_null_array(&target, typed.len()));
     match (kind, output) {

@@ -6,7 +6,8 @@
 //! it from its own shredding schema: a path the file shreds is read as its typed Parquet
 //! leaf plus the Variant binary of its outliers ([`super::leaves`]), an element of a
 //! path it shreds as a list from the list's typed elements (other paths through the
-//! list from the list's columns alone); a path whose first
+//! list from the list's columns alone, and what a query reads of the rows `json_each`
+//! gives over such a list from its elements' typed columns, [`elements`]); a path whose first
 //! key the file does not shred is found in each document's own Variant binary; any other
 //! access is answered from documents reconstructed from the Variant column, for that
 //! file only.
@@ -15,6 +16,7 @@
 
 mod coded_filters;
 mod decoder;
+mod elements;
 pub(crate) mod leaves;
 mod metrics;
 mod opener;

@@ -23,6 +23,7 @@ use tessera_table::{DataFile, FilePredicate, FileRead, OpenFile, Pacer, Snapshot
 
 use super::coded_filters::CodedOutput;
 use super::decoder::FileDecoder;
+use super::elements::ListElements;
 use super::leaves::{LeafKind, ShreddedLeaf};
 use super::metrics::TesseraScanMetrics;
 use super::output_source::OutputSource;
@@ -89,7 +90,29 @@ impl FileOpener for TesseraOpener {
                     false => OutputSource::Document,
                 })
                 .collect();
-            let whole = plan.raw || sources.iter().any(OutputSource::is_document);
+            let elements: Vec<Option<ListElements>> = plan
+                .elements
+                .iter()
+                .map(|access| {
+                    let path = plan.trie.path(plan.outputs[access.walked].0);
+                    typed_reads
+                        .then(|| ListElements::find(column.data_type(), path, access))
+                        .flatten()
+                })
+                .collect();
+            // Outputs read only by element accesses that typed columns answer are not
+            // read themselves.
+            let read: Vec<usize> = (0..sources.len())
+                .filter(|&k| {
+                    plan.reads_output(k)
+                        || plan
+                            .elements
+                            .iter()
+                            .zip(&elements)
+                            .any(|(access, source)| access.walked == k && source.is_none())
+                })
+                .collect();
+            let whole = plan.raw || read.iter().any(|&k| sources[k].is_document());
             if !whole {
                 let skipped = sources
                     .iter()
@@ -100,10 +123,16 @@ impl FileOpener for TesseraOpener {
             }
             let schema = open.metadata().file_metadata().schema_descr();
             let parquet_leaves = (!whole).then(|| {
-                let all: Vec<usize> = (0..sources.len()).collect();
-                let mut leaves = leaf_columns(&sources, &all, column.name(), open.metadata());
+                let mut leaves = leaf_columns(&sources, &read, column.name(), open.metadata());
+                leaves.extend(
+                    elements
+                        .iter()
+                        .flatten()
+                        .flat_map(|e| e.parquet_leaves(column.name(), open.metadata())),
+                );
                 leaves.extend(relational_leaves(&plan, schema));
                 leaves.sort_unstable();
+                leaves.dedup();
                 leaves
             });
             let dictionaries = match whole {
@@ -149,6 +178,7 @@ impl FileOpener for TesseraOpener {
                 Arc::clone(&plan),
                 coded,
                 sources,
+                elements,
                 metrics.clone(),
                 filters_applied,
             )?;
@@ -285,10 +315,12 @@ fn late_predicate(
         return Ok(None);
     }
     let columns = leaf_columns(sources, &outputs, column, file);
+    // The filters read no element access (a filter reading one is no late predicate).
     let mut decoder = FileDecoder::new(
         Arc::clone(plan),
         Arc::clone(coded),
         sources.to_vec(),
+        vec![None; plan.elements.len()],
         metrics.clone(),
         false,
     )?;

@@ -71,7 +71,8 @@ impl TesseraSource {
             &[],
             &self.filters,
         )?
-        .with_typed_casts()
+        .with_typed_casts()?
+        .with_element_accesses()
     }
 
     /// Per output, its JSON path when it is a text access (`j->>'$.a.b'`) and nothing

@@ -1,0 +1,248 @@
+//! `json_each`'s rows over a path a file shreds as a list, read for one access to their
+//! values (a key path of the elements, or nothing but the rows) straight from the list's
+//! columns: the lengths from its offsets, the values from the typed column the elements
+//! have at that key path, their outliers from its binary. No element is written as JSON
+//! text (JSON Tiles, SIGMOD 2021, §4.3: the elements of a long array read like a relation
+//! of their own). A row whose value at the path is no array (an object, a scalar) is
+//! rendered from the path's binary and walked as `json_each` walks any value.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, ListArray, NullArray, StructArray};
+use arrow::buffer::OffsetBuffer;
+use arrow::compute::{cast, interleave};
+use arrow::datatypes::{DataType, Field};
+use datafusion::common::{DataFusionError, Result};
+use parquet::file::metadata::ParquetMetaData;
+use tessera_tiles::layout::{ELEMENT, LIST, METADATA, TYPED_VALUE, VALUE};
+use tessera_tiles::variant::write_json;
+
+use super::leaves::{
+    LeafKind, Served, all_null, convert_typed, descend, leaf_index, missing, nested_field, patch,
+    shredded_field, variant_at,
+};
+use crate::access::extraction::ElementAccess;
+use crate::functions::json_each::ValueAccess;
+use crate::json::Output;
+use crate::json::path::PathElem;
+
+/// What each element is read for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Read {
+    /// Nothing: the rows are counted.
+    Rows,
+    /// A key path of the elements shredded as a typed scalar.
+    Leaf {
+        /// `[typed_value, k1, typed_value, k2, ...]` below each element's pair, down to
+        /// the key path's pair.
+        names: Vec<String>,
+        kind: LeafKind,
+        output: Output,
+    },
+}
+
+/// Where one file holds one [`ElementAccess`]: the list at the walked path, and the
+/// typed column of its elements the access reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct ListElements {
+    /// `[typed_value, k1, typed_value, k2, ...]` below the document column, down to the
+    /// list path's `{value, typed_value}` pair.
+    names: Vec<String>,
+    read: Read,
+    /// The access, for the rows whose value is no array.
+    access: ElementAccess,
+}
+
+impl ListElements {
+    /// Where a document column of type `column` holds `access` of the rows of
+    /// `json_each` at `path`: when the path is a chain of keys to a shredded list, and
+    /// the access reads nothing or a chain of keys to a typed scalar of its elements.
+    pub fn find(column: &DataType, path: &[PathElem], access: &ElementAccess) -> Option<Self> {
+        let (names, fields) = shredded_field(column, path)?;
+        fields.find(VALUE)?;
+        let DataType::List(element) = fields.find(TYPED_VALUE)?.1.data_type() else {
+            return None;
+        };
+        let read = match access.output {
+            None => Read::Rows,
+            Some(_) if access.path.is_empty() => return None,
+            Some(output) => {
+                let (element_names, leaf) = nested_field(element.data_type(), &access.path)?;
+                leaf.find(VALUE)?;
+                let kind = LeafKind::of(leaf.find(TYPED_VALUE)?.1)?;
+                Read::Leaf {
+                    names: element_names,
+                    kind,
+                    output,
+                }
+            }
+        };
+        Some(Self {
+            names,
+            read,
+            access: access.clone(),
+        })
+    }
+
+    /// Parquet leaf column indices to read in `file`, ascending: the elements' typed
+    /// column at the key path and its outliers (or the elements' binary alone, for
+    /// their count), the list path's binary and the Variant metadata; binaries the
+    /// file's statistics show to be empty are left out, and the metadata with them.
+    pub fn parquet_leaves(&self, column: &str, file: &ParquetMetaData) -> Vec<usize> {
+        let schema = file.file_metadata().schema_descr();
+        let held = |leaf: Option<usize>| leaf.filter(|&l| !all_null(file, l));
+        let mut base: Vec<&str> = vec![column];
+        base.extend(self.names.iter().map(String::as_str));
+        let outer = held(leaf_index(schema, &[base.as_slice(), &[VALUE]].concat()));
+        base.extend([TYPED_VALUE, LIST, ELEMENT]);
+        let (mut out, outliers) = match &self.read {
+            Read::Rows => {
+                let elements = leaf_index(schema, &[base.as_slice(), &[VALUE]].concat());
+                (elements.into_iter().collect::<Vec<_>>(), None)
+            }
+            Read::Leaf { names, .. } => {
+                base.extend(names.iter().map(String::as_str));
+                let typed = leaf_index(schema, &[base.as_slice(), &[TYPED_VALUE]].concat());
+                let outliers = held(leaf_index(schema, &[base.as_slice(), &[VALUE]].concat()));
+                (typed.into_iter().collect(), outliers)
+            }
+        };
+        out.extend(outer.into_iter().chain(outliers));
+        if outer.is_some() || outliers.is_some() {
+            out.extend(leaf_index(schema, &[column, METADATA]));
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// The access's list for every row of `column` (a decoded document column holding
+    /// at least [`Self::parquet_leaves`]).
+    pub fn read(&self, column: &StructArray) -> Result<(ArrayRef, Served)> {
+        let pair = descend(column, &self.names)?;
+        let list = pair
+            .column_by_name(TYPED_VALUE)
+            .and_then(|c| c.as_list_opt::<i32>())
+            .ok_or_else(|| missing(TYPED_VALUE))?;
+        let metadata = column.column_by_name(METADATA);
+        let (values, mut served) = match &self.read {
+            Read::Rows => {
+                let values: ArrayRef = Arc::new(NullArray::new(list.values().len()));
+                (values, Served::default())
+            }
+            Read::Leaf {
+                names,
+                kind,
+                output,
+            } => leaf_values(list, names, *kind, *output, metadata)?,
+        };
+        served.typed += list.len() - list.null_count();
+        let outer = pair
+            .column_by_name(VALUE)
+            .filter(|v| v.null_count() < v.len());
+        let field =
+            |values: &ArrayRef| Arc::new(Field::new_list_field(values.data_type().clone(), true));
+        if outer.is_none() && nulls_are_empty(list) {
+            // Every row holds an array or nothing at the path (no rows).
+            let offsets = list.offsets().clone();
+            let list = ListArray::try_new(field(&values), offsets, values, None)?;
+            return Ok((Arc::new(list), served));
+        }
+        let mut access = ValueAccess::new(self.access.output, Some(&self.access.path));
+        let mut walker = access.walker();
+        let mut text = String::new();
+        let mut indices: Vec<(usize, usize)> = Vec::with_capacity(values.len());
+        let mut offsets: Vec<i32> = Vec::with_capacity(list.len() + 1);
+        offsets.push(0);
+        let mut walked = 0;
+        for row in 0..list.len() {
+            if list.is_valid(row) {
+                let start = list.value_offsets()[row] as usize;
+                indices.extend((start..start + list.value_length(row) as usize).map(|i| (0, i)));
+            } else if let Some(outer) = outer.filter(|o| o.is_valid(row)) {
+                served.binary += 1;
+                let metadata = metadata.ok_or_else(|| missing(METADATA))?;
+                text.clear();
+                write_json(&variant_at(metadata, row, outer, row)?, &mut text);
+                access.push_document(&mut walker, Some(&text), row)?;
+                let ended = access.rows();
+                indices.extend((walked..ended).map(|i| (1, i)));
+                walked = ended;
+            }
+            offsets.push(i32::try_from(indices.len()).map_err(|_| too_many())?);
+        }
+        let walked = access.finish()?;
+        let walked = cast(walked.as_list::<i32>().values(), values.data_type())?;
+        let values = interleave(&[values.as_ref(), walked.as_ref()], &indices)?;
+        let offsets = OffsetBuffer::new(offsets.into());
+        let list = ListArray::try_new(field(&values), offsets, values, None)?;
+        Ok((Arc::new(list), served))
+    }
+}
+
+/// The access at a key path of every element of `list`: typed values converted, the
+/// key path's outliers patched in from their binary.
+fn leaf_values(
+    list: &ListArray,
+    names: &[String],
+    kind: LeafKind,
+    output: Output,
+    metadata: Option<&ArrayRef>,
+) -> Result<(ArrayRef, Served)> {
+    let element = list
+        .values()
+        .as_struct_opt()
+        .ok_or_else(|| missing(ELEMENT))?;
+    let leaf = descend(element, names)?;
+    let typed = leaf
+        .column_by_name(TYPED_VALUE)
+        .ok_or_else(|| missing(TYPED_VALUE))?;
+    let converted = convert_typed(typed, kind, output)?;
+    // Left unread when the file holds no outliers there.
+    let Some(outliers) = leaf.column_by_name(VALUE) else {
+        let served = Served {
+            typed: typed.len() - typed.null_count(),
+            binary: 0,
+        };
+        return Ok((converted, served));
+    };
+    let patched: Vec<usize> = (0..outliers.len())
+        .filter(|&i| outliers.is_valid(i))
+        .collect();
+    let rows = document_rows(list, &patched);
+    let array = patch(converted, output, &patched, |at, text| {
+        let metadata = metadata.ok_or_else(|| missing(METADATA))?;
+        let row = rows[patched.partition_point(|&p| p < at)];
+        write_json(&variant_at(metadata, row, outliers, at)?, text);
+        Ok(true)
+    })?;
+    let served = Served {
+        typed: typed.len() - typed.null_count(),
+        binary: patched.len(),
+    };
+    Ok((array, served))
+}
+
+/// The document row of each of `elements` (ascending positions among `list`'s values).
+fn document_rows(list: &ListArray, elements: &[usize]) -> Vec<usize> {
+    let offsets = list.value_offsets();
+    let mut row = 0;
+    elements
+        .iter()
+        .map(|&at| {
+            while row + 1 < offsets.len() && offsets[row + 1] as usize <= at {
+                row += 1;
+            }
+            row
+        })
+        .collect()
+}
+
+/// Whether every NULL row of `list` has no values under it (a reader may leave some).
+fn nulls_are_empty(list: &ListArray) -> bool {
+    list.null_count() == 0
+        || (0..list.len()).all(|row| list.is_valid(row) || list.value_length(row) == 0)
+}
+
+fn too_many() -> DataFusionError {
+    DataFusionError::Execution("too many json_each rows in a batch".into())
+}

@@ -1,0 +1,323 @@
+//! What a query reads of the values of `json_each`'s rows, as one list per document.
+//!
+//! `FROM t, json_each(t.j, '$.commits') AS e ... e.value->'author'->>'name'` needs, per
+//! row of `json_each`, one access to its value. [`JsonEachValues`] computes that access
+//! for every row of a document at once and returns the results as a list, so the UNNEST
+//! of a lateral `json_each` repeats just what the query reads (the logical rule
+//! `element_accesses` plans it): no key, path or value text is built per row, and a
+//! table answers it from the typed columns of a path it shreds as a list of objects
+//! (JSON Tiles, SIGMOD 2021, §4.3: the elements of a long array read like a relation of
+//! their own). The rows-only form answers `count(*)` and other reads of no column.
+//!
+//! Its first argument is either the entries list of [`super::JsonEntries`] (each row's
+//! `value` text is read) or the JSON text of the value `json_each` walks (the value at
+//! its path), which the walk of [`Walker`] turns into the same row values; so both give
+//! the same answer by construction, and `simplify` turns the first into the second.
+
+use std::sync::{Arc, LazyLock};
+
+use arrow::array::{Array, ArrayRef, AsArray, ListArray, NullArray};
+use arrow::buffer::OffsetBuffer;
+use arrow::datatypes::{DataType, Field};
+use datafusion::common::{DataFusionError, Result, exec_err, plan_err};
+use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::scalar_doc_sections::DOC_SECTION_OTHER;
+use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
+use datafusion::logical_expr::{
+    ColumnarValue, Documentation, Expr, ExpressionPlacement, ScalarFunctionArgs, ScalarUDF,
+    ScalarUDFImpl, Signature, Volatility,
+};
+use tessera_json::path::{PathElem, PathTrie};
+use tessera_json::scanner::Scanner;
+use tessera_json::value::Output;
+
+use super::{JsonEntries, Walk, Walker, malformed, text_at};
+use crate::functions::json::{access_name, access_placement, constant_path};
+use crate::json::output::OutputBuilder;
+
+/// The accesses of one [`JsonEachValues`], applied to row values as they come and
+/// collected into one list per document.
+pub struct ValueAccess {
+    /// `None`: only the rows are counted.
+    builder: Option<OutputBuilder>,
+    /// The scanner of the access's path; `None` when a path element is NULL (every
+    /// value is then NULL, as the access function gives).
+    scanner: Option<Scanner>,
+    offsets: Vec<i32>,
+    /// Rows so far, all documents together.
+    rows: usize,
+}
+
+impl ValueAccess {
+    /// Accesses with `output` at `path` (`None`: a NULL path element), or just rows when
+    /// `output` is `None`.
+    pub fn new(output: Option<Output>, path: Option<&[PathElem]>) -> Self {
+        let scanner = output
+            .and(path)
+            .map(|p| crate::json::function_scanner(Arc::new(PathTrie::single(p))));
+        Self {
+            builder: output.map(|o| OutputBuilder::new(o, 0)),
+            scanner,
+            offsets: vec![0],
+            rows: 0,
+        }
+    }
+
+    /// Appends the access to one row's value, written as JSON text.
+    pub fn push_value(&mut self, value: &str) -> Result<()> {
+        self.rows += 1;
+        let Some(builder) = self.builder.as_mut() else {
+            return Ok(());
+        };
+        let Some(scanner) = self.scanner.as_mut() else {
+            builder.append_null();
+            return Ok(());
+        };
+        scanner.scan(value.as_bytes()).map_err(|e| {
+            DataFusionError::Internal(format!("a json_each value does not parse: {e:?}"))
+        })?;
+        builder.append(value, scanner.get(0));
+        Ok(())
+    }
+
+    /// Appends `rows` rows whose values nothing reads (`count(*)`).
+    fn push_rows(&mut self, rows: usize) {
+        assert!(self.builder.is_none(), "values are read one by one");
+        self.rows += rows;
+    }
+
+    /// Rows so far, all documents together.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Ends the list of the current document.
+    pub fn end_document(&mut self) -> Result<()> {
+        let end = i32::try_from(self.rows)
+            .map_err(|_| DataFusionError::Execution("too many json_each rows in a batch".into()))?;
+        self.offsets.push(end);
+        Ok(())
+    }
+
+    /// Appends the rows of `json_each` over `text` (the value at its path) as one list;
+    /// NULL text has no rows. `row` names the document in an error.
+    pub fn push_document(
+        &mut self,
+        walker: &mut Walker,
+        text: Option<&str>,
+        row: usize,
+    ) -> Result<()> {
+        if let Some(text) = text {
+            let mut failed = None;
+            walker
+                .walk(text.as_bytes(), &[], "$", Walk::Each, &mut |entry| {
+                    if failed.is_none()
+                        && let Err(e) = self.push_value(entry.value)
+                    {
+                        failed = Some(e);
+                    }
+                })
+                .map_err(|e| malformed("json_each", row, e))?;
+            if let Some(e) = failed {
+                return Err(e);
+            }
+        }
+        self.end_document()
+    }
+
+    /// The lists of the rows of `json_each` over each of `values` (JSON text of any
+    /// string type, the values walked).
+    pub fn of_values(&mut self, values: &ArrayRef) -> Result<ArrayRef> {
+        let mut walker = self.walker();
+        for row in 0..values.len() {
+            self.push_document(&mut walker, text_at(values, row)?, row)?;
+        }
+        self.finish()
+    }
+
+    /// The lists so far; the accesses are left empty for reuse.
+    pub fn finish(&mut self) -> Result<ArrayRef> {
+        let values: ArrayRef = match self.builder.as_mut() {
+            Some(builder) => builder.finish(),
+            None => Arc::new(NullArray::new(self.rows)),
+        };
+        assert_eq!(values.len(), self.rows, "one value per row");
+        let offsets = OffsetBuffer::new(std::mem::replace(&mut self.offsets, vec![0]).into());
+        self.rows = 0;
+        let field = Arc::new(Field::new_list_field(values.data_type().clone(), true));
+        Ok(Arc::new(ListArray::try_new(field, offsets, values, None)?))
+    }
+
+    /// A walker that writes row values when the accesses read them.
+    pub fn walker(&self) -> Walker {
+        Walker::writing(self.builder.is_some(), false)
+    }
+}
+
+/// The list type [`JsonEachValues`] with `output` returns.
+pub fn values_type(output: Option<Output>) -> DataType {
+    let item = output.map_or(DataType::Null, Output::data_type);
+    DataType::List(Arc::new(Field::new_list_field(item, true)))
+}
+
+/// `json_each`'s rows of each document, each reduced to one access to its value (or to
+/// nothing, counting rows), as a list per document; see the module documentation.
+/// Planned by `element_accesses`; not meant to be called by name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct JsonEachValues {
+    output: Option<Output>,
+    name: String,
+    signature: Signature,
+}
+
+impl JsonEachValues {
+    /// The function of accesses with `output`, or of rows alone.
+    pub fn new(output: Option<Output>) -> Self {
+        let name = match output {
+            Some(output) => format!("__tessera_json_each_{}", access_name(output)),
+            None => "__tessera_json_each_rows".to_string(),
+        };
+        Self {
+            output,
+            name,
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+
+    /// The access's output (`None`: rows alone).
+    pub fn output(&self) -> Option<Output> {
+        self.output
+    }
+}
+
+/// One function per access output and the rows-only one, to register.
+pub fn values_functions() -> Vec<Arc<ScalarUDF>> {
+    [
+        None,
+        Some(Output::Json),
+        Some(Output::Text),
+        Some(Output::Str),
+        Some(Output::Int),
+        Some(Output::Float),
+        Some(Output::Bool),
+        Some(Output::ArrayLength),
+    ]
+    .into_iter()
+    .map(|o| Arc::new(ScalarUDF::from(JsonEachValues::new(o))))
+    .collect()
+}
+
+impl ScalarUDFImpl for JsonEachValues {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types.first() {
+            Some(DataType::List(_) | DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8) => {
+                Ok(arg_types.to_vec())
+            }
+            Some(DataType::Null) => {
+                let mut out = arg_types.to_vec();
+                out[0] = DataType::Utf8;
+                Ok(out)
+            }
+            _ => plan_err!("{}: expected json_each's rows or JSON text", self.name),
+        }
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(values_type(self.output))
+    }
+
+    fn placement(&self, args: &[ExpressionPlacement]) -> ExpressionPlacement {
+        access_placement(args)
+    }
+
+    fn simplify(&self, args: Vec<Expr>, _info: &SimplifyContext) -> Result<ExprSimplifyResult> {
+        // Over the entries of a walk of the value at a path, the walk's argument is the
+        // value's text: read it directly, so the scan computes no entries.
+        let walked = match args.first() {
+            Some(Expr::ScalarFunction(f)) => f
+                .func
+                .inner()
+                .downcast_ref::<JsonEntries>()
+                .filter(|e| e.walks_value())
+                .and_then(|_| f.args.first().cloned()),
+            _ => None,
+        };
+        let Some(value) = walked else {
+            return Ok(ExprSimplifyResult::Original(args));
+        };
+        let mut args = args;
+        args[0] = value;
+        Ok(ExprSimplifyResult::Simplified(Expr::ScalarFunction(
+            ScalarFunction::new_udf(Arc::new(ScalarUDF::from(self.clone())), args),
+        )))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let n = args.number_rows;
+        let input = args.args[0].to_array(n)?;
+        let path = constant_path(&self.name, &args.args[1..])?;
+        let mut access = ValueAccess::new(self.output, path.as_deref());
+        if let DataType::List(_) = input.data_type() {
+            return Ok(ColumnarValue::Array(of_entries(&mut access, &input)?));
+        }
+        Ok(ColumnarValue::Array(access.of_values(&input)?))
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&DOCS)
+    }
+}
+
+/// The accesses over each row's `value` of an entries list of [`JsonEntries`].
+fn of_entries(access: &mut ValueAccess, entries: &ArrayRef) -> Result<ArrayRef> {
+    let list = entries.as_list::<i32>();
+    let rows = list.values().as_struct();
+    let reads_values = access.builder.is_some();
+    let values = match rows.column_by_name("value") {
+        Some(v) if reads_values => Some(v),
+        None if reads_values => return exec_err!("json_each's rows have no value"),
+        _ => None,
+    };
+    for (start, end) in list
+        .offsets()
+        .windows(2)
+        .map(|w| (w[0] as usize, w[1] as usize))
+    {
+        match values {
+            Some(values) => {
+                for at in start..end {
+                    let Some(value) = text_at(values, at)? else {
+                        return exec_err!("json_each's rows were listed without their values");
+                    };
+                    access.push_value(value)?;
+                }
+            }
+            None => access.push_rows(end - start),
+        }
+        access.end_document()?;
+    }
+    access.finish()
+}
+
+static DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        DOC_SECTION_OTHER,
+        "One access to the value of each row json_each gives for a document, as a list \
+         per document (planned under UNNEST for `e.value->>'k'` over a lateral json_each).",
+        "FROM t, json_each(t.j, '$.items') AS e SELECT e.value->>'name'",
+    )
+    .with_argument(
+        "rows",
+        "json_each's rows of a document, or the JSON value it walks",
+    )
+    .with_argument("path", "constant keys, indexes or one JSONPath string")
+    .build()
+});

@@ -101,6 +101,15 @@ struct Found<F> {
 }
 
 impl<F: FnMut() -> String> Found<F> {
+    /// Nothing found yet above `unnest`, when it is the UNNEST of a lateral `json_each`.
+    fn above(unnest: &Unnest, names: F) -> Option<Self> {
+        Some(Self {
+            entries: entries_column(unnest)?.clone(),
+            accesses: Vec::new(),
+            names,
+        })
+    }
+
     /// `expr` with every access to the rows' values replaced by its list's column; `None`
     /// when `expr` still reads the rows otherwise (their key, type, paths).
     fn replace(&mut self, expr: Expr) -> Result<Option<Expr>> {
@@ -194,13 +203,8 @@ fn over_projection(
     unnest: &Unnest,
     names: impl FnMut() -> String,
 ) -> Result<Option<LogicalPlan>> {
-    let Some(entries) = entries_column(unnest) else {
+    let Some(mut found) = Found::above(unnest, names) else {
         return Ok(None);
-    };
-    let mut found = Found {
-        entries: entries.clone(),
-        accesses: Vec::new(),
-        names,
     };
     let preserver = NamePreserver::new_for_projection();
     let mut exprs = Vec::with_capacity(projection.expr.len());
@@ -222,22 +226,17 @@ fn over_aggregate(
     unnest: &Unnest,
     names: impl FnMut() -> String,
 ) -> Result<Option<LogicalPlan>> {
-    let Some(entries) = entries_column(unnest) else {
+    let Some(found) = Found::above(unnest, names) else {
         return Ok(None);
     };
     let reads_rows = aggregate
         .group_expr
         .iter()
         .chain(&aggregate.aggr_expr)
-        .any(|e| e.column_refs().contains(entries));
+        .any(|e| e.column_refs().contains(&found.entries));
     if reads_rows {
         return Ok(None);
     }
-    let found = Found {
-        entries: entries.clone(),
-        accesses: Vec::new(),
-        names,
-    };
     let input = found.unnest(unnest)?;
     let aggregate = Aggregate::try_new(
         Arc::new(input),

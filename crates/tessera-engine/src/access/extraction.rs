@@ -237,13 +237,7 @@ impl ExtractionPlan {
                 let Some(k) = source.filter(|&k| is_typed_cast(self.outputs[k].1, &target)) else {
                     return Ok(Transformed::no(e));
                 };
-                let c = match casts.iter().position(|(ck, ct)| *ck == k && *ct == target) {
-                    Some(c) => c,
-                    None => {
-                        casts.push((k, target));
-                        casts.len() - 1
-                    }
-                };
+                let c = index_of(&mut casts, (k, target));
                 let col: Arc<dyn PhysicalExpr> =
                     // Casts are numbered as found; cast `c` sits where a layout of `c + 1`
                     // casts puts it, which more casts found later do not move.
@@ -253,16 +247,7 @@ impl ExtractionPlan {
             .map(|t| t.data)
         };
         let reads = self.rewrite_reads(&mut rewrite_casts)?;
-        let mut fields: Vec<Arc<Field>> = self.decoded_schema.fields().iter().cloned().collect();
-        for (c, (_, target)) in casts.iter().enumerate() {
-            fields.push(Arc::new(Field::new(
-                format!("{CAST_PREFIX}{c}"),
-                target.clone(),
-                true,
-            )));
-        }
-        self.set_reads(reads);
-        self.decoded_schema = Arc::new(Schema::new(fields));
+        self.add_columns(reads, CAST_PREFIX, casts.iter().map(|(_, t)| t.clone()));
         self.layout = layout.with_casts(casts.len());
         self.casts = casts;
         Ok(self)
@@ -283,13 +268,7 @@ impl ExtractionPlan {
                 let Some(access) = element_access(&e, &outputs) else {
                     return Ok(Transformed::no(e));
                 };
-                let at = match elements.iter().position(|a| *a == access) {
-                    Some(at) => at,
-                    None => {
-                        elements.push(access);
-                        elements.len() - 1
-                    }
-                };
+                let at = index_of(&mut elements, access);
                 // Numbered as found, like the casts: later ones do not move this one.
                 let position = layout.with_elements(at + 1).element(at);
                 let col: Arc<dyn PhysicalExpr> =
@@ -298,17 +277,8 @@ impl ExtractionPlan {
             })
             .map(|t| t.data)
         })?;
-        let mut fields: Vec<Arc<Field>> = self.decoded_schema.fields().iter().cloned().collect();
-        for (at, access) in elements.iter().enumerate() {
-            let data_type = values_type(access.output);
-            fields.push(Arc::new(Field::new(
-                format!("{ELEMENT_PREFIX}{at}"),
-                data_type,
-                true,
-            )));
-        }
-        self.set_reads(exprs);
-        self.decoded_schema = Arc::new(Schema::new(fields));
+        let types = elements.iter().map(|a| values_type(a.output));
+        self.add_columns(exprs, ELEMENT_PREFIX, types);
         self.layout = layout.with_elements(elements.len());
         self.elements = elements;
         Ok(self)
@@ -340,9 +310,20 @@ impl ExtractionPlan {
         })
     }
 
-    fn set_reads(&mut self, reads: Reads) {
+    /// Takes `reads` (rewritten to read new decoded columns) and appends those columns,
+    /// named `prefix` and their number, of `types`, to the decoded schema.
+    fn add_columns(&mut self, reads: Reads, prefix: &str, types: impl Iterator<Item = DataType>) {
         self.projection = ProjectionExprs::new(reads.projection);
         self.row_filters = reads.row_filters;
+        let mut fields: Vec<Arc<Field>> = self.decoded_schema.fields().iter().cloned().collect();
+        for (at, data_type) in types.enumerate() {
+            fields.push(Arc::new(Field::new(
+                format!("{prefix}{at}"),
+                data_type,
+                true,
+            )));
+        }
+        self.decoded_schema = Arc::new(Schema::new(fields));
     }
 
     /// Whether extracted output `k` is read by the projection (or, `with_filters`, by
@@ -495,13 +476,7 @@ fn rewrite(
         .transform_down(|e| {
             if let Some((path, output)) = pushable_access(&e) {
                 let slot = trie.add(&path);
-                let k = match outputs.iter().position(|o| *o == (slot, output)) {
-                    Some(k) => k,
-                    None => {
-                        outputs.push((slot, output));
-                        outputs.len() - 1
-                    }
-                };
+                let k = index_of(outputs, (slot, output));
                 let col: Arc<dyn PhysicalExpr> = Arc::new(Column::new(
                     &format!("{EXTRACTED_PREFIX}{k}"),
                     extracted_index(k),
@@ -517,6 +492,17 @@ fn rewrite(
             Ok(Transformed::no(e))
         })
         .map(|t| t.data)
+}
+
+/// The position of `item` in `items`, appended first when absent.
+fn index_of<T: PartialEq>(items: &mut Vec<T>, item: T) -> usize {
+    match items.iter().position(|i| *i == item) {
+        Some(at) => at,
+        None => {
+            items.push(item);
+            items.len() - 1
+        }
+    }
 }
 
 fn references_column(expr: &Arc<dyn PhysicalExpr>, index: usize, skip_extracted: bool) -> bool {

@@ -6,7 +6,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, RecordBatch, StringViewArray, new_null_array,
+    Array, ArrayRef, AsArray, BooleanArray, RecordBatch, StringViewArray, StructArray,
+    new_null_array,
 };
 use arrow::compute::{and, cast_with_options, filter_record_batch};
 use arrow::datatypes::{DataType, Field};
@@ -287,10 +288,24 @@ impl FileDecoder {
                 None => cast_with_options(&parts.outputs[*k], target, &DEFAULT_CAST_OPTIONS)?,
             });
         }
+        parts.elements = self.element_columns(column, &parts.outputs, only.is_some(), rows)?;
+        parts.assemble(&self.plan.layout, &self.plan.decoded_schema, rows)
+    }
+
+    /// The columns of the element accesses: from a list's typed columns where the file
+    /// has them, else from the text of the value walked (`outputs`); placeholders for
+    /// the filters' pass (`filters_only`), as no filter reads them.
+    fn element_columns(
+        &mut self,
+        column: Option<&StructArray>,
+        outputs: &[ArrayRef],
+        filters_only: bool,
+        rows: usize,
+    ) -> Result<Vec<ArrayRef>> {
+        let mut columns = Vec::with_capacity(self.plan.elements.len());
         for (access, source) in self.plan.elements.iter().zip(&self.elements) {
-            parts.elements.push(match (source, column) {
-                // The filters read no element access.
-                _ if only.is_some() => {
+            columns.push(match (source, column) {
+                _ if filters_only => {
                     placeholder(&mut self.placeholders, &values_type(access.output), rows)
                 }
                 (Some(source), Some(column)) => {
@@ -300,10 +315,10 @@ impl FileDecoder {
                 }
                 (Some(_), None) => return Err(missing_column()),
                 (None, _) => ValueAccess::new(access.output, Some(&access.path))
-                    .of_values(&parts.outputs[access.walked])?,
+                    .of_values(&outputs[access.walked])?,
             });
         }
-        parts.assemble(&self.plan.layout, &self.plan.decoded_schema, rows)
+        Ok(columns)
     }
 
     fn count(&self, served: Served) {

@@ -15,7 +15,9 @@ Systems (--systems):
 - chdb_raw: `file(..., 'JSONAsObject')` (ClickHouse's JSON type, no type hints);
 - chdb_table: a MergeTree table with one `JSON` column, no type hints (load timed);
 - raw: Tessera over the file in place (`STORED AS NDJSON`);
-- table: Tessera over a table made by `tessera ingest` (time and size reported).
+- table: Tessera over a table made by `tessera ingest` (time and size reported);
+- baseline_raw, baseline_table: the same with another build (--baseline), side by side
+  in the same run, to measure a change.
 DuckDB and Tessera run the same SQL; chDB has its own spelling of each query (its JSON
 type reads arrays of mixed elements as `Dynamic`, so elements go through JSON text).
 Each query runs --tries times in one process per system; the tables show medians,
@@ -23,7 +25,7 @@ geometric means, ratios, load times and sizes, and whether each system's rows eq
 DuckDB raw's (exit status 1 when any differ).
 
 Usage: bench/nested/run.py [--docs 1000000] [--tries 3] [--threads N] [--tessera BIN]
-       [--data DIR] [--datasets events,events-wide,models] [--systems ...]
+       [--data DIR] [--datasets events,events-wide,models] [--systems ...] [--baseline BIN]
        [--gen 'more tessera gen events flags'] [--models-gen 'more tessera gen models flags']
 """
 
@@ -48,8 +50,10 @@ sys.path.insert(0, str(REPO / "bench"))
 from common import peers  # noqa: E402
 from common.canon import canon_rows, same_rows, timed  # noqa: E402
 
-SYSTEMS = ["duckdb_raw", "duckdb_table", "chdb_raw", "chdb_table", "raw", "table"]
+SYSTEMS = ["duckdb_raw", "duckdb_table", "chdb_raw", "chdb_table", "baseline_raw", "baseline_table", "raw", "table"]
 LABELS = {
+    "baseline_raw": "Tessera baseline raw",
+    "baseline_table": "Tessera baseline table",
     "duckdb_raw": "DuckDB raw",
     "duckdb_table": "DuckDB table",
     "chdb_raw": "chDB raw",
@@ -188,7 +192,8 @@ def run_system(system: str, args, path: Path, work: Path, queries):
         return run_duckdb(path, args.threads, args.tries, work, [q[1] for q in queries], table)
     if system.startswith("chdb"):
         return run_chdb(path, args.threads, args.tries, work, [q[2] for q in queries], table)
-    return run_tessera(args.tessera, path, args.threads, args.tries, work, [q[1] for q in queries], table)
+    tessera = args.baseline if system.startswith("baseline") else args.tessera
+    return run_tessera(tessera, path, args.threads, args.tries, work, [q[1] for q in queries], table)
 
 
 def geomean(values):
@@ -227,7 +232,8 @@ def report(name: str, path: Path, queries, results, loads) -> tuple[list[str], b
     lines += ["", "| system | load s | bytes on disk MB |", "|---|---:|---:|"]
     lines += [f"| {LABELS[s]} | {loads[s][0]:.2f} | {loads[s][1] / 1e6:.1f} |" for s in shown if loads.get(s)]
     lines.append("")
-    for a, b in [("chdb_table", "table"), ("duckdb_raw", "table"), ("duckdb_table", "table"), ("raw", "table")]:
+    pairs = [("chdb_table", "table"), ("duckdb_raw", "table"), ("duckdb_table", "table"), ("raw", "table")]
+    for a, b in pairs + [("baseline_raw", "raw"), ("baseline_table", "table")]:
         if a in means and b in means:
             lines.append(f"- {LABELS[a]} / {LABELS[b]} (geometric means): {ratio(means[a], means[b])}")
     return lines + [""], all_same
@@ -243,11 +249,15 @@ def main() -> int:
     parser.add_argument("--tessera", default=default_tessera())
     parser.add_argument("--data", type=Path, default=REPO / "bench/data")
     parser.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated subset of " + ",".join(DATASETS))
-    parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated subset of " + ",".join(SYSTEMS))
+    parser.add_argument("--systems", default=None, help="comma-separated subset of " + ",".join(SYSTEMS) + " (default: all; the baseline ones with --baseline)")
+    parser.add_argument("--baseline", default=None, help="another tessera binary (an earlier build) run side by side as the baseline systems")
     parser.add_argument("--gen", default="", help="more `tessera gen events` flags, added to every events setting")
     parser.add_argument("--models-gen", default="", help="more `tessera gen models` flags, e.g. '--keys 50000'")
     args = parser.parse_args()
-    systems = [s for s in args.systems.split(",") if s]
+    default = [s for s in SYSTEMS if args.baseline or not s.startswith("baseline")]
+    systems = [s for s in (args.systems.split(",") if args.systems else default) if s]
+    if any(s.startswith("baseline") for s in systems) and not args.baseline:
+        raise SystemExit("the baseline systems need --baseline")
     datasets = [d for d in args.datasets.split(",") if d]
     if set(systems) - set(SYSTEMS) or "duckdb_raw" not in systems or set(datasets) - set(DATASETS):
         raise SystemExit(f"--systems takes {','.join(SYSTEMS)} (with duckdb_raw, the reference); --datasets {','.join(DATASETS)}")

@@ -9,8 +9,10 @@
 //! computed where the entries were, which the scan then computes itself: the NDJSON
 //! reader from the array's text, a table from the typed columns of a path it shreds as
 //! a list of objects, with no value written as text (JSON Tiles, SIGMOD 2021, §4.3: the
-//! elements of a long array are read like a relation of their own). All the lists of a
-//! document have one item per row, so unnesting them together gives the same rows.
+//! elements of a long array are read like a relation of their own). It applies to
+//! queries reading one thing of the rows (or nothing): each list is computed by a walk
+//! of its own where no typed column answers it, so several accesses would walk each
+//! value several times.
 
 use std::sync::Arc;
 
@@ -214,6 +216,12 @@ fn over_projection(
             return Ok(None);
         };
         exprs.push(name.restore(replaced));
+    }
+    // Each list is computed by a walk of its own wherever no typed column answers it
+    // (the raw file, a value that is no shredded list): one access gains, several
+    // would walk each value once per access, where the rows walk it once for all.
+    if found.accesses.len() > 1 {
+        return Ok(None);
     }
     let input = found.unnest(unnest)?;
     let projection = Projection::try_new(exprs, Arc::new(input))?;

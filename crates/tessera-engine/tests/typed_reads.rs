@@ -469,6 +469,18 @@ async fn typed_reads_answer_like_documents() {
     assert!(metric(&plan, "values_typed") > 12_000, "{plan}");
     assert!(metric(&plan, "values_binary") < 4500, "{plan}");
     assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
+    // The lengths of a shredded list come from its offsets: the reader decodes one leaf
+    // below the elements, not the elements' columns the whole list reads.
+    let lengths = analyze(&session, "SELECT sum(json_array_length(j->'deps')) FROM t").await;
+    let whole = analyze(&session, "SELECT count(j->'deps') FROM t").await;
+    let (lengths, whole) = (
+        metric(&lengths, "bytes_scanned"),
+        metric(&whole, "bytes_scanned"),
+    );
+    assert!(
+        lengths < whole,
+        "{lengths} bytes for lengths, {whole} for whole lists"
+    );
     // Accesses to the document above a json_each are computed below its UNNEST: the
     // scan reads their typed columns instead of handing up whole documents.
     let plan = analyze(

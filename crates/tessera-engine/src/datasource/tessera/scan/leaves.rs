@@ -511,15 +511,26 @@ fn array_lengths(shredded: &StructArray) -> Result<(ArrayRef, Served)> {
     let [metadata, value, typed] = shredded.columns() else {
         return Err(missing(TYPED_VALUE));
     };
+    lengths_of(typed, Some(value), Some(metadata))
+}
+
+/// [`array_lengths`] from the typed values and, where read, the binary and metadata
+/// (left unread when the file holds no binary there).
+fn lengths_of(
+    typed: &ArrayRef,
+    value: Option<&ArrayRef>,
+    metadata: Option<&ArrayRef>,
+) -> Result<(ArrayRef, Served)> {
     let list = typed.as_list_opt::<i32>();
-    let mut lengths = UInt64Builder::with_capacity(shredded.len());
+    let mut lengths = UInt64Builder::with_capacity(typed.len());
     let mut served = Served::default();
-    for row in 0..shredded.len() {
+    for row in 0..typed.len() {
         if typed.is_valid(row) {
             served.typed += 1;
             lengths.append_value(list.map_or(0, |l| l.value_length(row) as u64));
-        } else if value.is_valid(row) {
+        } else if let Some(value) = value.filter(|v| v.is_valid(row)) {
             served.binary += 1;
+            let metadata = metadata.ok_or_else(|| missing(METADATA))?;
             let length = match variant_at(metadata, row, value, row)? {
                 Variant::List(elements) => elements.len() as u64,
                 _ => 0,
@@ -530,6 +541,59 @@ fn array_lengths(shredded: &StructArray) -> Result<(ArrayRef, Served)> {
         }
     }
     Ok((Arc::new(lengths.finish()), served))
+}
+
+/// `json_array_length` of a path a file shreds as a list: the lengths from the list's
+/// offsets, for which the reader decodes one leaf below the elements (their binary),
+/// not the elements' columns; values that are no list from the path's binary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct ListLengths {
+    /// `[typed_value, k1, typed_value, k2, ...]` below the document column, down to
+    /// the list path's `{value, typed_value}` pair.
+    names: Vec<String>,
+}
+
+impl ListLengths {
+    /// The list at `path` in a document column of type `column`, when the path is a
+    /// chain of keys to a shredded list.
+    pub fn find(column: &DataType, path: &[PathElem]) -> Option<Self> {
+        let (names, fields) = shredded_field(column, path)?;
+        let DataType::List(_) = fields.find(TYPED_VALUE)?.1.data_type() else {
+            return None;
+        };
+        Some(Self { names })
+    }
+
+    /// Parquet leaf column indices to read in `file`, ascending: the elements' binary,
+    /// and the path's binary and the metadata unless statistics show that binary empty.
+    pub fn parquet_leaves(&self, column: &str, file: &ParquetMetaData) -> Vec<usize> {
+        let schema = file.file_metadata().schema_descr();
+        let mut base: Vec<&str> = vec![column];
+        base.extend(self.names.iter().map(String::as_str));
+        let outer = leaf_index(schema, &[base.as_slice(), &[VALUE]].concat())
+            .filter(|&leaf| !all_null(file, leaf));
+        let elements = [base.as_slice(), &[TYPED_VALUE, LIST, ELEMENT, VALUE]].concat();
+        let mut out: Vec<usize> = leaf_index(schema, &elements).into_iter().collect();
+        if let Some(outer) = outer {
+            out.push(outer);
+            out.extend(leaf_index(schema, &[column, METADATA]));
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// The lengths for every row of `column` (holding at least [`Self::parquet_leaves`]).
+    pub fn read(&self, column: &StructArray) -> Result<(ArrayRef, Served)> {
+        let pair = descend(column, &self.names)?;
+        let typed = pair
+            .column_by_name(TYPED_VALUE)
+            .ok_or_else(|| missing(TYPED_VALUE))?;
+        lengths_of(
+            typed,
+            pair.column_by_name(VALUE),
+            column.column_by_name(METADATA),
+        )
+    }
 }
 
 /// Writes the value at `path` below `node` as JSON text to `text`; false when the path

@@ -85,8 +85,8 @@ impl FileOpener for TesseraOpener {
             let sources: Vec<OutputSource> = plan
                 .outputs
                 .iter()
-                .map(|&(slot, _)| match typed_reads {
-                    true => OutputSource::find(column.data_type(), plan.trie.path(slot)),
+                .map(|&(slot, output)| match typed_reads {
+                    true => OutputSource::find(column.data_type(), plan.trie.path(slot), output),
                     false => OutputSource::Document,
                 })
                 .collect();

@@ -6,7 +6,9 @@ use arrow::datatypes::DataType;
 use datafusion::common::{DataFusionError, Result};
 use parquet::file::metadata::ParquetMetaData;
 
-use super::leaves::{BinaryPath, Served, ShreddedElement, ShreddedLeaf, SubtreePath, read_leaf};
+use super::leaves::{
+    BinaryPath, ListLengths, Served, ShreddedElement, ShreddedLeaf, SubtreePath, read_leaf,
+};
 use crate::json::Output;
 use crate::json::path::PathElem;
 
@@ -17,6 +19,8 @@ pub(super) enum OutputSource {
     Typed(ShreddedLeaf),
     /// An element of a path shredded as a list: its typed elements (and outliers).
     Element(ShreddedElement),
+    /// `json_array_length` of a path shredded as a list: the list's offsets.
+    Lengths(ListLengths),
     /// Any other path below a shredded field: that field's columns, rebuilt as Variant.
     Subtree(SubtreePath),
     /// A key the file does not shred below a shredded prefix (or at the root): that
@@ -27,10 +31,16 @@ pub(super) enum OutputSource {
 }
 
 impl OutputSource {
-    /// Where `path` is in a file whose document column has type `column`.
-    pub(super) fn find(column: &DataType, path: &[PathElem]) -> Self {
+    /// Where a file whose document column has type `column` holds an access with
+    /// `output` at `path`.
+    pub(super) fn find(column: &DataType, path: &[PathElem], output: Output) -> Self {
         if let Some(leaf) = ShreddedLeaf::find(column, path) {
             return OutputSource::Typed(leaf);
+        }
+        if output == Output::ArrayLength
+            && let Some(lengths) = ListLengths::find(column, path)
+        {
+            return OutputSource::Lengths(lengths);
         }
         if let Some(element) = ShreddedElement::find(column, path) {
             return OutputSource::Element(element);
@@ -59,6 +69,7 @@ impl OutputSource {
         match self {
             OutputSource::Typed(leaf) => read_leaf(column, leaf, output),
             OutputSource::Element(element) => element.read(column, output),
+            OutputSource::Lengths(lengths) => lengths.read(column),
             OutputSource::Subtree(subtree) => subtree.read(column, output),
             OutputSource::Binary(path) => path.read(column, output),
             OutputSource::Document => Err(DataFusionError::Internal(
@@ -73,6 +84,7 @@ impl OutputSource {
         match self {
             OutputSource::Typed(leaf) => leaf.parquet_leaves(column, file),
             OutputSource::Element(element) => element.parquet_leaves(column, schema),
+            OutputSource::Lengths(lengths) => lengths.parquet_leaves(column, file),
             OutputSource::Subtree(subtree) => subtree.parquet_leaves(column, schema),
             OutputSource::Binary(path) => path.parquet_leaves(column, schema),
             OutputSource::Document => Vec::new(),

@@ -18,8 +18,8 @@ use tessera_tiles::layout::{ELEMENT, LIST, METADATA, TYPED_VALUE, VALUE};
 use tessera_tiles::variant::write_json;
 
 use super::leaves::{
-    LeafKind, Served, all_null, convert_typed, descend, leaf_index, missing, nested_field, patch,
-    shredded_field, variant_at,
+    LeafKind, Served, all_null, convert_typed, descend, leaf_index, list_row_leaves, missing,
+    nested_field, patch, shredded_field, variant_at,
 };
 use crate::access::extraction::ElementAccess;
 use crate::functions::json_each::ValueAccess;
@@ -89,25 +89,19 @@ impl ListElements {
     /// their count), the list path's binary and the Variant metadata; binaries the
     /// file's statistics show to be empty are left out, and the metadata with them.
     pub fn parquet_leaves(&self, column: &str, file: &ParquetMetaData) -> Vec<usize> {
+        let Read::Leaf { names, .. } = &self.read else {
+            return list_row_leaves(column, &self.names, file);
+        };
         let schema = file.file_metadata().schema_descr();
         let held = |leaf: Option<usize>| leaf.filter(|&l| !all_null(file, l));
         let mut base: Vec<&str> = vec![column];
         base.extend(self.names.iter().map(String::as_str));
         let outer = held(leaf_index(schema, &[base.as_slice(), &[VALUE]].concat()));
         base.extend([TYPED_VALUE, LIST, ELEMENT]);
-        let (mut out, outliers) = match &self.read {
-            Read::Rows => {
-                let elements = leaf_index(schema, &[base.as_slice(), &[VALUE]].concat());
-                (elements.into_iter().collect::<Vec<_>>(), None)
-            }
-            Read::Leaf { names, .. } => {
-                base.extend(names.iter().map(String::as_str));
-                let typed = leaf_index(schema, &[base.as_slice(), &[TYPED_VALUE]].concat());
-                let outliers = held(leaf_index(schema, &[base.as_slice(), &[VALUE]].concat()));
-                (typed.into_iter().collect(), outliers)
-            }
-        };
-        out.extend(outer.into_iter().chain(outliers));
+        base.extend(names.iter().map(String::as_str));
+        let typed = leaf_index(schema, &[base.as_slice(), &[TYPED_VALUE]].concat());
+        let outliers = held(leaf_index(schema, &[base.as_slice(), &[VALUE]].concat()));
+        let mut out: Vec<usize> = typed.into_iter().chain(outer).chain(outliers).collect();
         if outer.is_some() || outliers.is_some() {
             out.extend(leaf_index(schema, &[column, METADATA]));
         }

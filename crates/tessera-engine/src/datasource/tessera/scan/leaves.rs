@@ -543,6 +543,31 @@ fn lengths_of(
     Ok((Arc::new(lengths.finish()), served))
 }
 
+/// The Parquet leaves that give the rows of the list whose `{value, typed_value}` pair is
+/// at `names` below document column `column`, ascending: one leaf below the elements
+/// (their binary), for the offsets, not the elements' columns; and the path's binary
+/// and the metadata, for values that are no list, unless statistics show that binary
+/// empty.
+pub(super) fn list_row_leaves(
+    column: &str,
+    names: &[String],
+    file: &ParquetMetaData,
+) -> Vec<usize> {
+    let schema = file.file_metadata().schema_descr();
+    let mut base: Vec<&str> = vec![column];
+    base.extend(names.iter().map(String::as_str));
+    let outer = leaf_index(schema, &[base.as_slice(), &[VALUE]].concat())
+        .filter(|&leaf| !all_null(file, leaf));
+    let elements = [base.as_slice(), &[TYPED_VALUE, LIST, ELEMENT, VALUE]].concat();
+    let mut out: Vec<usize> = leaf_index(schema, &elements).into_iter().collect();
+    if let Some(outer) = outer {
+        out.push(outer);
+        out.extend(leaf_index(schema, &[column, METADATA]));
+    }
+    out.sort_unstable();
+    out
+}
+
 /// `json_array_length` of a path a file shreds as a list: the lengths from the list's
 /// offsets, for which the reader decodes one leaf below the elements (their binary),
 /// not the elements' columns; values that are no list from the path's binary.
@@ -564,22 +589,9 @@ impl ListLengths {
         Some(Self { names })
     }
 
-    /// Parquet leaf column indices to read in `file`, ascending: the elements' binary,
-    /// and the path's binary and the metadata unless statistics show that binary empty.
+    /// Parquet leaf column indices to read in `file` ([`list_row_leaves`]).
     pub fn parquet_leaves(&self, column: &str, file: &ParquetMetaData) -> Vec<usize> {
-        let schema = file.file_metadata().schema_descr();
-        let mut base: Vec<&str> = vec![column];
-        base.extend(self.names.iter().map(String::as_str));
-        let outer = leaf_index(schema, &[base.as_slice(), &[VALUE]].concat())
-            .filter(|&leaf| !all_null(file, leaf));
-        let elements = [base.as_slice(), &[TYPED_VALUE, LIST, ELEMENT, VALUE]].concat();
-        let mut out: Vec<usize> = leaf_index(schema, &elements).into_iter().collect();
-        if let Some(outer) = outer {
-            out.push(outer);
-            out.extend(leaf_index(schema, &[column, METADATA]));
-        }
-        out.sort_unstable();
-        out
+        list_row_leaves(column, &self.names, file)
     }
 
     /// The lengths for every row of `column` (holding at least [`Self::parquet_leaves`]).

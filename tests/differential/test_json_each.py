@@ -120,6 +120,12 @@ CASES = [
         f"SELECT {ID} AS doc, e.key, e.value FROM jdocs LEFT JOIN LATERAL json_each(jdocs.j, '$.items') AS e ON true",
     ),
     ("count_per_key", "SELECT e.key, count(*) FROM jdocs, json_each(jdocs.j) AS e GROUP BY e.key"),
+    ("rows_per_doc", f"SELECT {ID} AS doc, count(*) FROM jdocs, json_each(jdocs.j, '$.a') AS e GROUP BY doc"),
+    (
+        "rows_per_item",
+        f"SELECT {ID} AS doc, count(*) FROM jdocs LEFT JOIN LATERAL json_each(jdocs.j, '$.items[0]') AS e ON true "
+        "GROUP BY doc",
+    ),
     ("types", "SELECT t.type, count(*), sum(t.id), max(t.parent) FROM jdocs, json_tree(jdocs.j) AS t GROUP BY t.type"),
     (
         "items_sku_qty",
@@ -163,6 +169,12 @@ CASES = [
         "SELECT u->>'sku' AS sku, count(*) FROM (SELECT unnest(TRY_CAST(jdocs.j->'items' AS JSON[])) AS u "
         "FROM jdocs) AS s GROUP BY sku",
     ),
+    (
+        "unnest_filter_count",
+        "SELECT count(*) FROM (SELECT unnest(TRY_CAST(jdocs.j->'items' AS JSON[])) AS u FROM jdocs) AS s "
+        "WHERE CAST(s.u->>'qty' AS BIGINT) > 2",
+    ),
+    ("unnest_rows", "SELECT count(*) FROM (SELECT unnest(TRY_CAST(jdocs.j->'items' AS JSON[])) AS u FROM jdocs) AS s"),
 ]
 
 

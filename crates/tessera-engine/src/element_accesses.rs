@@ -13,20 +13,26 @@
 //! queries reading one thing of the rows (or nothing): each list is computed by a walk
 //! of its own where no typed column answers it, so several accesses would walk each
 //! value several times.
+//!
+//! `SELECT unnest(CAST(x AS JSON[])) AS u ... u->>'k'` is read the same way: the UNNEST
+//! of the elements becomes the UNNEST of one access to them.
 
 use std::sync::Arc;
 
+use arrow::datatypes::DataType;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
-use datafusion::common::{Column, ExprSchema, Result, ScalarValue};
+use datafusion::common::{
+    Column, DFSchema, ExprSchema, NullHandling, Result, ScalarValue, UnnestOptions,
+};
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::{
-    Aggregate, Expr, LogicalPlan, LogicalPlanBuilder, Projection, ScalarUDF, Unnest,
+    Aggregate, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, Projection, ScalarUDF, Unnest,
 };
 use datafusion::optimizer::{ApplyOrder, OptimizerConfig, OptimizerRule};
 
 use crate::functions::access_output;
-use crate::functions::json_each::{JsonEachValues, JsonEntries};
+use crate::functions::json_each::{JSON_LIST, JsonEachValues, JsonEntries, Rows};
 use crate::json::Output;
 
 /// Name prefix of the lists this rule unnests.
@@ -73,23 +79,88 @@ impl OptimizerRule for ElementAccesses {
     }
 }
 
-/// The entries column an UNNEST unnests, when it is the UNNEST of a lateral
-/// `json_each`/`json_tree` (one list of [`JsonEntries`] rows, one level deep).
-fn entries_column(unnest: &Unnest) -> Option<&Column> {
-    let [column] = unnest.exec_columns.as_slice() else {
-        return None;
-    };
-    let [(_, list)] = unnest.list_type_columns.as_slice() else {
-        return None;
-    };
-    if list.depth != 1 || !unnest.struct_type_columns.is_empty() {
-        return None;
+/// What an UNNEST unnests, when it is the rows of one value per document: the entries
+/// of a lateral `json_each`/`json_tree` (one list of [`JsonEntries`] rows), or the
+/// elements of `CAST(x AS JSON[])`.
+enum Source {
+    /// The entries column below the UNNEST; each row's value is its `value` field.
+    Entries(Column),
+    /// `CAST(x AS JSON[])` computed below the UNNEST: the projection computing it, the
+    /// list's column there, `x`, and whether a value that is no array has no rows.
+    Cast {
+        below: Arc<Projection>,
+        list: Column,
+        value: Expr,
+        try_cast: bool,
+    },
+}
+
+impl Source {
+    /// The source of `unnest` (one list, one level deep, no recursion), if it is one.
+    fn of(unnest: &Unnest) -> Option<(Self, Column)> {
+        let [column] = unnest.exec_columns.as_slice() else {
+            return None;
+        };
+        let [(_, list)] = unnest.list_type_columns.as_slice() else {
+            return None;
+        };
+        if list.depth != 1 || !unnest.struct_type_columns.is_empty() {
+            return None;
+        }
+        // SQL's `unnest(x)` names its one level as a recursion of depth 1.
+        if unnest.options.recursions.iter().any(|r| r.depth != 1) {
+            return None;
+        }
+        let field = unnest.input.schema().field_from_column(column).ok()?;
+        let source = if *field.data_type() == JsonEntries::list_type() {
+            Self::Entries(column.clone())
+        } else {
+            Self::cast(unnest, column)?
+        };
+        Some((source, list.output_column.clone()))
     }
-    if !unnest.options.recursions.is_empty() {
-        return None;
+
+    /// The `CAST(x AS JSON[])` of text `x` that `unnest` drops the empty lists of.
+    fn cast(unnest: &Unnest, column: &Column) -> Option<Self> {
+        if unnest.options.null_handling != NullHandling::Drop {
+            return None;
+        }
+        let LogicalPlan::Projection(below) = unnest.input.as_ref() else {
+            return None;
+        };
+        let at = below.schema.index_of_column(column).ok()?;
+        let Expr::ScalarFunction(f) = below.expr[at].clone().unalias_nested().data else {
+            return None;
+        };
+        let [
+            value,
+            Expr::Literal(ScalarValue::Boolean(Some(try_cast)), _),
+            _,
+        ] = f.args.as_slice()
+        else {
+            return None;
+        };
+        let value_type = value.get_type(below.input.schema()).ok()?;
+        let text = matches!(
+            value_type,
+            DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8
+        );
+        (f.func.name() == JSON_LIST && text).then(|| Self::Cast {
+            below: Arc::new(below.clone()),
+            list: column.clone(),
+            value: value.clone(),
+            try_cast: *try_cast,
+        })
     }
-    let field = unnest.input.schema().field_from_column(column).ok()?;
-    (*field.data_type() == JsonEntries::list_type()).then_some(column)
+
+    fn rows_of(&self) -> Rows {
+        match self {
+            Self::Entries(_) => Rows::Each,
+            Self::Cast { try_cast, .. } => Rows::Cast {
+                try_cast: *try_cast,
+            },
+        }
+    }
 }
 
 /// One access to the rows' values: its output (`None`: rows alone) and path arguments.
@@ -97,27 +168,33 @@ type Access = (Option<Output>, Vec<Expr>);
 
 /// The accesses found above one UNNEST and the names of their lists.
 struct Found<F> {
-    entries: Column,
+    source: Source,
+    /// The UNNEST's column of rows, which the accesses read.
+    rows: Column,
     accesses: Vec<(Access, String)>,
     names: F,
 }
 
 impl<F: FnMut() -> String> Found<F> {
-    /// Nothing found yet above `unnest`, when it is the UNNEST of a lateral `json_each`.
+    /// Nothing found yet above `unnest`, when it unnests the rows of one value per
+    /// document.
     fn above(unnest: &Unnest, names: F) -> Option<Self> {
+        let (source, rows) = Source::of(unnest)?;
         Some(Self {
-            entries: entries_column(unnest)?.clone(),
+            source,
+            rows,
             accesses: Vec::new(),
             names,
         })
     }
 
     /// `expr` with every access to the rows' values replaced by its list's column; `None`
-    /// when `expr` still reads the rows otherwise (their key, type, paths).
+    /// when `expr` still reads the rows otherwise (their key, type, paths, or a cast's
+    /// element itself, which may be SQL NULL).
     fn replace(&mut self, expr: Expr) -> Result<Option<Expr>> {
         let replaced = expr
             .transform_down(|e| {
-                let Some(access) = value_access(&e, &self.entries) else {
+                let Some(access) = self.value_access(&e) else {
                     return Ok(Transformed::no(e));
                 };
                 let name = self.name_of(access);
@@ -128,8 +205,49 @@ impl<F: FnMut() -> String> Found<F> {
                 ))
             })?
             .data;
-        let reads_rows = replaced.column_refs().contains(&self.entries);
+        let reads_rows = replaced.column_refs().contains(&self.rows);
         Ok((!reads_rows).then_some(replaced))
+    }
+
+    /// `access(value, path...)` for a JSON access function with a constant path, or the
+    /// value itself (its JSON text) of a `json_each` row, where `value` is a row's value.
+    fn value_access(&self, expr: &Expr) -> Option<Access> {
+        let entries = matches!(self.source, Source::Entries(_));
+        if entries && self.is_value(expr) {
+            return Some((Some(Output::Json), Vec::new()));
+        }
+        let Expr::ScalarFunction(f) = expr else {
+            return None;
+        };
+        let output = access_output(&f.func)?;
+        let (value, path) = f.args.split_first()?;
+        let constant = path.iter().all(|a| {
+            matches!(
+                a,
+                Expr::Literal(ScalarValue::Utf8(Some(_)) | ScalarValue::Int64(Some(_)), _)
+            )
+        });
+        // A cast's `null` element is SQL NULL, which an access with a path reads as it
+        // reads JSON `null`, and an access without one does not.
+        let reads = constant && (entries || !path.is_empty());
+        (reads && self.is_value(value)).then(|| (Some(output), path.to_vec()))
+    }
+
+    /// Whether `expr` is a row's value: `get_field(entries, 'value')`, or the unnested
+    /// element of a cast.
+    fn is_value(&self, expr: &Expr) -> bool {
+        if let Expr::Alias(alias) = expr {
+            return self.is_value(&alias.expr);
+        }
+        if let Source::Cast { .. } = self.source {
+            return matches!(expr, Expr::Column(c) if *c == self.rows);
+        }
+        let Expr::ScalarFunction(f) = expr else {
+            return false;
+        };
+        f.func.name() == "get_field"
+            && matches!(f.args.as_slice(), [Expr::Column(c), Expr::Literal(ScalarValue::Utf8(Some(name)), _)]
+                if *c == self.rows && name == "value")
     }
 
     fn name_of(&mut self, access: Access) -> String {
@@ -142,62 +260,62 @@ impl<F: FnMut() -> String> Found<F> {
     }
 
     /// `unnest` over the lists of the accesses found (of rows alone when none was)
-    /// instead of the entries, the other columns passed through.
+    /// instead of the source's rows, the other columns passed through.
     fn unnest(mut self, unnest: &Unnest) -> Result<LogicalPlan> {
         if self.accesses.is_empty() {
             let name = (self.names)();
             self.accesses.push(((None, Vec::new()), name));
         }
-        let schema = unnest.input.schema();
-        let mut below: Vec<Expr> = schema
-            .columns()
-            .into_iter()
-            .filter(|c| *c != self.entries)
-            .map(Expr::Column)
-            .collect();
+        let rows_of = self.source.rows_of();
+        let (input, mut below, value) = match self.source {
+            Source::Entries(entries) => {
+                let passed = passed_columns(unnest.input.schema(), &entries);
+                (Arc::clone(&unnest.input), passed, Expr::Column(entries))
+            }
+            Source::Cast {
+                below, list, value, ..
+            } => {
+                let passed = below
+                    .expr
+                    .iter()
+                    .zip(below.schema.columns())
+                    .filter(|(_, c)| *c != list)
+                    .map(|(e, _)| e.clone())
+                    .collect();
+                (Arc::clone(&below.input), passed, value)
+            }
+        };
         let mut lists = Vec::with_capacity(self.accesses.len());
         for ((output, path), name) in self.accesses {
-            let function = Arc::new(ScalarUDF::from(JsonEachValues::new(output)));
-            let mut args = vec![Expr::Column(self.entries.clone())];
+            let function = Arc::new(ScalarUDF::from(JsonEachValues::new(output, rows_of)));
+            let mut args = vec![value.clone()];
             args.extend(path);
             below.push(Expr::ScalarFunction(ScalarFunction::new_udf(function, args)).alias(&name));
             lists.push(Column::from_name(name));
         }
-        LogicalPlanBuilder::from(Arc::unwrap_or_clone(Arc::clone(&unnest.input)))
+        LogicalPlanBuilder::from(Arc::unwrap_or_clone(input))
             .project(below)?
-            .unnest_columns_with_options(lists, unnest.options.clone())?
+            .unnest_columns_with_options(lists, one_level(&unnest.options))?
             .build()
     }
 }
 
-/// `access(get_field(entries, 'value'), path...)` for a JSON access function with a
-/// constant path, or `get_field(entries, 'value')` itself (the value's JSON text).
-fn value_access(expr: &Expr, entries: &Column) -> Option<Access> {
-    if is_value(expr, entries) {
-        return Some((Some(Output::Json), Vec::new()));
+/// `options` unnesting each list one level, under the names of the lists.
+fn one_level(options: &UnnestOptions) -> UnnestOptions {
+    UnnestOptions {
+        null_handling: options.null_handling,
+        recursions: Vec::new(),
     }
-    let Expr::ScalarFunction(f) = expr else {
-        return None;
-    };
-    let output = access_output(&f.func)?;
-    let (value, path) = f.args.split_first()?;
-    let constant = path.iter().all(|a| {
-        matches!(
-            a,
-            Expr::Literal(ScalarValue::Utf8(Some(_)) | ScalarValue::Int64(Some(_)), _)
-        )
-    });
-    (constant && is_value(value, entries)).then(|| (Some(output), path.to_vec()))
 }
 
-/// Whether `expr` is `get_field(entries, 'value')`.
-fn is_value(expr: &Expr, entries: &Column) -> bool {
-    let Expr::ScalarFunction(f) = expr else {
-        return false;
-    };
-    f.func.name() == "get_field"
-        && matches!(f.args.as_slice(), [Expr::Column(c), Expr::Literal(ScalarValue::Utf8(Some(name)), _)]
-            if c == entries && name == "value")
+/// The columns of `schema` but `entries`.
+fn passed_columns(schema: &DFSchema, entries: &Column) -> Vec<Expr> {
+    schema
+        .columns()
+        .into_iter()
+        .filter(|c| c != entries)
+        .map(Expr::Column)
+        .collect()
 }
 
 fn over_projection(
@@ -241,7 +359,7 @@ fn over_aggregate(
         .group_expr
         .iter()
         .chain(&aggregate.aggr_expr)
-        .any(|e| e.column_refs().contains(&found.entries));
+        .any(|e| e.column_refs().contains(&found.rows));
     if reads_rows {
         return Ok(None);
     }

@@ -249,6 +249,19 @@ const QUERIES: &[&str] = &[
     "SELECT count(*) FROM T AS d, json_each(d.j, '$.tags') AS e",
     "SELECT d.j->>'id', count(*) FROM T AS d, json_each(d.j, '$.deps') AS e WHERE e.value->'src'->>'u' = 'u3' GROUP BY 1",
     "SELECT json_get_int(d.j, 'id') % 5 AS k, count(*) FROM T AS d LEFT JOIN LATERAL json_each(d.j, '$.deps') AS e ON true GROUP BY k",
+    // Rows counted over objects shredded with some keys typed and the rest (`note`) in
+    // their binary, over values that are no object, and over missing values.
+    "SELECT count(*) FROM T AS d, json_each(d.j, '$.meta') AS e",
+    "SELECT json_get_int(d.j, 'id') % 3 AS k, count(*) FROM T AS d, json_each(d.j, '$.nested') AS e GROUP BY 1",
+    "SELECT d.j->>'kind' AS k, count(*) FROM T AS d LEFT JOIN LATERAL json_each(d.j, '$.nested') AS e ON true GROUP BY 1",
+    // The elements of `CAST(x AS JSON[])`: arrays only (TRY_CAST: no rows for anything
+    // else), `null` elements as SQL NULL.
+    "SELECT s.u->>'name' AS n, count(*) FROM (SELECT unnest(TRY_CAST(j->'deps' AS JSON[])) AS u FROM T) AS s GROUP BY 1",
+    "SELECT count(*) FROM (SELECT unnest(TRY_CAST(j->'deps' AS JSON[])) AS u FROM T) AS s WHERE s.u->'src'->>'u' = 'u3'",
+    "SELECT count(*), count(s.u->>0) FROM (SELECT unnest(TRY_CAST(j->'tags' AS JSON[])) AS u FROM T) AS s",
+    "SELECT s.id, json_get_int(s.u, 'v') FROM (SELECT j->>'id' AS id, unnest(TRY_CAST(j->'deps' AS JSON[])) AS u FROM T WHERE json_get_int(j, 'id') % 7 = 0) AS s",
+    "SELECT s.id, s.u FROM (SELECT j->>'id' AS id, unnest(TRY_CAST(j->'deps' AS JSON[])) AS u FROM T WHERE json_get_int(j, 'id') % 11 = 0) AS s",
+    "SELECT s.u->'src' AS src, count(*) FROM (SELECT unnest(CAST(j->'deps' AS JSON[])) AS u FROM T WHERE json_type(j->'deps') = 'ARRAY') AS s GROUP BY 1",
 ];
 
 /// Casts that fail on some value fail the same way everywhere.
@@ -457,6 +470,31 @@ async fn typed_reads_answer_like_documents() {
     .await;
     assert!(plan.contains("__tessera_json_each_rows"), "{plan}");
     assert!(metric(&plan, "values_binary") < 1000, "{plan}");
+    assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
+    // The rows of objects are counted from their typed fields and their binary's
+    // object, not written as text.
+    let plan = analyze(
+        &session,
+        "SELECT count(*) FROM t AS d, json_each(d.j, '$.meta') AS e",
+    )
+    .await;
+    assert!(plan.contains("__tessera_json_each_rows"), "{plan}");
+    let typed = metric(&plan, "values_typed");
+    assert!(typed > 5000, "{plan}");
+    assert!(metric(&plan, "values_binary") < typed / 5, "{plan}");
+    assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
+    // So does what it reads of the elements of `CAST(x AS JSON[])`.
+    let plan = analyze(
+        &session,
+        "SELECT count(*) FROM (SELECT unnest(TRY_CAST(j->'deps' AS JSON[])) AS u FROM t) AS s WHERE s.u->>'name' = 'p3'",
+    )
+    .await;
+    assert!(
+        plan.contains("__tessera_try_json_list_json_get_text"),
+        "{plan}"
+    );
+    assert!(metric(&plan, "values_typed") > 20_000, "{plan}");
+    assert!(metric(&plan, "values_binary") < 2000, "{plan}");
     assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
     // Array lengths come from the lists' offsets, not from their text: only values
     // that are no typed list (file 2's long tags, outliers) are counted from binaries.

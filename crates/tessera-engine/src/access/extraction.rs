@@ -21,7 +21,7 @@ use std::collections::BTreeSet;
 use super::document_filter::DocPredicate;
 use super::layout::DecodedLayout;
 use super::pushable::{literal_path, pushable_access};
-use crate::functions::json_each::{JsonEachValues, values_type};
+use crate::functions::json_each::{JsonEachValues, Rows, values_type};
 use crate::json::Output;
 use crate::json::path::{PathElem, PathTrie, Slot, display_path};
 
@@ -77,6 +77,7 @@ fn element_access(e: &Arc<dyn PhysicalExpr>, outputs: &[(Slot, Output)]) -> Opti
         walked,
         output: values.output(),
         path: literal_path(path)?,
+        rows_of: values.rows_of(),
     })
 }
 
@@ -128,6 +129,8 @@ pub struct ElementAccess {
     pub output: Option<Output>,
     /// The access's path below each row's value.
     pub path: Vec<PathElem>,
+    /// Which rows the value walked has.
+    pub rows_of: Rows,
 }
 
 impl ExtractionPlan {

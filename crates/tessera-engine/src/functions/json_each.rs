@@ -41,7 +41,7 @@ mod walk;
 use super::json::access_placement;
 use super::json_cast;
 use elements::NoElements;
-pub use values::{JsonEachValues, ValueAccess, values_functions, values_type};
+pub use values::{JsonEachValues, Rows, ValueAccess, values_functions, values_type};
 use walk::escape_key;
 pub use walk::{Row, Walk, Walker};
 
@@ -312,6 +312,14 @@ fn coerce_text_args(name: &str, arg_types: &[DataType], paths: usize) -> Result<
 fn malformed(name: &str, row: usize, error: ParseError) -> DataFusionError {
     DataFusionError::Execution(format!(
         "{name}: malformed JSON in row {}: {error}",
+        row + 1
+    ))
+}
+
+/// Why `CAST(x AS JSON[])` fails on row `row` (0-based) of a batch.
+fn not_an_array(row: usize) -> DataFusionError {
+    DataFusionError::Execution(format!(
+        "Cannot cast to list of JSON: row {} is not a JSON array",
         row + 1
     ))
 }
@@ -671,8 +679,11 @@ impl ScalarUDFImpl for JsonList {
         ))))
     }
 
-    fn placement(&self, args: &[ExpressionPlacement]) -> ExpressionPlacement {
-        access_placement(args)
+    fn placement(&self, _args: &[ExpressionPlacement]) -> ExpressionPlacement {
+        // A cast fails on a value that is no array, so it must not move below a filter
+        // that keeps only arrays (`WHERE json_type(x) = 'ARRAY'`). Its argument, an
+        // access, still moves into the scan on its own.
+        ExpressionPlacement::KeepInPlace
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
@@ -706,12 +717,7 @@ impl ScalarUDFImpl for JsonList {
                 Err(NoElements::Malformed(e)) => {
                     return Err(malformed("CAST AS JSON[]", row, e));
                 }
-                Err(NoElements::NotArray) => {
-                    return exec_err!(
-                        "Cannot cast to list of JSON: row {} is not a JSON array",
-                        row + 1
-                    );
-                }
+                Err(NoElements::NotArray) => return Err(not_an_array(row)),
             }
         }
         let array: ArrayRef = Arc::new(list.finish());

@@ -13,6 +13,9 @@
 //! `value` text is read) or the JSON text of the value `json_each` walks (the value at
 //! its path), which the walk of [`Walker`] turns into the same row values; so both give
 //! the same answer by construction, and `simplify` turns the first into the second.
+//!
+//! The same lists serve the UNNEST of `CAST(x AS JSON[])` ([`Rows::Cast`]): its rows are
+//! the elements of an array, copied as [`super::JsonList`] copies them.
 
 use std::sync::{Arc, LazyLock};
 
@@ -31,13 +34,39 @@ use tessera_json::path::{PathElem, PathTrie};
 use tessera_json::scanner::Scanner;
 use tessera_json::value::Output;
 
-use super::{JsonEntries, Walk, Walker, malformed, text_at};
+use super::elements::{ElementCopier, NoElements};
+use super::{JsonEntries, Walk, Walker, malformed, not_an_array, text_at};
 use crate::functions::json::{access_name, access_placement, constant_path};
 use crate::json::output::OutputBuilder;
+
+/// Which rows a document's value has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rows {
+    /// `json_each`'s: an array's elements, an object's members, a scalar itself.
+    Each,
+    /// `CAST(x AS JSON[])`'s: an array's elements. Anything else is an error, or has no
+    /// rows under `TRY_CAST` (`try_cast`).
+    Cast {
+        /// Whether a value that is no array has no rows rather than failing.
+        try_cast: bool,
+    },
+}
+
+/// What turns one document's value into its rows, reused from document to document.
+pub enum RowReader {
+    /// Walks the value as `json_each` does.
+    Each(Walker),
+    /// Copies an array's elements as `CAST(x AS JSON[])` does.
+    Cast {
+        copier: ElementCopier,
+        try_cast: bool,
+    },
+}
 
 /// The accesses of one [`JsonEachValues`], applied to row values as they come and
 /// collected into one list per document.
 pub struct ValueAccess {
+    rows_of: Rows,
     /// `None`: only the rows are counted.
     builder: Option<OutputBuilder>,
     /// The scanner of the access's path; `None` when a path element is NULL (every
@@ -49,13 +78,14 @@ pub struct ValueAccess {
 }
 
 impl ValueAccess {
-    /// Accesses with `output` at `path` (`None`: a NULL path element), or just rows when
-    /// `output` is `None`.
-    pub fn new(output: Option<Output>, path: Option<&[PathElem]>) -> Self {
+    /// Accesses with `output` at `path` (`None`: a NULL path element) to the `rows_of`
+    /// each document, or just rows when `output` is `None`.
+    pub fn new(output: Option<Output>, path: Option<&[PathElem]>, rows_of: Rows) -> Self {
         let scanner = output
             .and(path)
             .map(|p| crate::json::function_scanner(Arc::new(PathTrie::single(p))));
         Self {
+            rows_of,
             builder: output.map(|o| OutputBuilder::new(o, 0)),
             scanner,
             offsets: vec![0],
@@ -99,38 +129,56 @@ impl ValueAccess {
         Ok(())
     }
 
-    /// Appends the rows of `json_each` over `text` (the value at its path) as one list;
-    /// NULL text has no rows. `row` names the document in an error.
+    /// Appends the rows of `text` (the value at the path) as one list; NULL text has no
+    /// rows. `row` names the document in an error.
     pub fn push_document(
         &mut self,
-        walker: &mut Walker,
+        reader: &mut RowReader,
         text: Option<&str>,
         row: usize,
     ) -> Result<()> {
-        if let Some(text) = text {
-            let mut failed = None;
-            walker
-                .walk(text.as_bytes(), &[], "$", Walk::Each, &mut |entry| {
-                    if failed.is_none()
-                        && let Err(e) = self.push_value(entry.value)
-                    {
-                        failed = Some(e);
+        match (text, reader) {
+            (None, _) => {}
+            (Some(text), RowReader::Each(walker)) => self.push_walked(walker, text, row)?,
+            (Some(text), RowReader::Cast { copier, try_cast }) => {
+                match copier.elements(text, false) {
+                    Ok(items) => {
+                        for item in items {
+                            self.push_value(item.unwrap_or("null"))?;
+                        }
                     }
-                })
-                .map_err(|e| malformed("json_each", row, e))?;
-            if let Some(e) = failed {
-                return Err(e);
+                    Err(_) if *try_cast => {}
+                    Err(NoElements::Malformed(e)) => {
+                        return Err(malformed("CAST AS JSON[]", row, e));
+                    }
+                    Err(NoElements::NotArray) => return Err(not_an_array(row)),
+                }
             }
         }
         self.end_document()
     }
 
+    /// Appends the rows of `json_each` over `text`, without ending the list.
+    fn push_walked(&mut self, walker: &mut Walker, text: &str, row: usize) -> Result<()> {
+        let mut failed = None;
+        walker
+            .walk(text.as_bytes(), &[], "$", Walk::Each, &mut |entry| {
+                if failed.is_none()
+                    && let Err(e) = self.push_value(entry.value)
+                {
+                    failed = Some(e);
+                }
+            })
+            .map_err(|e| malformed("json_each", row, e))?;
+        failed.map_or(Ok(()), Err)
+    }
+
     /// The lists of the rows of `json_each` over each of `values` (JSON text of any
     /// string type, the values walked).
     pub fn of_values(&mut self, values: &ArrayRef) -> Result<ArrayRef> {
-        let mut walker = self.walker();
+        let mut reader = self.reader();
         for row in 0..values.len() {
-            self.push_document(&mut walker, text_at(values, row)?, row)?;
+            self.push_document(&mut reader, text_at(values, row)?, row)?;
         }
         self.finish()
     }
@@ -148,9 +196,16 @@ impl ValueAccess {
         Ok(Arc::new(ListArray::try_new(field, offsets, values, None)?))
     }
 
-    /// A walker that writes row values when the accesses read them.
-    pub fn walker(&self) -> Walker {
-        Walker::writing(self.builder.is_some(), false)
+    /// What turns a document's value into its rows; a walker writes row values only
+    /// when the accesses read them.
+    pub fn reader(&self) -> RowReader {
+        match self.rows_of {
+            Rows::Each => RowReader::Each(Walker::writing(self.builder.is_some(), false)),
+            Rows::Cast { try_cast } => RowReader::Cast {
+                copier: ElementCopier::default(),
+                try_cast,
+            },
+        }
     }
 }
 
@@ -160,25 +215,34 @@ pub fn values_type(output: Option<Output>) -> DataType {
     DataType::List(Arc::new(Field::new_list_field(item, true)))
 }
 
-/// `json_each`'s rows of each document, each reduced to one access to its value (or to
-/// nothing, counting rows), as a list per document; see the module documentation.
-/// Planned by `element_accesses`; not meant to be called by name.
+/// `json_each`'s rows of each document (or `CAST(x AS JSON[])`'s, by [`Rows`]), each
+/// reduced to one access to its value (or to nothing, counting rows), as a list per
+/// document; see the module documentation. Planned by `element_accesses`; not meant to
+/// be called by name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct JsonEachValues {
     output: Option<Output>,
+    rows_of: Rows,
     name: String,
     signature: Signature,
 }
 
 impl JsonEachValues {
-    /// The function of accesses with `output`, or of rows alone.
-    pub fn new(output: Option<Output>) -> Self {
+    /// The function of accesses with `output` to the `rows_of` each document, or of
+    /// rows alone.
+    pub fn new(output: Option<Output>, rows_of: Rows) -> Self {
+        let prefix = match rows_of {
+            Rows::Each => "__tessera_json_each",
+            Rows::Cast { try_cast: false } => "__tessera_json_list",
+            Rows::Cast { try_cast: true } => "__tessera_try_json_list",
+        };
         let name = match output {
-            Some(output) => format!("__tessera_json_each_{}", access_name(output)),
-            None => "__tessera_json_each_rows".to_string(),
+            Some(output) => format!("{prefix}_{}", access_name(output)),
+            None => format!("{prefix}_rows"),
         };
         Self {
             output,
+            rows_of,
             name,
             signature: Signature::user_defined(Volatility::Immutable),
         }
@@ -188,11 +252,17 @@ impl JsonEachValues {
     pub fn output(&self) -> Option<Output> {
         self.output
     }
+
+    /// Which rows each document's value has.
+    pub fn rows_of(&self) -> Rows {
+        self.rows_of
+    }
 }
 
-/// One function per access output and the rows-only one, to register.
+/// One function per access output and the rows-only one, for each kind of rows, to
+/// register.
 pub fn values_functions() -> Vec<Arc<ScalarUDF>> {
-    [
+    let outputs = [
         None,
         Some(Output::Json),
         Some(Output::Text),
@@ -201,10 +271,15 @@ pub fn values_functions() -> Vec<Arc<ScalarUDF>> {
         Some(Output::Float),
         Some(Output::Bool),
         Some(Output::ArrayLength),
-    ]
-    .into_iter()
-    .map(|o| Arc::new(ScalarUDF::from(JsonEachValues::new(o))))
-    .collect()
+    ];
+    let rows = [
+        Rows::Each,
+        Rows::Cast { try_cast: false },
+        Rows::Cast { try_cast: true },
+    ];
+    rows.into_iter()
+        .flat_map(|r| outputs.map(|o| Arc::new(ScalarUDF::from(JsonEachValues::new(o, r)))))
+        .collect()
 }
 
 impl ScalarUDFImpl for JsonEachValues {
@@ -235,14 +310,18 @@ impl ScalarUDFImpl for JsonEachValues {
     }
 
     fn placement(&self, args: &[ExpressionPlacement]) -> ExpressionPlacement {
-        access_placement(args)
+        // A cast of a value that is no array fails: it must not move below a filter.
+        match self.rows_of {
+            Rows::Cast { try_cast: false } => ExpressionPlacement::KeepInPlace,
+            _ => access_placement(args),
+        }
     }
 
     fn simplify(&self, args: Vec<Expr>, _info: &SimplifyContext) -> Result<ExprSimplifyResult> {
         // Over the entries of a walk of the value at a path, the walk's argument is the
         // value's text: read it directly, so the scan computes no entries.
         let walked = match args.first() {
-            Some(Expr::ScalarFunction(f)) => f
+            Some(Expr::ScalarFunction(f)) if self.rows_of == Rows::Each => f
                 .func
                 .inner()
                 .downcast_ref::<JsonEntries>()
@@ -264,8 +343,11 @@ impl ScalarUDFImpl for JsonEachValues {
         let n = args.number_rows;
         let input = args.args[0].to_array(n)?;
         let path = constant_path(&self.name, &args.args[1..])?;
-        let mut access = ValueAccess::new(self.output, path.as_deref());
+        let mut access = ValueAccess::new(self.output, path.as_deref(), self.rows_of);
         if let DataType::List(_) = input.data_type() {
+            if self.rows_of != Rows::Each {
+                return exec_err!("{}: expected JSON text", self.name);
+            }
             return Ok(ColumnarValue::Array(of_entries(&mut access, &input)?));
         }
         Ok(ColumnarValue::Array(access.of_values(&input)?))

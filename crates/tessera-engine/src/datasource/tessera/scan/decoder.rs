@@ -314,7 +314,7 @@ impl FileDecoder {
                     array
                 }
                 (Some(_), None) => return Err(missing_column()),
-                (None, _) => ValueAccess::new(access.output, Some(&access.path))
+                (None, _) => ValueAccess::new(access.output, Some(&access.path), access.rows_of)
                     .of_values(&outputs[access.walked])?,
             });
         }

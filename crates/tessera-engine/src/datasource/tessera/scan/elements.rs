@@ -5,6 +5,10 @@
 //! text (JSON Tiles, SIGMOD 2021, §4.3: the elements of a long array read like a relation
 //! of their own). A row whose value at the path is no array (an object, a scalar) is
 //! rendered from the path's binary and walked as `json_each` walks any value.
+//!
+//! Over a path a file shreds as an object (map-like objects keep their frequent keys
+//! typed and the rest in the path's binary), `json_each`'s rows are counted without
+//! being written: the typed fields present and the fields of the binary's object.
 
 use std::sync::Arc;
 
@@ -18,11 +22,11 @@ use tessera_tiles::layout::{ELEMENT, LIST, METADATA, TYPED_VALUE, VALUE};
 use tessera_tiles::variant::write_json;
 
 use super::leaves::{
-    LeafKind, Served, all_null, convert_typed, descend, leaf_index, list_row_leaves, missing,
-    nested_field, patch, shredded_field, variant_at,
+    LeafKind, Served, all_null, binary_at, convert_typed, descend, leaf_index, leaves_below,
+    list_row_leaves, missing, nested_field, patch, shredded_field, variant_at,
 };
 use crate::access::extraction::ElementAccess;
-use crate::functions::json_each::ValueAccess;
+use crate::functions::json_each::{Rows, ValueAccess};
 use crate::json::Output;
 use crate::json::path::PathElem;
 
@@ -31,6 +35,8 @@ use crate::json::path::PathElem;
 enum Read {
     /// Nothing: the rows are counted.
     Rows,
+    /// Nothing, over a path shredded as an object: its members are counted.
+    Members,
     /// A key path of the elements shredded as a typed scalar.
     Leaf {
         /// `[typed_value, k1, typed_value, k2, ...]` below each element's pair, down to
@@ -60,8 +66,17 @@ impl ListElements {
     pub fn find(column: &DataType, path: &[PathElem], access: &ElementAccess) -> Option<Self> {
         let (names, fields) = shredded_field(column, path)?;
         fields.find(VALUE)?;
-        let DataType::List(element) = fields.find(TYPED_VALUE)?.1.data_type() else {
-            return None;
+        let counted = access.output.is_none() && access.rows_of == Rows::Each;
+        let element = match fields.find(TYPED_VALUE)?.1.data_type() {
+            DataType::List(element) => element,
+            DataType::Struct(_) if counted => {
+                return Some(Self {
+                    names,
+                    read: Read::Members,
+                    access: access.clone(),
+                });
+            }
+            _ => return None,
         };
         let read = match access.output {
             None => Read::Rows,
@@ -89,8 +104,15 @@ impl ListElements {
     /// their count), the list path's binary and the Variant metadata; binaries the
     /// file's statistics show to be empty are left out, and the metadata with them.
     pub fn parquet_leaves(&self, column: &str, file: &ParquetMetaData) -> Vec<usize> {
-        let Read::Leaf { names, .. } = &self.read else {
-            return list_row_leaves(column, &self.names, file);
+        let names = match &self.read {
+            Read::Rows => return list_row_leaves(column, &self.names, file),
+            Read::Members => {
+                let schema = file.file_metadata().schema_descr();
+                let mut pair: Vec<&str> = vec![column];
+                pair.extend(self.names.iter().map(String::as_str));
+                return leaves_below(schema, &pair);
+            }
+            Read::Leaf { names, .. } => names,
         };
         let schema = file.file_metadata().schema_descr();
         let held = |leaf: Option<usize>| leaf.filter(|&l| !all_null(file, l));
@@ -113,13 +135,16 @@ impl ListElements {
     /// at least [`Self::parquet_leaves`]).
     pub fn read(&self, column: &StructArray) -> Result<(ArrayRef, Served)> {
         let pair = descend(column, &self.names)?;
+        if self.read == Read::Members {
+            return member_rows(pair);
+        }
         let list = pair
             .column_by_name(TYPED_VALUE)
             .and_then(|c| c.as_list_opt::<i32>())
             .ok_or_else(|| missing(TYPED_VALUE))?;
         let metadata = column.column_by_name(METADATA);
         let (values, mut served) = match &self.read {
-            Read::Rows => {
+            Read::Rows | Read::Members => {
                 let values: ArrayRef = Arc::new(NullArray::new(list.values().len()));
                 (values, Served::default())
             }
@@ -141,8 +166,9 @@ impl ListElements {
             let list = ListArray::try_new(field(&values), offsets, values, None)?;
             return Ok((Arc::new(list), served));
         }
-        let mut access = ValueAccess::new(self.access.output, Some(&self.access.path));
-        let mut walker = access.walker();
+        let access = &self.access;
+        let mut access = ValueAccess::new(access.output, Some(&access.path), access.rows_of);
+        let mut reader = access.reader();
         let mut text = String::new();
         let mut indices: Vec<(usize, usize)> = Vec::with_capacity(values.len());
         let mut offsets: Vec<i32> = Vec::with_capacity(list.len() + 1);
@@ -157,7 +183,7 @@ impl ListElements {
                 let metadata = metadata.ok_or_else(|| missing(METADATA))?;
                 text.clear();
                 write_json(&variant_at(metadata, row, outer, row)?, &mut text);
-                access.push_document(&mut walker, Some(&text), row)?;
+                access.push_document(&mut reader, Some(&text), row)?;
                 let ended = access.rows();
                 indices.extend((walked..ended).map(|i| (1, i)));
                 walked = ended;
@@ -171,6 +197,84 @@ impl ListElements {
         let list = ListArray::try_new(field(&values), offsets, values, None)?;
         Ok((Arc::new(list), served))
     }
+}
+
+/// `json_each`'s rows (to count) of each row's value at the `{value, typed_value}` pair
+/// of a path shredded as an object: the typed fields present and the fields of the
+/// binary's object, which holds the members not shredded; a value in the binary alone
+/// has the rows `json_each` gives it (an array's elements, an object's members, a
+/// scalar, JSON null too, itself). Nothing is written as text.
+fn member_rows(pair: &StructArray) -> Result<(ArrayRef, Served)> {
+    let typed = pair
+        .column_by_name(TYPED_VALUE)
+        .and_then(|t| t.as_struct_opt())
+        .ok_or_else(|| missing(TYPED_VALUE))?;
+    let value = pair.column_by_name(VALUE).ok_or_else(|| missing(VALUE))?;
+    let fields: Vec<(&ArrayRef, &ArrayRef)> = typed
+        .columns()
+        .iter()
+        .map(|f| {
+            let f = f.as_struct_opt().ok_or_else(|| missing(TYPED_VALUE))?;
+            let value = f.column_by_name(VALUE).ok_or_else(|| missing(VALUE))?;
+            let typed = f
+                .column_by_name(TYPED_VALUE)
+                .ok_or_else(|| missing(TYPED_VALUE))?;
+            Ok((value, typed))
+        })
+        .collect::<Result<_>>()?;
+    let mut served = Served::default();
+    let mut offsets: Vec<i32> = Vec::with_capacity(pair.len() + 1);
+    offsets.push(0);
+    let mut rows = 0usize;
+    for row in 0..pair.len() {
+        let in_binary = match value.is_valid(row) {
+            true => {
+                served.binary += 1;
+                variant_rows(binary_at(value, row)?)?
+            }
+            false => 0,
+        };
+        let shredded = match typed.is_valid(row) {
+            true => {
+                served.typed += 1;
+                fields
+                    .iter()
+                    .filter(|(v, t)| v.is_valid(row) || t.is_valid(row))
+                    .count()
+            }
+            false => 0,
+        };
+        rows += in_binary + shredded;
+        offsets.push(i32::try_from(rows).map_err(|_| too_many())?);
+    }
+    let field = Arc::new(Field::new_list_field(DataType::Null, true));
+    let values: ArrayRef = Arc::new(NullArray::new(rows));
+    let list = ListArray::try_new(field, OffsetBuffer::new(offsets.into()), values, None)?;
+    Ok((Arc::new(list), served))
+}
+
+/// How many rows `json_each` gives a Variant value: an object's fields or an array's
+/// elements, read from the value's header (Parquet Variant encoding); 1 for any other
+/// value. Opening the value with parquet-variant validates all of it and its metadata
+/// (every key of the document), which costs far more than the count.
+fn variant_rows(value: &[u8]) -> Result<usize> {
+    let truncated = || DataFusionError::Execution("a Variant value is truncated".into());
+    let header = *value.first().ok_or_else(truncated)?;
+    // The value header is the byte's upper six bits; `is_large` (4-byte element count)
+    // is its bit 4 for an object, bit 2 for an array.
+    let large = match header & 0x03 {
+        2 => header & (0x10 << 2) != 0,
+        3 => header & (0x04 << 2) != 0,
+        _ => return Ok(1),
+    };
+    let count = match large {
+        true => value
+            .get(1..5)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .map(|b| u32::from_le_bytes(b) as usize),
+        false => value.get(1).map(|&b| usize::from(b)),
+    };
+    count.ok_or_else(truncated)
 }
 
 /// The access at a key path of every element of `list`: typed values converted, the
@@ -239,4 +343,46 @@ fn nulls_are_empty(list: &ListArray) -> bool {
 
 fn too_many() -> DataFusionError {
     DataFusionError::Execution("too many json_each rows in a batch".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use parquet_variant::{Variant, VariantBuilder};
+
+    use super::variant_rows;
+
+    /// The count read from a header is the one parquet-variant reads from the whole
+    /// value, for objects and arrays on both sides of the 1-byte count, and for scalars.
+    #[test]
+    fn rows_from_the_header_match_the_value() {
+        for len in [0usize, 1, 3, 255, 256, 1000] {
+            let mut object = VariantBuilder::new();
+            let mut fields = object.new_object();
+            for k in 0..len {
+                fields.insert(&format!("k{k}"), k as i64);
+            }
+            fields.finish();
+            let mut array = VariantBuilder::new();
+            let mut elements = array.new_list();
+            (0..len).for_each(|k| elements.append_value(k as i64));
+            elements.finish();
+            for (metadata, value) in [object.finish(), array.finish()] {
+                let expected = match Variant::try_new(&metadata, &value).unwrap() {
+                    Variant::Object(o) => o.len(),
+                    Variant::List(l) => l.len(),
+                    other => panic!("{other:?}"),
+                };
+                assert_eq!(expected, len);
+                assert_eq!(variant_rows(&value).unwrap(), len);
+                // A header cut short is an error, not a panic.
+                assert!(variant_rows(&value[..1]).is_err());
+            }
+        }
+        for scalar in [Variant::Null, Variant::from("s"), Variant::from(7i64)] {
+            let mut builder = VariantBuilder::new();
+            builder.append_value(scalar);
+            assert_eq!(variant_rows(&builder.finish().1).unwrap(), 1);
+        }
+        assert!(variant_rows(&[]).is_err());
+    }
 }

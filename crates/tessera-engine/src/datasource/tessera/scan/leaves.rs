@@ -659,7 +659,7 @@ fn pair_leaves(column: &str, names: &[String], schema: &SchemaDescriptor) -> Vec
 }
 
 /// The Parquet leaves below the group at `path`.
-fn leaves_below(schema: &SchemaDescriptor, path: &[&str]) -> Vec<usize> {
+pub(super) fn leaves_below(schema: &SchemaDescriptor, path: &[&str]) -> Vec<usize> {
     (0..schema.num_columns())
         .filter(|&i| {
             let leaf = schema.column(i);
@@ -939,7 +939,7 @@ pub(super) fn rendered_span(text: &str) -> Span {
 }
 
 /// The bytes of a binary column's row (Binary, LargeBinary or BinaryView).
-fn binary_at(array: &ArrayRef, row: usize) -> Result<&[u8]> {
+pub(super) fn binary_at(array: &ArrayRef, row: usize) -> Result<&[u8]> {
     Ok(match array.data_type() {
         DataType::Binary => array.as_binary::<i32>().value(row),
         DataType::LargeBinary => array.as_binary::<i64>().value(row),

@@ -9,10 +9,9 @@
 //! computed where the entries were, which the scan then computes itself: the NDJSON
 //! reader from the array's text, a table from the typed columns of a path it shreds as
 //! a list of objects, with no value written as text (JSON Tiles, SIGMOD 2021, §4.3: the
-//! elements of a long array are read like a relation of their own). It applies to
-//! queries reading one thing of the rows (or nothing): each list is computed by a walk
-//! of its own where no typed column answers it, so several accesses would walk each
-//! value several times.
+//! elements of a long array are read like a relation of their own). Several accesses
+//! become the fields of one list, found in one pass over each value (a table answers
+//! those by walking the values' text, as the raw file does).
 //!
 //! `SELECT unnest(CAST(x AS JSON[])) AS u ... u->>'k'` is read the same way: the UNNEST
 //! of the elements becomes the UNNEST of one access to them.
@@ -32,8 +31,11 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::{ApplyOrder, OptimizerConfig, OptimizerRule};
 
 use crate::functions::access_output;
-use crate::functions::json_each::{JSON_LIST, JsonEachValues, JsonEntries, Rows};
+use crate::functions::json_each::{
+    JSON_LIST, JsonEachValues, JsonEntries, Rows, ValueReads, field_name,
+};
 use crate::json::Output;
+use datafusion::functions::core::expr_fn::get_field;
 
 /// Name prefix of the lists this rule unnests.
 const ELEMENT_PREFIX: &str = "__tessera_element";
@@ -285,19 +287,45 @@ impl<F: FnMut() -> String> Found<F> {
                 (Arc::clone(&below.input), passed, value)
             }
         };
-        let mut lists = Vec::with_capacity(self.accesses.len());
-        for ((output, path), name) in self.accesses {
-            let function = Arc::new(ScalarUDF::from(JsonEachValues::new(output, rows_of)));
-            let mut args = vec![value.clone()];
-            args.extend(path);
-            below.push(Expr::ScalarFunction(ScalarFunction::new_udf(function, args)).alias(&name));
-            lists.push(Column::from_name(name));
+        let options = one_level(&unnest.options);
+        if let [((output, path), name)] = self.accesses.as_slice() {
+            let reads = output.map_or(ValueReads::Rows, ValueReads::One);
+            below.push(values(reads, rows_of, value, path.clone()).alias(name));
+            return LogicalPlanBuilder::from(Arc::unwrap_or_clone(input))
+                .project(below)?
+                .unnest_columns_with_options(vec![Column::from_name(name)], options)?
+                .build();
         }
-        LogicalPlanBuilder::from(Arc::unwrap_or_clone(input))
+        // Several accesses: one pass over each value finds them all, as the fields of
+        // one list, each then named as the access it replaced.
+        let list = (self.names)();
+        let mut reads = Vec::with_capacity(self.accesses.len());
+        let mut paths = Vec::new();
+        for ((output, path), _) in &self.accesses {
+            let output = output.expect("several accesses each have an output");
+            reads.push((output, path.len()));
+            paths.extend(path.iter().cloned());
+        }
+        below.push(values(ValueReads::Fields(reads), rows_of, value, paths).alias(&list));
+        let unnested = LogicalPlanBuilder::from(Arc::unwrap_or_clone(input))
             .project(below)?
-            .unnest_columns_with_options(lists, one_level(&unnest.options))?
-            .build()
+            .unnest_columns_with_options(vec![Column::from_name(&list)], options)?
+            .build()?;
+        let list = Column::from_name(list);
+        let mut fields = passed_columns(unnested.schema(), &list);
+        for (k, (_, name)) in self.accesses.iter().enumerate() {
+            fields.push(get_field(Expr::Column(list.clone()), field_name(k)).alias(name));
+        }
+        LogicalPlanBuilder::from(unnested).project(fields)?.build()
     }
+}
+
+/// [`JsonEachValues`] reading `reads` of the `rows_of` `value`, with `paths`.
+fn values(reads: ValueReads, rows_of: Rows, value: Expr, paths: Vec<Expr>) -> Expr {
+    let function = Arc::new(ScalarUDF::from(JsonEachValues::reading(reads, rows_of)));
+    let mut args = vec![value];
+    args.extend(paths);
+    Expr::ScalarFunction(ScalarFunction::new_udf(function, args))
 }
 
 /// `options` unnesting each list one level, under the names of the lists.
@@ -334,12 +362,6 @@ fn over_projection(
             return Ok(None);
         };
         exprs.push(name.restore(replaced));
-    }
-    // Each list is computed by a walk of its own wherever no typed column answers it
-    // (the raw file, a value that is no shredded list): one access gains, several
-    // would walk each value once per access, where the rows walk it once for all.
-    if found.accesses.len() > 1 {
-        return Ok(None);
     }
     let input = found.unnest(unnest)?;
     let projection = Projection::try_new(exprs, Arc::new(input))?;

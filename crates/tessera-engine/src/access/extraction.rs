@@ -21,7 +21,7 @@ use std::collections::BTreeSet;
 use super::document_filter::DocPredicate;
 use super::layout::DecodedLayout;
 use super::pushable::{literal_path, pushable_access};
-use crate::functions::json_each::{JsonEachValues, Rows, values_type};
+use crate::functions::json_each::{JsonEachValues, Rows, ValueReads, values_type};
 use crate::json::Output;
 use crate::json::path::{PathElem, PathTrie, Slot, display_path};
 
@@ -65,6 +65,11 @@ struct Reads {
 fn element_access(e: &Arc<dyn PhysicalExpr>, outputs: &[(Slot, Output)]) -> Option<ElementAccess> {
     let function = e.downcast_ref::<ScalarFunctionExpr>()?;
     let values = function.fun().inner().downcast_ref::<JsonEachValues>()?;
+    let output = match values.reads() {
+        ValueReads::Rows => None,
+        ValueReads::One(output) => Some(*output),
+        ValueReads::Fields(_) => return None,
+    };
     let (walked, path) = function.args().split_first()?;
     let walked: usize = walked
         .downcast_ref::<Column>()?
@@ -75,7 +80,7 @@ fn element_access(e: &Arc<dyn PhysicalExpr>, outputs: &[(Slot, Output)]) -> Opti
     (outputs.get(walked)?.1 == Output::Json).then_some(())?;
     Some(ElementAccess {
         walked,
-        output: values.output(),
+        output,
         path: literal_path(path)?,
         rows_of: values.rows_of(),
     })

@@ -41,7 +41,9 @@ mod walk;
 use super::json::access_placement;
 use super::json_cast;
 use elements::NoElements;
-pub use values::{JsonEachValues, Rows, ValueAccess, values_functions, values_type};
+pub use values::{
+    JsonEachValues, Rows, ValueAccess, ValueReads, field_name, values_functions, values_type,
+};
 use walk::escape_key;
 pub use walk::{Row, Walk, Walker};
 

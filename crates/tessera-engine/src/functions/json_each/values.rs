@@ -19,9 +19,9 @@
 
 use std::sync::{Arc, LazyLock};
 
-use arrow::array::{Array, ArrayRef, AsArray, ListArray, NullArray};
+use arrow::array::{Array, ArrayRef, AsArray, ListArray, NullArray, StructArray};
 use arrow::buffer::OffsetBuffer;
-use arrow::datatypes::{DataType, Field};
+use arrow::datatypes::{DataType, Field, Fields};
 use datafusion::common::{DataFusionError, Result, exec_err, plan_err};
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::scalar_doc_sections::DOC_SECTION_OTHER;
@@ -30,7 +30,7 @@ use datafusion::logical_expr::{
     ColumnarValue, Documentation, Expr, ExpressionPlacement, ScalarFunctionArgs, ScalarUDF,
     ScalarUDFImpl, Signature, Volatility,
 };
-use tessera_json::path::{PathElem, PathTrie};
+use tessera_json::path::{PathElem, PathTrie, Slot};
 use tessera_json::scanner::Scanner;
 use tessera_json::value::Output;
 
@@ -67,52 +67,90 @@ pub enum RowReader {
 /// collected into one list per document.
 pub struct ValueAccess {
     rows_of: Rows,
-    /// `None`: only the rows are counted.
-    builder: Option<OutputBuilder>,
-    /// The scanner of the access's path; `None` when a path element is NULL (every
-    /// value is then NULL, as the access function gives).
+    /// One per access, in order; none when only the rows are counted.
+    builders: Vec<OutputBuilder>,
+    /// Whether the values are several accesses' (a list of structs), not one access's.
+    fields: bool,
+    /// Finds every access's path in one pass over a value; `None` when no access has a
+    /// path (each has a NULL path element).
     scanner: Option<Scanner>,
+    /// Each access's slot in the scanner; `None` when a path element is NULL (every
+    /// value is then NULL, as the access function gives).
+    slots: Vec<Option<Slot>>,
     offsets: Vec<i32>,
     /// Rows so far, all documents together.
     rows: usize,
 }
 
 impl ValueAccess {
-    /// Accesses with `output` at `path` (`None`: a NULL path element) to the `rows_of`
+    /// One access with `output` at `path` (`None`: a NULL path element) to the `rows_of`
     /// each document, or just rows when `output` is `None`.
     pub fn new(output: Option<Output>, path: Option<&[PathElem]>, rows_of: Rows) -> Self {
-        let scanner = output
-            .and(path)
-            .map(|p| crate::json::function_scanner(Arc::new(PathTrie::single(p))));
+        let accesses: Vec<(Output, Option<Vec<PathElem>>)> = output
+            .map(|o| (o, path.map(<[PathElem]>::to_vec)))
+            .into_iter()
+            .collect();
+        Self::with_accesses(&accesses, false, rows_of)
+    }
+
+    /// `accesses` (each an output and its path, `None` for a NULL path element) to the
+    /// `rows_of` each document, their values collected as the fields of a struct when
+    /// `fields`.
+    pub fn with_accesses(
+        accesses: &[(Output, Option<Vec<PathElem>>)],
+        fields: bool,
+        rows_of: Rows,
+    ) -> Self {
+        assert!(
+            fields || accesses.len() <= 1,
+            "one access's values, or fields"
+        );
+        let mut trie = PathTrie::new();
+        let slots: Vec<Option<Slot>> = accesses
+            .iter()
+            .map(|(_, path)| path.as_deref().map(|p| trie.add(p)))
+            .collect();
+        let scanner = slots
+            .iter()
+            .any(Option::is_some)
+            .then(|| crate::json::function_scanner(Arc::new(trie)));
         Self {
             rows_of,
-            builder: output.map(|o| OutputBuilder::new(o, 0)),
+            builders: accesses
+                .iter()
+                .map(|&(o, _)| OutputBuilder::new(o, 0))
+                .collect(),
+            fields,
             scanner,
+            slots,
             offsets: vec![0],
             rows: 0,
         }
     }
 
-    /// Appends the access to one row's value, written as JSON text.
+    /// Appends the accesses to one row's value, written as JSON text.
     pub fn push_value(&mut self, value: &str) -> Result<()> {
         self.rows += 1;
-        let Some(builder) = self.builder.as_mut() else {
+        if self.builders.is_empty() {
             return Ok(());
-        };
-        let Some(scanner) = self.scanner.as_mut() else {
-            builder.append_null();
-            return Ok(());
-        };
-        scanner.scan(value.as_bytes()).map_err(|e| {
-            DataFusionError::Internal(format!("a json_each value does not parse: {e:?}"))
-        })?;
-        builder.append(value, scanner.get(0));
+        }
+        if let Some(scanner) = self.scanner.as_mut() {
+            scanner.scan(value.as_bytes()).map_err(|e| {
+                DataFusionError::Internal(format!("a json_each value does not parse: {e:?}"))
+            })?;
+        }
+        for (builder, slot) in self.builders.iter_mut().zip(&self.slots) {
+            match (slot, self.scanner.as_ref()) {
+                (Some(slot), Some(scanner)) => builder.append(value, scanner.get(*slot)),
+                _ => builder.append_null(),
+            }
+        }
         Ok(())
     }
 
     /// Appends `rows` rows whose values nothing reads (`count(*)`).
     fn push_rows(&mut self, rows: usize) {
-        assert!(self.builder.is_none(), "values are read one by one");
+        assert!(self.builders.is_empty(), "values are read one by one");
         self.rows += rows;
     }
 
@@ -185,9 +223,14 @@ impl ValueAccess {
 
     /// The lists so far; the accesses are left empty for reuse.
     pub fn finish(&mut self) -> Result<ArrayRef> {
-        let values: ArrayRef = match self.builder.as_mut() {
-            Some(builder) => builder.finish(),
-            None => Arc::new(NullArray::new(self.rows)),
+        let values: ArrayRef = match (self.builders.as_mut_slice(), self.fields) {
+            ([], false) => Arc::new(NullArray::new(self.rows)),
+            ([one], false) => one.finish(),
+            (builders, _) => {
+                let arrays: Vec<ArrayRef> = builders.iter_mut().map(|b| b.finish()).collect();
+                let types = arrays.iter().map(|a| a.data_type().clone());
+                Arc::new(StructArray::try_new(field_names(types), arrays, None)?)
+            }
         };
         assert_eq!(values.len(), self.rows, "one value per row");
         let offsets = OffsetBuffer::new(std::mem::replace(&mut self.offsets, vec![0]).into());
@@ -200,7 +243,7 @@ impl ValueAccess {
     /// when the accesses read them.
     pub fn reader(&self) -> RowReader {
         match self.rows_of {
-            Rows::Each => RowReader::Each(Walker::writing(self.builder.is_some(), false)),
+            Rows::Each => RowReader::Each(Walker::writing(!self.builders.is_empty(), false)),
             Rows::Cast { try_cast } => RowReader::Cast {
                 copier: ElementCopier::default(),
                 try_cast,
@@ -215,13 +258,45 @@ pub fn values_type(output: Option<Output>) -> DataType {
     DataType::List(Arc::new(Field::new_list_field(item, true)))
 }
 
+/// The list type [`JsonEachValues::fields`] over accesses with `outputs` returns.
+fn fields_type(outputs: impl Iterator<Item = Output>) -> DataType {
+    let item = DataType::Struct(field_names(outputs.map(Output::data_type)));
+    DataType::List(Arc::new(Field::new_list_field(item, true)))
+}
+
+/// The fields of several accesses' values: `a0`, `a1`, ... of `types`.
+fn field_names(types: impl Iterator<Item = DataType>) -> Fields {
+    types
+        .enumerate()
+        .map(|(k, t)| Field::new(field_name(k), t, true))
+        .collect()
+}
+
+/// The name of the field holding access `k`'s values.
+pub fn field_name(k: usize) -> String {
+    format!("a{k}")
+}
+
+/// What a [`JsonEachValues`] reads of each row's value.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ValueReads {
+    /// Nothing: the rows are counted.
+    Rows,
+    /// One access with this output; every argument after the first is its path.
+    One(Output),
+    /// Several accesses, each an output and how many path arguments it takes (in
+    /// order, after the first argument); their values are the fields of a struct
+    /// ([`field_name`]), all found in one pass over each value.
+    Fields(Vec<(Output, usize)>),
+}
+
 /// `json_each`'s rows of each document (or `CAST(x AS JSON[])`'s, by [`Rows`]), each
-/// reduced to one access to its value (or to nothing, counting rows), as a list per
-/// document; see the module documentation. Planned by `element_accesses`; not meant to
-/// be called by name.
+/// reduced to what the query reads of its value (one access, several, or nothing,
+/// counting rows), as a list per document; see the module documentation. Planned by
+/// `element_accesses`; not meant to be called by name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct JsonEachValues {
-    output: Option<Output>,
+    reads: ValueReads,
     rows_of: Rows,
     name: String,
     signature: Signature,
@@ -231,31 +306,57 @@ impl JsonEachValues {
     /// The function of accesses with `output` to the `rows_of` each document, or of
     /// rows alone.
     pub fn new(output: Option<Output>, rows_of: Rows) -> Self {
+        Self::reading(output.map_or(ValueReads::Rows, ValueReads::One), rows_of)
+    }
+
+    /// The function reading `reads` of the `rows_of` each document.
+    pub fn reading(reads: ValueReads, rows_of: Rows) -> Self {
         let prefix = match rows_of {
             Rows::Each => "__tessera_json_each",
             Rows::Cast { try_cast: false } => "__tessera_json_list",
             Rows::Cast { try_cast: true } => "__tessera_try_json_list",
         };
-        let name = match output {
-            Some(output) => format!("{prefix}_{}", access_name(output)),
-            None => format!("{prefix}_rows"),
+        let name = match &reads {
+            ValueReads::Rows => format!("{prefix}_rows"),
+            ValueReads::One(output) => format!("{prefix}_{}", access_name(*output)),
+            ValueReads::Fields(_) => format!("{prefix}_fields"),
         };
         Self {
-            output,
+            reads,
             rows_of,
             name,
             signature: Signature::user_defined(Volatility::Immutable),
         }
     }
 
-    /// The access's output (`None`: rows alone).
-    pub fn output(&self) -> Option<Output> {
-        self.output
+    /// What it reads of each row's value.
+    pub fn reads(&self) -> &ValueReads {
+        &self.reads
     }
 
     /// Which rows each document's value has.
     pub fn rows_of(&self) -> Rows {
         self.rows_of
+    }
+
+    /// Each access's output and path, from the path arguments of a call.
+    fn accesses(&self, paths: &[ColumnarValue]) -> Result<Vec<(Output, Option<Vec<PathElem>>)>> {
+        match &self.reads {
+            ValueReads::Rows => Ok(Vec::new()),
+            ValueReads::One(output) => Ok(vec![(*output, constant_path(&self.name, paths)?)]),
+            ValueReads::Fields(accesses) => {
+                let mut at = 0;
+                let mut out = Vec::with_capacity(accesses.len());
+                for &(output, len) in accesses {
+                    let args = paths.get(at..at + len).ok_or_else(|| {
+                        DataFusionError::Internal(format!("{}: too few path arguments", self.name))
+                    })?;
+                    out.push((output, constant_path(&self.name, args)?));
+                    at += len;
+                }
+                Ok(out)
+            }
+        }
     }
 }
 
@@ -306,7 +407,11 @@ impl ScalarUDFImpl for JsonEachValues {
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(values_type(self.output))
+        Ok(match &self.reads {
+            ValueReads::Rows => values_type(None),
+            ValueReads::One(output) => values_type(Some(*output)),
+            ValueReads::Fields(accesses) => fields_type(accesses.iter().map(|&(o, _)| o)),
+        })
     }
 
     fn placement(&self, args: &[ExpressionPlacement]) -> ExpressionPlacement {
@@ -342,8 +447,9 @@ impl ScalarUDFImpl for JsonEachValues {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let n = args.number_rows;
         let input = args.args[0].to_array(n)?;
-        let path = constant_path(&self.name, &args.args[1..])?;
-        let mut access = ValueAccess::new(self.output, path.as_deref(), self.rows_of);
+        let accesses = self.accesses(&args.args[1..])?;
+        let fields = matches!(self.reads, ValueReads::Fields(_));
+        let mut access = ValueAccess::with_accesses(&accesses, fields, self.rows_of);
         if let DataType::List(_) = input.data_type() {
             if self.rows_of != Rows::Each {
                 return exec_err!("{}: expected JSON text", self.name);
@@ -362,7 +468,7 @@ impl ScalarUDFImpl for JsonEachValues {
 fn of_entries(access: &mut ValueAccess, entries: &ArrayRef) -> Result<ArrayRef> {
     let list = entries.as_list::<i32>();
     let rows = list.values().as_struct();
-    let reads_values = access.builder.is_some();
+    let reads_values = !access.builders.is_empty();
     let values = match rows.column_by_name("value") {
         Some(v) if reads_values => Some(v),
         None if reads_values => return exec_err!("json_each's rows have no value"),

@@ -10,8 +10,8 @@
 //! reader from the array's text, a table from the typed columns of a path it shreds as
 //! a list of objects, with no value written as text (JSON Tiles, SIGMOD 2021, §4.3: the
 //! elements of a long array are read like a relation of their own). Several accesses
-//! become the fields of one list, found in one pass over each value (a table answers
-//! those by walking the values' text, as the raw file does).
+//! become the fields of one list, found in one pass over each value's text, or read
+//! from as many typed columns of a table's list.
 //!
 //! `SELECT unnest(CAST(x AS JSON[])) AS u ... u->>'k'` is read the same way: the UNNEST
 //! of the elements becomes the UNNEST of one access to them.

@@ -471,14 +471,17 @@ async fn typed_reads_answer_like_documents() {
     assert!(plan.contains("__tessera_json_each_rows"), "{plan}");
     assert!(metric(&plan, "values_binary") < 1000, "{plan}");
     assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
-    // Several accesses to the rows are found in one pass over each value, as the
-    // fields of one list.
+    // Several accesses to the rows are the fields of one list, each read from the
+    // elements' typed column at its key path.
     let plan = analyze(
         &session,
         "SELECT e.value->>'name' AS n, count(e.value->'src'->>'u') FROM t AS d, json_each(d.j, '$.deps') AS e GROUP BY n",
     )
     .await;
     assert!(plan.contains("__tessera_json_each_fields"), "{plan}");
+    assert!(metric(&plan, "values_typed") > 40_000, "{plan}");
+    assert!(metric(&plan, "values_binary") < 4000, "{plan}");
+    assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
     // The rows of objects are counted from their typed fields and their binary's
     // object, not written as text.
     let plan = analyze(

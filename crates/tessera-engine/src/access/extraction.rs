@@ -21,7 +21,9 @@ use std::collections::BTreeSet;
 use super::document_filter::DocPredicate;
 use super::layout::DecodedLayout;
 use super::pushable::{literal_path, pushable_access};
-use crate::functions::json_each::{JsonEachValues, Rows, ValueReads, values_type};
+use crate::functions::json_each::{
+    JsonEachValues, Rows, ValueAccess, ValueReads, fields_type, values_type,
+};
 use crate::json::Output;
 use crate::json::path::{PathElem, PathTrie, Slot, display_path};
 
@@ -65,12 +67,20 @@ struct Reads {
 fn element_access(e: &Arc<dyn PhysicalExpr>, outputs: &[(Slot, Output)]) -> Option<ElementAccess> {
     let function = e.downcast_ref::<ScalarFunctionExpr>()?;
     let values = function.fun().inner().downcast_ref::<JsonEachValues>()?;
-    let output = match values.reads() {
-        ValueReads::Rows => None,
-        ValueReads::One(output) => Some(*output),
-        ValueReads::Fields(_) => return None,
+    let (walked, paths) = function.args().split_first()?;
+    let (accesses, fields) = match values.reads() {
+        ValueReads::Rows => (Vec::new(), false),
+        ValueReads::One(output) => (vec![(*output, literal_path(paths)?)], false),
+        ValueReads::Fields(reads) => {
+            let mut at = 0;
+            let mut accesses = Vec::with_capacity(reads.len());
+            for &(output, len) in reads {
+                accesses.push((output, literal_path(paths.get(at..at + len)?)?));
+                at += len;
+            }
+            (accesses, true)
+        }
     };
-    let (walked, path) = function.args().split_first()?;
     let walked: usize = walked
         .downcast_ref::<Column>()?
         .name()
@@ -80,8 +90,8 @@ fn element_access(e: &Arc<dyn PhysicalExpr>, outputs: &[(Slot, Output)]) -> Opti
     (outputs.get(walked)?.1 == Output::Json).then_some(())?;
     Some(ElementAccess {
         walked,
-        output,
-        path: literal_path(path)?,
+        accesses,
+        fields,
         rows_of: values.rows_of(),
     })
 }
@@ -130,12 +140,34 @@ pub struct ExtractionPlan {
 pub struct ElementAccess {
     /// The extracted output holding the value walked (an [`Output::Json`] access).
     pub walked: usize,
-    /// The access's output; `None` for the rows alone.
-    pub output: Option<Output>,
-    /// The access's path below each row's value.
-    pub path: Vec<PathElem>,
+    /// Each access's output and path below each row's value; none: the rows alone.
+    pub accesses: Vec<(Output, Vec<PathElem>)>,
+    /// Whether the accesses' values are the fields of a struct
+    /// ([`ValueReads::Fields`]), not one access's values.
+    pub fields: bool,
     /// Which rows the value walked has.
     pub rows_of: Rows,
+}
+
+impl ElementAccess {
+    /// The type of its lists.
+    pub fn values_type(&self) -> DataType {
+        let mut outputs = self.accesses.iter().map(|&(output, _)| output);
+        match self.fields {
+            true => fields_type(outputs),
+            false => values_type(outputs.next()),
+        }
+    }
+
+    /// What computes its lists from the text of the values walked.
+    pub fn value_access(&self) -> ValueAccess {
+        let accesses: Vec<(Output, Option<Vec<PathElem>>)> = self
+            .accesses
+            .iter()
+            .map(|(output, path)| (*output, Some(path.clone())))
+            .collect();
+        ValueAccess::with_accesses(&accesses, self.fields, self.rows_of)
+    }
 }
 
 impl ExtractionPlan {
@@ -285,7 +317,7 @@ impl ExtractionPlan {
             })
             .map(|t| t.data)
         })?;
-        let types = elements.iter().map(|a| values_type(a.output));
+        let types = elements.iter().map(ElementAccess::values_type);
         self.add_columns(exprs, ELEMENT_PREFIX, types);
         self.layout = layout.with_elements(elements.len());
         self.elements = elements;

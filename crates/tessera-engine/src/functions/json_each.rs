@@ -42,7 +42,8 @@ use super::json::access_placement;
 use super::json_cast;
 use elements::NoElements;
 pub use values::{
-    JsonEachValues, Rows, ValueAccess, ValueReads, field_name, values_functions, values_type,
+    JsonEachValues, Rows, ValueAccess, ValueReads, field_name, field_names, fields_type,
+    values_functions, values_type,
 };
 use walk::escape_key;
 pub use walk::{Row, Walk, Walker};

@@ -83,16 +83,6 @@ pub struct ValueAccess {
 }
 
 impl ValueAccess {
-    /// One access with `output` at `path` (`None`: a NULL path element) to the `rows_of`
-    /// each document, or just rows when `output` is `None`.
-    pub fn new(output: Option<Output>, path: Option<&[PathElem]>, rows_of: Rows) -> Self {
-        let accesses: Vec<(Output, Option<Vec<PathElem>>)> = output
-            .map(|o| (o, path.map(<[PathElem]>::to_vec)))
-            .into_iter()
-            .collect();
-        Self::with_accesses(&accesses, false, rows_of)
-    }
-
     /// `accesses` (each an output and its path, `None` for a NULL path element) to the
     /// `rows_of` each document, their values collected as the fields of a struct when
     /// `fields`.
@@ -258,14 +248,14 @@ pub fn values_type(output: Option<Output>) -> DataType {
     DataType::List(Arc::new(Field::new_list_field(item, true)))
 }
 
-/// The list type [`JsonEachValues::fields`] over accesses with `outputs` returns.
-fn fields_type(outputs: impl Iterator<Item = Output>) -> DataType {
+/// The list type of accesses with `outputs` collected as the fields of a struct.
+pub fn fields_type(outputs: impl Iterator<Item = Output>) -> DataType {
     let item = DataType::Struct(field_names(outputs.map(Output::data_type)));
     DataType::List(Arc::new(Field::new_list_field(item, true)))
 }
 
 /// The fields of several accesses' values: `a0`, `a1`, ... of `types`.
-fn field_names(types: impl Iterator<Item = DataType>) -> Fields {
+pub fn field_names(types: impl Iterator<Item = DataType>) -> Fields {
     types
         .enumerate()
         .map(|(k, t)| Field::new(field_name(k), t, true))

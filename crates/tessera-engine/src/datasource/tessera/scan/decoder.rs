@@ -23,7 +23,6 @@ use super::output_source::OutputSource;
 use crate::access::extraction::{ExtractionPlan, dictionary_text};
 use crate::access::layout::DecodedParts;
 use crate::datasource::tessera::provider::external;
-use crate::functions::json_each::{ValueAccess, values_type};
 use crate::json::Scanner;
 use crate::json::output::OutputBuilder;
 
@@ -306,7 +305,7 @@ impl FileDecoder {
         for (access, source) in self.plan.elements.iter().zip(&self.elements) {
             columns.push(match (source, column) {
                 _ if filters_only => {
-                    placeholder(&mut self.placeholders, &values_type(access.output), rows)
+                    placeholder(&mut self.placeholders, &access.values_type(), rows)
                 }
                 (Some(source), Some(column)) => {
                     let (array, served) = source.read(column)?;
@@ -314,8 +313,7 @@ impl FileDecoder {
                     array
                 }
                 (Some(_), None) => return Err(missing_column()),
-                (None, _) => ValueAccess::new(access.output, Some(&access.path), access.rows_of)
-                    .of_values(&outputs[access.walked])?,
+                (None, _) => access.value_access().of_values(&outputs[access.walked])?,
             });
         }
         Ok(columns)

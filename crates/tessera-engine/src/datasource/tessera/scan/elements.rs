@@ -1,7 +1,7 @@
-//! `json_each`'s rows over a path a file shreds as a list, read for one access to their
-//! values (a key path of the elements, or nothing but the rows) straight from the list's
-//! columns: the lengths from its offsets, the values from the typed column the elements
-//! have at that key path, their outliers from its binary. No element is written as JSON
+//! `json_each`'s rows over a path a file shreds as a list, read for what the query reads
+//! of their values (key paths of the elements, or nothing but the rows) straight from
+//! the list's columns: the lengths from its offsets, the values from the typed columns
+//! the elements have at those key paths, their outliers from their binaries. No element is written as JSON
 //! text (JSON Tiles, SIGMOD 2021, §4.3: the elements of a long array read like a relation
 //! of their own). A row whose value at the path is no array (an object, a scalar) is
 //! rendered from the path's binary and walked as `json_each` walks any value.
@@ -26,7 +26,7 @@ use super::leaves::{
     list_row_leaves, missing, nested_field, patch, shredded_field, variant_at,
 };
 use crate::access::extraction::ElementAccess;
-use crate::functions::json_each::{Rows, ValueAccess};
+use crate::functions::json_each::{Rows, field_names};
 use crate::json::Output;
 use crate::json::path::PathElem;
 
@@ -37,14 +37,22 @@ enum Read {
     Rows,
     /// Nothing, over a path shredded as an object: its members are counted.
     Members,
-    /// A key path of the elements shredded as a typed scalar.
-    Leaf {
-        /// `[typed_value, k1, typed_value, k2, ...]` below each element's pair, down to
-        /// the key path's pair.
-        names: Vec<String>,
-        kind: LeafKind,
-        output: Output,
+    /// Key paths of the elements, each shredded as a typed scalar; their values are
+    /// the fields of a struct when `fields`, else the one path's values.
+    Leaves {
+        leaves: Vec<ElementLeaf>,
+        fields: bool,
     },
+}
+
+/// A key path of a list's elements shredded as a typed scalar, read for one access.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ElementLeaf {
+    /// `[typed_value, k1, typed_value, k2, ...]` below each element's pair, down to the
+    /// key path's pair.
+    names: Vec<String>,
+    kind: LeafKind,
+    output: Output,
 }
 
 /// Where one file holds one [`ElementAccess`]: the list at the walked path, and the
@@ -66,7 +74,7 @@ impl ListElements {
     pub fn find(column: &DataType, path: &[PathElem], access: &ElementAccess) -> Option<Self> {
         let (names, fields) = shredded_field(column, path)?;
         fields.find(VALUE)?;
-        let counted = access.output.is_none() && access.rows_of == Rows::Each;
+        let counted = access.accesses.is_empty() && access.rows_of == Rows::Each;
         let element = match fields.find(TYPED_VALUE)?.1.data_type() {
             DataType::List(element) => element,
             DataType::Struct(_) if counted => {
@@ -78,19 +86,15 @@ impl ListElements {
             }
             _ => return None,
         };
-        let read = match access.output {
-            None => Read::Rows,
-            Some(_) if access.path.is_empty() => return None,
-            Some(output) => {
-                let (element_names, leaf) = nested_field(element.data_type(), &access.path)?;
-                leaf.find(VALUE)?;
-                let kind = LeafKind::of(leaf.find(TYPED_VALUE)?.1)?;
-                Read::Leaf {
-                    names: element_names,
-                    kind,
-                    output,
-                }
-            }
+        let read = match access.accesses.as_slice() {
+            [] => Read::Rows,
+            accesses => Read::Leaves {
+                leaves: accesses
+                    .iter()
+                    .map(|(output, path)| ElementLeaf::find(element.data_type(), path, *output))
+                    .collect::<Option<_>>()?,
+                fields: access.fields,
+            },
         };
         Some(Self {
             names,
@@ -100,11 +104,11 @@ impl ListElements {
     }
 
     /// Parquet leaf column indices to read in `file`, ascending: the elements' typed
-    /// column at the key path and its outliers (or the elements' binary alone, for
+    /// columns at the key paths and their outliers (or the elements' binary alone, for
     /// their count), the list path's binary and the Variant metadata; binaries the
     /// file's statistics show to be empty are left out, and the metadata with them.
     pub fn parquet_leaves(&self, column: &str, file: &ParquetMetaData) -> Vec<usize> {
-        let names = match &self.read {
+        let leaves = match &self.read {
             Read::Rows => return list_row_leaves(column, &self.names, file),
             Read::Members => {
                 let schema = file.file_metadata().schema_descr();
@@ -112,7 +116,7 @@ impl ListElements {
                 pair.extend(self.names.iter().map(String::as_str));
                 return leaves_below(schema, &pair);
             }
-            Read::Leaf { names, .. } => names,
+            Read::Leaves { leaves, .. } => leaves,
         };
         let schema = file.file_metadata().schema_descr();
         let held = |leaf: Option<usize>| leaf.filter(|&l| !all_null(file, l));
@@ -120,14 +124,24 @@ impl ListElements {
         base.extend(self.names.iter().map(String::as_str));
         let outer = held(leaf_index(schema, &[base.as_slice(), &[VALUE]].concat()));
         base.extend([TYPED_VALUE, LIST, ELEMENT]);
-        base.extend(names.iter().map(String::as_str));
-        let typed = leaf_index(schema, &[base.as_slice(), &[TYPED_VALUE]].concat());
-        let outliers = held(leaf_index(schema, &[base.as_slice(), &[VALUE]].concat()));
-        let mut out: Vec<usize> = typed.into_iter().chain(outer).chain(outliers).collect();
-        if outer.is_some() || outliers.is_some() {
+        let mut out: Vec<usize> = outer.into_iter().collect();
+        let mut binaries = outer.is_some();
+        for leaf in leaves {
+            let mut at = base.clone();
+            at.extend(leaf.names.iter().map(String::as_str));
+            out.extend(leaf_index(
+                schema,
+                &[at.as_slice(), &[TYPED_VALUE]].concat(),
+            ));
+            let outliers = held(leaf_index(schema, &[at.as_slice(), &[VALUE]].concat()));
+            binaries |= outliers.is_some();
+            out.extend(outliers);
+        }
+        if binaries {
             out.extend(leaf_index(schema, &[column, METADATA]));
         }
         out.sort_unstable();
+        out.dedup();
         out
     }
 
@@ -148,11 +162,7 @@ impl ListElements {
                 let values: ArrayRef = Arc::new(NullArray::new(list.values().len()));
                 (values, Served::default())
             }
-            Read::Leaf {
-                names,
-                kind,
-                output,
-            } => leaf_values(list, names, *kind, *output, metadata)?,
+            Read::Leaves { leaves, fields } => leaves_values(list, leaves, *fields, metadata)?,
         };
         served.typed += list.len() - list.null_count();
         let outer = pair
@@ -166,8 +176,7 @@ impl ListElements {
             let list = ListArray::try_new(field(&values), offsets, values, None)?;
             return Ok((Arc::new(list), served));
         }
-        let access = &self.access;
-        let mut access = ValueAccess::new(access.output, Some(&access.path), access.rows_of);
+        let mut access = self.access.value_access();
         let mut reader = access.reader();
         let mut text = String::new();
         let mut indices: Vec<(usize, usize)> = Vec::with_capacity(values.len());
@@ -275,6 +284,49 @@ fn variant_rows(value: &[u8]) -> Result<usize> {
         false => value.get(1).map(|&b| usize::from(b)),
     };
     count.ok_or_else(truncated)
+}
+
+impl ElementLeaf {
+    /// The key path `path` of the elements of type `element`, read for an access with
+    /// `output`, when it is shredded as a typed scalar.
+    fn find(element: &DataType, path: &[PathElem], output: Output) -> Option<Self> {
+        if path.is_empty() {
+            return None;
+        }
+        let (names, leaf) = nested_field(element, path)?;
+        leaf.find(VALUE)?;
+        let kind = LeafKind::of(leaf.find(TYPED_VALUE)?.1)?;
+        Some(Self {
+            names,
+            kind,
+            output,
+        })
+    }
+}
+
+/// The accesses at `leaves` of every element of `list`, as the fields of a struct when
+/// `fields`, else the one leaf's values.
+fn leaves_values(
+    list: &ListArray,
+    leaves: &[ElementLeaf],
+    fields: bool,
+    metadata: Option<&ArrayRef>,
+) -> Result<(ArrayRef, Served)> {
+    let mut arrays = Vec::with_capacity(leaves.len());
+    let mut served = Served::default();
+    for leaf in leaves {
+        let (values, by) = leaf_values(list, &leaf.names, leaf.kind, leaf.output, metadata)?;
+        served.typed += by.typed;
+        served.binary += by.binary;
+        arrays.push(values);
+    }
+    if !fields {
+        assert_eq!(arrays.len(), 1, "one access's values");
+        return Ok((arrays.swap_remove(0), served));
+    }
+    let types = arrays.iter().map(|a| a.data_type().clone());
+    let values = StructArray::try_new(field_names(types), arrays, None)?;
+    Ok((Arc::new(values), served))
 }
 
 /// The access at a key path of every element of `list`: typed values converted, the

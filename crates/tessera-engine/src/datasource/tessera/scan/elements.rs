@@ -23,7 +23,7 @@ use tessera_tiles::variant::write_json;
 
 use super::leaves::{
     LeafKind, Served, all_null, binary_at, convert_typed, descend, leaf_index, leaves_below,
-    list_row_leaves, missing, nested_field, patch, shredded_field, variant_at,
+    list_row_leaves, missing, patch, shredded_field, typed_scalar, variant_at,
 };
 use crate::access::extraction::ElementAccess;
 use crate::functions::json_each::{Rows, field_names};
@@ -293,9 +293,7 @@ impl ElementLeaf {
         if path.is_empty() {
             return None;
         }
-        let (names, leaf) = nested_field(element, path)?;
-        leaf.find(VALUE)?;
-        let kind = LeafKind::of(leaf.find(TYPED_VALUE)?.1)?;
+        let (names, kind) = typed_scalar(element, path)?;
         Some(Self {
             names,
             kind,

@@ -160,6 +160,19 @@ pub(super) fn shredded_field<'a>(
     nested_field(column, path)
 }
 
+/// The field names `[typed_value, k1, typed_value, k2, ...]` of a chain of keys through
+/// the shredded fields of `data_type`, and the kind of the typed scalar at its end, when
+/// the key path is shredded as one.
+pub(super) fn typed_scalar(
+    data_type: &DataType,
+    path: &[PathElem],
+) -> Option<(Vec<String>, LeafKind)> {
+    let (names, leaf) = nested_field(data_type, path)?;
+    leaf.find(VALUE)?;
+    let kind = LeafKind::of(leaf.find(TYPED_VALUE)?.1)?;
+    Some((names, kind))
+}
+
 /// The struct at `names` below a decoded document column.
 pub(super) fn descend<'a>(column: &'a StructArray, names: &[String]) -> Result<&'a StructArray> {
     names.iter().try_fold(column, |node, name| {
@@ -199,9 +212,7 @@ impl ShreddedElement {
         let DataType::List(element) = fields.find(TYPED_VALUE)?.1.data_type() else {
             return None;
         };
-        let (element_names, element) = nested_field(element.data_type(), &rest[1..])?;
-        element.find(VALUE)?;
-        let kind = LeafKind::of(element.find(TYPED_VALUE)?.1)?;
+        let (element_names, kind) = typed_scalar(element.data_type(), &rest[1..])?;
         Some(Self {
             names,
             element_names,

@@ -68,19 +68,13 @@ fn element_access(e: &Arc<dyn PhysicalExpr>, outputs: &[(Slot, Output)]) -> Opti
     let function = e.downcast_ref::<ScalarFunctionExpr>()?;
     let values = function.fun().inner().downcast_ref::<JsonEachValues>()?;
     let (walked, paths) = function.args().split_first()?;
-    let (accesses, fields) = match values.reads() {
-        ValueReads::Rows => (Vec::new(), false),
-        ValueReads::One(output) => (vec![(*output, literal_path(paths)?)], false),
-        ValueReads::Fields(reads) => {
-            let mut at = 0;
-            let mut accesses = Vec::with_capacity(reads.len());
-            for &(output, len) in reads {
-                accesses.push((output, literal_path(paths.get(at..at + len)?)?));
-                at += len;
-            }
-            (accesses, true)
-        }
-    };
+    let accesses = values
+        .reads()
+        .split(paths)?
+        .into_iter()
+        .map(|(output, args)| Some((output, literal_path(args)?)))
+        .collect::<Option<Vec<_>>>()?;
+    let fields = matches!(values.reads(), ValueReads::Fields(_));
     let walked: usize = walked
         .downcast_ref::<Column>()?
         .name()

@@ -319,12 +319,17 @@ fn malformed(name: &str, row: usize, error: ParseError) -> DataFusionError {
     ))
 }
 
-/// Why `CAST(x AS JSON[])` fails on row `row` (0-based) of a batch.
-fn not_an_array(row: usize) -> DataFusionError {
-    DataFusionError::Execution(format!(
-        "Cannot cast to list of JSON: row {} is not a JSON array",
-        row + 1
-    ))
+/// What `CAST(x AS JSON[])` makes of row `row` (0-based) of a batch that has no
+/// elements: nothing under `TRY_CAST` (the row has no list), else the reason it fails.
+fn cast_failure(why: NoElements, try_cast: bool, row: usize) -> Result<()> {
+    match why {
+        _ if try_cast => Ok(()),
+        NoElements::Malformed(e) => Err(malformed("CAST AS JSON[]", row, e)),
+        NoElements::NotArray => Err(DataFusionError::Execution(format!(
+            "Cannot cast to list of JSON: row {} is not a JSON array",
+            row + 1
+        ))),
+    }
 }
 
 /// The rows of `json_each`/`json_tree` of each document as a list of structs (see the
@@ -716,11 +721,10 @@ impl ScalarUDFImpl for JsonList {
                     items.for_each(|item| list.values().append_option(item));
                     list.append(true);
                 }
-                Err(_) if try_cast => list.append(false),
-                Err(NoElements::Malformed(e)) => {
-                    return Err(malformed("CAST AS JSON[]", row, e));
+                Err(e) => {
+                    cast_failure(e, try_cast, row)?;
+                    list.append(false);
                 }
-                Err(NoElements::NotArray) => return Err(not_an_array(row)),
             }
         }
         let array: ArrayRef = Arc::new(list.finish());

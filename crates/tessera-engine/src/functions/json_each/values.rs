@@ -34,8 +34,8 @@ use tessera_json::path::{PathElem, PathTrie, Slot};
 use tessera_json::scanner::Scanner;
 use tessera_json::value::Output;
 
-use super::elements::{ElementCopier, NoElements};
-use super::{JsonEntries, Walk, Walker, malformed, not_an_array, text_at};
+use super::elements::ElementCopier;
+use super::{JsonEntries, Walk, Walker, cast_failure, malformed, text_at};
 use crate::functions::json::{access_name, access_placement, constant_path};
 use crate::json::output::OutputBuilder;
 
@@ -175,11 +175,7 @@ impl ValueAccess {
                             self.push_value(item.unwrap_or("null"))?;
                         }
                     }
-                    Err(_) if *try_cast => {}
-                    Err(NoElements::Malformed(e)) => {
-                        return Err(malformed("CAST AS JSON[]", row, e));
-                    }
-                    Err(NoElements::NotArray) => return Err(not_an_array(row)),
+                    Err(e) => cast_failure(e, *try_cast, row)?,
                 }
             }
         }
@@ -280,6 +276,26 @@ pub enum ValueReads {
     Fields(Vec<(Output, usize)>),
 }
 
+impl ValueReads {
+    /// Each access's output and its own path arguments, out of the path arguments
+    /// `paths` of a call (all after the first); `None` when too few are given.
+    pub fn split<'a, T>(&self, paths: &'a [T]) -> Option<Vec<(Output, &'a [T])>> {
+        match self {
+            ValueReads::Rows => Some(Vec::new()),
+            ValueReads::One(output) => Some(vec![(*output, paths)]),
+            ValueReads::Fields(accesses) => {
+                let mut at = 0;
+                let mut out = Vec::with_capacity(accesses.len());
+                for &(output, len) in accesses {
+                    out.push((output, paths.get(at..at + len)?));
+                    at += len;
+                }
+                Some(out)
+            }
+        }
+    }
+}
+
 /// `json_each`'s rows of each document (or `CAST(x AS JSON[])`'s, by [`Rows`]), each
 /// reduced to what the query reads of its value (one access, several, or nothing,
 /// counting rows), as a list per document; see the module documentation. Planned by
@@ -331,22 +347,13 @@ impl JsonEachValues {
 
     /// Each access's output and path, from the path arguments of a call.
     fn accesses(&self, paths: &[ColumnarValue]) -> Result<Vec<(Output, Option<Vec<PathElem>>)>> {
-        match &self.reads {
-            ValueReads::Rows => Ok(Vec::new()),
-            ValueReads::One(output) => Ok(vec![(*output, constant_path(&self.name, paths)?)]),
-            ValueReads::Fields(accesses) => {
-                let mut at = 0;
-                let mut out = Vec::with_capacity(accesses.len());
-                for &(output, len) in accesses {
-                    let args = paths.get(at..at + len).ok_or_else(|| {
-                        DataFusionError::Internal(format!("{}: too few path arguments", self.name))
-                    })?;
-                    out.push((output, constant_path(&self.name, args)?));
-                    at += len;
-                }
-                Ok(out)
-            }
-        }
+        let split = self.reads.split(paths).ok_or_else(|| {
+            DataFusionError::Internal(format!("{}: too few path arguments", self.name))
+        })?;
+        split
+            .into_iter()
+            .map(|(output, args)| Ok((output, constant_path(&self.name, args)?)))
+            .collect()
     }
 }
 

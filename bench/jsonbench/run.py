@@ -9,13 +9,16 @@ All systems read the same generated Bluesky file:
 - Tessera table, hot: the file ingested into a Tessera table on local disk, every try in
   one process (later tries are hot, as the peers' are);
 - Tessera table, cold: the same table ingested into MinIO, every try in a fresh process,
-  so nothing is cached by Tessera.
+  so nothing is cached by Tessera;
+- Tessera baseline table, hot: the table made and queried by another build
+  (`--baseline`, e.g. the one before a change), side by side in the same run.
 Each query runs --tries times per system; the table reports medians (best of the tries
 for the hot systems), the geometric mean, load times and bytes on disk, and whether every
 system returned DuckDB's rows.
 
 Usage: bench/jsonbench/run.py [--docs 1000000] [--tries 3] [--threads N]
-                              [--systems duckdb,chdb,raw,table,cold]
+                              [--systems duckdb,chdb,raw,baseline_table,table,cold]
+                              [--baseline BIN]
 """
 
 import argparse
@@ -40,11 +43,12 @@ from common import peers  # noqa: E402
 from common.canon import canon_rows, same_rows, timed  # noqa: E402
 from common.minio import MinIO  # noqa: E402
 
-SYSTEMS = ["duckdb", "chdb", "raw", "table", "cold"]
+SYSTEMS = ["duckdb", "chdb", "raw", "baseline_table", "table", "cold"]
 LABELS = {
     "duckdb": "DuckDB",
     "chdb": "chDB",
     "raw": "Tessera raw",
+    "baseline_table": "Tessera baseline table hot",
     "table": "Tessera table hot",
     "cold": "Tessera table cold (MinIO)",
 }
@@ -154,8 +158,9 @@ def main() -> int:
     parser.add_argument("--duckdb-in-place", action="store_true", help="DuckDB reads the file in place")
     parser.add_argument("--data", type=Path, default=REPO / "bench/data")
     parser.add_argument("--tessera", default=default_tessera())
+    parser.add_argument("--baseline", default=None, help="another tessera binary (an earlier build) run side by side as baseline_table")
     args = parser.parse_args()
-    systems = [s for s in args.systems.split(",") if s]
+    systems = [s for s in args.systems.split(",") if s and (args.baseline or s != "baseline_table")]
     unknown = set(systems) - set(SYSTEMS)
     if unknown or "duckdb" not in systems:
         raise SystemExit(f"--systems takes {','.join(SYSTEMS)} and must include duckdb (the reference); got {args.systems}")
@@ -170,12 +175,13 @@ def main() -> int:
         if "raw" in systems:
             ddl = f"CREATE EXTERNAL TABLE bluesky STORED AS NDJSON LOCATION '{path}';"
             results["raw"] = run_tessera(args.tessera, args.threads, args.tries, ddl, fresh=False)
-        if "table" in systems:
-            table = work / "tessera-table"
-            elapsed, _ = peers.ingest_tessera(args.tessera, args.threads, path, str(table))
-            loads["table"] = (elapsed, peers.dir_bytes(table))
-            ddl = f"CREATE EXTERNAL TABLE bluesky STORED AS TESSERA LOCATION '{table}';"
-            results["table"] = run_tessera(args.tessera, args.threads, args.tries, ddl, fresh=False)
+        for system, binary in [("baseline_table", args.baseline), ("table", args.tessera)]:
+            if system in systems:
+                table = work / f"tessera-{system}"
+                elapsed, _ = peers.ingest_tessera(binary, args.threads, path, str(table))
+                loads[system] = (elapsed, peers.dir_bytes(table))
+                ddl = f"CREATE EXTERNAL TABLE bluesky STORED AS TESSERA LOCATION '{table}';"
+                results[system] = run_tessera(binary, args.threads, args.tries, ddl, fresh=False)
         if "cold" in systems:
             with MinIO() as minio:
                 minio.create_bucket("bench")
@@ -221,7 +227,7 @@ def main() -> int:
         if s in loads and loads[s] is not None:
             lines.append(f"| {LABELS[s]} | {loads[s][0]:.2f} | {loads[s][1] / 1e6:.1f} |")
     ratios = []
-    for a, b in [("table", "chdb"), ("table", "duckdb"), ("cold", "table"), ("raw", "duckdb")]:
+    for a, b in [("table", "chdb"), ("table", "duckdb"), ("cold", "table"), ("raw", "duckdb"), ("baseline_table", "table")]:
         if a in means and b in means:
             ratios.append(f"{LABELS[a]} / {LABELS[b]} (geometric means): {means[a] / means[b]:.2f}x")
     lines += [""] + ratios

@@ -10,13 +10,15 @@
 //! - [`layout`]: the names of the document column's parts and leaf column paths.
 //! - [`shred`]: documents shredded into the Variant column's Arrow arrays.
 //! - [`cluster`]: rows ordered by a file's low-cardinality paths, for page skipping.
-//! - [`writer`]: one data file of shredded Variant.
+//! - [`writer`]: one data file of shredded Variant; `compression`: the codec of each
+//!   typed string leaf, by the read time of its bytes and their decoding.
 //! - [`unshred`]: reading it back: JSON text written straight from shredded columns.
 //! - [`summary`]: what a written file tells the table manifest (shredding schema, path
 //!   statistics, distinct-count sketches, a Bloom filter of unshredded key paths).
 
 pub mod checksum;
 pub mod cluster;
+mod compression;
 pub mod datetime;
 pub mod error;
 pub mod fpgrowth;
@@ -47,8 +49,8 @@ pub struct TilesOptions {
     pub itemset_budget: usize,
     /// Rows per Parquet row group.
     pub row_group_docs: usize,
-    /// zstd level of the Parquet pages other than typed leaves (those favour decoding
-    /// speed: see `writer::text_compression`).
+    /// zstd level of the Parquet pages other than typed leaves (a string leaf's codec is
+    /// chosen by the read time of its bytes: see `compression`).
     pub zstd_level: i32,
     /// Most low-cardinality shredded paths rows are ordered by ([`cluster`]); 0 keeps
     /// the tiles' order.

@@ -402,7 +402,8 @@ fn encode(
         properties = properties.set_column_dictionary_enabled(path, false);
     }
     for (choice, stats) in shredded.iter().zip(stats) {
-        if let Some(compression) = text_compression(choice, stats) {
+        let (typed, _) = typed_values(column, choice)?;
+        if let Some(compression) = text_compression(choice, stats, typed.as_ref()) {
             properties = properties.set_column_compression(typed_column_path(choice), compression);
         }
         if choice.ty == LeafType::String && !choice.list && stats.values_repeat() {
@@ -428,20 +429,23 @@ fn encode(
 }
 
 /// How the pages of a string leaf are compressed, when not as the rest of the file.
-/// Queries read these leaves, so they favour decoding speed: a low-cardinality path's
-/// dictionary codes take a few kilobytes per file, which zstd cannot shrink further but
-/// costs a context per column chunk to read, so they are stored uncompressed; other
-/// text (identifiers such as `did`: 7.1 MB per 1M Bluesky events with zstd, 12.8 MB
-/// with LZ4, 21.6 MB plain) decompresses with LZ4 at several times zstd's speed.
-fn text_compression(choice: &Choice, stats: &PathStats) -> Option<Compression> {
+/// Queries read these leaves: a low-cardinality path's dictionary codes take a few
+/// kilobytes per file, which a codec cannot shrink further but costs a context per
+/// column chunk to read, so they are stored uncompressed; other text by what reading it
+/// costs ([`crate::compression`]).
+fn text_compression(choice: &Choice, stats: &PathStats, typed: &dyn Array) -> Option<Compression> {
     if choice.ty != LeafType::String {
         return None;
     }
     let low_cardinality = stats.distinct.estimate() <= crate::cluster::MAX_KEY_DISTINCT;
-    Some(match low_cardinality && !choice.list {
-        true => Compression::UNCOMPRESSED,
-        false => Compression::LZ4_RAW,
-    })
+    if low_cardinality && !choice.list {
+        return Some(Compression::UNCOMPRESSED);
+    }
+    let values = typed.as_string_opt::<i32>()?;
+    Some(crate::compression::string_leaf_codec(
+        values,
+        stats.values_repeat(),
+    ))
 }
 
 /// Largest dictionary page of a string leaf whose values repeat. Parquet's default

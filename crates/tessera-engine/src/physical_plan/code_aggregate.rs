@@ -648,12 +648,82 @@ const MAX_DISTINCT_BYTES: usize = 64 << 20;
 struct DistinctStrings {
     sets: StringSets,
     /// The dictionary the last codes index, with the (group, code) pairs met in it.
-    coded: Option<(ArrayRef, HashSet<u64>)>,
+    coded: Option<(ArrayRef, MetCodes)>,
 }
+
+/// The (group, code) pairs met in one dictionary: a bitmap of the dictionary's codes per
+/// group while those fit [`MAX_CODE_BITMAP_BYTES`] (a bit test per row, where a hash
+/// table probes memory at random), else a set of pairs.
+enum MetCodes {
+    Bitmaps {
+        /// Bits per group: the dictionary's length.
+        codes: usize,
+        /// Per group, its bitmap once the group has met a code.
+        groups: Vec<Option<Box<[u64]>>>,
+        /// How many groups have a bitmap.
+        held: usize,
+    },
+    Pairs(HashSet<u64>),
+}
+
+/// Bytes of code bitmaps one [`DistinctStrings`] holds per dictionary: a few hundred
+/// groups over a dictionary of 100K identifiers.
+const MAX_CODE_BITMAP_BYTES: usize = 4 << 20;
 
 /// (group, code) pairs a [`DistinctStrings`] remembers per dictionary before it starts
 /// afresh (it then adds some strings again, which the sets hold once anyway).
 const MAX_CODE_PAIRS: usize = 1 << 22;
+
+impl MetCodes {
+    fn new(codes: usize) -> Self {
+        MetCodes::Bitmaps {
+            codes,
+            groups: Vec::new(),
+            held: 0,
+        }
+    }
+
+    /// Whether the pairs met can grow: a dictionary's sets start afresh past their bound.
+    fn has_room(&self) -> bool {
+        match self {
+            MetCodes::Bitmaps { .. } => true,
+            MetCodes::Pairs(pairs) => pairs.len() < MAX_CODE_PAIRS,
+        }
+    }
+
+    /// Records (group, code); true when it had not been met before.
+    fn insert(&mut self, group: usize, code: usize) -> bool {
+        if let MetCodes::Bitmaps {
+            codes,
+            groups,
+            held,
+        } = self
+        {
+            assert!(code < *codes, "a code indexes its dictionary");
+            let words = codes.div_ceil(64);
+            if group >= groups.len() {
+                groups.resize(group + 1, None);
+            }
+            if groups[group].is_none() && (*held + 1) * words * 8 <= MAX_CODE_BITMAP_BYTES {
+                groups[group] = Some(vec![0; words].into());
+                *held += 1;
+            }
+            if let Some(bits) = groups[group].as_mut() {
+                let (word, bit) = (code / 64, 1u64 << (code % 64));
+                let new = bits[word] & bit == 0;
+                bits[word] |= bit;
+                return new;
+            }
+            // Too many groups for bitmaps: the pairs start afresh, so some strings are
+            // added again, which the sets hold once anyway.
+            *self = MetCodes::Pairs(HashSet::new());
+        }
+        match self {
+            MetCodes::Pairs(pairs) => pairs.insert((group as u64) << 32 | code as u64),
+            MetCodes::Bitmaps { .. } => unreachable!("bitmaps returned above"),
+        }
+    }
+}
 
 impl DistinctStrings {
     /// Adds the value of each row (`values`, strings or [`dictionary_text`] codes) to its
@@ -672,7 +742,7 @@ impl DistinctStrings {
         let strings = strings.as_string_view();
         for (row, &group) in groups.iter().enumerate() {
             if strings.is_valid(row) && !skipped(row) {
-                self.sets.add(group, strings.value(row).as_bytes());
+                self.sets.add(group, strings.value(row));
             }
         }
         Ok(())
@@ -689,11 +759,12 @@ impl DistinctStrings {
         let strings = dictionary.as_string_opt::<i32>().ok_or_else(|| {
             DataFusionError::Internal(format!("dictionary of {}", dictionary.data_type()))
         })?;
-        let known = self.coded.as_ref().is_some_and(|(last, met)| {
-            same_dictionary(last, dictionary) && met.len() < MAX_CODE_PAIRS
-        });
+        let known = self
+            .coded
+            .as_ref()
+            .is_some_and(|(last, met)| same_dictionary(last, dictionary) && met.has_room());
         if !known {
-            self.coded = Some((Arc::clone(dictionary), HashSet::new()));
+            self.coded = Some((Arc::clone(dictionary), MetCodes::new(dictionary.len())));
         }
         let (_, met) = self.coded.as_mut().expect("a dictionary was just recorded");
         let keys = codes.keys();
@@ -702,8 +773,8 @@ impl DistinctStrings {
                 continue;
             }
             let code = usize::try_from(keys.value(row)).expect("dictionary keys are valid");
-            if met.insert((group as u64) << 32 | code as u64) && strings.is_valid(code) {
-                self.sets.add(group, strings.value(code).as_bytes());
+            if met.insert(group, code) && strings.is_valid(code) {
+                self.sets.add(group, strings.value(code));
             }
         }
         Ok(())
@@ -726,9 +797,7 @@ impl DistinctStrings {
         }
         let mut values = StringViewBuilder::with_capacity(sorted.len());
         for &(_, at, len) in &sorted {
-            let text = std::str::from_utf8(&bytes[at as usize..(at + len) as usize])
-                .map_err(|e| DataFusionError::Internal(format!("a stored string: {e}")))?;
-            values.append_value(text);
+            values.append_value(&bytes[at as usize..(at + len) as usize]);
         }
         bytes.clear();
         let values = cast(&(Arc::new(values.finish()) as ArrayRef), item.data_type())?;
@@ -742,18 +811,19 @@ impl DistinctStrings {
     }
 }
 
-/// Sets of strings, one per group, in one byte arena and one hash table of (group,
-/// offset, length): no allocation per value.
+/// Sets of strings, one per group, in one text arena and one hash table of (group,
+/// offset, length): no allocation per value, and values read back without validating
+/// their UTF-8 again.
 #[derive(Default)]
 struct StringSets {
-    bytes: Vec<u8>,
+    bytes: String,
     entries: HashTable<(u32, u32, u32)>,
     hasher: DefaultHashBuilder,
 }
 
 impl StringSets {
     /// Adds `value` to the set of `group`, unless it is there already.
-    fn add(&mut self, group: usize, value: &[u8]) {
+    fn add(&mut self, group: usize, value: &str) {
         let Self {
             bytes,
             entries,
@@ -769,7 +839,7 @@ impl StringSets {
         }
         let at = u32::try_from(bytes.len()).expect("MAX_DISTINCT_BYTES bounds the arena");
         let len = u32::try_from(value.len()).expect("a string value fits in 4 GiB");
-        bytes.extend_from_slice(value);
+        bytes.push_str(value);
         let rehash = |&(g, at, len): &(u32, u32, u32)| {
             hasher.hash_one((g, &bytes[at as usize..(at + len) as usize]))
         };
@@ -870,6 +940,28 @@ mod tests {
             batches.push(RecordBatch::try_new(Arc::clone(&schema), columns).unwrap());
         }
         (schema, batches, expected)
+    }
+
+    #[test]
+    fn met_codes_are_bitmaps_while_they_fit_then_pairs() {
+        let mut met = MetCodes::new(5);
+        assert!(met.insert(0, 4));
+        assert!(!met.insert(0, 4));
+        assert!(met.insert(3, 4));
+        assert!(matches!(met, MetCodes::Bitmaps { .. }));
+        // 2^20 codes take 128 KiB per group: 32 groups fit the bound, the 33rd does not.
+        let codes = 1 << 20;
+        let fitting = MAX_CODE_BITMAP_BYTES / (codes / 8);
+        let mut met = MetCodes::new(codes);
+        for group in 0..fitting {
+            assert!(met.insert(group, codes - 1));
+        }
+        assert!(matches!(met, MetCodes::Bitmaps { .. }));
+        assert!(met.insert(fitting, 0));
+        assert!(matches!(met, MetCodes::Pairs(_)));
+        assert!(!met.insert(fitting, 0));
+        assert!(met.insert(0, codes - 1), "the pairs started afresh");
+        assert!(met.has_room());
     }
 
     /// Partial sums and distinct sets per key, emitted whenever `max_groups` groups are

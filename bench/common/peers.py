@@ -47,12 +47,22 @@ def load_duckdb(path: Path, threads: int, work: Path, table: str = "bluesky"):
     return con, time.perf_counter() - started, db.stat().st_size
 
 
+def chdb():
+    """The chDB module, or an exit naming the command that installs it (it is not in the
+    test suite's requirements)."""
+    try:
+        import chdb as module
+    except ImportError:
+        raise SystemExit(
+            "chDB is not installed: source scripts/env.sh && $TESSERA_VENV/bin/pip install -r bench/requirements-chdb.txt"
+        ) from None
+    return module
+
+
 def load_chdb(path: Path, threads: int, work: Path):
     """JSONBench's ClickHouse setup in chDB: the open session, the load time and the bytes
     on disk of the table's active parts."""
-    from chdb import session
-
-    sess = session.Session(str(work / "chdb"))
+    sess = chdb().session.Session(str(work / "chdb"))
     sess.query("CREATE DATABASE IF NOT EXISTS bluesky")
     sess.query(CLICKHOUSE_DDL)
     started = time.perf_counter()

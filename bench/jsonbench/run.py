@@ -193,9 +193,7 @@ def main() -> int:
     version = subprocess.run([args.tessera, "--version"], capture_output=True, text=True).stdout.strip()
     chdb_version = ""
     if "chdb" in results:
-        import chdb
-
-        chdb_version = f", chDB {chdb.__version__}"
+        chdb_version = f", chDB {peers.chdb().__version__}"
     shown = [s for s in SYSTEMS if s in results]
     lines = [
         f"JSONBench: {args.docs:,} documents ({path.stat().st_size / 1e6:.0f} MB), {args.threads} threads, "

@@ -137,9 +137,7 @@ def chdb_value(v):
 def run_chdb(path: Path, threads: int, tries: int, work: Path, sqls: list[str], table: bool):
     """chDB over the file in place or over a MergeTree table with one JSON column (no
     type hints); results and load (seconds, bytes of the active parts)."""
-    from chdb import session
-
-    sess = session.Session(str(work / "chdb"))
+    sess = peers.chdb().session.Session(str(work / "chdb"))
     source, load = f"file('{path}', 'JSONAsObject')", None
     if table:
         sess.query("CREATE DATABASE IF NOT EXISTS nested")
@@ -264,11 +262,10 @@ def main() -> int:
         raise SystemExit(f"--systems takes {','.join(SYSTEMS)} (with duckdb_raw, the reference); --datasets {','.join(DATASETS)}")
 
     version = subprocess.run([args.tessera, "--version"], capture_output=True, text=True).stdout.strip()
-    import chdb
-
+    chdb_version = f", chDB {peers.chdb().__version__}" if any(s.startswith("chdb") for s in systems) else ""
     print(
         f"Nested JSON: {args.threads} threads, {args.tries} tries per query (medians); {platform.machine()}, "
-        f"{os.cpu_count()} cores; DuckDB {duckdb.__version__}, chDB {chdb.__version__}, {version}\n"
+        f"{os.cpu_count()} cores; DuckDB {duckdb.__version__}{chdb_version}, {version}\n"
     )
     all_same = True
     for name in datasets:

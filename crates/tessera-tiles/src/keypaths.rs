@@ -32,7 +32,7 @@ use std::hash::BuildHasherDefault;
 
 use crate::datetime::TimeFormat;
 use crate::reorder::Partitioning;
-use crate::summary::LeafType;
+use crate::summary::{LeafType, MAX_BLOOM_PATHS};
 use tessera_json::tape::{FxHasher, Kind, Tape, Value};
 
 /// The JSON type of a key-path item.
@@ -82,26 +82,23 @@ pub const MAX_LIST_MEAN_LEN: u64 = 16;
 /// names the elements of the arrays at `$.a.b`.
 pub const LIST_STEP: &str = "[*]";
 
-/// The path of an item: object keys from the root and, for an element of an array,
-/// its position. Only the last step can be a position, as elements are itemized only
-/// when they are scalars.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+/// The path of an item, as a node of the tree of a file's paths: one key below the
+/// path of the object holding it or, for an element of an array, its position below the
+/// array's path. Only the last step can be a position, as elements are itemized only
+/// when they are scalars. A node holds its last key only: when keys explode (maps keyed
+/// by names) nearly every path of a file is new, and copying every prefix into every
+/// path was most of mining's time ([`Items::keys`] spells a path out).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ItemPath {
-    /// The object keys (for an element: the keys of its array).
-    pub keys: KeyPath,
+    /// The path id of the object holding the key or of the array holding the element;
+    /// `None` for a key of the document's root object.
+    pub parent: Option<u32>,
+    /// The last key; `None` for an element.
+    pub key: Option<Box<str>>,
+    /// How many object keys lead to the value (for an element: to its array).
+    pub depth: usize,
     /// The element's position in its array; `None` for a value under keys alone.
     pub element: Option<usize>,
-}
-
-impl ItemPath {
-    /// The JSONPath spelling: `$.a.b`, or `$.a.b[2]` for an element.
-    pub fn json_path(&self) -> String {
-        let mut out = json_path(&self.keys);
-        if let Some(i) = self.element {
-            out.push_str(&format!("[{i}]"));
-        }
-        out
-    }
 }
 
 /// The arrays seen at one path.
@@ -209,6 +206,34 @@ impl Items {
         let start = if doc == 0 { 0 } else { self.ends[doc - 1] };
         &self.items[start..self.ends[doc]]
     }
+
+    /// The object keys of path `id` from the root (for an element: its array's keys).
+    pub fn keys(&self, id: u32) -> KeyPath {
+        self.key_steps(id).into_iter().map(str::to_string).collect()
+    }
+
+    /// The JSONPath spelling of path `id`: `$.a.b`, or `$.a.b[2]` for an element.
+    pub fn json_path(&self, id: u32) -> String {
+        let mut out = json_path(&self.key_steps(id));
+        if let Some(i) = self.paths[id as usize].element {
+            out.push_str(&format!("[{i}]"));
+        }
+        out
+    }
+
+    /// The keys of path `id`, borrowed, root first.
+    fn key_steps(&self, id: u32) -> Vec<&str> {
+        let mut steps = Vec::with_capacity(self.paths[id as usize].depth);
+        let mut at = Some(id);
+        while let Some(id) = at {
+            let path = &self.paths[id as usize];
+            steps.extend(path.key.as_deref());
+            at = path.parent;
+        }
+        assert_eq!(steps.len(), self.paths[id as usize].depth, "a path's depth");
+        steps.reverse();
+        steps
+    }
 }
 
 /// Moves the distinct values of a sorted slice to its front; returns how many there are.
@@ -232,13 +257,14 @@ fn collect_object<'a>(
     for (key, value) in object.members() {
         let child = (u64::from(parent) << 32) | u64::from(key.key_id());
         let id = *ids.entry(child).or_insert_with(|| {
-            let mut keys = match parent {
-                u32::MAX => Vec::new(),
-                p => out.paths[p as usize].keys.clone(),
+            let (parent, depth) = match parent {
+                u32::MAX => (None, 1),
+                p => (Some(p), out.paths[p as usize].depth + 1),
             };
-            keys.push(key.str().to_string());
             out.new_path(ItemPath {
-                keys,
+                parent,
+                key: Some(key.str().into()),
+                depth,
                 element: None,
             })
         });
@@ -268,7 +294,7 @@ fn collect_array(array: Value<'_>, id: u32, out: &mut Items) {
         match element.node().kind() {
             Kind::Object => {
                 out.arrays[id as usize].objects += 1;
-                let depth = out.paths[id as usize].keys.len();
+                let depth = out.paths[id as usize].depth;
                 collect_element_object(element, id, depth, out);
                 continue;
             }
@@ -281,7 +307,9 @@ fn collect_array(array: Value<'_>, id: u32, out: &mut Items) {
         let mut element_id = out.elements[id as usize][i];
         if element_id == NO_PATH {
             element_id = out.new_path(ItemPath {
-                keys: out.paths[id as usize].keys.clone(),
+                parent: Some(id),
+                key: None,
+                depth: out.paths[id as usize].depth,
                 element: Some(i),
             });
             out.elements[id as usize][i] = element_id;
@@ -391,8 +419,10 @@ pub struct Mined {
     pub shredded: Vec<Choice>,
     /// All other key paths, in JSONPath spelling, and the key paths of shredded lists:
     /// those have no typed column of their own values, so to a filter on them they are
-    /// paths that may be present in the binary.
-    pub unshredded: Vec<String>,
+    /// paths that may be present in the binary. `None` when there are more than
+    /// [`MAX_BLOOM_PATHS`] (keys that explode), which are not spelled out: the file's
+    /// filter then contains every path.
+    pub unshredded: Option<Vec<String>>,
 }
 
 /// Most paths one file shreds (the most frequent win): bounds the file's column count
@@ -440,19 +470,23 @@ pub fn mine(items: &Items, order: &[usize], p: &Partitioning) -> Mined {
     let element_keys = ElementKeysByArray::new(items);
     let mut mined = Mined::default();
     let share = |n: u64| n as f64 / docs.max(1) as f64;
+    // Unshredded paths by id, spelled out at the end only if there are few enough.
+    let mut unshredded: Vec<u32> = Vec::new();
+    let mut unshredded_choices: Vec<String> = Vec::new();
     for (id, path) in items.paths.iter().enumerate() {
         // Element items only decide whether their array is shredded.
         if path.element.is_some() {
             continue;
         }
-        if path.keys.len() > MAX_SHREDDED_DEPTH {
-            mined.unshredded.push(json_path(&path.keys));
+        let path_id = id as u32;
+        if path.depth > MAX_SHREDDED_DEPTH {
+            unshredded.push(path_id);
             continue;
         }
-        let (majority, n) = majority_leaf(&file, std::iter::once(id as u32));
+        let (majority, n) = majority_leaf(&file, std::iter::once(path_id));
         let scalar = (frequent[id] && n > 0).then_some((majority, n));
         let choice = |(ty, n): (LeafType, u64), list: bool, element: KeyPath| Choice {
-            path: path.keys.clone(),
+            path: items.keys(path_id),
             ty,
             frequency: share(n),
             list,
@@ -474,9 +508,9 @@ pub fn mine(items: &Items, order: &[usize], p: &Partitioning) -> Mined {
                         .shredded
                         .push(choice((ty, list.documents), true, element));
                 }
-                mined.unshredded.push(json_path(&path.keys));
+                unshredded.push(path_id);
             }
-            _ => mined.unshredded.push(json_path(&path.keys)),
+            _ => unshredded.push(path_id),
         }
     }
     if mined.shredded.len() > MAX_SHREDDED_PATHS {
@@ -486,9 +520,7 @@ pub fn mine(items: &Items, order: &[usize], p: &Partitioning) -> Mined {
                 .then(a.path.cmp(&b.path))
         });
         let dropped = mined.shredded.split_off(MAX_SHREDDED_PATHS);
-        mined
-            .unshredded
-            .extend(dropped.iter().map(|c| json_path(&c.path)));
+        unshredded_choices.extend(dropped.iter().map(|c| json_path(&c.path)));
     }
     mined.shredded.sort_by(|a, b| a.path.cmp(&b.path));
     // A path cannot be both a leaf and an object prefix of another shredded path in one
@@ -502,12 +534,23 @@ pub fn mine(items: &Items, order: &[usize], p: &Partitioning) -> Mined {
                 .any(|p| p.len() > c.path.len() && p.starts_with(&c.path))
         });
     mined.shredded = kept;
+    unshredded_choices.extend(shadowed.iter().map(|c| json_path(&c.path)));
+    mined.unshredded = spelled_out(items, &unshredded, unshredded_choices);
     mined
-        .unshredded
-        .extend(shadowed.iter().map(|c| json_path(&c.path)));
-    mined.unshredded.sort();
-    mined.unshredded.dedup();
-    mined
+}
+
+/// The JSONPath spellings of the paths `ids` and `more`, sorted and distinct; `None`
+/// past [`MAX_BLOOM_PATHS`], where nothing is spelled out (the ids are distinct paths,
+/// so more ids than that are more paths than that).
+fn spelled_out(items: &Items, ids: &[u32], more: Vec<String>) -> Option<Vec<String>> {
+    if ids.len() > MAX_BLOOM_PATHS {
+        return None;
+    }
+    let mut paths = more;
+    paths.extend(ids.iter().map(|&id| items.json_path(id)));
+    paths.sort_unstable();
+    paths.dedup();
+    (paths.len() <= MAX_BLOOM_PATHS).then_some(paths)
 }
 
 /// Per path id: whether its leaves, and whether its arrays, are held by enough
@@ -675,9 +718,10 @@ fn object_list_choice(
 }
 
 /// The JSONPath spelling of a key path: `$.a.b`, with `$."odd key"` where needed.
-pub fn json_path(path: &[String]) -> String {
+pub fn json_path<K: AsRef<str>>(path: &[K]) -> String {
     let mut out = String::from("$");
     for key in path {
+        let key = key.as_ref();
         let plain = !key.is_empty()
             && key
                 .chars()
@@ -711,7 +755,7 @@ mod tests {
 
     /// (path, type) of an item id.
     fn decode(items: &Items, item: u32) -> (String, ItemType) {
-        let path = items.paths[item as usize / TYPE_SLOTS].json_path();
+        let path = items.json_path(item / TYPE_SLOTS as u32);
         let all = [
             ItemType::Leaf(LeafType::Bool),
             ItemType::Leaf(LeafType::Int),
@@ -758,8 +802,9 @@ mod tests {
         assert_eq!(shredded.len(), MAX_SHREDDED_PATHS);
         assert_eq!(shredded.first().map(|s| s.0.as_str()), Some("$.k0000"));
         assert_eq!(shredded.last().map(|s| s.0.as_str()), Some("$.k1023"));
-        assert!(mined.unshredded.contains(&"$.a".to_string()));
-        assert!(mined.unshredded.contains(&"$.k1099".to_string()));
+        let unshredded = mined.unshredded.unwrap();
+        assert!(unshredded.contains(&"$.a".to_string()));
+        assert!(unshredded.contains(&"$.k1099".to_string()));
     }
 
     #[test]
@@ -807,7 +852,10 @@ mod tests {
             ]
         );
         // $.c is in 3/4 of tile 2 but with three types, none frequent; $.z is rare.
-        assert_eq!(mined.unshredded, vec!["$.c".to_string(), "$.z".to_string()]);
+        assert_eq!(
+            mined.unshredded,
+            Some(vec!["$.c".to_string(), "$.z".to_string()])
+        );
     }
 
     #[test]
@@ -821,7 +869,7 @@ mod tests {
         ]);
         let (mined, shredded) = mine_in_order(&d, 8, 0.3);
         assert_eq!(shredded, vec![("$.a".to_string(), LeafType::Int, 0.4)]);
-        assert_eq!(mined.unshredded, vec!["$.a.b".to_string()]);
+        assert_eq!(mined.unshredded, Some(vec!["$.a.b".to_string()]));
     }
 
     /// The sorted (path, type) items of document `doc`.
@@ -860,8 +908,11 @@ mod tests {
                 ("$.a[1]".to_string(), int),
             ]
         );
-        let counts =
-            |path: &str| d.arrays[d.paths.iter().position(|p| p.json_path() == path).unwrap()];
+        let counts = |path: &str| {
+            d.arrays[(0..d.paths.len() as u32)
+                .position(|p| d.json_path(p) == path)
+                .unwrap()]
+        };
         assert_eq!(
             counts("$.a"),
             ArrayCounts {
@@ -914,8 +965,25 @@ mod tests {
         assert!(mined.shredded.iter().all(|c| c.list == (c.path == ["t"])));
         assert_eq!(
             mined.unshredded,
-            vec!["$.long".to_string(), "$.t".to_string()]
+            Some(vec!["$.long".to_string(), "$.t".to_string()])
         );
+    }
+
+    #[test]
+    fn paths_that_explode_are_not_spelled_out() {
+        // Every document a map keyed by names no other document uses.
+        let docs: Vec<String> = (0..=MAX_BLOOM_PATHS / 4)
+            .map(|d| {
+                let members: Vec<String> = (0..4).map(|k| format!(r#""n{d}_{k}":1"#)).collect();
+                format!(r#"{{"kind":"a","map":{{{}}}}}"#, members.join(","))
+            })
+            .collect();
+        let texts: Vec<&str> = docs.iter().map(String::as_str).collect();
+        let (mined, shredded) = mine_in_order(&items_of(&texts), 1024, 0.6);
+        assert_eq!(mined.unshredded, None);
+        assert!(shredded.iter().any(|(path, _, _)| path == "$.kind"));
+        let (few, _) = mine_in_order(&items_of(&texts[..100]), 1024, 0.6);
+        assert!(few.unshredded.unwrap().contains(&"$.map.n99_3".to_string()));
     }
 
     #[test]
@@ -990,7 +1058,7 @@ mod tests {
     #[test]
     fn odd_keys_are_quoted() {
         assert_eq!(
-            json_path(&["a.b".into(), "weird key".into(), "q\"".into()]),
+            json_path(&["a.b", "weird key", "q\""]),
             r#"$."a.b"."weird key"."q\"""#
         );
     }

@@ -178,7 +178,31 @@ pub struct PathBloom {
     hashes: u32,
 }
 
+/// Most key paths a file's filter holds. Past it (maps keyed by names give a path per
+/// name: 976K paths in 5,000 API models) the filter would take megabytes of the table's
+/// manifest, which every query reads, and skip little; the file's filter is then one
+/// word of ones, which contains every path.
+pub const MAX_BLOOM_PATHS: usize = 16_384;
+
 impl PathBloom {
+    /// The filter of `paths`; past [`MAX_BLOOM_PATHS`], [`Self::everything`].
+    pub fn of(paths: &[String]) -> Self {
+        if paths.len() > MAX_BLOOM_PATHS {
+            return Self::everything();
+        }
+        let mut bloom = Self::with_capacity(paths.len());
+        paths.iter().for_each(|p| bloom.insert(p));
+        bloom
+    }
+
+    /// A filter that contains every path: one word of ones.
+    pub fn everything() -> Self {
+        Self {
+            bits: vec![u64::MAX],
+            hashes: 1,
+        }
+    }
+
     /// An empty filter sized for `paths` entries at about 1% false positives.
     pub fn with_capacity(paths: usize) -> Self {
         // 10 bits and 7 hashes per entry give about 0.8% false positives.
@@ -337,5 +361,18 @@ mod tests {
         };
         let text = serde_json::to_string(&summary).unwrap();
         assert_eq!(serde_json::from_str::<FileSummary>(&text).unwrap(), summary);
+    }
+
+    #[test]
+    fn a_filter_of_too_many_paths_contains_every_path() {
+        let few: Vec<String> = (0..10).map(|i| format!("$.k{i}")).collect();
+        let bloom = PathBloom::of(&few);
+        assert!(few.iter().all(|p| bloom.may_contain(p)));
+        assert!(!bloom.may_contain("$.other"));
+        let many: Vec<String> = (0..=MAX_BLOOM_PATHS).map(|i| format!("$.k{i}")).collect();
+        let bloom = PathBloom::of(&many);
+        assert!(many.iter().all(|p| bloom.may_contain(p)));
+        assert!(bloom.may_contain("$.other"));
+        assert_eq!(bloom.bits.len(), 1, "one word, whatever the paths");
     }
 }

@@ -143,8 +143,10 @@ pub fn write_file_with_columns(
         ),
         None => (column, columns),
     };
-    let mut unshredded = PathBloom::with_capacity(mined.unshredded.len());
-    mined.unshredded.iter().for_each(|p| unshredded.insert(p));
+    let unshredded = mined
+        .unshredded
+        .as_deref()
+        .map_or_else(PathBloom::everything, PathBloom::of);
     let summary = FileSummary {
         rows: column.len() as u64,
         schema: ShreddingSchema {

@@ -25,9 +25,14 @@ pub const DOCS_PER_FILE: usize = 262_144;
 /// Raw JSON bytes per data file, whichever limit comes first.
 pub const BYTES_PER_FILE: usize = 192 << 20;
 
-/// Smallest file the last chunk of a write is split into: below it, the per-file
-/// overhead and weaker compression outweigh shredding the parts on more cores.
+/// Smallest file the last chunk of a write is split into, in documents or in bytes of
+/// JSON (whichever allows more parts): below both, the per-file overhead and weaker
+/// compression outweigh shredding the parts on more cores. Large documents (API models
+/// of 6 KB each) reach the bytes long before the documents.
 pub const MIN_SPLIT_DOCS: usize = 65_536;
+
+/// See [`MIN_SPLIT_DOCS`].
+pub const MIN_SPLIT_BYTES: usize = 16 << 20;
 
 /// Counters an ingest shows while it runs and in its summary.
 #[derive(Debug, Default)]
@@ -158,10 +163,12 @@ impl Chunk {
         }
     }
 
-    /// This chunk as at most `parts` chunks of at least [`MIN_SPLIT_DOCS`] documents
-    /// each, in order.
+    /// This chunk as at most `parts` chunks of at least [`MIN_SPLIT_DOCS`] documents or
+    /// [`MIN_SPLIT_BYTES`] bytes each (in the mean), in order.
     fn split(self, parts: usize) -> Result<Vec<Chunk>> {
-        let parts = parts.min(self.ends.len() / MIN_SPLIT_DOCS).max(1);
+        let by_docs = self.ends.len() / MIN_SPLIT_DOCS;
+        let by_bytes = self.bytes.len() / MIN_SPLIT_BYTES;
+        let parts = parts.min(by_docs.max(by_bytes)).max(1);
         if parts == 1 {
             return Ok(vec![self]);
         }
@@ -393,6 +400,20 @@ mod tests {
         assert_eq!(rejoined, texts);
         assert_eq!(chunk(MIN_SPLIT_DOCS * 2 - 1).split(4).unwrap().len(), 1);
         assert_eq!(chunk(10).split(1).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn large_documents_split_by_their_bytes() {
+        let doc = format!("{{\"pad\":\"{}\"}}", "x".repeat(1 << 20));
+        let mut whole = Chunk::default();
+        (0..2 * (MIN_SPLIT_BYTES >> 20) + 1).for_each(|_| whole.push(doc.as_bytes()));
+        let docs = whole.ends.len();
+        let parts = whole.split(4).unwrap();
+        assert_eq!(parts.len(), 2, "two parts of at least MIN_SPLIT_BYTES");
+        assert_eq!(parts.iter().map(|p| p.ends.len()).sum::<usize>(), docs);
+        let mut small = Chunk::default();
+        (0..(MIN_SPLIT_BYTES >> 20) * 2 - 2).for_each(|_| small.push(doc.as_bytes()));
+        assert_eq!(small.split(4).unwrap().len(), 1);
     }
 
     /// Relational columns, gathered batch by batch, split at the same rows as the

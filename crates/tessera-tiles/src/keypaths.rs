@@ -421,7 +421,7 @@ pub struct Mined {
     /// those have no typed column of their own values, so to a filter on them they are
     /// paths that may be present in the binary. `None` when there are more than
     /// [`MAX_BLOOM_PATHS`] (keys that explode), which are not spelled out: the file's
-    /// filter then contains every path.
+    /// filter then contains every path, as it does for more spellings than that.
     pub unshredded: Option<Vec<String>>,
 }
 
@@ -540,8 +540,9 @@ pub fn mine(items: &Items, order: &[usize], p: &Partitioning) -> Mined {
 }
 
 /// The JSONPath spellings of the paths `ids` and `more`, sorted and distinct; `None`
-/// past [`MAX_BLOOM_PATHS`], where nothing is spelled out (the ids are distinct paths,
-/// so more ids than that are more paths than that).
+/// when the ids alone are more than a file's filter holds ([`MAX_BLOOM_PATHS`]: they
+/// are distinct paths), so that no time goes to spelling out what the filter would not
+/// keep. [`crate::summary::PathBloom::of`] owns the bound on what it keeps.
 fn spelled_out(items: &Items, ids: &[u32], more: Vec<String>) -> Option<Vec<String>> {
     if ids.len() > MAX_BLOOM_PATHS {
         return None;
@@ -550,7 +551,7 @@ fn spelled_out(items: &Items, ids: &[u32], more: Vec<String>) -> Option<Vec<Stri
     paths.extend(ids.iter().map(|&id| items.json_path(id)));
     paths.sort_unstable();
     paths.dedup();
-    (paths.len() <= MAX_BLOOM_PATHS).then_some(paths)
+    Some(paths)
 }
 
 /// Per path id: whether its leaves, and whether its arrays, are held by enough

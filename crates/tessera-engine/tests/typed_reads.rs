@@ -132,8 +132,45 @@ fn document(rng: &mut Rng, file: usize, row: usize, rows: usize) -> String {
         _ => String::new(),
     };
     write!(doc, r#","meta":{{"kind":"m{}"{note}}}"#, rng.below(3)).unwrap();
+    write!(doc, r#","attrs":{}"#, attributes(id)).unwrap();
     doc.push('}');
     doc
+}
+
+/// What a document holds at `attrs`: a map-like object keyed by names, one frequent
+/// (`common`, shredded) and the rest drawn from 400 (each too rare to shred, so in the
+/// object's binary), valued by small objects, sometimes by a scalar; rarely a value that
+/// is no object. Its own generator, seeded by the document's id, leaves the other keys'
+/// values as they were.
+fn attributes(id: usize) -> String {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (id as u64 + 1).wrapping_mul(0x2545_f491));
+    match rng.below(40) {
+        0 => return r#""none""#.to_string(),
+        1 => return r#"[{"v":1}]"#.to_string(),
+        _ => {}
+    }
+    let mut names: Vec<String> = (0..rng.below(4))
+        .map(|_| format!("k{:03}", rng.below(400)))
+        .collect();
+    if rng.below(10) < 7 {
+        names.push("common".to_string());
+    }
+    // Keys in sorted order: tables render objects with sorted keys.
+    names.sort();
+    names.dedup();
+    let members: Vec<String> = names
+        .iter()
+        .map(|name| match rng.below(12) {
+            0 => format!(r#""{name}":{}"#, rng.below(9)),
+            1 => format!(r#""{name}":null"#),
+            _ => format!(
+                r#""{name}":{{"v":{},"w":"w{}"}}"#,
+                rng.below(50),
+                rng.below(4)
+            ),
+        })
+        .collect();
+    format!("{{{}}}", members.join(","))
 }
 
 /// What a document holds at `deps`: mostly short arrays of `{name, v, src: {u}}`
@@ -171,10 +208,14 @@ fn dependencies(rng: &mut Rng, file: usize) -> String {
 }
 
 fn write_files(dir: &Path) -> Vec<String> {
+    write_files_of(dir, 3000)
+}
+
+/// Three files of `rows` generated documents each.
+fn write_files_of(dir: &Path, rows: usize) -> Vec<String> {
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     (0..3)
         .map(|file| {
-            let rows = 3000;
             let text: String = (0..rows)
                 .map(|row| document(&mut rng, file, row, rows) + "\n")
                 .collect();
@@ -254,6 +295,16 @@ const QUERIES: &[&str] = &[
     "SELECT count(*) FROM T AS d, json_each(d.j, '$.meta') AS e",
     "SELECT json_get_int(d.j, 'id') % 3 AS k, count(*) FROM T AS d, json_each(d.j, '$.nested') AS e GROUP BY 1",
     "SELECT d.j->>'kind' AS k, count(*) FROM T AS d LEFT JOIN LATERAL json_each(d.j, '$.nested') AS e ON true GROUP BY 1",
+    // What is read of json_each's rows over map-like objects (a shredded member, the
+    // rest in the object's binary, values that are no object) and over paths inside a
+    // binary, members visited without writing the object as text.
+    "SELECT e.value->>'w' AS w, count(*), sum(json_get_int(e.value, 'v')) FROM T AS d, json_each(d.j, '$.attrs') AS e GROUP BY 1",
+    "SELECT d.j->>'id', e.value FROM T AS d, json_each(d.j, '$.attrs') AS e WHERE json_get_int(d.j, 'id') % 7 = 0",
+    "SELECT count(*) FROM T AS d, json_each(d.j, '$.attrs') AS e WHERE e.value->>'v' IS NOT NULL",
+    "SELECT e.value, count(*) FROM T AS d, json_each(d.j, '$.attrs.k007') AS e GROUP BY 1",
+    "SELECT d.j->>'id', e.value, e.value->>'n' FROM T AS d, json_each(d.j, '$.meta.note') AS e",
+    "SELECT e.value, count(*) FROM T AS d, json_each(d.j, '$.nested') AS e GROUP BY 1",
+    "SELECT d.j->>'kind', e.value, count(*) FROM T AS d LEFT JOIN LATERAL json_each(d.j, '$.meta') AS e ON true GROUP BY 1, 2",
     // The elements of `CAST(x AS JSON[])`: arrays only (TRY_CAST: no rows for anything
     // else), `null` elements as SQL NULL.
     "SELECT s.u->>'name' AS n, count(*) FROM (SELECT unnest(TRY_CAST(j->'deps' AS JSON[])) AS u FROM T) AS s GROUP BY 1",
@@ -820,6 +871,54 @@ async fn typed_reads_honour_deletes() {
         let typed = rows(&session, &query.replace("FROM T", "FROM t")).await;
         assert_eq!(typed, expected, "{query}");
     }
+}
+
+/// A table of one file scanned by more partitions than it has files: each partition
+/// reads a share of the file's rows (with deletes applied), and together they answer
+/// as one partition reading the whole file does, and as the raw files do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shares_of_one_file_answer_like_the_whole_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let deleted = "j->>'kind' = 'b' AND json_get_int(j, 'id') % 3 = 0";
+    let parts = write_files_of(dir.path(), 6000);
+    let one = dir.path().join("one.json");
+    let text: String = parts
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    std::fs::write(&one, text).unwrap();
+    let one = one.display().to_string();
+    let session = session_over(
+        std::slice::from_ref(&one),
+        dir.path(),
+        &format!("NOT ({deleted})"),
+    )
+    .await;
+    rows(&session, &format!("DELETE FROM t WHERE {deleted}")).await;
+    let set = |n: usize| format!("SET datafusion.execution.target_partitions = {n}");
+    rows(&session, &set(4)).await;
+    let plan = rows(&session, "EXPLAIN SELECT count(*) FROM t")
+        .await
+        .join("\n");
+    // 18,000 rows make two shares of at least 8,192 rows, as two byte ranges.
+    assert_eq!(plan.matches(".parquet:").count(), 2, "{plan}");
+    let mut failures = Vec::new();
+    for query in QUERIES {
+        let expected = rows(&session, &query.replace("FROM T", "FROM raw")).await;
+        rows(&session, &set(4)).await;
+        let shared = rows(&session, &query.replace("FROM T", "FROM t")).await;
+        rows(&session, &set(1)).await;
+        let whole = rows(&session, &query.replace("FROM T", "FROM t")).await;
+        if shared != expected || whole != expected {
+            failures.push(format!(
+                "{query}: raw {} rows, shares {}, whole {}",
+                expected.len(),
+                shared.len(),
+                whole.len()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// Queries over a table big enough for several pages per column, written against `T`:

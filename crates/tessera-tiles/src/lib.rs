@@ -29,6 +29,7 @@ pub mod shred;
 pub mod summary;
 pub mod unshred;
 pub mod variant;
+pub mod variant_view;
 pub mod writer;
 
 pub use error::TilesError;

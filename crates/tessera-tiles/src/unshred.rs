@@ -25,6 +25,7 @@ use crate::TilesError;
 use crate::datetime::{FORMAT_METADATA_KEY, TimeFormat};
 use crate::layout::{METADATA, TYPED_VALUE, VALUE};
 use crate::variant::write_json;
+use crate::variant_view::VariantView;
 
 /// A shredded Variant column (`{metadata, value, typed_value}`, or a pair below one with
 /// the column's metadata beside it) ready to be written as JSON text row by row.
@@ -103,6 +104,26 @@ impl ShreddedJson {
         self.root.write(&metadata, row, out)?;
         Ok(true)
     }
+
+    /// Visits the rows `json_each` gives row `row` (an object's members in key order, a
+    /// list's elements, any other value itself), each as a lazily read view of the
+    /// binary that holds it or as JSON text written from typed columns into `text`, so
+    /// that an access to them reads only what it needs; false (nothing visited) when the
+    /// row is NULL or holds no value.
+    pub fn members(
+        &self,
+        row: usize,
+        text: &mut String,
+        visit: &mut dyn FnMut(Member<'_>) -> Result<(), TilesError>,
+    ) -> Result<bool, TilesError> {
+        assert!(row < self.len(), "row {row} of {}", self.len());
+        if self.nulls.as_ref().is_some_and(|n| n.is_null(row)) || !self.root.present(row) {
+            return Ok(false);
+        }
+        let metadata = RowMetadata::new(self.metadata.value(row));
+        self.root.members(&metadata, row, text, visit)?;
+        Ok(true)
+    }
 }
 
 /// A row's Variant metadata, parsed (and validated) only when the row has a Variant
@@ -147,6 +168,21 @@ impl Pair {
         self.value.as_ref().is_some_and(|v| v.is_valid(row)) || self.typed.is_valid(row)
     }
 
+    /// Row `row`'s Variant binary, when it has one.
+    fn binary<'s, 'm>(
+        &'s self,
+        metadata: &RowMetadata<'m>,
+        row: usize,
+    ) -> Result<Option<Variant<'m, 's>>, TilesError> {
+        match &self.value {
+            Some(value) if value.is_valid(row) => Ok(Some(
+                Variant::try_new_with_metadata(metadata.parsed()?.clone(), value.value(row))
+                    .map_err(TilesError::variant)?,
+            )),
+            _ => Ok(None),
+        }
+    }
+
     /// Writes row `row`'s value, which is present.
     fn write(
         &self,
@@ -154,25 +190,10 @@ impl Pair {
         row: usize,
         out: &mut String,
     ) -> Result<(), TilesError> {
-        let binary = match &self.value {
-            Some(value) if value.is_valid(row) => Some(
-                Variant::try_new_with_metadata(metadata.parsed()?.clone(), value.value(row))
-                    .map_err(TilesError::variant)?,
-            ),
-            _ => None,
-        };
+        let binary = self.binary(metadata, row)?;
         match &self.typed {
             Typed::Object { fields, .. } if self.typed.is_valid(row) => {
-                let unshredded = match binary {
-                    None => None,
-                    Some(Variant::Object(object)) => Some(object),
-                    Some(_) => {
-                        return Err(TilesError::Internal(
-                            "a partially shredded object whose binary is no object".into(),
-                        ));
-                    }
-                };
-                write_object(fields, unshredded, metadata, row, out)?;
+                write_object(fields, unshredded(binary)?, metadata, row, out)?;
             }
             Typed::List { list, element } if self.typed.is_valid(row) => {
                 write_list(list, element, metadata, row, out)?;
@@ -185,6 +206,121 @@ impl Pair {
         }
         Ok(())
     }
+
+    /// Visits the rows `json_each` gives row `row`'s value, which is present: an
+    /// object's members in key order, a list's elements, any other value itself. A row
+    /// the binary holds is visited as a lazily read view of it; one of typed columns is
+    /// written to `text` first.
+    fn members(
+        &self,
+        metadata: &RowMetadata<'_>,
+        row: usize,
+        text: &mut String,
+        visit: &mut dyn FnMut(Member<'_>) -> Result<(), TilesError>,
+    ) -> Result<(), TilesError> {
+        let binary = match &self.value {
+            Some(value) if value.is_valid(row) => Some(VariantView::new(
+                metadata.parsed()?.clone(),
+                value.value(row),
+            )),
+            _ => None,
+        };
+        let mut written =
+            |pair: &Pair,
+             at: usize,
+             visit: &mut dyn FnMut(Member<'_>) -> Result<(), TilesError>| {
+                text.clear();
+                match pair.present(at) {
+                    true => pair.write(metadata, at, text)?,
+                    false => text.push_str("null"),
+                }
+                visit(Member::Written(text))
+            };
+        match &self.typed {
+            Typed::Object { fields, .. } if self.typed.is_valid(row) => {
+                let mut unshredded = Vec::new();
+                if let Some(binary) = binary {
+                    if !binary.is_object() {
+                        return Err(no_object());
+                    }
+                    binary.each(&mut |name, value| {
+                        unshredded.push((name.unwrap_or_default(), value));
+                        Ok(())
+                    })?;
+                }
+                each_member(fields, unshredded.into_iter(), row, |_, held| match held {
+                    Held::Variant(value) => visit(Member::Binary(value)),
+                    Held::Typed(pair) => written(pair, row, visit),
+                })?;
+            }
+            Typed::List { list, element } if self.typed.is_valid(row) => {
+                let offsets = list.value_offsets();
+                for at in offsets[row] as usize..offsets[row + 1] as usize {
+                    written(element, at, visit)?;
+                }
+            }
+            Typed::Leaf(_) if self.typed.is_valid(row) => written(self, row, visit)?,
+            _ => match binary {
+                Some(binary) => binary.each(&mut |_, value| visit(Member::Binary(value)))?,
+                None => written(self, row, visit)?,
+            },
+        }
+        Ok(())
+    }
+}
+
+/// The unshredded members of a partially shredded object: its binary, an object.
+fn unshredded<'m, 'v>(
+    binary: Option<Variant<'m, 'v>>,
+) -> Result<Option<VariantObject<'m, 'v>>, TilesError> {
+    match binary {
+        None => Ok(None),
+        Some(Variant::Object(object)) => Ok(Some(object)),
+        Some(_) => Err(no_object()),
+    }
+}
+
+fn no_object() -> TilesError {
+    TilesError::Internal("a partially shredded object whose binary is no object".into())
+}
+
+/// One row of `json_each` over a shredded value: held in the Variant binary, or written
+/// as JSON text from typed columns.
+pub enum Member<'a> {
+    /// A member or element the binary holds, not validated until read.
+    Binary(VariantView<'a, 'a>),
+    /// A member or element of typed columns, written as JSON.
+    Written(&'a str),
+}
+
+/// Where an object's member is: in its binary (`V`, as the caller reads it), or in a
+/// shredded field's pair.
+enum Held<'p, V> {
+    Variant(V),
+    Typed(&'p Pair),
+}
+
+/// Calls `visit` with each member of an object in key order: its present shredded
+/// `fields` merged with the `unshredded` members of its binary object, in key order.
+fn each_member<'p, 'n, V>(
+    fields: &'p [(String, Pair)],
+    unshredded: impl Iterator<Item = (&'n str, V)>,
+    row: usize,
+    mut visit: impl FnMut(&str, Held<'p, V>) -> Result<(), TilesError>,
+) -> Result<(), TilesError> {
+    let mut members = unshredded.peekable();
+    for (name, pair) in fields {
+        while let Some((member, value)) = members.next_if(|(m, _)| *m < name.as_str()) {
+            visit(member, Held::Variant(value))?;
+        }
+        if pair.present(row) {
+            visit(name, Held::Typed(pair))?;
+        }
+    }
+    for (member, value) in members {
+        visit(member, Held::Variant(value))?;
+    }
+    Ok(())
 }
 
 /// Writes row `row` of a list whose elements are pairs; an element with no value (which
@@ -221,30 +357,21 @@ fn write_object(
     row: usize,
     out: &mut String,
 ) -> Result<(), TilesError> {
-    let mut members = unshredded.iter().flat_map(|o| o.iter()).peekable();
     let mut first = true;
-    let mut key = |out: &mut String, name: &str| {
+    out.push('{');
+    let members = unshredded.iter().flat_map(|o| o.iter());
+    each_member(fields, members, row, |name, held| {
         if !std::mem::take(&mut first) {
             out.push(',');
         }
         push_string(out, name);
         out.push(':');
-    };
-    out.push('{');
-    for (name, pair) in fields {
-        while let Some((member, value)) = members.next_if(|(m, _)| *m < name.as_str()) {
-            key(out, member);
-            write_json(&value, out);
+        match held {
+            Held::Variant(value) => write_json(&value, out),
+            Held::Typed(pair) => pair.write(metadata, row, out)?,
         }
-        if pair.present(row) {
-            key(out, name);
-            pair.write(metadata, row, out)?;
-        }
-    }
-    for (member, value) in members {
-        key(out, member);
-        write_json(&value, out);
-    }
+        Ok(())
+    })?;
     out.push('}');
     Ok(())
 }

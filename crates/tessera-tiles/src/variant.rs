@@ -326,19 +326,26 @@ fn push_display(out: &mut String, value: &impl std::fmt::Display) {
     let _ = write!(out, "{value}");
 }
 
+/// The Variant metadata and value of one JSON text, as the writer encodes documents.
+#[cfg(test)]
+pub(crate) fn encoded(json: &str) -> (Vec<u8>, Vec<u8>) {
+    let mut tape = Tape::default();
+    let text = tape.push(json.as_bytes()).unwrap();
+    let doc = tape.doc(0, text);
+    let mut encoder = RowEncoder::new(&tape);
+    let (mut metadata, mut value) = (Vec::new(), Vec::new());
+    encoder.start_row(doc.keys(), &mut metadata);
+    encoder.encode(doc.root(), &mut value);
+    (metadata, value)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::Value as Json;
 
     fn round_trip(text: &str) -> String {
-        let mut tape = Tape::default();
-        let text = tape.push(text.as_bytes()).unwrap();
-        let doc = tape.doc(0, text);
-        let mut encoder = RowEncoder::new(&tape);
-        let (mut metadata, mut bytes) = (Vec::new(), Vec::new());
-        encoder.start_row(doc.keys(), &mut metadata);
-        encoder.encode(doc.root(), &mut bytes);
+        let (metadata, bytes) = encoded(text);
         // `try_new` validates the whole encoding, dictionary and object order included.
         let variant = Variant::try_new(&metadata, &bytes).unwrap();
         let mut out = String::new();

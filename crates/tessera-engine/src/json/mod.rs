@@ -18,6 +18,7 @@ pub mod json_type;
 pub mod output;
 pub mod sql_types;
 pub mod union_type;
+pub mod variant_path;
 pub mod variant_type;
 
 /// What `sql_types` uses of Arrow and the SQL parser, named here once so that the fuzz

@@ -29,7 +29,7 @@ use datafusion::physical_plan::projection::ProjectionExec;
 use tessera_table::{DataFile, Table};
 use tessera_tiles::summary::StatValue;
 
-use super::scan::{SnapshotFile, TesseraSource};
+use super::scan::{SHARE_ROWS_ALIGN, SnapshotFile, TesseraSource};
 use super::write::sink::{TesseraSink, WriteProgress, WriteReport};
 use crate::options::TesseraOptions;
 
@@ -178,18 +178,15 @@ impl TableProvider for TesseraTable {
             .filter(|f| self.may_match(f, &column_filters))
             .collect();
         let partitions = state.config().target_partitions().max(1);
-        let mut groups: Vec<Vec<PartitionedFile>> =
-            vec![Vec::new(); partitions.min(files.len()).max(1)];
-        let count = groups.len();
-        for (i, file) in files.into_iter().enumerate() {
+        let groups = spread(files, partitions, |file| {
             let key = self.table.key(&file.path);
             let mut part = PartitionedFile::new(key.to_string(), file.size);
             part.extensions.insert(SnapshotFile {
                 snapshot: Arc::clone(&snapshot),
                 file: file.clone(),
             });
-            groups[i % count].push(part);
-        }
+            part
+        });
         let wanted: Vec<usize> = match projection {
             Some(p) => p.iter().map(|&i| self.scan_index[i]).collect(),
             None => self.scan_index.clone(),
@@ -204,7 +201,7 @@ impl TableProvider for TesseraTable {
         let table_schema = TableSchema::from(Arc::clone(&self.scan_schema));
         let source = TesseraSource::new(table_schema, typed_reads);
         let config = FileScanConfigBuilder::new(self.url.clone(), Arc::new(source))
-            .with_file_groups(groups.into_iter().map(FileGroup::new).collect())
+            .with_file_groups(groups)
             .with_projection_indices(scan_projection)?
             .with_limit(limit)
             .build();
@@ -393,4 +390,39 @@ fn compare(a: &StatValue, b: &StatValue) -> Option<Ordering> {
         (StatValue::Bool(a), StatValue::Bool(b)) => Some(a.cmp(b)),
         _ => None,
     }
+}
+
+/// The files to scan in at most `partitions` file groups, round-robin. When there are
+/// fewer files than partitions, each file is split into shares (byte ranges, which the
+/// scan reads as the same proportion of the file's rows) of at least
+/// [`SHARE_ROWS_ALIGN`] rows, so that a table of one large file keeps every core busy.
+fn spread(
+    files: Vec<&DataFile>,
+    partitions: usize,
+    part: impl Fn(&DataFile) -> PartitionedFile,
+) -> Vec<FileGroup> {
+    assert!(partitions > 0, "at least one partition");
+    let per_file = match files.len() {
+        n if n == 0 || n >= partitions => 1,
+        n => partitions.div_ceil(n),
+    };
+    let mut pieces: Vec<PartitionedFile> = Vec::new();
+    for file in files {
+        let rows = usize::try_from(file.summary.rows).unwrap_or(usize::MAX);
+        let shares = per_file.min(rows / SHARE_ROWS_ALIGN).max(1);
+        let whole = part(file);
+        if shares == 1 {
+            pieces.push(whole);
+            continue;
+        }
+        let size = u128::from(file.size);
+        let at = |k: usize| i64::try_from(size * k as u128 / shares as u128).unwrap_or(i64::MAX);
+        pieces.extend((0..shares).map(|k| whole.clone().with_range(at(k), at(k + 1))));
+    }
+    let count = partitions.min(pieces.len()).max(1);
+    let mut groups: Vec<Vec<PartitionedFile>> = vec![Vec::new(); count];
+    for (i, piece) in pieces.into_iter().enumerate() {
+        groups[i % count].push(piece);
+    }
+    groups.into_iter().map(FileGroup::new).collect()
 }

@@ -33,11 +33,13 @@ use datafusion::logical_expr::{
 use tessera_json::path::{PathElem, PathTrie, Slot};
 use tessera_json::scanner::Scanner;
 use tessera_json::value::Output;
+use tessera_tiles::variant_view::VariantView;
 
 use super::elements::ElementCopier;
 use super::{JsonEntries, Walk, Walker, cast_failure, malformed, text_at};
 use crate::functions::json::{access_name, access_placement, constant_path};
 use crate::json::output::OutputBuilder;
+use crate::json::variant_path::append_at;
 
 /// Which rows a document's value has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -77,6 +79,10 @@ pub struct ValueAccess {
     /// Each access's slot in the scanner; `None` when a path element is NULL (every
     /// value is then NULL, as the access function gives).
     slots: Vec<Option<Slot>>,
+    /// Each access's path, followed inside values given as Variant.
+    paths: Vec<Option<Vec<PathElem>>>,
+    /// The JSON text of the value a path inside a Variant ends on.
+    found: String,
     offsets: Vec<i32>,
     /// Rows so far, all documents together.
     rows: usize,
@@ -113,6 +119,8 @@ impl ValueAccess {
             fields,
             scanner,
             slots,
+            paths: accesses.iter().map(|(_, path)| path.clone()).collect(),
+            found: String::new(),
             offsets: vec![0],
             rows: 0,
         }
@@ -133,6 +141,21 @@ impl ValueAccess {
             match (slot, self.scanner.as_ref()) {
                 (Some(slot), Some(scanner)) => builder.append(value, scanner.get(*slot)),
                 _ => builder.append_null(),
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends the accesses to one row's value held as Variant (a table's binary): each
+    /// path is followed inside it, and only the value it ends on is validated and
+    /// written as text.
+    pub fn push_variant(&mut self, value: &VariantView<'_, '_>) -> Result<()> {
+        self.rows += 1;
+        for (builder, path) in self.builders.iter_mut().zip(&self.paths) {
+            match path {
+                Some(path) => append_at(builder, value, path, &mut self.found)
+                    .map_err(|e| DataFusionError::External(Box::new(e)))?,
+                None => builder.append_null(),
             }
         }
         Ok(())

@@ -16,7 +16,7 @@ use datafusion::common::{DataFusionError, Result};
 use datafusion::physical_expr::projection::Projector;
 
 use super::coded_filters::{CodedOutput, coded_mask};
-use super::elements::ListElements;
+use super::elements::ElementSource;
 use super::leaves::{Served, dictionary_values, same_dictionary, stored_codes, typed_cast};
 use super::metrics::TesseraScanMetrics;
 use super::output_source::OutputSource;
@@ -53,7 +53,7 @@ pub(super) struct FileDecoder {
     sources: Vec<OutputSource>,
     /// Per element access, where this file holds it (`None`: computed from the text of
     /// the value walked).
-    elements: Vec<Option<ListElements>>,
+    elements: Vec<Option<ElementSource>>,
     /// Per extracted output, whether an element access is computed from its text.
     walked: Vec<bool>,
     scanner: Option<Scanner>,
@@ -104,7 +104,7 @@ impl FileDecoder {
         plan: Arc<ExtractionPlan>,
         coded: Arc<Vec<CodedOutput>>,
         sources: Vec<OutputSource>,
-        elements: Vec<Option<ListElements>>,
+        elements: Vec<Option<ElementSource>>,
         metrics: TesseraScanMetrics,
         filters_applied: bool,
     ) -> Result<Self> {

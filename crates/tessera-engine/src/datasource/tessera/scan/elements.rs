@@ -25,10 +25,49 @@ use super::leaves::{
     LeafKind, Served, all_null, binary_at, convert_typed, descend, leaf_index, leaves_below,
     list_row_leaves, missing, patch, shredded_field, typed_scalar, variant_at,
 };
+use super::members::ObjectMembers;
 use crate::access::extraction::ElementAccess;
 use crate::functions::json_each::{Rows, field_names};
 use crate::json::Output;
 use crate::json::path::PathElem;
+
+/// Where one file holds the rows of one [`ElementAccess`] and what is read of them:
+/// a shredded list's typed columns, or an object's members (or a binary's value)
+/// visited without writing the object as text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum ElementSource {
+    List(ListElements),
+    Members(ObjectMembers),
+}
+
+impl ElementSource {
+    /// Where a document column of type `column` holds `access` of the rows of
+    /// `json_each` at `path`; `None` when only the text of the value walked answers it.
+    pub fn find(column: &DataType, path: &[PathElem], access: &ElementAccess) -> Option<Self> {
+        ListElements::find(column, path, access)
+            .map(ElementSource::List)
+            .or_else(|| ObjectMembers::find(column, path, access).map(ElementSource::Members))
+    }
+
+    /// Parquet leaf column indices to read in `file`, ascending.
+    pub fn parquet_leaves(&self, column: &str, file: &ParquetMetaData) -> Vec<usize> {
+        match self {
+            ElementSource::List(list) => list.parquet_leaves(column, file),
+            ElementSource::Members(members) => {
+                members.parquet_leaves(column, file.file_metadata().schema_descr())
+            }
+        }
+    }
+
+    /// The access's list for every row of `column` (a decoded document column holding
+    /// at least [`Self::parquet_leaves`]).
+    pub fn read(&self, column: &StructArray) -> Result<(ArrayRef, Served)> {
+        match self {
+            ElementSource::List(list) => list.read(column),
+            ElementSource::Members(members) => members.read(column),
+        }
+    }
+}
 
 /// What each element is read for.
 #[derive(Debug, Clone, PartialEq, Eq)]

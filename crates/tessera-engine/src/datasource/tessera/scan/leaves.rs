@@ -31,11 +31,13 @@ use tessera_tiles::layout::{ELEMENT, LIST, METADATA, TYPED_VALUE, VALUE};
 use tessera_tiles::unshred::ShreddedJson;
 use tessera_tiles::unshred::texts_of_dates_and_times;
 use tessera_tiles::variant::write_json;
+use tessera_tiles::variant_view::element_at;
 
 use crate::access::extraction::dictionary_text;
+use crate::json::Output;
 use crate::json::output::OutputBuilder;
 use crate::json::path::PathElem;
-use crate::json::{Kind, Output, Span};
+use crate::json::variant_path::{rendered_span, step, written_at};
 
 /// The kind of a shredded leaf, as far as accesses care.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -379,6 +381,16 @@ impl BinaryPath {
         })
     }
 
+    /// The field names `[typed_value, k1, ...]` down to the prefix's pair.
+    pub fn prefix(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The path below the prefix, starting with the unshredded key.
+    pub fn below(&self) -> &[PathElem] {
+        &self.path
+    }
+
     /// Parquet leaf column indices to read: the prefix's binary and the metadata.
     pub fn parquet_leaves(&self, column: &str, schema: &SchemaDescriptor) -> Vec<usize> {
         let mut value: Vec<&str> = vec![column];
@@ -411,16 +423,6 @@ impl BinaryPath {
                 .map_err(|e| DataFusionError::External(Box::new(e)))?;
             Ok(written_at(document, &self.path, text))
         })
-    }
-}
-
-/// One step of a path inside a Variant: an object's field, or a list's element (negative
-/// indexes count from the end, as in the document scanner).
-fn step<'m, 'v>(node: Variant<'m, 'v>, elem: &PathElem) -> Option<Variant<'m, 'v>> {
-    match (node, elem) {
-        (Variant::Object(object), PathElem::Key(key)) => object.get(key),
-        (Variant::List(list), PathElem::Index(i)) => list.get(element_at(*i, list.len())?),
-        _ => None,
     }
 }
 
@@ -463,31 +465,9 @@ impl SubtreePath {
 
     /// The values of an access with `output` at this path, for every row of `column`.
     pub fn read(&self, column: &StructArray, output: Output) -> Result<(ArrayRef, Served)> {
-        let pair = descend(column, &self.names)?;
-        let metadata = column
-            .column_by_name(METADATA)
-            .ok_or_else(|| missing(METADATA))?;
-        let value = pair.column_by_name(VALUE).ok_or_else(|| missing(VALUE))?;
-        let typed = pair
-            .column_by_name(TYPED_VALUE)
-            .ok_or_else(|| missing(TYPED_VALUE))?;
-        // The pair's own fields keep their metadata: the format of typed dates and times.
-        let field = |name: &str| {
-            pair.fields()
-                .find(name)
-                .map(|(_, f)| Arc::clone(f))
-                .ok_or_else(|| missing(name))
-        };
-        let shredded = StructArray::try_new(
-            vec![
-                Arc::new(Field::new(METADATA, metadata.data_type().clone(), true)),
-                field(VALUE)?,
-                field(TYPED_VALUE)?,
-            ]
-            .into(),
-            vec![Arc::clone(metadata), Arc::clone(value), Arc::clone(typed)],
-            None,
-        )?;
+        let shredded = shredded_subtree(column, &self.names)?;
+        let value = shredded.column(1);
+        let typed = shredded.column(2);
         match (self.rest.is_empty(), output) {
             (true, Output::ArrayLength) => return array_lengths(&shredded),
             (true, _) => return written_whole(&shredded, output),
@@ -503,6 +483,36 @@ impl SubtreePath {
             Ok(!absent && written_at(variant.value(row), &self.rest, text))
         })
     }
+}
+
+/// The shredded subtree (`{metadata, value, typed_value}`) of the pair at `names` below
+/// the document column `column`, with the column's metadata beside the pair's columns.
+pub(super) fn shredded_subtree(column: &StructArray, names: &[String]) -> Result<StructArray> {
+    let pair = descend(column, names)?;
+    let metadata = column
+        .column_by_name(METADATA)
+        .ok_or_else(|| missing(METADATA))?;
+    let value = pair.column_by_name(VALUE).ok_or_else(|| missing(VALUE))?;
+    let typed = pair
+        .column_by_name(TYPED_VALUE)
+        .ok_or_else(|| missing(TYPED_VALUE))?;
+    // The pair's own fields keep their metadata: the format of typed dates and times.
+    let field = |name: &str| {
+        pair.fields()
+            .find(name)
+            .map(|(_, f)| Arc::clone(f))
+            .ok_or_else(|| missing(name))
+    };
+    Ok(StructArray::try_new(
+        vec![
+            Arc::new(Field::new(METADATA, metadata.data_type().clone(), true)),
+            field(VALUE)?,
+            field(TYPED_VALUE)?,
+        ]
+        .into(),
+        vec![Arc::clone(metadata), Arc::clone(value), Arc::clone(typed)],
+        None,
+    )?)
 }
 
 /// The values of a whole shredded subtree (`{metadata, value, typed_value}`), written as
@@ -619,18 +629,6 @@ impl ListLengths {
     }
 }
 
-/// Writes the value at `path` below `node` as JSON text to `text`; false when the path
-/// is absent.
-fn written_at(node: Variant<'_, '_>, path: &[PathElem], text: &mut String) -> bool {
-    match path.iter().try_fold(node, step) {
-        Some(v) => {
-            write_json(&v, text);
-            true
-        }
-        None => false,
-    }
-}
-
 /// The values of an access with `output` over `rows` rows, each rendered as JSON text by
 /// `render` (false: the row holds no value, NULL); all are served from binaries.
 fn rendered_rows(
@@ -660,7 +658,7 @@ fn rendered_rows(
 
 /// Every Parquet leaf of the `{value, typed_value}` pair at `names` below the document
 /// column `column`, and the Variant metadata, ascending.
-fn pair_leaves(column: &str, names: &[String], schema: &SchemaDescriptor) -> Vec<usize> {
+pub(super) fn pair_leaves(column: &str, names: &[String], schema: &SchemaDescriptor) -> Vec<usize> {
     let mut base: Vec<&str> = vec![column];
     base.extend(names.iter().map(String::as_str));
     let mut out = leaves_below(schema, &base);
@@ -678,16 +676,6 @@ pub(super) fn leaves_below(schema: &SchemaDescriptor, path: &[&str]) -> Vec<usiz
             parts.len() > path.len() && path.iter().zip(parts).all(|(a, b)| a == b)
         })
         .collect()
-}
-
-/// The position of element `index` of an array of `len` elements (negative indexes
-/// count from the end), if it has one.
-fn element_at(index: i64, len: usize) -> Option<usize> {
-    let at = match index < 0 {
-        true => len.checked_sub(usize::try_from(index.unsigned_abs()).ok()?)?,
-        false => usize::try_from(index).ok()?,
-    };
-    (at < len).then_some(at)
 }
 
 /// The Variant of row `row`'s metadata and of `value[at]`.
@@ -924,29 +912,6 @@ fn fits_nanoseconds(typed: &ArrayRef) -> Result<bool> {
     let stored = stored.as_primitive::<Int64Type>();
     let fits = |v: Option<i64>| v.is_none_or(|v| v.checked_mul(per_unit).is_some());
     Ok(fits(arrow::compute::min(stored)) && fits(arrow::compute::max(stored)))
-}
-
-/// The span of a whole JSON value rendered by [`write_json`].
-pub(super) fn rendered_span(text: &str) -> Span {
-    let bytes = text.as_bytes();
-    let kind = match bytes.first() {
-        Some(b'{') => Kind::Object,
-        Some(b'[') => Kind::Array,
-        Some(b'"') => Kind::String {
-            escaped: memchr::memchr(b'\\', bytes).is_some(),
-        },
-        Some(b't') => Kind::Bool(true),
-        Some(b'f') => Kind::Bool(false),
-        Some(b'n') => Kind::Null,
-        _ => Kind::Number {
-            integer: !bytes.iter().any(|b| matches!(b, b'.' | b'e' | b'E')),
-        },
-    };
-    Span {
-        kind,
-        start: 0,
-        end: u32::try_from(bytes.len()).expect("a rendered value fits in 4 GiB"),
-    }
 }
 
 /// The bytes of a binary column's row (Binary, LargeBinary or BinaryView).

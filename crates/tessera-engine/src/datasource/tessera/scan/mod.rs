@@ -7,17 +7,21 @@
 //! leaf plus the Variant binary of its outliers ([`super::leaves`]), an element of a
 //! path it shreds as a list from the list's typed elements (other paths through the
 //! list from the list's columns alone, and what a query reads of the rows `json_each`
-//! gives over such a list from its elements' typed columns, [`elements`]); a path whose first
-//! key the file does not shred is found in each document's own Variant binary; any other
+//! gives over such a list from its elements' typed columns, [`elements`]; over an object,
+//! or a value in a binary, from its members read lazily as Variant, [`members`]); a path
+//! whose first key the file does not shred is found in each document's own Variant
+//! binary; any other
 //! access is answered from documents reconstructed from the Variant column, for that
 //! file only.
 //! Filters are evaluated inside the scan on the extracted columns, after files whose
-//! statistics exclude them were skipped ([`super::prune`]).
+//! statistics exclude them were skipped ([`super::prune`]). A table of fewer files than
+//! partitions hands each partition a share of a file's rows (`opener`'s `Share`).
 
 mod coded_filters;
 mod decoder;
 mod elements;
 pub(crate) mod leaves;
+mod members;
 mod metrics;
 mod opener;
 mod output_source;
@@ -25,5 +29,5 @@ mod prune;
 mod schedule;
 mod source;
 
-pub use opener::SnapshotFile;
+pub use opener::{SHARE_ROWS_ALIGN, SnapshotFile};
 pub use source::TesseraSource;

@@ -23,7 +23,7 @@ use tessera_table::{DataFile, FilePredicate, FileRead, OpenFile, Pacer, Snapshot
 
 use super::coded_filters::CodedOutput;
 use super::decoder::FileDecoder;
-use super::elements::ListElements;
+use super::elements::ElementSource;
 use super::leaves::{LeafKind, ShreddedLeaf};
 use super::metrics::TesseraScanMetrics;
 use super::output_source::OutputSource;
@@ -69,13 +69,16 @@ impl FileOpener for TesseraOpener {
         let batch_size = self.batch_size;
         let typed_reads = self.typed_reads;
         let pace: Arc<dyn Pacer> = Arc::clone(&self.pace) as Arc<dyn Pacer>;
+        let share = Share::of(&file);
         Ok(Box::pin(async move {
             let summary = &entry.file.summary;
+            // A file split over partitions is counted once, by its first share.
+            let counted_once = usize::from(share.is_first());
             if !constraints.iter().all(|c| c.may_match_file(summary)) {
-                metrics.files_pruned.add(1);
+                metrics.files_pruned.add(counted_once);
                 return Ok(futures::stream::empty().boxed());
             }
-            metrics.files_scanned.add(1);
+            metrics.files_scanned.add(counted_once);
             let open = entry
                 .snapshot
                 .open_file(&entry.file)
@@ -90,13 +93,13 @@ impl FileOpener for TesseraOpener {
                     false => OutputSource::Document,
                 })
                 .collect();
-            let elements: Vec<Option<ListElements>> = plan
+            let elements: Vec<Option<ElementSource>> = plan
                 .elements
                 .iter()
                 .map(|access| {
                     let path = plan.trie.path(plan.outputs[access.walked].0);
                     typed_reads
-                        .then(|| ListElements::find(column.data_type(), path, access))
+                        .then(|| ElementSource::find(column.data_type(), path, access))
                         .flatten()
                 })
                 .collect();
@@ -150,18 +153,23 @@ impl FileOpener for TesseraOpener {
             let filters_applied = predicate.is_some();
             let checks = leaf_checks(&open, &column, &constraints);
             let row_groups = surviving_row_groups(&open, &checks);
-            metrics.row_groups_scanned.add(row_groups.len());
+            metrics
+                .row_groups_scanned
+                .add(row_groups.len() * counted_once);
             metrics
                 .row_groups_pruned
-                .add(open.metadata().num_row_groups() - row_groups.len());
+                .add((open.metadata().num_row_groups() - row_groups.len()) * counted_once);
+            let total: usize = row_groups
+                .iter()
+                .map(|&g| open.metadata().row_group(g).num_rows() as usize)
+                .sum();
             let rows = surviving_pages(&open, &checks, &row_groups);
             if let Some(rows) = &rows {
-                let total: i64 = row_groups
-                    .iter()
-                    .map(|&g| open.metadata().row_group(g).num_rows())
-                    .sum();
-                metrics.rows_pruned.add(total as usize - rows.row_count());
+                metrics
+                    .rows_pruned
+                    .add((total - rows.row_count()) * counted_once);
             }
+            let rows = share.select(rows, total);
             let stream = open
                 .read(FileRead {
                     leaves: parquet_leaves,
@@ -353,6 +361,60 @@ fn leaf_checks<'a>(
             Some((c, leaf.kind, typed?, value))
         })
         .collect()
+}
+
+/// The part of a file one partition reads when a table has fewer files than partitions:
+/// the provider hands each partition a byte range of the file, and the partition reads
+/// the rows in the same proportion of the file's selected rows, cut at multiples of
+/// [`SHARE_ROWS_ALIGN`] so that neighbouring shares seldom decode the same page. The
+/// ranges cover the file without overlap, so the shares do too.
+#[derive(Debug, Clone, Copy)]
+struct Share {
+    /// `[start, end)` as fractions of the file's bytes; `None`: the whole file.
+    range: Option<(u64, u64, u64)>,
+}
+
+/// Rows a share boundary is a multiple of (the writer's rows per page).
+pub const SHARE_ROWS_ALIGN: usize = 8192;
+
+impl Share {
+    fn of(file: &PartitionedFile) -> Self {
+        let size = file.object_meta.size;
+        let range = file.range.as_ref().and_then(|r| {
+            let start = u64::try_from(r.start).ok()?;
+            let end = u64::try_from(r.end).ok()?;
+            (size > 0 && (start, end) != (0, size)).then_some((start, end, size))
+        });
+        Self { range }
+    }
+
+    fn is_first(&self) -> bool {
+        self.range.is_none_or(|(start, _, _)| start == 0)
+    }
+
+    /// The row of the `total` selected rows at byte `at` of `size`, aligned; `total`
+    /// itself at the file's end.
+    fn boundary(at: u64, size: u64, total: usize) -> usize {
+        if at >= size {
+            return total;
+        }
+        let row = u128::from(at) * total as u128 / u128::from(size);
+        let row = usize::try_from(row).expect("a row below the total fits");
+        row / SHARE_ROWS_ALIGN * SHARE_ROWS_ALIGN
+    }
+
+    /// `pages` (a selection over `total` rows, `None` for all) narrowed to this share.
+    fn select(&self, pages: Option<RowSelection>, total: usize) -> Option<RowSelection> {
+        let Some((start, end, size)) = self.range else {
+            return pages;
+        };
+        let rows = Self::boundary(start, size, total)..Self::boundary(end, size, total);
+        let share = RowSelection::from_consecutive_ranges(std::iter::once(rows), total);
+        Some(match pages {
+            Some(pages) => pages.intersection(&share),
+            None => share,
+        })
+    }
 }
 
 /// The row groups of `open` whose Parquet statistics admit every constraint.

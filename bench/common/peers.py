@@ -80,11 +80,12 @@ def load_chdb(path: Path, threads: int, work: Path):
     return sess, elapsed, size
 
 
-def ingest_tessera(tessera: str, threads: int, path: Path, table: str, env=None):
-    """`tessera ingest` into `table` (a directory or an s3:// URL): seconds and its report."""
+def ingest_tessera(tessera: str, threads: int, path: Path, table: str, env=None, flags=()):
+    """`tessera ingest` (with more `flags`) into `table` (a directory or an s3:// URL):
+    seconds and its report."""
     started = time.perf_counter()
     proc = subprocess.run(
-        [tessera, "--threads", str(threads), "ingest", str(path), "--table", table, "--report", "json", "--quiet"],
+        [tessera, "--threads", str(threads), "ingest", str(path), "--table", table, "--report", "json", "--quiet", *flags],
         capture_output=True,
         text=True,
         env=dict(os.environ, **(env or {})),

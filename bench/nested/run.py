@@ -16,6 +16,8 @@ Systems (--systems):
 - chdb_table: a MergeTree table with one `JSON` column, no type hints (load timed);
 - raw: Tessera over the file in place (`STORED AS NDJSON`);
 - table: Tessera over a table made by `tessera ingest` (time and size reported);
+- flat_table: the same, ingested with `--side-arrays false` (high-cardinality arrays
+  kept whole in the documents instead of side relations of their elements, Tiles-*);
 - baseline_raw, baseline_table: the same with another build (--baseline), side by side
   in the same run, to measure a change.
 DuckDB and Tessera run the same SQL; chDB has its own spelling of each query (its JSON
@@ -50,7 +52,7 @@ sys.path.insert(0, str(REPO / "bench"))
 from common import peers  # noqa: E402
 from common.canon import canon_rows, same_rows, timed  # noqa: E402
 
-SYSTEMS = ["duckdb_raw", "duckdb_table", "chdb_raw", "chdb_table", "baseline_raw", "baseline_table", "raw", "table"]
+SYSTEMS = ["duckdb_raw", "duckdb_table", "chdb_raw", "chdb_table", "baseline_raw", "baseline_table", "raw", "flat_table", "table"]
 LABELS = {
     "baseline_raw": "Tessera baseline raw",
     "baseline_table": "Tessera baseline table",
@@ -59,6 +61,7 @@ LABELS = {
     "chdb_raw": "chDB raw",
     "chdb_table": "chDB table",
     "raw": "Tessera raw",
+    "flat_table": "Tessera table, no side relations",
     "table": "Tessera table",
 }
 # (generator, its flags) per data set; --gen / --models-gen add flags to every setting.
@@ -171,12 +174,12 @@ def tessera_script(tessera: str, threads: int, ddl: str, sqls: list[str]):
     return times[1:], canon_rows(json.loads(proc.stdout.splitlines()[-1]))
 
 
-def run_tessera(tessera: str, path: Path, threads: int, tries: int, work: Path, sqls: list[str], table: bool):
-    """Tessera over the file in place or over an ingested table; results and ingest."""
+def run_tessera(tessera: str, path: Path, threads: int, tries: int, work: Path, sqls: list[str], table: bool, flags=()):
+    """Tessera over the file in place or over a table ingested with `flags`; results and ingest."""
     load = None
     if table:
         location = work / "tessera-table"
-        elapsed, _ = peers.ingest_tessera(tessera, threads, path, str(location))
+        elapsed, _ = peers.ingest_tessera(tessera, threads, path, str(location), flags=flags)
         load = (elapsed, peers.dir_bytes(location))
         ddl = f"CREATE EXTERNAL TABLE jdocs STORED AS TESSERA LOCATION '{location}';"
     else:
@@ -192,7 +195,9 @@ def run_system(system: str, args, path: Path, work: Path, queries):
     if system.startswith("chdb"):
         return run_chdb(path, args.threads, args.tries, work, [q[2] for q in queries], table)
     tessera = args.baseline if system.startswith("baseline") else args.tessera
-    return run_tessera(tessera, path, args.threads, args.tries, work, [q[1] for q in queries], table)
+    # The same build with high-cardinality arrays kept whole in the documents (Tiles-* off).
+    flags = ["--side-arrays", "false"] if system == "flat_table" else []
+    return run_tessera(tessera, path, args.threads, args.tries, work, [q[1] for q in queries], table, flags)
 
 
 def geomean(values):
@@ -232,7 +237,7 @@ def report(name: str, path: Path, queries, results, loads) -> tuple[list[str], b
     lines += [f"| {LABELS[s]} | {loads[s][0]:.2f} | {loads[s][1] / 1e6:.1f} |" for s in shown if loads.get(s)]
     lines.append("")
     pairs = [("chdb_table", "table"), ("duckdb_raw", "table"), ("duckdb_table", "table"), ("raw", "table")]
-    for a, b in pairs + [("baseline_raw", "raw"), ("baseline_table", "table")]:
+    for a, b in pairs + [("baseline_raw", "raw"), ("baseline_table", "table"), ("flat_table", "table")]:
         if a in means and b in means:
             lines.append(f"- {LABELS[a]} / {LABELS[b]} (geometric means): {ratio(means[a], means[b])}")
     return lines + [""], all_same

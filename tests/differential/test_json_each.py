@@ -57,8 +57,22 @@ def value(rng, depth):
     return {rng.choice(KEYS): value(rng, depth + 1) for _ in range(rng.choice([0, 1, 2, 4]))}
 
 
+def line(rng):
+    """An element of the long `lines` arrays: mostly one kind of object, now and then a
+    field of another type, a scalar, null or a nested array."""
+    roll = rng.random()
+    if roll < 0.03:
+        return scalar(rng)
+    if roll < 0.05:
+        return [value(rng, 2)]
+    if roll < 0.08:
+        return {"sku": rng.randint(0, 9), "n": "many", "x": value(rng, 2)}
+    return {"sku": f"l{rng.randint(0, 40)}", "n": rng.randint(0, 50)}
+
+
 def document(rng, i):
-    """Mostly objects with an id and an `items` array of objects; some other shapes."""
+    """Mostly objects with an id, an `items` array of objects and a long `lines` array
+    (which a table keeps in a side relation of its elements); some other shapes."""
     roll = rng.random()
     if roll < 0.05:
         return scalar(rng)
@@ -70,6 +84,8 @@ def document(rng, i):
             {"sku": f"s{rng.randint(0, 20)}", "qty": rng.randint(0, 5), "tags": value(rng, 2)}
             for _ in range(rng.choice([0, 0, 1, 2, 3, 7]))
         ]
+    if rng.random() < 0.6:
+        doc["lines"] = [line(rng) for _ in range(rng.randint(0, 60))]
     for key in rng.sample(KEYS, rng.randint(0, 4)):
         doc[key] = value(rng, 1)
     return doc
@@ -102,6 +118,10 @@ def tessera(request, docs_file, tmp_path_factory) -> Tessera:
         check=True,
         capture_output=True,
     )
+    # The long arrays are in side relations, so the cases over `lines` test reading them.
+    manifest = json.loads(sorted((table / "_tessera").glob("*.json"))[-1].read_text())
+    sides = {tuple(s["array"]) for f in manifest["files"] for s in f.get("sides", [])}
+    assert ("lines",) in sides, sides
     return Tessera(f"CREATE EXTERNAL TABLE jdocs STORED AS TESSERA LOCATION '{table}';")
 
 
@@ -175,6 +195,38 @@ CASES = [
         "WHERE CAST(s.u->>'qty' AS BIGINT) > 2",
     ),
     ("unnest_rows", "SELECT count(*) FROM (SELECT unnest(TRY_CAST(jdocs.j->'items' AS JSON[])) AS u FROM jdocs) AS s"),
+    # Long arrays, which a table keeps in a side relation of their elements (Tiles-*).
+    ("lines_per_doc", f"SELECT {ID} AS doc, count(*) FROM jdocs, json_each(jdocs.j, '$.lines') AS e GROUP BY doc"),
+    ("lines_values", f"SELECT {ID} AS doc, e.key, e.value, e.type FROM jdocs, json_each(jdocs.j, '$.lines') AS e"),
+    (
+        "lines_accesses",
+        "SELECT e.value->>'sku' AS sku, count(*), sum(TRY_CAST(e.value->>'n' AS BIGINT)), count(e.value->'x') "
+        "FROM jdocs, json_each(jdocs.j, '$.lines') AS e GROUP BY sku",
+    ),
+    (
+        "lines_filtered",
+        f"SELECT {ID} AS doc, e.value->>'n' FROM jdocs, json_each(jdocs.j, '$.lines') AS e "
+        "WHERE e.value->>'sku' = 'l7' AND CAST(jdocs.j->>'id' AS BIGINT) % 3 = 0",
+    ),
+    (
+        "lines_left_join",
+        f"SELECT {ID} AS doc, count(e.value) FROM jdocs LEFT JOIN LATERAL json_each(jdocs.j, '$.lines') AS e ON true "
+        "GROUP BY doc",
+    ),
+    (
+        "lines_unnest",
+        "SELECT u->>'sku' AS sku, count(*) FROM (SELECT unnest(TRY_CAST(jdocs.j->'lines' AS JSON[])) AS u "
+        "FROM jdocs) AS s GROUP BY sku",
+    ),
+    (
+        "lines_exists",
+        f"SELECT {ID} AS doc FROM jdocs WHERE EXISTS (SELECT 1 FROM json_each(jdocs.j, '$.lines') AS e "
+        "WHERE e.value->>'sku' = 'l3')",
+    ),
+    (
+        "lines_positions",
+        f"SELECT {ID} AS doc, jdocs.j->'lines'->>2, json_array_length(jdocs.j->'lines') FROM jdocs",
+    ),
 ]
 
 

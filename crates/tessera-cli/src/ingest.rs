@@ -29,6 +29,10 @@ pub struct IngestArgs {
     /// No progress line.
     #[arg(long)]
     quiet: bool,
+    /// Move the elements of high-cardinality arrays to side relations (Tiles-*), as
+    /// `SET tessera.side_arrays` does; `false` keeps them whole in the documents.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    side_arrays: bool,
 }
 
 /// Summary formats.
@@ -55,6 +59,9 @@ pub async fn run(session: &TesseraSession, args: IngestArgs) -> anyhow::Result<(
             _ => source.clone(),
         });
     }
+    session
+        .sql(&format!("SET tessera.side_arrays = {}", args.side_arrays))
+        .await?;
     let table = session.open_table(&args.table).await?;
     let show_progress = !args.quiet && std::io::stderr().is_terminal();
     let progress = Arc::clone(table.progress());

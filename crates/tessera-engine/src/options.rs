@@ -282,6 +282,11 @@ extensions_options! {
         /// Whose meaning SQL text has: 'postgres' (default) or 'duckdb' (DuckDB's
         /// grammar, `/` with a fractional result, `[...]` lists, NULLs sorted last).
         pub dialect: SqlDialect, default = SqlDialect::Postgres
+        /// Whether writes to Tessera tables move the elements of high-cardinality arrays
+        /// (long on average, and nothing but arrays at their path) to side relations
+        /// that `json_each` reads (Tiles-*; true, default); false keeps them whole in
+        /// the documents' binary (for comparison and diagnosis).
+        pub side_arrays: bool, default = true
     }
 }
 

@@ -39,9 +39,9 @@ pub mod vacuum;
 
 pub use error::TableError;
 pub use layout::REJECTS;
-pub use manifest::{DataFile, DeletionVector, JSON_TYPE, Manifest, TableColumn};
+pub use manifest::{DataFile, DeletionVector, JSON_TYPE, Manifest, SideFile, TableColumn};
 pub use readahead::Pacer;
-pub use snapshot::{FilePredicate, FileRead, OpenFile, Snapshot, dictionary_type};
+pub use snapshot::{FilePredicate, FileRead, OpenFile, ROW_NUMBER, Snapshot, dictionary_type};
 pub use table::{FileDeletes, MAX_COMMIT_ATTEMPTS, NewFile, Table, TableOptions};
 pub use traffic::Traffic;
 pub use vacuum::VacuumReport;

@@ -97,9 +97,51 @@ pub struct DataFile {
     /// Rows deleted from the file as of this version.
     #[serde(default, skip_serializing_if = "DeletionVector::is_empty")]
     pub deleted: DeletionVector,
+    /// The side relations of the file's high-cardinality arrays (Tiles-*), one file per
+    /// array path; their rows name rows of this file, so they share its deletions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sides: Vec<SideFile>,
+}
+
+/// The elements of the arrays at one path of a data file, as a file of their own: rows
+/// `{"value": element}` with the element's row in the data file and its position
+/// (`tessera_tiles::side`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct SideFile {
+    /// The array path's keys from the document root.
+    pub array: Vec<String>,
+    /// Key relative to the table prefix (`data/....parquet`).
+    pub path: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Schema and statistics of the side file.
+    pub summary: FileSummary,
+}
+
+impl SideFile {
+    /// The side file as a data file of its own, to open and read like one.
+    pub fn as_data_file(&self) -> DataFile {
+        DataFile {
+            path: self.path.clone(),
+            size: self.size,
+            summary: self.summary.clone(),
+            deleted: DeletionVector::default(),
+            sides: Vec::new(),
+        }
+    }
 }
 
 impl DataFile {
+    /// The keys of the file and of its side files, which a version references together.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.path.as_str()).chain(self.sides.iter().map(|s| s.path.as_str()))
+    }
+
+    /// The side file of the arrays at `array` (keys from the root), if the file has one.
+    pub fn side(&self, array: &[String]) -> Option<&SideFile> {
+        self.sides.iter().find(|s| s.array == array)
+    }
+
     /// True when row `row` (0-based position in the file) is deleted.
     pub fn is_deleted(&self, row: u64) -> bool {
         self.deleted.contains(row)
@@ -282,6 +324,7 @@ mod tests {
                 deleted: DeletionVector {
                     runs: runs.to_vec(),
                 },
+                sides: Vec::new(),
             }],
         };
         encode(&manifest).unwrap()

@@ -18,7 +18,7 @@ use parquet::arrow::arrow_reader::{
     ArrowPredicateFn, ArrowReaderMetadata, ArrowReaderOptions, RowFilter, RowSelection, RowSelector,
 };
 use parquet::arrow::async_reader::AsyncFileReader;
-use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
+use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask, RowNumber};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
 
@@ -159,7 +159,14 @@ pub struct FileRead {
     /// the codes and the chunk's dictionary as they are stored, instead of one string
     /// per row, for consumers that work on codes (grouping).
     pub dictionaries: Vec<usize>,
+    /// Append each row's position in the file as a last column, [`ROW_NUMBER`] (Int64),
+    /// so a batch's rows can be joined to rows of the file's side files whatever the
+    /// selection, deletions and filters left of it.
+    pub row_numbers: bool,
 }
+
+/// The name of the column [`FileRead::row_numbers`] appends.
+pub const ROW_NUMBER: &str = "__tessera_row_number";
 
 /// The type [`FileRead::dictionaries`] decodes string leaves as.
 pub fn dictionary_type() -> DataType {
@@ -260,12 +267,15 @@ impl OpenFile {
             readahead.start();
             reader.readahead = Some(Arc::new(readahead));
         }
-        let metadata = match read.dictionaries.as_slice() {
+        let mut metadata = match read.dictionaries.as_slice() {
             [] => self.metadata.clone(),
             leaves => self
                 .with_dictionaries(leaves)
                 .map_err(parquet_error(&path))?,
         };
+        if read.row_numbers {
+            metadata = with_row_numbers(&metadata).map_err(parquet_error(&path))?;
+        }
         let mut builder = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, metadata)
             .with_batch_size(read.batch_rows.unwrap_or(BATCH_ROWS))
             .with_row_groups(row_groups.clone());
@@ -396,6 +406,17 @@ fn coalesce(ranges: Vec<Range<u64>>) -> Vec<Range<u64>> {
 
 /// `data_type` with strings and binaries as views: the decoder then references the page
 /// buffers instead of copying every value, and the engine works on views anyway.
+/// `metadata` with the virtual column [`ROW_NUMBER`] after its fields.
+fn with_row_numbers(metadata: &ArrowReaderMetadata) -> Result<ArrowReaderMetadata, ParquetError> {
+    let row_number = Field::new(ROW_NUMBER, DataType::Int64, false).with_extension_type(RowNumber);
+    ArrowReaderMetadata::try_new(
+        Arc::clone(metadata.metadata()),
+        ArrowReaderOptions::new()
+            .with_schema(Arc::clone(metadata.schema()))
+            .with_virtual_columns(vec![Arc::new(row_number)])?,
+    )
+}
+
 fn as_views(data_type: &DataType) -> DataType {
     match data_type {
         DataType::Utf8 | DataType::LargeUtf8 => DataType::Utf8View,

@@ -26,7 +26,8 @@ use crate::claims::{self, Holder, MAX_CLAIM_HOLD, Taken};
 use crate::error::TableError;
 use crate::layout::{DATA, TABLE_DIRS, VERSIONS, child_key};
 use crate::manifest::{
-    self, DataFile, DeletionVector, FORMAT, Manifest, TableColumn, manifest_key, version_of,
+    self, DataFile, DeletionVector, FORMAT, Manifest, SideFile, TableColumn, manifest_key,
+    version_of,
 };
 use crate::snapshot::Snapshot;
 
@@ -106,6 +107,8 @@ pub struct NewFile {
     pub size: u64,
     /// What the tiles writer said about the file.
     pub summary: FileSummary,
+    /// Its side files, written like data files ([`Table::write_data_file`]).
+    pub sides: Vec<SideFile>,
 }
 
 /// Rows to delete from one file, by position.
@@ -318,7 +321,11 @@ impl Table {
     /// missing file.
     pub async fn commit_append(&self, files: Vec<NewFile>) -> Result<u64, TableError> {
         let commit_id = unique_id();
-        let paths: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
+        let paths: Vec<String> = files
+            .iter()
+            .flat_map(|f| std::iter::once(&f.path).chain(f.sides.iter().map(|s| &s.path)))
+            .cloned()
+            .collect();
         self.claim(&paths, &commit_id).await?;
         let deadline = Instant::now() + MAX_CLAIM_HOLD;
         let outcome = self
@@ -328,6 +335,7 @@ impl Table {
                     size: f.size,
                     summary: f.summary.clone(),
                     deleted: DeletionVector::default(),
+                    sides: f.sides.clone(),
                 }));
                 Ok(())
             })

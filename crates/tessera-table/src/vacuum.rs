@@ -47,6 +47,7 @@ pub use crate::claims::{CLAIM_LEASE, MAX_CLAIM_HOLD};
 use crate::claims::{self, Holder, Taken, claimed_file};
 use crate::error::TableError;
 use crate::layout::{CLAIMS, DATA};
+use crate::manifest::DataFile;
 use crate::table::{Table, unique_id};
 
 /// What `vacuum` removed.
@@ -154,9 +155,13 @@ impl Table {
                 continue;
             }
             let manifest = self.read_manifest(version).await?;
-            referenced
-                .files
-                .extend(manifest.files.into_iter().map(|f| f.path));
+            referenced.files.extend(
+                manifest
+                    .files
+                    .iter()
+                    .flat_map(DataFile::keys)
+                    .map(String::from),
+            );
             referenced.through = Some(version);
         }
         Ok(())

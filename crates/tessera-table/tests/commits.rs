@@ -12,7 +12,9 @@ use object_store::ObjectStoreExt;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectStore, PutOptions, PutPayload, PutResult};
-use tessera_table::{FileRead, OpenFile, Pacer, Table, TableError, TableOptions};
+use tessera_table::{
+    FileRead, OpenFile, Pacer, ROW_NUMBER, SideFile, Table, TableError, TableOptions,
+};
 use tessera_testkit::MinioServer;
 
 mod common;
@@ -380,6 +382,100 @@ async fn vacuum_keeps_recent_unreferenced_files() {
     assert_eq!((report.files, report.kept_recent), (0, 1));
     let report = table.vacuum(Duration::ZERO).await.unwrap();
     assert_eq!((report.files, report.kept_recent), (1, 0));
+}
+
+/// Side files are referenced with their data file: vacuum keeps them while a version
+/// lists the data file, and a commit claims them with it.
+#[tokio::test]
+async fn vacuum_keeps_the_side_files_of_referenced_files() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let table = Table::create(store, Path::from("t"), TableOptions::default())
+        .await
+        .unwrap();
+    let mut file = data_file(&table, &[1, 2]).await.unwrap();
+    let side = data_file(&table, &[10, 11, 12]).await.unwrap();
+    file.sides.push(SideFile {
+        array: vec!["tags".into()],
+        path: side.path.clone(),
+        size: side.size,
+        summary: side.summary.clone(),
+    });
+    table.commit_append(vec![file]).await.unwrap();
+    let report = table.vacuum(Duration::ZERO).await.unwrap();
+    assert_eq!(report.files, 0, "{report:?}");
+    let snapshot = table.snapshot().await.unwrap();
+    let listed = &snapshot.files()[0];
+    let keys: Vec<&str> = listed.keys().collect();
+    assert_eq!(keys, [listed.path.as_str(), side.path.as_str()]);
+    let side = listed.side(&["tags".to_string()]).unwrap().as_data_file();
+    let batches: Vec<RecordBatch> = snapshot
+        .read_file(&side, true)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(batches.iter().map(RecordBatch::num_rows).sum::<usize>(), 3);
+}
+
+/// Row numbers are positions in the file, whatever rows the selection and the deletion
+/// vector leave.
+#[tokio::test]
+async fn row_numbers_are_positions_in_the_file() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let table = Table::create(store, Path::from("t"), TableOptions::default())
+        .await
+        .unwrap();
+    let values: Vec<i64> = (0..100).collect();
+    let file = data_file_in_groups(&table, &values, Some(30))
+        .await
+        .unwrap();
+    let path = file.path.clone();
+    table.commit_append(vec![file]).await.unwrap();
+    table
+        .commit_delete(vec![(path, vec![0, 31, 32, 99])])
+        .await
+        .unwrap();
+    let snapshot = table.snapshot().await.unwrap();
+    let open = snapshot.open_file(&snapshot.files()[0]).await.unwrap();
+    let batches: Vec<RecordBatch> = open
+        .read(FileRead {
+            row_groups: Some(vec![1, 3]),
+            skip_deleted: true,
+            row_numbers: true,
+            ..FileRead::default()
+        })
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let mut pairs = Vec::new();
+    for batch in &batches {
+        let value = batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap();
+        let row = batch
+            .column_by_name(ROW_NUMBER)
+            .unwrap()
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap();
+        pairs.extend(
+            value
+                .values()
+                .iter()
+                .zip(row.values())
+                .map(|(v, r)| (*v, *r)),
+        );
+    }
+    let expected: Vec<(i64, i64)> = (30..60)
+        .chain(90..100)
+        .filter(|r| ![31, 32, 99].contains(r))
+        .map(|r| (r, r))
+        .collect();
+    assert_eq!(pairs, expected);
 }
 
 /// A writer killed while storing a data file on a local file system leaves the

@@ -78,6 +78,11 @@ pub const LEADING: usize = 4;
 /// cost a typed element per value for little skipping; they stay whole in the binary.
 pub const MAX_LIST_MEAN_LEN: u64 = 16;
 
+/// Fewest elements the arrays at one path of a file hold for them to move to a side
+/// relation ([`Mined::sides`]): a tile of elements (JSON Tiles' 2^10), below which a file
+/// of their own costs a request more than its typed columns save.
+pub const MIN_SIDE_ELEMENTS: u64 = 1024;
+
 /// The JSONPath spelling of a path shredded as a list ends in this step: `$.a.b[*]`
 /// names the elements of the arrays at `$.a.b`.
 pub const LIST_STEP: &str = "[*]";
@@ -423,6 +428,12 @@ pub struct Mined {
     /// [`MAX_BLOOM_PATHS`] (keys that explode), which are not spelled out: the file's
     /// filter then contains every path, as it does for more spellings than that.
     pub unshredded: Option<Vec<String>>,
+    /// Paths whose arrays are high-cardinality (long on average, [`MAX_LIST_MEAN_LEN`],
+    /// and [`MIN_SIDE_ELEMENTS`] at least) and that hold nothing but arrays: the
+    /// candidates for a side relation of their elements (JSON Tiles §4.3 step 6,
+    /// Tiles-*), sorted. Their arrays may still be shredded as lists here; the writer
+    /// decides ([`crate::TilesOptions::side_arrays`]).
+    pub sides: Vec<KeyPath>,
 }
 
 /// Most paths one file shreds (the most frequent win): bounds the file's column count
@@ -472,6 +483,13 @@ pub fn mine(items: &Items, order: &[usize], p: &Partitioning) -> Mined {
     let share = |n: u64| n as f64 / docs.max(1) as f64;
     // Unshredded paths by id, spelled out at the end only if there are few enough.
     let mut unshredded: Vec<u32> = Vec::new();
+    // Objects leave no item of their own path, only paths below it.
+    let mut objects = vec![false; items.paths.len()];
+    for path in items.paths.iter().filter(|p| p.element.is_none()) {
+        if let Some(parent) = path.parent {
+            objects[parent as usize] = true;
+        }
+    }
     let mut unshredded_choices: Vec<String> = Vec::new();
     for (id, path) in items.paths.iter().enumerate() {
         // Element items only decide whether their array is shredded.
@@ -482,6 +500,9 @@ pub fn mine(items: &Items, order: &[usize], p: &Partitioning) -> Mined {
         if path.depth > MAX_SHREDDED_DEPTH {
             unshredded.push(path_id);
             continue;
+        }
+        if is_side_array(items, &file, &objects, id) {
+            mined.sides.push(items.keys(path_id));
         }
         let (majority, n) = majority_leaf(&file, std::iter::once(path_id));
         let scalar = (frequent[id] && n > 0).then_some((majority, n));
@@ -523,6 +544,7 @@ pub fn mine(items: &Items, order: &[usize], p: &Partitioning) -> Mined {
         unshredded_choices.extend(dropped.iter().map(|c| json_path(&c.path)));
     }
     mined.shredded.sort_by(|a, b| a.path.cmp(&b.path));
+    mined.sides.sort();
     // A path cannot be both a leaf and an object prefix of another shredded path in one
     // typed struct; keep the leaf only when no longer path goes through it.
     let prefixes: Vec<KeyPath> = mined.shredded.iter().map(|c| c.path.clone()).collect();
@@ -602,6 +624,18 @@ fn frequent_per_partition(
         }
     }
     (frequent, frequent_arrays)
+}
+
+/// Whether path `id` holds high-cardinality arrays and nothing else (no scalar, object or
+/// null in any document; `objects`: the paths that held an object), so that its values are exactly the rows of a side relation of
+/// elements.
+fn is_side_array(items: &Items, file: &[u64], objects: &[bool], id: usize) -> bool {
+    let counts = items.arrays[id];
+    let held: u64 = file[id * TYPE_SLOTS..(id + 1) * TYPE_SLOTS].iter().sum();
+    counts.elements >= MIN_SIDE_ELEMENTS
+        && counts.elements > MAX_LIST_MEAN_LEN * counts.arrays
+        && held == file[id * TYPE_SLOTS + slot(ItemType::Array)]
+        && !objects[id]
 }
 
 /// The majority leaf type over the items of the paths `ids`, with its count.

@@ -9,6 +9,8 @@
 //! - [`variant`]: exact JSON <-> Parquet Variant conversion.
 //! - [`layout`]: the names of the document column's parts and leaf column paths.
 //! - [`shred`]: documents shredded into the Variant column's Arrow arrays.
+//! - [`side`]: side relations of high-cardinality arrays (Tiles-*), one file of elements
+//!   per array path and data file.
 //! - [`cluster`]: rows ordered by a file's low-cardinality paths, for page skipping.
 //! - [`writer`]: one data file of shredded Variant; `compression`: the codec of each
 //!   typed string leaf, by the read time of its bytes and their decoding.
@@ -26,6 +28,7 @@ pub mod keypaths;
 pub mod layout;
 pub mod reorder;
 pub mod shred;
+pub mod side;
 pub mod summary;
 pub mod unshred;
 pub mod variant;
@@ -59,6 +62,8 @@ pub struct TilesOptions {
     /// Most rows per Parquet data page: the unit that page statistics skip, so smaller
     /// pages skip more precisely at some cost in size.
     pub page_rows: usize,
+    /// Move the elements of high-cardinality arrays to side relations ([`side`]).
+    pub side_arrays: bool,
 }
 
 impl Default for TilesOptions {
@@ -72,6 +77,7 @@ impl Default for TilesOptions {
             zstd_level: 3,
             cluster_keys: 3,
             page_rows: 8192,
+            side_arrays: true,
         }
     }
 }

@@ -18,10 +18,11 @@ use parquet::schema::types::ColumnPath;
 
 use crate::cluster::{cluster_keys, cluster_order, reorder_rows};
 use crate::datetime::{SAMPLES, TimeFormat};
-use crate::keypaths::{Choice, Items, mine};
+use crate::keypaths::{Choice, Items, KeyPath, mine};
 use crate::layout::{self, TYPED_VALUE, VALUE};
 use crate::reorder::{Partitioning, reorder};
 use crate::shred::Shredder;
+use crate::side::{SideElements, WrittenSide, elements_at};
 use crate::summary::{
     ColumnStats, DistinctSketch, FileSummary, LeafType, PathBloom, PathStats, STAT_STRING_LIMIT,
     ShreddedPath, ShreddingSchema, StatValue,
@@ -39,6 +40,8 @@ pub struct WrittenFile {
     pub parquet: Bytes,
     /// Schema, statistics and key-path filter for the manifest.
     pub summary: FileSummary,
+    /// The side relations of its high-cardinality arrays ([`crate::side`]), by path.
+    pub sides: Vec<WrittenSide>,
 }
 
 /// Most JSON text one file takes: typed string columns use 32-bit offsets.
@@ -109,6 +112,14 @@ pub fn write_file_with_columns(
     drop(transactions);
     drop(items);
     let mut mined = mined;
+    let sides = match options.side_arrays {
+        true => side_elements(docs, &mined.sides)?,
+        false => Vec::new(),
+    };
+    // A side path's arrays stay whole in the binary: its elements are typed in the side.
+    mined
+        .shredded
+        .retain(|c| !sides.iter().any(|s| s.path == c.path));
     type_dates_and_times(&tape, &texts, &mut mined.shredded);
     let mut shredder = Shredder::new(&tape, &mined.shredded, docs.len());
     for &i in &order {
@@ -132,17 +143,26 @@ pub fn write_file_with_columns(
     .into_iter()
     .map(|i| &mined.shredded[i])
     .collect();
-    // Relational columns move with their documents.
-    let (column, columns) = match cluster_order(&column, &keys)? {
-        Some(order) => (
-            reorder_rows(&column, &order)?,
+    // Relational columns and side relations move with their documents.
+    let (column, columns, rows) = match cluster_order(&column, &keys)? {
+        Some(clustered) => (
+            reorder_rows(&column, &clustered)?,
             columns
-                .map(|c| arrow::compute::take_record_batch(&c, &order))
+                .map(|c| arrow::compute::take_record_batch(&c, &clustered))
                 .transpose()
                 .map_err(|e| TilesError::Columns(e.to_string()))?,
+            clustered
+                .values()
+                .iter()
+                .map(|&r| order[r as usize])
+                .collect(),
         ),
-        None => (column, columns),
+        None => (column, columns, order),
     };
+    let sides = sides
+        .iter()
+        .map(|side| side.write(docs, &rows, options))
+        .collect::<Result<Vec<_>, _>>()?;
     let unshredded = mined
         .unshredded
         .as_deref()
@@ -177,7 +197,21 @@ pub fn write_file_with_columns(
         &summary.stats,
         options,
     )?;
-    Ok(WrittenFile { parquet, summary })
+    Ok(WrittenFile {
+        parquet,
+        summary,
+        sides,
+    })
+}
+
+/// The elements of each candidate side path that holds nothing but arrays in every
+/// document (mining cannot see an empty object there).
+fn side_elements(docs: &[&[u8]], paths: &[KeyPath]) -> Result<Vec<SideElements>, TilesError> {
+    let mut sides = Vec::with_capacity(paths.len());
+    for path in paths {
+        sides.extend(elements_at(docs, path)?);
+    }
+    Ok(sides)
 }
 
 /// Types the string paths whose sampled values are dates or times in one rendering

@@ -72,6 +72,7 @@ pub async fn data_file_of(table: &Table, bytes: Vec<u8>, rows: u64) -> Result<Ne
             unshredded_paths: PathBloom::with_capacity(0),
             columns: Vec::new(),
         },
+        sides: Vec::new(),
     })
 }
 

@@ -6,11 +6,11 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, RecordBatch, StringViewArray, StructArray,
+    Array, ArrayRef, AsArray, BooleanArray, Int64Array, RecordBatch, StringViewArray, StructArray,
     new_null_array,
 };
 use arrow::compute::{and, cast_with_options, filter_record_batch};
-use arrow::datatypes::{DataType, Field};
+use arrow::datatypes::{DataType, Field, Int64Type};
 use datafusion::common::format::DEFAULT_CAST_OPTIONS;
 use datafusion::common::{DataFusionError, Result};
 use datafusion::physical_expr::projection::Projector;
@@ -287,7 +287,11 @@ impl FileDecoder {
                 None => cast_with_options(&parts.outputs[*k], target, &DEFAULT_CAST_OPTIONS)?,
             });
         }
-        parts.elements = self.element_columns(column, &parts.outputs, only.is_some(), rows)?;
+        let row_numbers = stored
+            .column_by_name(tessera_table::ROW_NUMBER)
+            .and_then(|c| c.as_primitive_opt::<Int64Type>());
+        parts.elements =
+            self.element_columns((column, row_numbers), &parts.outputs, only.is_some(), rows)?;
         parts.assemble(&self.plan.layout, &self.plan.decoded_schema, rows)
     }
 
@@ -296,7 +300,7 @@ impl FileDecoder {
     /// the filters' pass (`filters_only`), as no filter reads them.
     fn element_columns(
         &mut self,
-        column: Option<&StructArray>,
+        (column, row_numbers): (Option<&StructArray>, Option<&Int64Array>),
         outputs: &[ArrayRef],
         filters_only: bool,
         rows: usize,
@@ -307,12 +311,14 @@ impl FileDecoder {
                 _ if filters_only => {
                     placeholder(&mut self.placeholders, &access.values_type(), rows)
                 }
-                (Some(source), Some(column)) => {
-                    let (array, served) = source.read(column)?;
+                (Some(source), column) => {
+                    let (array, served) = source.read(column, row_numbers)?;
+                    if let ElementSource::Side(_) = source {
+                        self.metrics.side_elements.add(served.typed);
+                    }
                     self.count(served);
                     array
                 }
-                (Some(_), None) => return Err(missing_column()),
                 (None, _) => access.value_access().of_values(&outputs[access.walked])?,
             });
         }
@@ -426,10 +432,6 @@ impl FileDecoder {
         }
         Ok(mask.unwrap_or_else(|| BooleanArray::from(vec![true; batch.num_rows()])))
     }
-}
-
-fn missing_column() -> DataFusionError {
-    DataFusionError::Internal("the document column is missing from a stored batch".into())
 }
 
 /// `mask AND passed` (`passed` alone when there is no mask yet).

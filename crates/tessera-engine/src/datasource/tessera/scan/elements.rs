@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, ListArray, NullArray, StructArray};
+use arrow::array::{Array, ArrayRef, AsArray, Int64Array, ListArray, NullArray, StructArray};
 use arrow::buffer::OffsetBuffer;
 use arrow::compute::{cast, interleave};
 use arrow::datatypes::{DataType, Field};
@@ -26,18 +26,21 @@ use super::leaves::{
     list_row_leaves, missing, patch, shredded_field, typed_scalar, variant_at,
 };
 use super::members::ObjectMembers;
+use super::side::SideElements;
 use crate::access::extraction::ElementAccess;
 use crate::functions::json_each::{Rows, field_names};
 use crate::json::Output;
 use crate::json::path::PathElem;
 
 /// Where one file holds the rows of one [`ElementAccess`] and what is read of them:
-/// a shredded list's typed columns, or an object's members (or a binary's value)
-/// visited without writing the object as text.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// a shredded list's typed columns, an object's members (or a binary's value) visited
+/// without writing the object as text, or the elements of the file's side relation of
+/// the path, taken by the rows' positions.
+#[derive(Debug, Clone)]
 pub(super) enum ElementSource {
     List(ListElements),
     Members(ObjectMembers),
+    Side(Arc<SideElements>),
 }
 
 impl ElementSource {
@@ -49,22 +52,39 @@ impl ElementSource {
             .or_else(|| ObjectMembers::find(column, path, access).map(ElementSource::Members))
     }
 
-    /// Parquet leaf column indices to read in `file`, ascending.
+    /// Parquet leaf column indices to read in `file`, ascending (none for a side
+    /// relation, which was read when the file was opened).
     pub fn parquet_leaves(&self, column: &str, file: &ParquetMetaData) -> Vec<usize> {
         match self {
             ElementSource::List(list) => list.parquet_leaves(column, file),
             ElementSource::Members(members) => {
                 members.parquet_leaves(column, file.file_metadata().schema_descr())
             }
+            ElementSource::Side(_) => Vec::new(),
         }
     }
 
+    /// Whether reading it needs the rows' positions in the file
+    /// ([`tessera_table::FileRead::row_numbers`]).
+    pub fn needs_row_numbers(&self) -> bool {
+        matches!(self, ElementSource::Side(_))
+    }
+
     /// The access's list for every row of `column` (a decoded document column holding
-    /// at least [`Self::parquet_leaves`]).
-    pub fn read(&self, column: &StructArray) -> Result<(ArrayRef, Served)> {
+    /// at least [`Self::parquet_leaves`]; a side relation reads none) whose positions in
+    /// the file are `row_numbers`.
+    pub fn read(
+        &self,
+        column: Option<&StructArray>,
+        row_numbers: Option<&Int64Array>,
+    ) -> Result<(ArrayRef, Served)> {
+        let column = || column.ok_or_else(|| missing(tessera_tiles::layout::COLUMN));
         match self {
-            ElementSource::List(list) => list.read(column),
-            ElementSource::Members(members) => members.read(column),
+            ElementSource::List(list) => list.read(column()?),
+            ElementSource::Members(members) => members.read(column()?),
+            ElementSource::Side(side) => {
+                side.read(row_numbers.ok_or_else(|| missing(tessera_table::ROW_NUMBER))?)
+            }
         }
     }
 }

@@ -1,8 +1,10 @@
 //! `json_each`'s rows over a path a file holds as an object (a map-like object keeps its
 //! frequent members shredded and the rest in the path's Variant binary) or inside a
 //! binary (a key the file does not shred), read for what the query reads of their
-//! values. Each member the binary holds is visited as Variant and the accesses follow
-//! their paths inside it; only members of typed columns are written as JSON text. The
+//! values. Each member the binary holds is visited as a lazy Variant view
+//! (`tessera_tiles::variant_view`) and the accesses follow their paths inside it, so only
+//! the values they reach are validated; only members of typed columns are written as JSON
+//! text. The
 //! whole object is never written as text and walked again, which made a table 3-4x
 //! slower than its raw file on objects keyed by names (JSON Tiles, SIGMOD 2021, §4.3:
 //! what is not extracted must stay cheap to read).

@@ -33,6 +33,10 @@ pub(super) struct TesseraScanMetrics {
     pub(super) outlier_columns_skipped: Count,
     /// Ranges read again because a page did not match its checksum.
     pub(super) checksum_retries: Count,
+    /// Side files (the elements of high-cardinality arrays, Tiles-*) read for
+    /// `json_each`'s rows, and the elements taken from them.
+    pub(super) side_files_read: Count,
+    pub(super) side_elements: Count,
 }
 
 impl TesseraScanMetrics {
@@ -55,6 +59,8 @@ impl TesseraScanMetrics {
             values_coded: counter("values_coded"),
             outlier_columns_skipped: counter("outlier_columns_skipped"),
             checksum_retries: counter("checksum_retries"),
+            side_files_read: counter("side_files_read"),
+            side_elements: counter("side_elements"),
         }
     }
 }

@@ -27,6 +27,7 @@ mod opener;
 mod output_source;
 mod prune;
 mod schedule;
+mod side;
 mod source;
 
 pub use opener::{SHARE_ROWS_ALIGN, SnapshotFile};

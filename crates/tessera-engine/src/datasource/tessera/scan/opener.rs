@@ -7,7 +7,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use arrow::array::{BooleanArray, RecordBatch};
-use arrow::datatypes::Field;
+use arrow::datatypes::{DataType, Field};
 use arrow::error::ArrowError;
 use datafusion::common::tree_node::TreeNode;
 use datafusion::common::{DataFusionError, Result};
@@ -29,6 +29,7 @@ use super::metrics::TesseraScanMetrics;
 use super::output_source::OutputSource;
 use super::prune::{Constraint, intersect_ranges, page_bounds, row_group_bounds};
 use super::schedule::ScanPace;
+use super::side::SideElements;
 use crate::access::extraction::{ExtractionPlan, dictionary_text};
 use crate::datasource::tessera::provider::external;
 use crate::json::path::PathElem;
@@ -93,16 +94,11 @@ impl FileOpener for TesseraOpener {
                     false => OutputSource::Document,
                 })
                 .collect();
-            let elements: Vec<Option<ElementSource>> = plan
-                .elements
-                .iter()
-                .map(|access| {
-                    let path = plan.trie.path(plan.outputs[access.walked].0);
-                    typed_reads
-                        .then(|| ElementSource::find(column.data_type(), path, access))
-                        .flatten()
-                })
-                .collect();
+            let elements = match typed_reads {
+                true => element_sources(&plan, &entry, column.data_type(), &metrics).await?,
+                false => vec![None; plan.elements.len()],
+            };
+            let row_numbers = elements.iter().flatten().any(|e| e.needs_row_numbers());
             // Outputs read only by element accesses that typed columns answer are not
             // read themselves.
             let read: Vec<usize> = (0..sources.len())
@@ -180,6 +176,7 @@ impl FileOpener for TesseraOpener {
                     predicate,
                     pacer: Some(pace),
                     dictionaries,
+                    row_numbers,
                 })
                 .map_err(external)?;
             let mut decoder = FileDecoder::new(
@@ -202,6 +199,30 @@ impl FileOpener for TesseraOpener {
             Ok(batches.boxed())
         }))
     }
+}
+
+/// Where the file holds each element access of the plan: its side relation of the path
+/// walked, else its own columns ([`ElementSource::find`]); `None` where only the text
+/// of the value walked answers it.
+async fn element_sources(
+    plan: &ExtractionPlan,
+    entry: &SnapshotFile,
+    column: &DataType,
+    metrics: &TesseraScanMetrics,
+) -> Result<Vec<Option<ElementSource>>> {
+    let mut sources = Vec::with_capacity(plan.elements.len());
+    for access in &plan.elements {
+        let path = plan.trie.path(plan.outputs[access.walked].0);
+        let file = &entry.file;
+        let rows = file.summary.rows;
+        let side =
+            SideElements::load(&entry.snapshot, &file.sides, rows, path, access, metrics).await?;
+        sources.push(match side {
+            Some(side) => Some(ElementSource::Side(Arc::new(side))),
+            None => ElementSource::find(column, path, access),
+        });
+    }
+    Ok(sources)
 }
 
 /// The string leaves to decode as dictionaries, when the file shreds them as strings and
@@ -370,7 +391,8 @@ fn leaf_checks<'a>(
 /// ranges cover the file without overlap, so the shares do too.
 #[derive(Debug, Clone, Copy)]
 struct Share {
-    /// `[start, end)` as fractions of the file's bytes; `None`: the whole file.
+    /// `(start, end, size)`: bytes `[start, end)` of a file of `size` bytes; `None`: the
+    /// whole file.
     range: Option<(u64, u64, u64)>,
 }
 

@@ -14,8 +14,10 @@ use datafusion::datasource::sink::DataSink;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType};
 use futures::StreamExt;
-use tessera_table::{NewFile, Table};
+use tessera_table::{NewFile, SideFile, Table};
 use tessera_tiles::TilesOptions;
+
+use crate::options::TesseraOptions;
 use tokio::task::JoinSet;
 
 /// Documents per data file: large enough for 2-16 MiB column chunks of the frequent paths,
@@ -67,7 +69,6 @@ pub struct TesseraSink {
     /// with.
     relational: Vec<usize>,
     relational_schema: SchemaRef,
-    options: TilesOptions,
     progress: Arc<WriteProgress>,
     report: Arc<parking_lot::Mutex<Option<WriteReport>>>,
 }
@@ -108,7 +109,6 @@ impl TesseraSink {
             document,
             relational,
             relational_schema,
-            options: TilesOptions::default(),
             progress,
             report,
         })
@@ -219,12 +219,13 @@ impl TesseraSink {
         running: &mut JoinSet<Result<NewFile>>,
         done: &mut Vec<NewFile>,
         max_in_flight: usize,
+        options: &TilesOptions,
     ) -> Result<()> {
         while running.len() >= max_in_flight {
             done.push(join_next(running).await?);
         }
         let table = Arc::clone(&self.table);
-        let options = self.options.clone();
+        let options = options.clone();
         let progress = Arc::clone(&self.progress);
         let relational = chunk.relational()?;
         let first_row = chunk.first_row;
@@ -235,21 +236,41 @@ impl TesseraSink {
             .await
             .map_err(|e| DataFusionError::External(Box::new(e)))?
             .map_err(|e| written_error(e, first_row))?;
-            let size = written.parquet.len() as u64;
-            let path = table
-                .write_data_file(written.parquet)
-                .await
-                .map_err(|e| DataFusionError::External(Box::new(e)))?;
-            progress.bytes_out.fetch_add(size, Ordering::Relaxed);
+            let mut sides = Vec::with_capacity(written.sides.len());
+            for side in written.sides {
+                let (path, size) = store(&table, side.file.parquet).await?;
+                sides.push(SideFile {
+                    array: side.path,
+                    path,
+                    size,
+                    summary: side.file.summary,
+                });
+            }
+            let (path, size) = store(&table, written.parquet).await?;
+            let size_with_sides = size + sides.iter().map(|s| s.size).sum::<u64>();
+            progress
+                .bytes_out
+                .fetch_add(size_with_sides, Ordering::Relaxed);
             progress.files.fetch_add(1, Ordering::Relaxed);
             Ok(NewFile {
                 path,
                 size,
                 summary: written.summary,
+                sides,
             })
         });
         Ok(())
     }
+}
+
+/// Stores a written file under the table's `data/`: its key and size.
+async fn store(table: &Table, parquet: bytes::Bytes) -> Result<(String, u64)> {
+    let size = parquet.len() as u64;
+    let path = table
+        .write_data_file(parquet)
+        .await
+        .map_err(|e| DataFusionError::External(Box::new(e)))?;
+    Ok((path, size))
 }
 
 /// A writer's error as the statement's user sees it: a document is named by its row in
@@ -289,6 +310,15 @@ impl DataSink for TesseraSink {
         context: &Arc<TaskContext>,
     ) -> Result<u64> {
         let max_in_flight = context.session_config().target_partitions().max(1);
+        let options = TilesOptions {
+            side_arrays: context
+                .session_config()
+                .options()
+                .extensions
+                .get::<TesseraOptions>()
+                .is_none_or(|o| o.side_arrays),
+            ..TilesOptions::default()
+        };
         let mut running = JoinSet::new();
         let mut done = Vec::new();
         let mut chunk = Chunk::default();
@@ -315,7 +345,7 @@ impl DataSink for TesseraSink {
                     ..Chunk::default()
                 };
                 let full = std::mem::replace(&mut chunk, next);
-                self.flush(full, &mut running, &mut done, max_in_flight)
+                self.flush(full, &mut running, &mut done, max_in_flight, &options)
                     .await?;
             }
         }
@@ -323,7 +353,7 @@ impl DataSink for TesseraSink {
         // cores share it instead of one core shredding it alone.
         if !chunk.ends.is_empty() {
             for part in chunk.split(max_in_flight)? {
-                self.flush(part, &mut running, &mut done, max_in_flight)
+                self.flush(part, &mut running, &mut done, max_in_flight, &options)
                     .await?;
             }
         }

@@ -1,0 +1,137 @@
+//! Side relations of high-cardinality arrays (Tiles-*: JSON Tiles, SIGMOD 2021, §3.5 and
+//! §4.3 step 6). A data file's documents keep their long arrays whole in the Variant
+//! binary; the elements of each such array path move to a file of their own, one row per
+//! element, itself mined, reordered into tiles of elements that share structure and
+//! shredded like any documents. Queries over the elements (`json_each`, `UNNEST`, filters
+//! on element fields) read the side file's typed columns and join back to their
+//! documents by the element's row, instead of walking every array in the binary.
+//!
+//! A side file's documents are `{"value": element}` (json_each's name for the element),
+//! so that scalar elements are shredded too, with two relational columns: [`ROW`], the
+//! row of the element's document in the data file, and [`POS`], its position in the
+//! array.
+
+use std::sync::Arc;
+
+use arrow::array::{RecordBatch, UInt32Array};
+use arrow::datatypes::{DataType, Field, Schema};
+use tessera_json::path::{PathElem, PathTrie};
+use tessera_json::scanner::{Kind, Scanner, Span, for_each_member};
+
+use crate::keypaths::KeyPath;
+use crate::writer::{WrittenFile, write_file_with_columns};
+use crate::{TilesError, TilesOptions};
+
+/// The side file's column holding the row of the element's document in its data file.
+pub const ROW: &str = "row";
+/// The side file's column holding the element's position in its array.
+pub const POS: &str = "pos";
+/// The key of a side document holding the element.
+pub const VALUE_KEY: &str = "value";
+
+/// The written side relation of one array path of a data file.
+#[derive(Debug, Clone)]
+pub struct WrittenSide {
+    /// The array path's keys from the document root.
+    pub path: KeyPath,
+    /// The side file: documents `{"value": element}` with [`ROW`] and [`POS`].
+    pub file: WrittenFile,
+}
+
+/// The elements of one array path in every document of a data file, before the file's
+/// rows are ordered.
+#[derive(Debug)]
+pub(crate) struct SideElements {
+    pub path: KeyPath,
+    /// Per document (input order), the spans of its array's elements in its text.
+    spans: Vec<Vec<Span>>,
+}
+
+/// The elements at `path` of every document; `None` when some document holds something
+/// other than an array there, so the path's values are not exactly rows of elements.
+pub(crate) fn elements_at(
+    docs: &[&[u8]],
+    path: &KeyPath,
+) -> Result<Option<SideElements>, TilesError> {
+    let mut trie = PathTrie::new();
+    let slot = trie.add(
+        &path
+            .iter()
+            .map(|k| PathElem::Key(k.clone()))
+            .collect::<Vec<_>>(),
+    );
+    let mut scanner = Scanner::new(Arc::new(trie));
+    let mut spans = Vec::with_capacity(docs.len());
+    for (index, doc) in docs.iter().enumerate() {
+        // The tape parsed every document already.
+        scanner.scan(doc).map_err(|e| {
+            TilesError::Internal(format!("document {index} failed its second scan: {e}"))
+        })?;
+        let mut elements = Vec::new();
+        match scanner.get(slot) {
+            None => {}
+            Some(array) if array.kind == Kind::Array => {
+                for_each_member(doc, array, |_, element| elements.push(element));
+            }
+            Some(_) => return Ok(None),
+        }
+        spans.push(elements);
+    }
+    Ok(Some(SideElements {
+        path: path.clone(),
+        spans,
+    }))
+}
+
+impl SideElements {
+    /// The side file of these elements, the data file's rows being the documents
+    /// `rows` (input positions, in the file's final order).
+    pub(crate) fn write(
+        &self,
+        docs: &[&[u8]],
+        rows: &[usize],
+        options: &TilesOptions,
+    ) -> Result<WrittenSide, TilesError> {
+        assert_eq!(rows.len(), self.spans.len(), "every document has its row");
+        let count: usize = self.spans.iter().map(Vec::len).sum();
+        let mut texts: Vec<Vec<u8>> = Vec::with_capacity(count);
+        let mut row_ids: Vec<u32> = Vec::with_capacity(count);
+        let mut positions: Vec<u32> = Vec::with_capacity(count);
+        for (row, &doc) in rows.iter().enumerate() {
+            for (pos, span) in self.spans[doc].iter().enumerate() {
+                let mut text = Vec::with_capacity(span.raw(docs[doc]).len() + 10);
+                text.extend_from_slice(b"{\"value\":");
+                text.extend_from_slice(span.raw(docs[doc]));
+                text.push(b'}');
+                texts.push(text);
+                row_ids.push(index_u32(row)?);
+                positions.push(index_u32(pos)?);
+            }
+        }
+        let schema = Arc::new(Schema::new(vec![
+            Field::new(ROW, DataType::UInt32, false),
+            Field::new(POS, DataType::UInt32, false),
+        ]));
+        let columns = RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(UInt32Array::from(row_ids)),
+                Arc::new(UInt32Array::from(positions)),
+            ],
+        )
+        .map_err(|e| TilesError::Columns(e.to_string()))?;
+        let texts: Vec<&[u8]> = texts.iter().map(Vec::as_slice).collect();
+        let options = TilesOptions {
+            side_arrays: false,
+            ..options.clone()
+        };
+        Ok(WrittenSide {
+            path: self.path.clone(),
+            file: write_file_with_columns(&texts, Some(&columns), &options)?,
+        })
+    }
+}
+
+fn index_u32(index: usize) -> Result<u32, TilesError> {
+    u32::try_from(index).map_err(|_| TilesError::Internal(format!("index {index} above u32")))
+}

@@ -225,7 +225,7 @@ CASES = [
     ),
     (
         "lines_positions",
-        f"SELECT {ID} AS doc, jdocs.j->'lines'->>2, json_array_length(jdocs.j->'lines') FROM jdocs",
+        f"SELECT {ID} AS doc, jdocs.j->'lines'->2->>'sku', json_array_length(jdocs.j->'lines') FROM jdocs",
     ),
 ]
 

@@ -10,7 +10,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{Rng, analyze, metric, rows, session_with_raw};
+use common::{Rng, analyze, concatenated, metric, rows, session_with_raw, write_parts};
 use tessera_engine::TesseraSession;
 
 /// One document: long arrays of tags (strings, now and then a number or null) and of
@@ -58,16 +58,9 @@ fn document(rng: &mut Rng, id: usize) -> String {
 /// Two NDJSON files of generated documents.
 fn write_files(dir: &Path, rows_per_file: usize) -> Vec<String> {
     let mut rng = Rng(0x51de_5eed_0001);
-    (0..2)
-        .map(|file| {
-            let text: String = (0..rows_per_file)
-                .map(|row| document(&mut rng, file * rows_per_file + row) + "\n")
-                .collect();
-            let path = dir.join(format!("part{file}.json"));
-            std::fs::write(&path, text).unwrap();
-            path.display().to_string()
-        })
-        .collect()
+    write_parts(dir, 2, rows_per_file, |file, row| {
+        document(&mut rng, file * rows_per_file + row)
+    })
 }
 
 /// Queries written against a table named `T`.
@@ -198,13 +191,7 @@ async fn side_relations_honour_deletes_and_shares() {
     let deleted = "j->>'kind' = 'b' AND json_get_int(j, 'id') % 3 = 0";
     // One file of 18,000 documents: two shares of at least 8,192 rows on 4 partitions.
     let parts = write_files(dir.path(), 9000);
-    let one = dir.path().join("one.json");
-    let text: String = parts
-        .iter()
-        .map(|p| std::fs::read_to_string(p).unwrap())
-        .collect();
-    std::fs::write(&one, text).unwrap();
-    let one = one.display().to_string();
+    let one = concatenated(dir.path(), "one.json", &parts);
     let session = session_over(
         std::slice::from_ref(&one),
         dir.path(),

@@ -19,7 +19,7 @@ use tessera_engine::{SessionOptions, TesseraSession};
 #[allow(dead_code)]
 mod common;
 
-use common::{analyze, metric, rows, session_with_raw};
+use common::{analyze, concatenated, metric, rows, session_with_raw, write_parts};
 
 /// A deterministic xorshift generator, so a failure reproduces.
 struct Rng(u64);
@@ -214,16 +214,9 @@ fn write_files(dir: &Path) -> Vec<String> {
 /// Three files of `rows` generated documents each.
 fn write_files_of(dir: &Path, rows: usize) -> Vec<String> {
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
-    (0..3)
-        .map(|file| {
-            let text: String = (0..rows)
-                .map(|row| document(&mut rng, file, row, rows) + "\n")
-                .collect();
-            let path = dir.join(format!("part{file}.json"));
-            std::fs::write(&path, text).unwrap();
-            path.display().to_string()
-        })
-        .collect()
+    write_parts(dir, 3, rows, |file, row| {
+        document(&mut rng, file, row, rows)
+    })
 }
 
 /// Queries written against a table named `T`.
@@ -881,13 +874,7 @@ async fn shares_of_one_file_answer_like_the_whole_file() {
     let dir = tempfile::tempdir().unwrap();
     let deleted = "j->>'kind' = 'b' AND json_get_int(j, 'id') % 3 = 0";
     let parts = write_files_of(dir.path(), 6000);
-    let one = dir.path().join("one.json");
-    let text: String = parts
-        .iter()
-        .map(|p| std::fs::read_to_string(p).unwrap())
-        .collect();
-    std::fs::write(&one, text).unwrap();
-    let one = one.display().to_string();
+    let one = concatenated(dir.path(), "one.json", &parts);
     let session = session_over(
         std::slice::from_ref(&one),
         dir.path(),

@@ -8,22 +8,11 @@ use arrow::datatypes::UInt32Type;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde_json::{Value, json};
 use tessera_tiles::side::{POS, ROW, VALUE_KEY};
+use tessera_tiles::summary::FileSummary;
 use tessera_tiles::{TilesOptions, WrittenFile, read_json, write_file};
 
 mod common;
-use common::read_back;
-
-/// A small deterministic generator (xorshift), so the documents need no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
+use common::{Rng, read_back};
 
 /// Documents with long arrays of strings (`tags`) and of objects (`order.items`), whose
 /// elements break the common structure now and then (nulls, numbers, nested arrays,
@@ -56,6 +45,16 @@ fn documents(count: usize, seed: u64) -> Vec<String> {
             }
             doc.to_string()
         })
+        .collect()
+}
+
+/// The JSONPath spellings of the paths a file shreds.
+fn shredded_paths(summary: &FileSummary) -> Vec<&str> {
+    summary
+        .schema
+        .paths
+        .iter()
+        .map(|p| p.path.as_str())
         .collect()
 }
 
@@ -163,14 +162,7 @@ fn every_element_comes_back_at_its_row_and_position() {
         // The elements' structure is mined over the elements: the common keys of the
         // items are typed in the side file.
         let items = written.sides.iter().find(|s| s.path[0] == "order").unwrap();
-        let shredded: Vec<&str> = items
-            .file
-            .summary
-            .schema
-            .paths
-            .iter()
-            .map(|p| p.path.as_str())
-            .collect();
+        let shredded = shredded_paths(&items.file.summary);
         assert!(shredded.contains(&"$.value.sku"), "{shredded:?}");
         assert!(shredded.contains(&"$.value.qty"), "{shredded:?}");
     }
@@ -181,13 +173,7 @@ fn the_data_file_keeps_side_arrays_whole_in_its_binary() {
     let docs = documents(1500, 4);
     let written = write(&docs, &small_tiles());
     assert!(!written.sides.is_empty());
-    let shredded: Vec<&str> = written
-        .summary
-        .schema
-        .paths
-        .iter()
-        .map(|p| p.path.as_str())
-        .collect();
+    let shredded = shredded_paths(&written.summary);
     assert!(
         shredded
             .iter()
@@ -222,13 +208,7 @@ fn side_arrays_can_be_turned_off() {
     };
     let written = write(&docs, &options);
     assert!(written.sides.is_empty());
-    let shredded: Vec<&str> = written
-        .summary
-        .schema
-        .paths
-        .iter()
-        .map(|p| p.path.as_str())
-        .collect();
+    let shredded = shredded_paths(&written.summary);
     assert!(
         shredded.iter().any(|p| p.starts_with("$.order.items[*]")),
         "{shredded:?}"

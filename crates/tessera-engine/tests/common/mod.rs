@@ -100,3 +100,33 @@ impl Rng {
         self.next() % n
     }
 }
+
+/// One NDJSON file `name` in `dir` holding the lines of `parts` in turn (a table of one
+/// file, for shares); its path.
+pub fn concatenated(dir: &std::path::Path, name: &str, parts: &[String]) -> String {
+    let one = dir.join(name);
+    let text: String = parts
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    std::fs::write(&one, text).unwrap();
+    one.display().to_string()
+}
+
+/// `files` NDJSON files `part<file>.json` in `dir` of `rows` lines each, line `row` of
+/// file `file` being `line(file, row)`; their paths.
+pub fn write_parts(
+    dir: &std::path::Path,
+    files: usize,
+    rows: usize,
+    mut line: impl FnMut(usize, usize) -> String,
+) -> Vec<String> {
+    (0..files)
+        .map(|file| {
+            let text: String = (0..rows).map(|row| line(file, row) + "\n").collect();
+            let path = dir.join(format!("part{file}.json"));
+            std::fs::write(&path, text).unwrap();
+            path.display().to_string()
+        })
+        .collect()
+}

@@ -83,3 +83,16 @@ fn assert_written_as_unshredded(pair: &StructArray, metadata: &ArrayRef) {
         }
     }
 }
+
+/// A xorshift generator: deterministic generated documents without a dependency.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// A number in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}

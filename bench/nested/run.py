@@ -68,6 +68,10 @@ LABELS = {
 DATASETS = {
     "events": ("events", ""),
     "events-wide": ("events", "--commits-max 200 --long-share 0.02 --outlier-share 0.1 --actors 2000"),
+    # Long arrays of hashtags (0-64, 0-40 per event): what a data file keeps whole and a
+    # table moves to side relations (Tiles-*), at two settings.
+    "events-tags": ("events", "--tags-max 64"),
+    "events-tags-wide": ("events", "--tags-max 40 --commits-max 60 --outlier-share 0.1 --actors 2000"),
     "models": ("models", ""),
 }
 INTEGER = re.compile(r"^-?\d+$")
@@ -88,6 +92,9 @@ EVENTS = [
     ("first_issue_label", "SELECT count(*) FROM jdocs WHERE (jdocs.j->'payload'->'issue'->'labels'->0->>'name') = 'bug'", "SELECT count() FROM T WHERE JSONExtract(toJSONString(json.^payload), 'issue', 'labels', 1, 'name', 'Nullable(String)') = 'bug'"),
     ("assignee_logins", "SELECT count(DISTINCT e.value->>'login') FROM jdocs, json_each(jdocs.j, '$.payload.pull_request.assignees') AS e", "SELECT uniqExact(JSONExtract(e, 'login', 'Nullable(String)')) FROM T ARRAY JOIN JSONExtractArrayRaw(toJSONString(json.^payload.pull_request), 'assignees') AS e"),
     ("labels_per_repo", "SELECT jdocs.j->'repo'->>'name' AS repo, count(*) AS n FROM jdocs, json_each(jdocs.j, '$.payload.issue.labels') AS e WHERE (e.value->>'name') = 'bug' GROUP BY repo ORDER BY n DESC, repo LIMIT 5", "SELECT json.repo.name.:String AS repo, count() AS n FROM T ARRAY JOIN JSONExtractArrayRaw(toJSONString(json.^payload.issue), 'labels') AS e WHERE JSONExtract(e, 'name', 'Nullable(String)') = 'bug' GROUP BY repo ORDER BY n DESC, repo LIMIT 5"),
+    ("tags_count", "SELECT count(*) FROM jdocs, json_each(jdocs.j, '$.tags') AS e", "SELECT count() FROM T ARRAY JOIN JSONExtractArrayRaw(toJSONString(json), 'tags') AS t"),
+    ("top_tags", "SELECT e.value->>'$' AS tag, count(*) AS n FROM jdocs, json_each(jdocs.j, '$.tags') AS e GROUP BY tag ORDER BY n DESC, tag LIMIT 10", "SELECT JSONExtractString(t) AS tag, count() AS n FROM T ARRAY JOIN JSONExtractArrayRaw(toJSONString(json), 'tags') AS t GROUP BY tag ORDER BY n DESC, tag LIMIT 10"),
+    ("tagged_repos", "SELECT jdocs.j->'repo'->>'name' AS repo, count(*) AS n FROM jdocs, json_each(jdocs.j, '$.tags') AS e WHERE (e.value->>'$') = 'rust' GROUP BY repo ORDER BY n DESC, repo LIMIT 5", "SELECT json.repo.name.:String AS repo, count() AS n FROM T ARRAY JOIN JSONExtractArrayRaw(toJSONString(json), 'tags') AS t WHERE JSONExtractString(t) = 'rust' GROUP BY repo ORDER BY n DESC, repo LIMIT 5"),
     ("head_refs", "SELECT jdocs.j->'payload'->'pull_request'->'head'->>'ref' AS ref, count(*) AS n FROM jdocs WHERE (jdocs.j->'payload'->'pull_request') IS NOT NULL GROUP BY ref ORDER BY n DESC, ref", 'SELECT json.payload.pull_request.head.ref.:String AS ref, count() AS n FROM T WHERE json.payload.pull_request.head.ref IS NOT NULL GROUP BY ref ORDER BY n DESC, ref'),
 ]
 MODELS = [

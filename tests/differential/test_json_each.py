@@ -58,8 +58,9 @@ def value(rng, depth):
 
 
 def line(rng):
-    """An element of the long `lines` arrays: mostly one kind of object, now and then a
-    field of another type, a scalar, null or a nested array."""
+    """An element of the long `lines` arrays: objects of three kinds (none frequent
+    enough for a table to shred the arrays as lists), now and then a field of another
+    type, a scalar, null or a nested array."""
     roll = rng.random()
     if roll < 0.03:
         return scalar(rng)
@@ -67,7 +68,11 @@ def line(rng):
         return [value(rng, 2)]
     if roll < 0.08:
         return {"sku": rng.randint(0, 9), "n": "many", "x": value(rng, 2)}
-    return {"sku": f"l{rng.randint(0, 40)}", "n": rng.randint(0, 50)}
+    if roll < 0.5:
+        return {"sku": f"l{rng.randint(0, 40)}", "n": rng.randint(0, 50)}
+    if roll < 0.8:
+        return {"url": f"u{rng.randint(0, 30)}", "rel": rng.choice(["next", "prev"])}
+    return {"tag": f"t{rng.randint(0, 20)}"}
 
 
 def document(rng, i):
@@ -200,8 +205,9 @@ CASES = [
     ("lines_values", f"SELECT {ID} AS doc, e.key, e.value, e.type FROM jdocs, json_each(jdocs.j, '$.lines') AS e"),
     (
         "lines_accesses",
-        "SELECT e.value->>'sku' AS sku, count(*), sum(TRY_CAST(e.value->>'n' AS BIGINT)), count(e.value->'x') "
-        "FROM jdocs, json_each(jdocs.j, '$.lines') AS e GROUP BY sku",
+        "SELECT e.value->>'sku' AS sku, count(*), sum(TRY_CAST(e.value->>'n' AS BIGINT)), count(e.value->'x'), "
+        "count(e.value->>'url'), count(DISTINCT e.value->>'tag') FROM jdocs, json_each(jdocs.j, '$.lines') AS e "
+        "GROUP BY sku",
     ),
     (
         "lines_filtered",

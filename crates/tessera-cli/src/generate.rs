@@ -72,6 +72,10 @@ pub enum Dataset {
         /// Actors in the pool (repositories: twice as many).
         #[arg(long, default_value_t = EventsConfig::new(0, 0).actors)]
         actors: u64,
+        /// Most hashtags in an event's `tags`: up to 4 skewed toward none; above,
+        /// uniform from none to this many (long arrays of strings).
+        #[arg(long, default_value_t = EventsConfig::new(0, 0).tags_max)]
+        tags_max: u64,
         /// Destination: a path or s3://bucket/key.
         #[arg(long)]
         out: String,
@@ -139,6 +143,7 @@ pub async fn run(session: &TesseraSession, dataset: Dataset) -> anyhow::Result<(
             long_share,
             outlier_share,
             actors,
+            tags_max,
             out,
         } => {
             let config = EventsConfig {
@@ -146,6 +151,7 @@ pub async fn run(session: &TesseraSession, dataset: Dataset) -> anyhow::Result<(
                 long_per_million: per_million("--long-share", long_share)?,
                 outlier_per_million: per_million("--outlier-share", outlier_share)?,
                 actors,
+                tags_max,
                 ..EventsConfig::new(docs, seed)
             };
             let bytes = write_generated(session, &out, events_job(config)?).await?;
@@ -189,6 +195,12 @@ fn events_job(config: EventsConfig) -> anyhow::Result<Generate> {
         (1..=tessera_gen::COMMITS_MAX_LIMIT).contains(&commits_max),
         "--commits-max must be between 1 and {}, not {commits_max}",
         tessera_gen::COMMITS_MAX_LIMIT
+    );
+    let tags_max = config.tags_max;
+    anyhow::ensure!(
+        (1..=tessera_gen::TAGS_MAX_LIMIT).contains(&tags_max),
+        "--tags-max must be between 1 and {}, not {tags_max}",
+        tessera_gen::TAGS_MAX_LIMIT
     );
     let threads = worker_threads();
     Ok(Box::new(move |mut sink: &mut dyn Write| {

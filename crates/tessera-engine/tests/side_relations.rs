@@ -14,8 +14,9 @@ use common::{Rng, analyze, concatenated, metric, rows, session_with_raw, write_p
 use tessera_engine::TesseraSession;
 
 /// One document: long arrays of tags (strings, now and then a number or null) and of
-/// line items (objects whose fields change type now and then, with null and scalar
-/// elements), both absent or empty in some documents. Keys are in sorted order, the
+/// line items (objects of three kinds, none frequent enough for a data file to shred
+/// them as a list; fields change type now and then; null and scalar elements), both
+/// absent or empty in some documents. Keys are in sorted order, the
 /// order in which tables write objects.
 fn document(rng: &mut Rng, id: usize) -> String {
     let mut fields = vec![
@@ -29,12 +30,14 @@ fn document(rng: &mut Rng, id: usize) -> String {
                 1 => "3".to_string(),
                 2 => r#"{"qty":"many","sku":5}"#.to_string(),
                 3 => r#"{"extra":[1,{"deep":true}],"sku":"s1"}"#.to_string(),
-                _ => format!(
+                4..30 => format!(
                     r#"{{"qty":{},"sku":"s{}","src":{{"u":"u{}"}}}}"#,
                     rng.below(9),
                     rng.below(300),
                     rng.below(4)
                 ),
+                30..48 => format!(r#"{{"rel":"next","url":"l{}"}}"#, rng.below(50)),
+                _ => format!(r#"{{"tag":"t{}"}}"#, rng.below(30)),
             })
             .collect();
         fields.push(format!(
@@ -70,6 +73,7 @@ const QUERIES: &[&str] = &[
     "SELECT d.j->>'kind', count(DISTINCT e.value) FROM T AS d, json_each(d.j, '$.tags') AS e GROUP BY 1",
     "SELECT e.value->>'sku' AS s, count(*), sum(json_get_int(e.value, 'qty')) FROM T AS d, json_each(d.j, '$.order.items') AS e GROUP BY 1",
     "SELECT e.value->>'qty', e.value->'src'->>'u', count(*) FROM T AS d, json_each(d.j, '$.order.items') AS e GROUP BY 1, 2",
+    "SELECT e.value->>'url', e.value->>'tag', count(*) FROM T AS d, json_each(d.j, '$.order.items') AS e GROUP BY 1, 2",
     "SELECT e.value->'extra', e.value->>'sku' FROM T AS d, json_each(d.j, '$.order.items') AS e WHERE e.value->'extra' IS NOT NULL",
     "SELECT e.value, count(*) FROM T AS d, json_each(d.j, '$.order.items') AS e GROUP BY 1",
     "SELECT d.j->>'id', count(*) FROM T AS d, json_each(d.j, '$.order.items') AS e WHERE e.value->>'sku' = 's7' GROUP BY 1",
@@ -89,9 +93,9 @@ const SHARED_QUERIES: [&str; 6] = [
     QUERIES[0],
     QUERIES[3],
     QUERIES[4],
-    QUERIES[8],
     QUERIES[9],
     QUERIES[10],
+    QUERIES[11],
 ];
 
 /// The tables a session ingests the files into: `t` with side relations, and `flat`
@@ -176,10 +180,11 @@ async fn side_relations_answer_like_the_raw_files() {
         "SELECT count(*) FROM raw AS d, json_each(d.j, '$.order.items') AS e",
     )
     .await;
-    assert_eq!(
-        metric(&plan, "side_elements").to_string(),
-        elements[0],
-        "{plan}"
+    // EXPLAIN ANALYZE rounds counts from a thousand on (`75.27 K`).
+    let elements: u64 = elements[0].parse().unwrap();
+    assert!(
+        metric(&plan, "side_elements").abs_diff(elements) <= elements / 1000,
+        "{elements} elements: {plan}"
     );
     assert_eq!(metric(&plan, "values_binary"), 0, "{plan}");
     assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");

@@ -41,7 +41,17 @@ pub struct EventsConfig {
     pub outlier_per_million: u64,
     /// Actors in the pool (1 to 2^40); repositories are twice as many.
     pub actors: u64,
+    /// Most hashtags in an event's `tags` (1 to [`TAGS_MAX_LIMIT`]). Up to
+    /// [`SHORT_TAGS_MAX`] the counts are skewed toward none (0, 1, 2 or 4); above it
+    /// they are uniform in `0..=tags_max`: long, high-cardinality arrays of strings.
+    pub tags_max: u64,
 }
+
+/// The largest `tags_max`: it bounds the size of one document.
+pub const TAGS_MAX_LIMIT: u64 = 10_000;
+
+/// The default `tags_max`, whose skewed counts the default data sets keep.
+pub const SHORT_TAGS_MAX: u64 = 4;
 
 impl EventsConfig {
     /// `docs` events from `seed` with the default settings.
@@ -53,6 +63,7 @@ impl EventsConfig {
             long_per_million: 2_000,
             outlier_per_million: 10_000,
             actors: 50_000,
+            tags_max: SHORT_TAGS_MAX,
         }
     }
 }
@@ -354,7 +365,13 @@ impl Doc<'_> {
     }
 
     fn write_tags(&mut self) {
-        let n = self.rng.weighted(&[(40, 0), (30, 1), (20, 2), (10, 4)]);
+        let n = match self.g.cfg.tags_max {
+            max if max <= SHORT_TAGS_MAX => self
+                .rng
+                .weighted(&[(40, 0), (30, 1), (20, 2), (10, 4)])
+                .min(max),
+            max => self.rng.below(max + 1),
+        };
         self.out.push(b'[');
         for i in 0..n {
             if i > 0 {

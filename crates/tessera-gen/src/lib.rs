@@ -20,6 +20,9 @@ mod tpch;
 mod words;
 
 pub use bluesky::{BlueskyConfig, KeyOrder, write_doc, write_ndjson};
-pub use events::{COMMITS_MAX_LIMIT, EventsConfig, PER_MILLION, write_events_ndjson};
+pub use events::{
+    COMMITS_MAX_LIMIT, EventsConfig, PER_MILLION, SHORT_TAGS_MAX, TAGS_MAX_LIMIT,
+    write_events_ndjson,
+};
 pub use models::{KEYS_MAX as MODELS_KEYS_MAX, ModelsConfig, write_models_ndjson};
 pub use tpch::{TpchConfig, TpchError, write_tpch_ndjson};

@@ -235,3 +235,27 @@ fn extreme_settings_still_give_valid_events() {
     };
     assert_eq!(parse(&models(&models_cfg, 1)).len(), 2);
 }
+
+/// Above the short default, `tags` holds uniformly many hashtags up to `tags_max`; the
+/// default keeps its skewed counts of 0, 1, 2 or 4.
+#[test]
+fn tags_max_makes_long_arrays_of_strings() {
+    let docs = 5_000;
+    let tags = |cfg: &EventsConfig| -> Vec<usize> {
+        parse(&events(cfg, 2))
+            .iter()
+            .map(|doc| doc["tags"].as_array().map_or(0, Vec::len))
+            .collect()
+    };
+    let short = tags(&EventsConfig::new(docs, 5));
+    assert!(short.iter().all(|n| [0, 1, 2, 4].contains(n)), "{short:?}");
+    let cfg = EventsConfig {
+        tags_max: 64,
+        ..EventsConfig::new(docs, 5)
+    };
+    let long = tags(&cfg);
+    assert!(long.iter().all(|&n| n <= 64));
+    let mean = long.iter().sum::<usize>() as f64 / long.len() as f64;
+    assert!((28.0..36.0).contains(&mean), "mean {mean}");
+    assert!(long.contains(&0) && long.contains(&64));
+}

@@ -429,9 +429,10 @@ pub struct Mined {
     /// filter then contains every path, as it does for more spellings than that.
     pub unshredded: Option<Vec<String>>,
     /// Paths whose arrays are high-cardinality (long on average, [`MAX_LIST_MEAN_LEN`],
-    /// and [`MIN_SIDE_ELEMENTS`] at least) and that hold nothing but arrays: the
-    /// candidates for a side relation of their elements (JSON Tiles §4.3 step 6,
-    /// Tiles-*), sorted. Their arrays may still be shredded as lists here; the writer
+    /// and [`MIN_SIDE_ELEMENTS`] at least), that hold nothing but arrays, and that the
+    /// file does not shred as lists (long arrays of scalars; arrays of objects too
+    /// unlike one another for any key to be frequent): the candidates for a side
+    /// relation of their elements (JSON Tiles §4.3 step 6, Tiles-*), sorted. The writer
     /// decides ([`crate::TilesOptions::side_arrays`]).
     pub sides: Vec<KeyPath>,
 }
@@ -501,9 +502,6 @@ pub fn mine(items: &Items, order: &[usize], p: &Partitioning) -> Mined {
             unshredded.push(path_id);
             continue;
         }
-        if is_side_array(items, &file, &objects, id) {
-            mined.sides.push(items.keys(path_id));
-        }
         let (majority, n) = majority_leaf(&file, std::iter::once(path_id));
         let scalar = (frequent[id] && n > 0).then_some((majority, n));
         let choice = |(ty, n): (LeafType, u64), list: bool, element: KeyPath| Choice {
@@ -519,6 +517,11 @@ pub fn mine(items: &Items, order: &[usize], p: &Partitioning) -> Mined {
                 .then(|| object_list_choice(items, &file, &element_keys, id, p.threshold))
                 .flatten()
         });
+        // Arrays the file types as a list are read from it: a side relation pays off
+        // only for those it keeps whole (measured in docs/BENCHMARKS.md).
+        if list.is_none() && is_side_array(items, &file, &objects, id) {
+            mined.sides.push(items.keys(path_id));
+        }
         match (scalar, list) {
             (Some(s), list) if list.as_ref().is_none_or(|l| s.1 >= l.documents) => {
                 mined.shredded.push(choice(s, false, Vec::new()));

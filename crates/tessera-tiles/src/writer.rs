@@ -112,14 +112,11 @@ pub fn write_file_with_columns(
     drop(transactions);
     drop(items);
     let mut mined = mined;
+    // A side path's arrays stay whole in the binary: its elements are typed in the side.
     let sides = match options.side_arrays {
         true => side_elements(docs, &mined.sides)?,
         false => Vec::new(),
     };
-    // A side path's arrays stay whole in the binary: its elements are typed in the side.
-    mined
-        .shredded
-        .retain(|c| !sides.iter().any(|s| s.path == c.path));
     type_dates_and_times(&tape, &texts, &mut mined.shredded);
     let mut shredder = Shredder::new(&tape, &mined.shredded, docs.len());
     for &i in &order {

@@ -1,8 +1,9 @@
 //! Side relations of high-cardinality arrays (Tiles-*: JSON Tiles, SIGMOD 2021, §3.5 and
 //! §4.3 step 6). A data file's documents keep their long arrays whole in the Variant
 //! binary; the elements of each such array path move to a file of their own, one row per
-//! element in the order of their documents' rows, itself mined over tiles of elements and
-//! shredded like any documents. Queries over the elements (`json_each`, `UNNEST`, filters
+//! element in the order of their documents' rows (up to the reordering of tiles of
+//! elements within a partition), itself mined over tiles of elements and shredded like
+//! any documents. Queries over the elements (`json_each`, `UNNEST`, filters
 //! on element fields) read the side file's typed columns and join back to their
 //! documents by the element's row, instead of walking every array in the binary.
 //!
@@ -121,14 +122,13 @@ impl SideElements {
         )
         .map_err(|e| TilesError::Columns(e.to_string()))?;
         let texts: Vec<&[u8]> = texts.iter().map(Vec::as_slice).collect();
-        // Elements stay in (row, position) order: moving them (tiles reordered by
-        // structure, rows clustered by value) made the row column random, which cost
-        // more bytes than anything else in the file and a sort on every read (measured
-        // in docs/BENCHMARKS.md). Mining over tiles of elements still types every kind
-        // of element frequent enough to fill a tile.
+        // Elements move only within a partition of tiles, where the reordering gathers
+        // each kind of element into tiles of its own, so that every kind frequent
+        // enough to fill a tile is typed; rows are not clustered by value, which made
+        // the row column random: it cost more bytes than anything else in the file
+        // (measured in docs/BENCHMARKS.md).
         let options = TilesOptions {
             side_arrays: false,
-            partition_tiles: 1,
             cluster_keys: 0,
             ..options.clone()
         };

@@ -165,9 +165,9 @@ fn every_element_comes_back_at_its_row_and_position() {
                 assert_eq!(side, &expected, "row {row}, {path:?}, seed {seed}");
             }
         }
-        // The elements' structure is mined over tiles of elements: every kind's keys are
-        // typed in the side file, though none is frequent among the documents' leading
-        // elements.
+        // The elements' structure is mined over tiles of elements, reordered so that each
+        // kind of item fills tiles of its own: every kind's keys are typed in the side
+        // file, though none is frequent among the documents' leading elements.
         let items = written.sides.iter().find(|s| s.path[0] == "order").unwrap();
         let shredded = shredded_paths(&items.file.summary);
         for key in ["sku", "qty", "link", "rel", "tag"] {

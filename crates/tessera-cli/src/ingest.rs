@@ -129,8 +129,12 @@ fn typed_paths(outcome: &IngestOutcome) -> Vec<(String, String, f64)> {
         .collect()
 }
 
+/// Bytes of the data files written and of their side files.
 fn bytes_out(outcome: &IngestOutcome) -> u64 {
-    outcome.write.files.iter().map(|f| f.size).sum()
+    let files = outcome.write.files.iter();
+    files
+        .map(|f| f.size + f.sides.iter().map(|s| s.size).sum::<u64>())
+        .sum()
 }
 
 fn print_text(outcome: &IngestOutcome, elapsed: Duration) {

@@ -37,7 +37,7 @@ pub mod writer;
 
 pub use error::TilesError;
 pub use unshred::read_json;
-pub use writer::{WrittenFile, write_file, write_file_with_columns};
+pub use writer::{WrittenFile, WrittenSide, write_file, write_file_with_columns};
 
 /// How documents are cut and shredded.
 #[derive(Debug, Clone)]

@@ -20,7 +20,6 @@ use tessera_json::path::{PathElem, PathTrie};
 use tessera_json::scanner::{Kind, Scanner, Span, for_each_member};
 
 use crate::keypaths::KeyPath;
-use crate::writer::{WrittenFile, write_file_with_columns};
 use crate::{TilesError, TilesOptions};
 
 /// The side file's column holding the row of the element's document in its data file.
@@ -29,15 +28,6 @@ pub const ROW: &str = "row";
 pub const POS: &str = "pos";
 /// The key of a side document holding the element.
 pub const VALUE_KEY: &str = "value";
-
-/// The written side relation of one array path of a data file.
-#[derive(Debug, Clone)]
-pub struct WrittenSide {
-    /// The array path's keys from the document root.
-    pub path: KeyPath,
-    /// The side file: documents `{"value": element}` with [`ROW`] and [`POS`].
-    pub file: WrittenFile,
-}
 
 /// The elements of one array path in every document of a data file, before the file's
 /// rows are ordered.
@@ -85,14 +75,14 @@ pub(crate) fn elements_at(
 }
 
 impl SideElements {
-    /// The side file of these elements, the data file's rows being the documents
-    /// `rows` (input positions, in the file's final order).
-    pub(crate) fn write(
+    /// The documents of the side file of these elements (`{"value": element}`) and
+    /// their relational columns [`ROW`] and [`POS`], the data file's rows being the
+    /// documents `rows` (input positions, in the file's final order).
+    pub(crate) fn documents(
         &self,
         docs: &[&[u8]],
         rows: &[usize],
-        options: &TilesOptions,
-    ) -> Result<WrittenSide, TilesError> {
+    ) -> Result<(Vec<Vec<u8>>, RecordBatch), TilesError> {
         assert_eq!(rows.len(), self.spans.len(), "every document has its row");
         let count: usize = self.spans.iter().map(Vec::len).sum();
         let mut texts: Vec<Vec<u8>> = Vec::with_capacity(count);
@@ -121,21 +111,20 @@ impl SideElements {
             ],
         )
         .map_err(|e| TilesError::Columns(e.to_string()))?;
-        let texts: Vec<&[u8]> = texts.iter().map(Vec::as_slice).collect();
-        // Elements move only within a partition of tiles, where the reordering gathers
-        // each kind of element into tiles of its own, so that every kind frequent
-        // enough to fill a tile is typed; rows are not clustered by value, which made
-        // the row column random: it cost more bytes than anything else in the file
-        // (measured in docs/BENCHMARKS.md).
-        let options = TilesOptions {
-            side_arrays: false,
-            cluster_keys: 0,
-            ..options.clone()
-        };
-        Ok(WrittenSide {
-            path: self.path.clone(),
-            file: write_file_with_columns(&texts, Some(&columns), &options)?,
-        })
+        Ok((texts, columns))
+    }
+}
+
+/// How a side file is written, given the data file's `options`. Elements move only
+/// within a partition of tiles, where the reordering gathers each kind of element into
+/// tiles of its own, so that every kind frequent enough to fill a tile is typed; rows
+/// are not clustered by value, which made the row column random: it cost more bytes than
+/// anything else in the file (measured in docs/BENCHMARKS.md). No side has sides.
+pub(crate) fn side_options(options: &TilesOptions) -> TilesOptions {
+    TilesOptions {
+        side_arrays: false,
+        cluster_keys: 0,
+        ..options.clone()
     }
 }
 

@@ -22,7 +22,7 @@ use crate::keypaths::{Choice, Items, KeyPath, mine};
 use crate::layout::{self, TYPED_VALUE, VALUE};
 use crate::reorder::{Partitioning, reorder};
 use crate::shred::Shredder;
-use crate::side::{SideElements, WrittenSide, elements_at};
+use crate::side::{SideElements, elements_at, side_options};
 use crate::summary::{
     ColumnStats, DistinctSketch, FileSummary, LeafType, PathBloom, PathStats, STAT_STRING_LIMIT,
     ShreddedPath, ShreddingSchema, StatValue,
@@ -42,6 +42,16 @@ pub struct WrittenFile {
     pub summary: FileSummary,
     /// The side relations of its high-cardinality arrays ([`crate::side`]), by path.
     pub sides: Vec<WrittenSide>,
+}
+
+/// The written side relation of one array path of a data file.
+#[derive(Debug, Clone)]
+pub struct WrittenSide {
+    /// The array path's keys from the document root.
+    pub path: KeyPath,
+    /// The side file: documents `{"value": element}` with the relational columns
+    /// [`crate::side::ROW`] and [`crate::side::POS`].
+    pub file: WrittenFile,
 }
 
 /// Most JSON text one file takes: typed string columns use 32-bit offsets.
@@ -158,7 +168,7 @@ pub fn write_file_with_columns(
     };
     let sides = sides
         .iter()
-        .map(|side| side.write(docs, &rows, options))
+        .map(|side| write_side(side, docs, &rows, options))
         .collect::<Result<Vec<_>, _>>()?;
     let unshredded = mined
         .unshredded
@@ -198,6 +208,21 @@ pub fn write_file_with_columns(
         parquet,
         summary,
         sides,
+    })
+}
+
+/// The side file of `side`'s elements, the data file's rows being the documents `rows`.
+fn write_side(
+    side: &SideElements,
+    docs: &[&[u8]],
+    rows: &[usize],
+    options: &TilesOptions,
+) -> Result<WrittenSide, TilesError> {
+    let (texts, columns) = side.documents(docs, rows)?;
+    let texts: Vec<&[u8]> = texts.iter().map(Vec::as_slice).collect();
+    Ok(WrittenSide {
+        path: side.path.clone(),
+        file: write_file_with_columns(&texts, Some(&columns), &side_options(options))?,
     })
 }
 

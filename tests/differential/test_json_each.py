@@ -230,6 +230,15 @@ CASES = [
         "WHERE e.value->>'sku' = 'l3')",
     ),
     (
+        "lines_in",
+        f"SELECT {ID} AS doc FROM jdocs WHERE 'l3' IN (SELECT e.value->>'sku' FROM json_each(jdocs.j, '$.lines') AS e)",
+    ),
+    (
+        "lines_not_exists_two_fields",
+        f"SELECT {ID} AS doc FROM jdocs WHERE NOT EXISTS (SELECT 1 FROM json_each(jdocs.j, '$.lines') AS e "
+        "WHERE e.value->>'sku' = 'l3' OR TRY_CAST(e.value->>'n' AS BIGINT) > 7)",
+    ),
+    (
         "lines_positions",
         f"SELECT {ID} AS doc, jdocs.j->'lines'->2->>'sku', json_array_length(jdocs.j->'lines') FROM jdocs",
     ),

@@ -15,26 +15,34 @@
 //!
 //! `SELECT unnest(CAST(x AS JSON[])) AS u ... u->>'k'` is read the same way: the UNNEST
 //! of the elements becomes the UNNEST of one access to them.
+//!
+//! So is a filter over the elements, `WHERE EXISTS (SELECT 1 FROM json_each(t.j,
+//! '$.tags') AS e WHERE e.value->>'$' = 'rust')` (the JSON Tiles paper's "tweets that
+//! mention X"), which `json_each_subquery` plans as `array_any_match` over the rows: an
+//! analyzer rule ([`ElementAccessesInLambdas`]) makes the lambda read the list of its
+//! accesses instead of the rows.
 
 use std::sync::Arc;
 
 use arrow::datatypes::DataType;
+use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{
     Column, DFSchema, ExprSchema, NullHandling, Result, ScalarValue, UnnestOptions,
 };
-use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::expr::{HigherOrderFunction, Lambda, LambdaVariable, ScalarFunction};
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::{
     Aggregate, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, Projection, ScalarUDF, Unnest,
 };
-use datafusion::optimizer::{ApplyOrder, OptimizerConfig, OptimizerRule};
+use datafusion::optimizer::{AnalyzerRule, ApplyOrder, OptimizerConfig, OptimizerRule};
 
 use crate::functions::access_output;
 use crate::functions::json_each::{
-    JSON_LIST, JsonEachValues, JsonEntries, Rows, ValueReads, field_name,
+    JSON_LIST, JsonEachValues, JsonEntries, ReadColumns, Rows, ValueReads, Walk, field_name,
 };
 use crate::json::Output;
+use crate::json_each_rewrite::value_at_path;
 use datafusion::functions::core::expr_fn::get_field;
 
 /// Name prefix of the lists this rule unnests.
@@ -87,6 +95,9 @@ impl OptimizerRule for ElementAccesses {
 enum Source {
     /// The entries column below the UNNEST; each row's value is its `value` field.
     Entries(Column),
+    /// The entries a lambda's parameter stands for, one at a time; each row's value is
+    /// its `value` field.
+    Lambda,
     /// `CAST(x AS JSON[])` computed below the UNNEST: the projection computing it, the
     /// list's column there, `x`, and whether a value that is no array has no rows.
     Cast {
@@ -157,7 +168,7 @@ impl Source {
 
     fn rows_of(&self) -> Rows {
         match self {
-            Self::Entries(_) => Rows::Each,
+            Self::Entries(_) | Self::Lambda => Rows::Each,
             Self::Cast { try_cast, .. } => Rows::Cast {
                 try_cast: *try_cast,
             },
@@ -168,11 +179,34 @@ impl Source {
 /// One access to the rows' values: its output (`None`: rows alone) and path arguments.
 type Access = (Option<Output>, Vec<Expr>);
 
-/// The accesses found above one UNNEST and the names of their lists.
+/// What stands for one row in the expressions read: a column of an UNNEST's output, or
+/// a lambda's parameter.
+enum RowsRef {
+    Column(Column),
+    Variable(String),
+}
+
+impl RowsRef {
+    fn is(&self, expr: &Expr) -> bool {
+        match (self, expr) {
+            (Self::Column(c), Expr::Column(d)) => c == d,
+            (Self::Variable(v), Expr::LambdaVariable(w)) => *v == w.name,
+            _ => false,
+        }
+    }
+
+    /// Whether `expr` reads the rows anywhere.
+    fn read_by(&self, expr: &Expr) -> bool {
+        expr.exists(|e| Ok(self.is(e))).unwrap_or(true)
+    }
+}
+
+/// The accesses found above one UNNEST (or in one lambda's body) and the names of
+/// their lists (or fields).
 struct Found<F> {
     source: Source,
-    /// The UNNEST's column of rows, which the accesses read.
-    rows: Column,
+    /// What the accesses read.
+    rows: RowsRef,
     accesses: Vec<(Access, String)>,
     names: F,
 }
@@ -184,37 +218,39 @@ impl<F: FnMut() -> String> Found<F> {
         let (source, rows) = Source::of(unnest)?;
         Some(Self {
             source,
-            rows,
+            rows: RowsRef::Column(rows),
             accesses: Vec::new(),
             names,
         })
     }
 
-    /// `expr` with every access to the rows' values replaced by its list's column; `None`
-    /// when `expr` still reads the rows otherwise (their key, type, paths, or a cast's
-    /// element itself, which may be SQL NULL).
-    fn replace(&mut self, expr: Expr) -> Result<Option<Expr>> {
+    /// `expr` with every access to the rows' values replaced by what reads its list
+    /// (`read`, given the list's name); `None` when `expr` still reads the rows otherwise
+    /// (their key, type, paths, or a cast's element itself, which may be SQL NULL).
+    fn replace(&mut self, expr: Expr, read: impl Fn(String) -> Expr) -> Result<Option<Expr>> {
+        let mut reads_rows = false;
         let replaced = expr
             .transform_down(|e| {
                 let Some(access) = self.value_access(&e) else {
+                    reads_rows |= self.rows.is(&e);
                     return Ok(Transformed::no(e));
                 };
                 let name = self.name_of(access);
-                Ok(Transformed::new(
-                    Expr::Column(Column::new_unqualified(name)),
-                    true,
-                    TreeNodeRecursion::Jump,
-                ))
+                Ok(Transformed::new(read(name), true, TreeNodeRecursion::Jump))
             })?
             .data;
-        let reads_rows = replaced.column_refs().contains(&self.rows);
         Ok((!reads_rows).then_some(replaced))
+    }
+
+    /// `expr` with every access to the rows' values replaced by its list's column.
+    fn replace_by_columns(&mut self, expr: Expr) -> Result<Option<Expr>> {
+        self.replace(expr, |name| Expr::Column(Column::new_unqualified(name)))
     }
 
     /// `access(value, path...)` for a JSON access function with a constant path, or the
     /// value itself (its JSON text) of a `json_each` row, where `value` is a row's value.
     fn value_access(&self, expr: &Expr) -> Option<Access> {
-        let entries = matches!(self.source, Source::Entries(_));
+        let entries = matches!(self.source, Source::Entries(_) | Source::Lambda);
         if entries && self.is_value(expr) {
             return Some((Some(Output::Json), Vec::new()));
         }
@@ -242,14 +278,14 @@ impl<F: FnMut() -> String> Found<F> {
             return self.is_value(&alias.expr);
         }
         if let Source::Cast { .. } = self.source {
-            return matches!(expr, Expr::Column(c) if *c == self.rows);
+            return self.rows.is(expr);
         }
         let Expr::ScalarFunction(f) = expr else {
             return false;
         };
         f.func.name() == "get_field"
-            && matches!(f.args.as_slice(), [Expr::Column(c), Expr::Literal(ScalarValue::Utf8(Some(name)), _)]
-                if *c == self.rows && name == "value")
+            && matches!(f.args.as_slice(), [rows, Expr::Literal(ScalarValue::Utf8(Some(name)), _)]
+                if self.rows.is(rows) && name == "value")
     }
 
     fn name_of(&mut self, access: Access) -> String {
@@ -269,6 +305,7 @@ impl<F: FnMut() -> String> Found<F> {
             self.accesses.push(((None, Vec::new()), name));
         }
         let rows_of = self.source.rows_of();
+        let (reads, paths) = self.reads();
         let (input, mut below, value) = match self.source {
             Source::Entries(entries) => {
                 let passed = passed_columns(unnest.input.schema(), &entries);
@@ -286,11 +323,11 @@ impl<F: FnMut() -> String> Found<F> {
                     .collect();
                 (Arc::clone(&below.input), passed, value)
             }
+            Source::Lambda => unreachable!("a lambda's rows are not unnested"),
         };
         let options = one_level(&unnest.options);
-        if let [((output, path), name)] = self.accesses.as_slice() {
-            let reads = output.map_or(ValueReads::Rows, ValueReads::One);
-            below.push(values(reads, rows_of, value, path.clone()).alias(name));
+        if let [(_, name)] = self.accesses.as_slice() {
+            below.push(values(reads, rows_of, value, paths).alias(name));
             return LogicalPlanBuilder::from(Arc::unwrap_or_clone(input))
                 .project(below)?
                 .unnest_columns_with_options(vec![Column::from_name(name)], options)?
@@ -299,14 +336,7 @@ impl<F: FnMut() -> String> Found<F> {
         // Several accesses: one pass over each value finds them all, as the fields of
         // one list, each then named as the access it replaced.
         let list = (self.names)();
-        let mut reads = Vec::with_capacity(self.accesses.len());
-        let mut paths = Vec::new();
-        for ((output, path), _) in &self.accesses {
-            let output = output.expect("several accesses each have an output");
-            reads.push((output, path.len()));
-            paths.extend(path.iter().cloned());
-        }
-        below.push(values(ValueReads::Fields(reads), rows_of, value, paths).alias(&list));
+        below.push(values(reads, rows_of, value, paths).alias(&list));
         let unnested = LogicalPlanBuilder::from(Arc::unwrap_or_clone(input))
             .project(below)?
             .unnest_columns_with_options(vec![Column::from_name(&list)], options)?
@@ -318,6 +348,150 @@ impl<F: FnMut() -> String> Found<F> {
         }
         LogicalPlanBuilder::from(unnested).project(fields)?.build()
     }
+}
+
+impl<F> Found<F> {
+    /// What the lists read of each row's value, and the accesses' path arguments: the
+    /// rows alone, one access, or several as the fields of a struct ([`field_name`]).
+    fn reads(&self) -> (ValueReads, Vec<Expr>) {
+        match self.accesses.as_slice() {
+            [] => (ValueReads::Rows, Vec::new()),
+            [((output, path), _)] => (
+                output.map_or(ValueReads::Rows, ValueReads::One),
+                path.clone(),
+            ),
+            several => {
+                let mut reads = Vec::with_capacity(several.len());
+                let mut paths = Vec::new();
+                for ((output, path), _) in several {
+                    let output = output.expect("several accesses each have an output");
+                    reads.push((output, path.len()));
+                    paths.extend(path.iter().cloned());
+                }
+                (ValueReads::Fields(reads), paths)
+            }
+        }
+    }
+}
+
+/// Analyzer rule, run after type coercion: every `array_any_match(rows, r -> body)`
+/// whose rows are `json_each`'s rows of a value and whose body reads them only through
+/// accesses to their values reads the list of those accesses instead (see
+/// [`over_lambda`]). It runs before the optimizer, whose rules would otherwise move the
+/// rows' list into a projection of its own, out of reach of the scan's extraction.
+#[derive(Debug, Default)]
+pub struct ElementAccessesInLambdas;
+
+impl AnalyzerRule for ElementAccessesInLambdas {
+    fn name(&self) -> &str {
+        "tessera_element_accesses_in_lambdas"
+    }
+
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        plan.transform_up_with_subqueries(|plan| {
+            let schema = match plan.inputs().as_slice() {
+                [input] => Arc::clone(input.schema()),
+                _ => return Ok(Transformed::no(plan)),
+            };
+            let preserver = NamePreserver::new(&plan);
+            plan.map_expressions(|e| {
+                let name = preserver.save(&e);
+                Ok(over_lambda(e, &schema)?.update_data(|e| name.restore(e)))
+            })
+        })
+        .map(|t| t.data)
+    }
+}
+
+/// Every `array_any_match(rows, r -> body)` in `expr` (over `schema`) whose rows are
+/// `json_each`'s rows of a value and whose body reads them only through accesses to
+/// their values (an `EXISTS` or `IN` over `json_each`, which
+/// [`crate::json_each_subquery`] turns into one), over the list of those accesses
+/// instead ([`JsonEachValues`]), which the scan reads as it reads a lateral
+/// `json_each`'s: from typed columns, with no row written as text.
+fn over_lambda(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+    expr.transform_up(|e| match any_match_over_values(&e, schema)? {
+        Some(rewritten) => Ok(Transformed::yes(rewritten)),
+        None => Ok(Transformed::no(e)),
+    })
+}
+
+/// `expr` over the values' accesses, if it is an `array_any_match` [`over_lambda`]
+/// rewrites.
+fn any_match_over_values(expr: &Expr, schema: &DFSchema) -> Result<Option<Expr>> {
+    let Expr::HigherOrderFunction(f) = expr else {
+        return Ok(None);
+    };
+    let [rows, Expr::Lambda(lambda)] = f.args.as_slice() else {
+        return Ok(None);
+    };
+    let [param] = lambda.params.as_slice() else {
+        return Ok(None);
+    };
+    let shadowed = lambda
+        .body
+        .exists(|e| Ok(matches!(e, Expr::Lambda(inner) if inner.params.contains(param))))?;
+    let Some(walked) = walked_value(rows)? else {
+        return Ok(None);
+    };
+    if f.name() != "array_any_match" || shadowed {
+        return Ok(None);
+    }
+    let mut next = 0;
+    let mut found = Found {
+        source: Source::Lambda,
+        rows: RowsRef::Variable(param.clone()),
+        accesses: Vec::new(),
+        names: || {
+            next += 1;
+            field_name(next - 1)
+        },
+    };
+    let variable = || Expr::LambdaVariable(LambdaVariable::new(param.clone(), None));
+    let Some(mut body) =
+        found.replace((*lambda.body).clone(), |name| get_field(variable(), name))?
+    else {
+        return Ok(None);
+    };
+    if let [(_, name)] = found.accesses.as_slice() {
+        // One access: its list holds the values themselves, not structs of them.
+        let field = get_field(variable(), name.as_str());
+        body = body
+            .transform(|e| match e == field {
+                true => Ok(Transformed::yes(variable())),
+                false => Ok(Transformed::no(e)),
+            })?
+            .data;
+    }
+    let (reads, paths) = found.reads();
+    let list = values(reads, Rows::Each, walked, paths);
+    let call = Expr::HigherOrderFunction(HigherOrderFunction::new(
+        Arc::clone(&f.func),
+        vec![list, Expr::Lambda(Lambda::new(vec![param.clone()], body))],
+    ));
+    Ok(Some(call.resolve_lambda_variables(schema)?.data))
+}
+
+/// The JSON text `json_each` walks, when `rows` is a call of `json_each`'s entries over
+/// a document or over the value at a constant path of a document.
+fn walked_value(rows: &Expr) -> Result<Option<Expr>> {
+    let Expr::ScalarFunction(f) = rows else {
+        return Ok(None);
+    };
+    let each = f
+        .func
+        .inner()
+        .downcast_ref::<JsonEntries>()
+        .is_some_and(|e| e.walk() == Walk::Each && !e.walks_value());
+    if !each {
+        return Ok(None);
+    }
+    Ok(match f.args.as_slice() {
+        [document] => Some(document.clone()),
+        args => {
+            value_at_path(args, ReadColumns::of(["value"]))?.map(|mut args| args.swap_remove(0))
+        }
+    })
 }
 
 /// [`JsonEachValues`] reading `reads` of the `rows_of` `value`, with `paths`.
@@ -358,7 +532,7 @@ fn over_projection(
     let mut exprs = Vec::with_capacity(projection.expr.len());
     for expr in &projection.expr {
         let name = preserver.save(expr);
-        let Some(replaced) = found.replace(expr.clone())? else {
+        let Some(replaced) = found.replace_by_columns(expr.clone())? else {
             return Ok(None);
         };
         exprs.push(name.restore(replaced));
@@ -381,7 +555,7 @@ fn over_aggregate(
         .group_expr
         .iter()
         .chain(&aggregate.aggr_expr)
-        .any(|e| e.column_refs().contains(&found.rows));
+        .any(|e| found.rows.read_by(e));
     if reads_rows {
         return Ok(None);
     }

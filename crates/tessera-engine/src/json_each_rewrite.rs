@@ -503,7 +503,7 @@ fn unnest_join(
 /// The arguments of a walk over `json_get(doc, path)` instead of `doc` (see
 /// [`JsonEntries::at_path`]) when `args` are a JSON text document and a constant path of
 /// keys and indexes, and the walk reads no node numbers; `None` otherwise.
-fn value_at_path(args: &[Expr], reads: ReadColumns) -> Result<Option<Vec<Expr>>> {
+pub(crate) fn value_at_path(args: &[Expr], reads: ReadColumns) -> Result<Option<Vec<Expr>>> {
     let [document, path] = args else {
         return Ok(None);
     };

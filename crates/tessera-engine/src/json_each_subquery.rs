@@ -48,19 +48,19 @@ pub(crate) fn rewrite(expr: &mut ast::Expr) {
     }
 }
 
-/// `EXISTS (subquery)` as `coalesce(array_any_match(rows, row -> condition IS TRUE),
-/// false)`: a NULL document has no rows.
+/// `EXISTS (subquery)` as `array_any_match(rows, row -> condition IS TRUE) IS TRUE`: a
+/// NULL document has no rows.
 fn exists(subquery: &Query) -> Option<ast::Expr> {
     let walk = walk_of(subquery)?;
     let condition = match walk.condition {
         Some(condition) => ast::Expr::IsTrue(Box::new(ast::Expr::Nested(Box::new(condition)))),
         None => ast::Expr::value(ast::Value::Boolean(true)),
     };
+    // Not `coalesce(any, false)`, which simplification turns into two evaluations.
     let any = any_match(walk.rows, condition);
-    Some(call(
-        "coalesce",
-        vec![any, ast::Expr::value(ast::Value::Boolean(false))],
-    ))
+    Some(ast::Expr::IsTrue(Box::new(ast::Expr::Nested(Box::new(
+        any,
+    )))))
 }
 
 /// `needle IN (SELECT item ...)` as `array_any_match(rows, row -> condition IS TRUE AND

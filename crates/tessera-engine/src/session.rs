@@ -150,6 +150,7 @@ impl TesseraSession {
         state.register_function_rewrite(Arc::new(crate::functions::union_cast::UnionCasts))?;
         state.register_function_rewrite(Arc::new(crate::functions::variant_cast::VariantCasts))?;
         state.add_analyzer_rule(Arc::new(crate::functions::geometry::GeometryInserts));
+        state.add_analyzer_rule(Arc::new(crate::element_accesses::ElementAccessesInLambdas));
         state.register_expr_planner(Arc::new(JsonOperatorPlanner::new(
             find(json_functions::JSON_GET)?,
             find(json_functions::JSON_GET_TEXT)?,

@@ -82,6 +82,11 @@ const QUERIES: &[&str] = &[
     "SELECT count(*) FROM T AS d, json_each(d.j, '$.order.items') AS e WHERE d.j->>'kind' = 'b'",
     "SELECT count(*) FROM (SELECT unnest(TRY_CAST(d.j->'order'->'items' AS JSON[])) AS u FROM T AS d) AS s WHERE (s.u->>'sku') = 's1'",
     "SELECT count(*) FROM T AS d WHERE EXISTS (SELECT 1 FROM json_each(d.j, '$.tags') AS e WHERE e.value = '\"t5\"')",
+    "SELECT d.j->>'kind', count(*) FROM T AS d WHERE EXISTS (SELECT 1 FROM json_each(d.j, '$.tags') AS e WHERE e.value->>'$' = 't5') GROUP BY 1",
+    "SELECT count(*) FROM T AS d WHERE 't7' IN (SELECT e.value->>'$' FROM json_each(d.j, '$.tags') AS e)",
+    "SELECT count(*) FROM T AS d WHERE NOT EXISTS (SELECT 1 FROM json_each(d.j, '$.order.items') AS e WHERE e.value->>'sku' = 's7')",
+    "SELECT d.j->>'id' FROM T AS d WHERE EXISTS (SELECT 1 FROM json_each(d.j, '$.order.items') AS e WHERE e.value->>'sku' = 's7' AND json_get_int(e.value, 'qty') > 4)",
+    "SELECT d.j->>'kind', EXISTS (SELECT 1 FROM json_each(d.j, '$.tags') AS e WHERE e.value->>'$' = 't9') AS t9, count(*) FROM T AS d GROUP BY 1, 2",
     "SELECT j->>'id', j->'tags'->>3, j->'order'->'items'->0->>'sku', json_array_length(j->'tags') FROM T WHERE json_get_int(j, 'id') % 31 = 0",
     "SELECT j->>'id', j FROM T WHERE json_get_int(j, 'id') % 211 = 0",
     "SELECT j->>'id', j->'order' FROM T WHERE json_get_int(j, 'id') % 301 = 0",
@@ -89,13 +94,15 @@ const QUERIES: &[&str] = &[
 
 /// Queries over a table of deletes and shares: rows, accesses, several accesses, the
 /// documents' fields next to the elements, filters before them, and a left join.
-const SHARED_QUERIES: [&str; 6] = [
+const SHARED_QUERIES: [&str; 8] = [
     QUERIES[0],
     QUERIES[3],
     QUERIES[4],
     QUERIES[9],
     QUERIES[10],
     QUERIES[11],
+    QUERIES[14],
+    QUERIES[17],
 ];
 
 /// The tables a session ingests the files into: `t` with side relations, and `flat`
@@ -188,6 +195,12 @@ async fn side_relations_answer_like_the_raw_files() {
     );
     assert_eq!(metric(&plan, "values_binary"), 0, "{plan}");
     assert_eq!(metric(&plan, "values_reconstructed"), 0, "{plan}");
+    // So do the elements a filter over them reads (EXISTS, IN), with no document read.
+    for query in [QUERIES[14], QUERIES[15], QUERIES[17]] {
+        let plan = analyze(&session, &query.replace("FROM T", "FROM t")).await;
+        assert_eq!(metric(&plan, "side_files_read"), 2, "{plan}");
+        assert!(plan.contains("raw_document=false"), "{plan}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,9 +10,10 @@ use std::fmt;
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::common::DataFusionError;
 use datafusion::common::Result;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
-use datafusion::physical_expr::expressions::{CastExpr, Column};
+use datafusion::physical_expr::expressions::{CastExpr, Column, LambdaExpr, LambdaVariable};
 use datafusion::physical_expr::projection::{ProjectionExpr, ProjectionExprs};
 use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
 
@@ -60,6 +61,68 @@ const ELEMENT_PREFIX: &str = "__tessera_elements_";
 struct Reads {
     projection: Vec<ProjectionExpr>,
     row_filters: Vec<Arc<dyn PhysicalExpr>>,
+}
+
+impl Reads {
+    /// The same reads with every lambda's variables placed after the `width` columns of
+    /// the batches they are evaluated on. A lambda's body reads its variables as columns
+    /// numbered after its input's columns (`array_any_match(list, x -> x = 1)`), so
+    /// once the expressions read a decoded batch wider than the table's schema, the
+    /// variables' numbers would name decoded columns instead.
+    fn with_lambda_variables_after(self, width: usize) -> Result<Self> {
+        let place = |e: ProjectionExpr| {
+            let expr = lambda_variables_after(e.expr, width, &mut Vec::new())?;
+            Ok(ProjectionExpr::new(expr, e.alias))
+        };
+        Ok(Self {
+            projection: self
+                .projection
+                .into_iter()
+                .map(place)
+                .collect::<Result<_>>()?,
+            row_filters: self
+                .row_filters
+                .into_iter()
+                .map(|f| lambda_variables_after(f, width, &mut Vec::new()))
+                .collect::<Result<_>>()?,
+        })
+    }
+}
+
+/// `expr` with each lambda variable numbered `width` plus its position among the
+/// parameters of the lambdas it is inside of (`scope`, outermost first), as DataFusion's
+/// planner numbers them.
+fn lambda_variables_after(
+    expr: Arc<dyn PhysicalExpr>,
+    width: usize,
+    scope: &mut Vec<String>,
+) -> Result<Arc<dyn PhysicalExpr>> {
+    if let Some(variable) = expr.downcast_ref::<LambdaVariable>() {
+        let at = scope
+            .iter()
+            .rposition(|name| name == variable.name())
+            .ok_or_else(|| {
+                DataFusionError::Internal(format!("lambda variable {variable} outside its lambda"))
+            })?;
+        return Ok(Arc::new(LambdaVariable::new(
+            width + at,
+            Arc::clone(variable.field()),
+        )));
+    }
+    let depth = scope.len();
+    if let Some(lambda) = expr.downcast_ref::<LambdaExpr>() {
+        scope.extend(lambda.params().iter().cloned());
+    }
+    let children = expr
+        .children()
+        .into_iter()
+        .map(|child| lambda_variables_after(Arc::clone(child), width, scope))
+        .collect::<Result<Vec<_>>>()?;
+    scope.truncate(depth);
+    match children.is_empty() {
+        true => Ok(expr),
+        false => expr.with_new_children(children),
+    }
 }
 
 /// `e` as an element access: [`JsonEachValues`] over an extracted JSON value with a
@@ -228,16 +291,22 @@ impl ExtractionPlan {
             )));
         }
         fields.extend(relational_fields.iter().cloned());
+        let decoded_schema = Arc::new(Schema::new(fields));
+        let reads = Reads {
+            projection: exprs,
+            row_filters,
+        };
+        let reads = reads.with_lambda_variables_after(decoded_schema.fields().len())?;
         Ok(Self {
             trie: Arc::new(trie),
             outputs,
             raw,
             relational_fields: relational_fields.to_vec(),
             layout,
-            decoded_schema: Arc::new(Schema::new(fields)),
-            projection: ProjectionExprs::new(exprs),
+            decoded_schema,
+            projection: ProjectionExprs::new(reads.projection),
             predicates,
-            row_filters,
+            row_filters: reads.row_filters,
             casts: Vec::new(),
             elements: Vec::new(),
         })
@@ -281,7 +350,7 @@ impl ExtractionPlan {
             .map(|t| t.data)
         };
         let reads = self.rewrite_reads(&mut rewrite_casts)?;
-        self.add_columns(reads, CAST_PREFIX, casts.iter().map(|(_, t)| t.clone()));
+        self.add_columns(reads, CAST_PREFIX, casts.iter().map(|(_, t)| t.clone()))?;
         self.layout = layout.with_casts(casts.len());
         self.casts = casts;
         Ok(self)
@@ -312,7 +381,7 @@ impl ExtractionPlan {
             .map(|t| t.data)
         })?;
         let types = elements.iter().map(ElementAccess::values_type);
-        self.add_columns(exprs, ELEMENT_PREFIX, types);
+        self.add_columns(exprs, ELEMENT_PREFIX, types)?;
         self.layout = layout.with_elements(elements.len());
         self.elements = elements;
         Ok(self)
@@ -346,9 +415,12 @@ impl ExtractionPlan {
 
     /// Takes `reads` (rewritten to read new decoded columns) and appends those columns,
     /// named `prefix` and their number, of `types`, to the decoded schema.
-    fn add_columns(&mut self, reads: Reads, prefix: &str, types: impl Iterator<Item = DataType>) {
-        self.projection = ProjectionExprs::new(reads.projection);
-        self.row_filters = reads.row_filters;
+    fn add_columns(
+        &mut self,
+        reads: Reads,
+        prefix: &str,
+        types: impl Iterator<Item = DataType>,
+    ) -> Result<()> {
         let mut fields: Vec<Arc<Field>> = self.decoded_schema.fields().iter().cloned().collect();
         for (at, data_type) in types.enumerate() {
             fields.push(Arc::new(Field::new(
@@ -357,7 +429,11 @@ impl ExtractionPlan {
                 true,
             )));
         }
+        let reads = reads.with_lambda_variables_after(fields.len())?;
+        self.projection = ProjectionExprs::new(reads.projection);
+        self.row_filters = reads.row_filters;
         self.decoded_schema = Arc::new(Schema::new(fields));
+        Ok(())
     }
 
     /// Whether extracted output `k` is read by the projection (or, `with_filters`, by

@@ -376,6 +376,11 @@ impl JsonEntries {
         }
     }
 
+    /// Which walk it lists the rows of.
+    pub fn walk(&self) -> Walk {
+        self.walk
+    }
+
     /// Whether it is `json_each` over the value at its path (see [`Self::at_path`]):
     /// its rows are then those of a walk of its first argument alone.
     pub fn walks_value(&self) -> bool {

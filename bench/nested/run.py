@@ -95,6 +95,7 @@ EVENTS = [
     ("tags_count", "SELECT count(*) FROM jdocs, json_each(jdocs.j, '$.tags') AS e", "SELECT count() FROM T ARRAY JOIN JSONExtractArrayRaw(toJSONString(json), 'tags') AS t"),
     ("top_tags", "SELECT e.value->>'$' AS tag, count(*) AS n FROM jdocs, json_each(jdocs.j, '$.tags') AS e GROUP BY tag ORDER BY n DESC, tag LIMIT 10", "SELECT JSONExtractString(t) AS tag, count() AS n FROM T ARRAY JOIN JSONExtractArrayRaw(toJSONString(json), 'tags') AS t GROUP BY tag ORDER BY n DESC, tag LIMIT 10"),
     ("tagged_repos", "SELECT jdocs.j->'repo'->>'name' AS repo, count(*) AS n FROM jdocs, json_each(jdocs.j, '$.tags') AS e WHERE (e.value->>'$') = 'rust' GROUP BY repo ORDER BY n DESC, repo LIMIT 5", "SELECT json.repo.name.:String AS repo, count() AS n FROM T ARRAY JOIN JSONExtractArrayRaw(toJSONString(json), 'tags') AS t WHERE JSONExtractString(t) = 'rust' GROUP BY repo ORDER BY n DESC, repo LIMIT 5"),
+    ("tags_mention", "SELECT count(*) FROM jdocs WHERE EXISTS (SELECT 1 FROM json_each(jdocs.j, '$.tags') AS e WHERE (e.value->>'$') = 'rust')", "SELECT count() FROM T WHERE has(arrayMap(t -> JSONExtractString(t), JSONExtractArrayRaw(toJSONString(json), 'tags')), 'rust')"),
     ("head_refs", "SELECT jdocs.j->'payload'->'pull_request'->'head'->>'ref' AS ref, count(*) AS n FROM jdocs WHERE (jdocs.j->'payload'->'pull_request') IS NOT NULL GROUP BY ref ORDER BY n DESC, ref", 'SELECT json.payload.pull_request.head.ref.:String AS ref, count() AS n FROM T WHERE json.payload.pull_request.head.ref IS NOT NULL GROUP BY ref ORDER BY n DESC, ref'),
 ]
 MODELS = [

@@ -223,4 +223,12 @@ async fn side_relations_honour_deletes_and_shares() {
         rows(&session, &set).await;
         compare(&session, &SHARED_QUERIES, false).await;
     }
+    // The shares of the file, read by different partitions, load its side file once.
+    rows(&session, "SET datafusion.execution.target_partitions = 4").await;
+    let plan = analyze(&session, &QUERIES[3].replace("FROM T", "FROM t")).await;
+    assert!(
+        plan.contains("parquet:0.."),
+        "the file is read in shares: {plan}"
+    );
+    assert_eq!(metric(&plan, "side_files_read"), 1, "{plan}");
 }

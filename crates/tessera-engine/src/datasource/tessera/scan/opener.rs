@@ -29,7 +29,7 @@ use super::metrics::TesseraScanMetrics;
 use super::output_source::OutputSource;
 use super::prune::{Constraint, intersect_ranges, page_bounds, row_group_bounds};
 use super::schedule::ScanPace;
-use super::side::SideElements;
+use super::side::SideLoads;
 use crate::access::extraction::{ExtractionPlan, dictionary_text};
 use crate::datasource::tessera::provider::external;
 use crate::json::path::PathElem;
@@ -51,6 +51,7 @@ pub(super) struct TesseraOpener {
     pub(super) constraints: Arc<Vec<Constraint>>,
     pub(super) typed_reads: bool,
     pub(super) pace: Arc<ScanPace>,
+    pub(super) sides: Arc<SideLoads>,
     pub(super) batch_size: usize,
     pub(super) metrics: TesseraScanMetrics,
 }
@@ -70,6 +71,7 @@ impl FileOpener for TesseraOpener {
         let batch_size = self.batch_size;
         let typed_reads = self.typed_reads;
         let pace: Arc<dyn Pacer> = Arc::clone(&self.pace) as Arc<dyn Pacer>;
+        let sides = Arc::clone(&self.sides);
         let share = Share::of(&file);
         Ok(Box::pin(async move {
             let summary = &entry.file.summary;
@@ -95,7 +97,9 @@ impl FileOpener for TesseraOpener {
                 })
                 .collect();
             let elements = match typed_reads {
-                true => element_sources(&plan, &entry, column.data_type(), &metrics).await?,
+                true => {
+                    element_sources(&plan, &entry, column.data_type(), &sides, &metrics).await?
+                }
                 false => vec![None; plan.elements.len()],
             };
             let row_numbers = elements.iter().flatten().any(|e| e.needs_row_numbers());
@@ -208,6 +212,7 @@ async fn element_sources(
     plan: &ExtractionPlan,
     entry: &SnapshotFile,
     column: &DataType,
+    sides: &SideLoads,
     metrics: &TesseraScanMetrics,
 ) -> Result<Vec<Option<ElementSource>>> {
     let mut sources = Vec::with_capacity(plan.elements.len());
@@ -215,10 +220,11 @@ async fn element_sources(
         let path = plan.trie.path(plan.outputs[access.walked].0);
         let file = &entry.file;
         let rows = file.summary.rows;
-        let side =
-            SideElements::load(&entry.snapshot, &file.sides, rows, path, access, metrics).await?;
+        let side = sides
+            .load(&entry.snapshot, &file.sides, rows, path, access, metrics)
+            .await?;
         sources.push(match side {
-            Some(side) => Some(ElementSource::Side(Arc::new(side))),
+            Some(side) => Some(ElementSource::Side(side)),
             None => ElementSource::find(column, path, access),
         });
     }

@@ -23,6 +23,7 @@ use super::metrics::TesseraScanMetrics;
 use super::opener::TesseraOpener;
 use super::prune::{Constraint, constraints};
 use super::schedule::ScanPace;
+use super::side::SideLoads;
 use crate::access::extraction::ExtractionPlan;
 use crate::json::Output;
 use crate::json::path::display_path;
@@ -40,6 +41,8 @@ pub struct TesseraSource {
     typed_reads: bool,
     /// How far this scan's files fetch ahead (shared by its partitions).
     pace: Arc<ScanPace>,
+    /// The side relations loaded (shared by its partitions).
+    sides: Arc<SideLoads>,
 }
 
 impl TesseraSource {
@@ -56,6 +59,7 @@ impl TesseraSource {
             metrics: ExecutionPlanMetricsSet::new(),
             typed_reads,
             pace: Arc::default(),
+            sides: Arc::default(),
         }
     }
 
@@ -126,6 +130,7 @@ impl FileSource for TesseraSource {
             constraints: Arc::new(constraints),
             typed_reads: self.typed_reads,
             pace: Arc::clone(&self.pace),
+            sides: Arc::clone(&self.sides),
             batch_size: self.batch_size.unwrap_or(8192),
             metrics: TesseraScanMetrics::new(&self.metrics, partition),
         }))

@@ -230,6 +230,15 @@ CASES = [
         "WHERE e.value->>'sku' = 'l3')",
     ),
     (
+        "lines_root_text",
+        "SELECT e.value->>'$' AS v, count(*) FROM jdocs, json_each(jdocs.j, '$.lines') AS e GROUP BY v",
+    ),
+    (
+        "lines_exists_root_text",
+        f"SELECT {ID} AS doc FROM jdocs WHERE EXISTS (SELECT 1 FROM json_each(jdocs.j, '$.lines') AS e "
+        "WHERE (e.value->>'$') IN ('7', 'true', 'l3'))",
+    ),
+    (
         "lines_in",
         f"SELECT {ID} AS doc FROM jdocs WHERE 'l3' IN (SELECT e.value->>'sku' FROM json_each(jdocs.j, '$.lines') AS e)",
     ),

@@ -41,6 +41,7 @@ use crate::functions::access_output;
 use crate::functions::json_each::{
     JSON_LIST, JsonEachValues, JsonEntries, ReadColumns, Rows, ValueReads, Walk, field_name,
 };
+use crate::functions::json_path::root_text_access;
 use crate::json::Output;
 use crate::json_each_rewrite::value_at_path;
 use datafusion::functions::core::expr_fn::get_field;
@@ -257,6 +258,9 @@ impl<F: FnMut() -> String> Found<F> {
         let Expr::ScalarFunction(f) = expr else {
             return None;
         };
+        if let Some(value) = root_text_access(f) {
+            return (entries && self.is_value(value)).then(|| (Some(Output::Text), Vec::new()));
+        }
         let output = access_output(&f.func)?;
         let (value, path) = f.args.split_first()?;
         let constant = path.iter().all(|a| {

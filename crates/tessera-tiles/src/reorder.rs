@@ -66,7 +66,9 @@ fn reorder_partition(docs: &[&[u32]], p: &Partitioning) -> Vec<usize> {
         .map(|s| s..(s + p.tile_docs).min(docs.len()))
         .collect();
     let mut order: Vec<usize> = (0..docs.len()).collect();
-    if tiles.len() < 2 {
+    // Documents that all have the same items (the elements of one long array of
+    // strings, say) fill every tile alike, however they are ordered.
+    if tiles.len() < 2 || docs.iter().all(|d| *d == docs[0]) {
         return order;
     }
     // 1-2. Mine at threshold / P and keep what is frequent enough across the partition.

@@ -75,26 +75,29 @@ pub(crate) fn elements_at(
 }
 
 impl SideElements {
-    /// The documents of the side file of these elements (`{"value": element}`) and
-    /// their relational columns [`ROW`] and [`POS`], the data file's rows being the
-    /// documents `rows` (input positions, in the file's final order).
+    /// The documents of the side file of these elements (`{"value": element}`, one
+    /// text holding them all, and where each ends in it) and their relational columns
+    /// [`ROW`] and [`POS`], the data file's rows being the documents `rows` (input
+    /// positions, in the file's final order).
     pub(crate) fn documents(
         &self,
         docs: &[&[u8]],
         rows: &[usize],
-    ) -> Result<(Vec<Vec<u8>>, RecordBatch), TilesError> {
+    ) -> Result<(SideTexts, RecordBatch), TilesError> {
         assert_eq!(rows.len(), self.spans.len(), "every document has its row");
         let count: usize = self.spans.iter().map(Vec::len).sum();
-        let mut texts: Vec<Vec<u8>> = Vec::with_capacity(count);
+        let mut texts = SideTexts {
+            text: Vec::new(),
+            ends: Vec::with_capacity(count),
+        };
         let mut row_ids: Vec<u32> = Vec::with_capacity(count);
         let mut positions: Vec<u32> = Vec::with_capacity(count);
         for (row, &doc) in rows.iter().enumerate() {
             for (pos, span) in self.spans[doc].iter().enumerate() {
-                let mut text = Vec::with_capacity(span.raw(docs[doc]).len() + 10);
-                text.extend_from_slice(b"{\"value\":");
-                text.extend_from_slice(span.raw(docs[doc]));
-                text.push(b'}');
-                texts.push(text);
+                texts.text.extend_from_slice(b"{\"value\":");
+                texts.text.extend_from_slice(span.raw(docs[doc]));
+                texts.text.push(b'}');
+                texts.ends.push(texts.text.len());
                 row_ids.push(index_u32(row)?);
                 positions.push(index_u32(pos)?);
             }
@@ -112,6 +115,26 @@ impl SideElements {
         )
         .map_err(|e| TilesError::Columns(e.to_string()))?;
         Ok((texts, columns))
+    }
+}
+
+/// The texts of a side file's documents, one after the other in one buffer: millions
+/// of small elements cost one allocation, not one each.
+#[derive(Debug)]
+pub(crate) struct SideTexts {
+    text: Vec<u8>,
+    /// Where each document ends in `text`; each starts where the one before ends.
+    ends: Vec<usize>,
+}
+
+impl SideTexts {
+    /// Each document's text.
+    pub fn documents(&self) -> Vec<&[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(&self.ends)
+            .map(|(start, &end)| &self.text[start..end])
+            .collect()
     }
 }
 

@@ -219,7 +219,7 @@ fn write_side(
     options: &TilesOptions,
 ) -> Result<WrittenSide, TilesError> {
     let (texts, columns) = side.documents(docs, rows)?;
-    let texts: Vec<&[u8]> = texts.iter().map(Vec::as_slice).collect();
+    let texts = texts.documents();
     Ok(WrittenSide {
         path: side.path.clone(),
         file: write_file_with_columns(&texts, Some(&columns), &side_options(options))?,

@@ -272,6 +272,22 @@ impl ScalarUDFImpl for DuckJsonFunction {
     }
 }
 
+/// `json_extract_string(v, '$')` (what `v->>'$'` plans as) as the text access to the
+/// whole of `v` it is: `v`. Simplification keeps the root path in DuckDB's function, so
+/// the scans that compute accesses would otherwise write `v` as JSON text to read it
+/// back. Numbers are then read as written, as every `->>` of a key path reads them.
+pub fn root_text_access(f: &ScalarFunction) -> Option<&Expr> {
+    let duck = f.func.inner().downcast_ref::<DuckJsonFunction>()?;
+    match f.args.as_slice() {
+        [value, Expr::Literal(ScalarValue::Utf8(Some(path)), _)]
+            if duck.probe == DuckProbe::ExtractString && path == "$" =>
+        {
+            Some(value)
+        }
+        _ => None,
+    }
+}
+
 /// The plain elements of a constant single-valued path, as `json_get` arguments; `None`
 /// when the path is not constant or not plain (wildcards, pointer indexes, lists).
 fn constant_elems(function: &DuckJsonFunction, args: &[Expr]) -> Result<Option<Vec<Expr>>> {

@@ -30,8 +30,8 @@ use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, plan_er
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
-    Volatility,
+    ColumnarValue, Expr, ExpressionPlacement, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF,
+    ScalarUDFImpl, Signature, Volatility,
 };
 use tessera_json::escape::unescape_into;
 use tessera_json::path::{JsonPath, PathElem, PathStep, PathTrie, parse_json_path, parse_path};
@@ -40,7 +40,9 @@ use tessera_json::select::{children, select};
 use tessera_json::tree::Json;
 use tessera_json::value::{Output, array_length_of, text_of};
 
-use super::json::{JSON_GET, access_udf, coerce_reading_args, documents, rowwise, value_field};
+use super::json::{
+    JSON_GET, access_placement, access_udf, coerce_reading_args, documents, rowwise, value_field,
+};
 use super::json_build::TextColumn;
 
 /// The DuckDB reading functions, ready to register.
@@ -243,6 +245,16 @@ impl ScalarUDFImpl for DuckJsonFunction {
         // A list where the probe's item is not: a list of paths or a path of many values.
         let listed = *args.return_field.data_type() != self.probe.item_type();
         rowwise(&args, |n| evaluate(self, &args.args, n, listed))
+    }
+
+    fn placement(&self, args: &[ExpressionPlacement]) -> ExpressionPlacement {
+        // What simplification leaves of `v->>'$'` is a text access to `v`
+        // ([`root_text_access`]): moved towards the scan like the others, out of a
+        // filter over json_each's rows, to where their accesses are read typed.
+        match self.probe {
+            DuckProbe::ExtractString => access_placement(args),
+            _ => ExpressionPlacement::KeepInPlace,
+        }
     }
 
     fn simplify(&self, args: Vec<Expr>, _info: &SimplifyContext) -> Result<ExprSimplifyResult> {

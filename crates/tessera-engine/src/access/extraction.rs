@@ -70,20 +70,21 @@ impl Reads {
     /// once the expressions read a decoded batch wider than the table's schema, the
     /// variables' numbers would name decoded columns instead.
     fn with_lambda_variables_after(self, width: usize) -> Result<Self> {
-        let place = |e: ProjectionExpr| {
-            let expr = lambda_variables_after(e.expr, width, &mut Vec::new())?;
-            Ok(ProjectionExpr::new(expr, e.alias))
+        // Most expressions hold no lambda: they are kept as they are, not rebuilt.
+        let place = |expr: Arc<dyn PhysicalExpr>| match expr.exists(|e| Ok(e.is::<LambdaExpr>()))? {
+            true => lambda_variables_after(expr, width, &mut Vec::new()),
+            false => Ok(expr),
         };
         Ok(Self {
             projection: self
                 .projection
                 .into_iter()
-                .map(place)
+                .map(|p| Ok(ProjectionExpr::new(place(p.expr)?, p.alias)))
                 .collect::<Result<_>>()?,
             row_filters: self
                 .row_filters
                 .into_iter()
-                .map(|f| lambda_variables_after(f, width, &mut Vec::new()))
+                .map(place)
                 .collect::<Result<_>>()?,
         })
     }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine too: installs MinIO, toxiproxy and the Python
 # venv when missing, checks formatting and lints, runs the Rust tests (unit, sqllogictest,
-# CLI, MinIO integration) and the differential suite against DuckDB.
+# CLI, MinIO integration), the differential suite against DuckDB, the servers with real
+# clients, and the Python package from its wheel.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -19,3 +20,9 @@ echo "== differential tests against DuckDB"
 # dependency features differently and compile DataFusion a second time.
 test -x "$CARGO_TARGET_DIR/debug/tessera"
 TESSERA_BIN="$CARGO_TARGET_DIR/debug/tessera" "$TESSERA_VENV/bin/python" -m pytest -q tests/differential
+
+echo "== front ends: PostgreSQL wire (psql, psycopg) and Flight SQL (ADBC)"
+TESSERA_BIN="$CARGO_TARGET_DIR/debug/tessera" "$TESSERA_VENV/bin/python" -m pytest -q tests/frontends
+
+echo "== the Python package, built as a wheel and installed into a fresh venv"
+scripts/python_package.sh

@@ -9,6 +9,7 @@ mod generate;
 mod ingest;
 mod output;
 mod run;
+mod serve;
 mod shell;
 
 use std::io::IsTerminal;
@@ -108,6 +109,9 @@ enum Command {
         #[command(subcommand)]
         bench: bench::Bench,
     },
+    /// Serve SQL over the PostgreSQL wire protocol and Arrow Flight SQL (clients log in
+    /// with --user and the password in TESSERA_PASSWORD).
+    Serve(serve::ServeArgs),
     /// Remove data files no table version references, older than the retention period.
     Vacuum {
         /// The table location.
@@ -171,6 +175,15 @@ fn main() -> ExitCode {
 }
 
 async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    if let Command::Serve(args) = cli.command {
+        // Each client gets its own session, configured like this command's.
+        let (s3, options) =
+            session_settings(&cli.global).map_err(|e| anyhow::anyhow!(sentence(None, &e)))?;
+        serve::run(s3, options, args)
+            .await
+            .map_err(|e| anyhow::anyhow!(sentence(None, &e)))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let session = open_session(&cli.global).map_err(|e| anyhow::anyhow!(sentence(None, &e)))?;
     run_command(&session, cli.command)
         .await
@@ -234,6 +247,7 @@ async fn run_command(session: &TesseraSession, command: Command) -> anyhow::Resu
         Command::Bench { bench } => bench::run(session.stores().s3_config(), bench)
             .await
             .map(|()| ExitCode::SUCCESS),
+        Command::Serve(_) => unreachable!("dispatch serves before opening a session"),
         Command::Vacuum {
             table,
             retention_secs,
@@ -248,6 +262,12 @@ async fn run_command(session: &TesseraSession, command: Command) -> anyhow::Resu
 }
 
 fn open_session(global: &GlobalArgs) -> anyhow::Result<TesseraSession> {
+    let (s3, options) = session_settings(global)?;
+    Ok(TesseraSession::new(s3, options)?)
+}
+
+/// The object store configuration and session options the global arguments ask for.
+fn session_settings(global: &GlobalArgs) -> anyhow::Result<(S3Config, SessionOptions)> {
     let overrides = S3Overrides {
         endpoint: global.endpoint_url.clone(),
         region: global.region.clone(),
@@ -260,5 +280,5 @@ fn open_session(global: &GlobalArgs) -> anyhow::Result<TesseraSession> {
         memory_limit: global.memory_limit,
         dialect: global.dialect,
     };
-    Ok(TesseraSession::new(s3, options)?)
+    Ok((s3, options))
 }

@@ -8,6 +8,7 @@ mod demo;
 mod generate;
 mod ingest;
 mod output;
+mod progress;
 mod run;
 mod serve;
 mod shell;

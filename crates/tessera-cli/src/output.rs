@@ -1,4 +1,5 @@
-//! Writing result batches as an aligned table, CSV, JSON, NDJSON or Parquet.
+//! Writing result batches as an aligned table, CSV, JSON, NDJSON, a Markdown table,
+//! `column = value` lines or Parquet.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -23,6 +24,10 @@ pub enum Format {
     Json,
     /// One JSON object per line.
     Ndjson,
+    /// A Markdown (GitHub) table; cells are not padded, so rows stream.
+    Markdown,
+    /// One `column = value` line per column, a blank line between rows.
+    Line,
     /// A Parquet file (needs --output or a redirected stdout).
     Parquet,
 }
@@ -64,6 +69,8 @@ enum Kind<'a> {
     Json(arrow::json::Writer<Sink<'a>, arrow::json::writer::JsonArray>),
     Ndjson(arrow::json::Writer<Sink<'a>, arrow::json::writer::LineDelimited>),
     Parquet(parquet::arrow::ArrowWriter<Sink<'a>>),
+    Markdown(Sink<'a>),
+    Line(Sink<'a>, SchemaRef, usize),
 }
 
 impl<'a> ResultWriter<'a> {
@@ -88,6 +95,11 @@ impl<'a> ResultWriter<'a> {
                     .with_explicit_nulls(true)
                     .build(out),
             ),
+            Format::Markdown => {
+                markdown_header(out, schema)?;
+                Kind::Markdown(out)
+            }
+            Format::Line => Kind::Line(out, schema.clone(), 0),
             Format::Parquet => {
                 let props = parquet::file::properties::WriterProperties::builder()
                     .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
@@ -118,6 +130,26 @@ impl<'a> ResultWriter<'a> {
                     writer.flush()?;
                 }
             }
+            Kind::Markdown(out) => {
+                for_each_row(batch, |cells| {
+                    let cells: Vec<String> = cells.iter().map(|c| markdown_cell(c)).collect();
+                    writeln!(out, "| {} |", cells.join(" | "))
+                })?;
+            }
+            Kind::Line(out, schema, rows) => {
+                let width = schema.fields().iter().map(|f| f.name().chars().count());
+                let width = width.max().unwrap_or(0);
+                for_each_row(batch, |cells| {
+                    if *rows > 0 {
+                        writeln!(out)?;
+                    }
+                    *rows += 1;
+                    for (field, cell) in schema.fields().iter().zip(cells) {
+                        writeln!(out, "{:>width$} = {cell}", field.name())?;
+                    }
+                    Ok(())
+                })?;
+            }
         }
         Ok(())
     }
@@ -147,6 +179,7 @@ impl<'a> ResultWriter<'a> {
                 writer.into_inner().flush()?;
             }
             Kind::Parquet(writer) => writer.into_inner()?.flush()?,
+            Kind::Markdown(out) | Kind::Line(out, _, _) => out.flush()?,
         }
         Ok(())
     }
@@ -164,6 +197,62 @@ pub fn write(
         writer.write(batch)?;
     }
     writer.finish()
+}
+
+/// How cells show NULL: as NULL, as DuckDB's shell does, not as an empty cell.
+fn cell_options() -> FormatOptions<'static> {
+    FormatOptions::default().with_null("NULL")
+}
+
+/// A formatter of each column of `batch`.
+fn formatters<'a>(
+    batch: &'a RecordBatch,
+    options: &'a FormatOptions<'a>,
+) -> Result<Vec<ArrayFormatter<'a>>, arrow::error::ArrowError> {
+    let columns = batch.columns().iter();
+    columns
+        .map(|c| ArrayFormatter::try_new(c.as_ref(), options))
+        .collect()
+}
+
+/// Calls `f` with the cells of each row of `batch`, formatted as text.
+fn for_each_row(
+    batch: &RecordBatch,
+    mut f: impl FnMut(&[String]) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    let options = cell_options();
+    let formatters = formatters(batch, &options)?;
+    let mut cells = Vec::with_capacity(formatters.len());
+    for row in 0..batch.num_rows() {
+        cells.clear();
+        cells.extend(formatters.iter().map(|f| f.value(row).to_string()));
+        f(&cells)?;
+    }
+    Ok(())
+}
+
+/// The header and alignment rows of a Markdown table; numbers are right-aligned.
+fn markdown_header(out: &mut (dyn Write + Send), schema: &SchemaRef) -> anyhow::Result<()> {
+    let names: Vec<String> = schema
+        .fields()
+        .iter()
+        .map(|f| markdown_cell(f.name()))
+        .collect();
+    let rules: Vec<&str> = schema
+        .fields()
+        .iter()
+        .map(|f| match f.data_type().is_numeric() {
+            true => "---:",
+            false => "---",
+        })
+        .collect();
+    writeln!(out, "| {} |\n|{}|", names.join(" | "), rules.join("|"))?;
+    Ok(())
+}
+
+/// A cell's text in a Markdown table: a `|` would end the cell and a line break the row.
+fn markdown_cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', "<br>")
 }
 
 /// The rows a terminal table shows: the first `PREVIEW_ROWS` rows and the last
@@ -185,22 +274,13 @@ impl Preview {
         }
     }
 
-    /// NULL is shown as NULL, as DuckDB's shell does, not as an empty cell.
-    fn options() -> FormatOptions<'static> {
-        FormatOptions::default().with_null("NULL")
-    }
-
     fn push(&mut self, batch: &RecordBatch) -> anyhow::Result<()> {
         let n = batch.num_rows();
         let head_rows = n.min(PREVIEW_ROWS - self.head.len());
         let tail_start = n.saturating_sub(PREVIEW_ROWS / 2);
         if head_rows > 0 || tail_start < n {
-            let options = Self::options();
-            let formatters = batch
-                .columns()
-                .iter()
-                .map(|c| ArrayFormatter::try_new(c.as_ref(), &options))
-                .collect::<Result<Vec<_>, _>>()?;
+            let options = cell_options();
+            let formatters = formatters(batch, &options)?;
             let row = |i: usize| formatters.iter().map(|f| f.value(i).to_string()).collect();
             self.head.extend((0..head_rows).map(row));
             for i in tail_start..n {
@@ -296,6 +376,14 @@ mod tests {
             String::from_utf8(render(Format::Json)).unwrap(),
             "[{\"event\":\"like\",\"count\":3},{\"event\":null,\"count\":1}]\n"
         );
+        assert_eq!(
+            String::from_utf8(render(Format::Markdown)).unwrap(),
+            "| event | count |\n|---|---:|\n| like | 3 |\n| NULL | 1 |\n"
+        );
+        assert_eq!(
+            String::from_utf8(render(Format::Line)).unwrap(),
+            "event = like\ncount = 3\n\nevent = NULL\ncount = 1\n"
+        );
         let table = String::from_utf8(render(Format::Table)).unwrap();
         assert!(
             table.contains("| like  | 3     |")
@@ -325,5 +413,38 @@ mod tests {
         let mut out = Vec::new();
         write(Format::Json, &schema, &[], &mut out).unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), "[]\n");
+        let mut out = Vec::new();
+        write(Format::Markdown, &schema, &[], &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "| event | count |\n|---|---:|\n"
+        );
+    }
+
+    #[test]
+    fn markdown_cells_escape_bars_and_line_breaks() {
+        assert_eq!(markdown_cell("a|b\nc"), "a\\|b<br>c");
+    }
+
+    #[test]
+    fn line_mode_aligns_names_across_batches() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("name", DataType::Utf8, false),
+        ]));
+        let batch = |id: i64, name: &str| {
+            let columns: Vec<ArrayRef> = vec![
+                Arc::new(Int64Array::from(vec![id])),
+                Arc::new(StringArray::from(vec![name])),
+            ];
+            RecordBatch::try_new(schema.clone(), columns).unwrap()
+        };
+        let mut out = Vec::new();
+        let batches = [batch(1, "a"), batch(2, "b")];
+        write(Format::Line, &schema, &batches, &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "  id = 1\nname = a\n\n  id = 2\nname = b\n"
+        );
     }
 }

@@ -71,7 +71,17 @@ pub fn run(dir: &Path, env: &[(&str, String)], args: &[&str]) -> Run {
 
 /// Runs `tessera args...` with `input` on stdin.
 pub fn run_with_input(dir: &Path, args: &[&str], input: &str) -> Run {
-    let mut child = tessera(dir, &[])
+    run_with_input_and_env(dir, &[], args, input)
+}
+
+/// Runs `tessera args...` with `input` on stdin and `env` set.
+pub fn run_with_input_and_env(
+    dir: &Path,
+    env: &[(&str, String)],
+    args: &[&str],
+    input: &str,
+) -> Run {
+    let mut child = tessera(dir, env)
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

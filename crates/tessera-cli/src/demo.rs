@@ -1,9 +1,12 @@
 //! `tessera demo`: the product's main job on an embedded default that needs no server.
 //! A local directory serves as the object store; Tessera generates a Bluesky event
-//! stream there and answers the JSONBench queries (and a few more) over the raw NDJSON
-//! in place, printing results and timings.
+//! stream there, answers the JSONBench queries (and a few more) over the raw NDJSON in
+//! place, ingests it into a Tessera table and answers JSONBench again over the table,
+//! printing results, timings side by side and what one query's scan cost.
 
-use std::path::PathBuf;
+mod table;
+
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
@@ -14,13 +17,16 @@ use tessera_gen::BlueskyConfig;
 
 use crate::generate;
 use crate::output::{self, Format};
-use crate::run;
+use crate::run::{self, StatementResult};
 
 /// The JSONBench queries in Tessera's dialect (shared with the benchmark harness).
 const JSONBENCH: &str = include_str!("../../../bench/jsonbench/queries/tessera.sql");
 
 /// Result rows shown per query.
 const SHOWN_ROWS: usize = 10;
+
+/// Steps of the demo, for the `[n/STEPS]` headings.
+const STEPS: usize = 6;
 
 /// Options of `tessera demo`.
 #[derive(Args, Debug)]
@@ -63,88 +69,192 @@ const SHOWCASE: &[(&str, &str)] = &[
     ),
 ];
 
+/// One query of the demo and what it did over the raw file.
+struct Query {
+    title: String,
+    sql: String,
+    /// A JSONBench query, run over the table too.
+    jsonbench: bool,
+    raw_secs: f64,
+    /// The result rows, sorted (ties of an ORDER BY may come in any order).
+    raw_rows: Vec<Vec<String>>,
+}
+
 /// Runs the demo.
 pub async fn run(session: &TesseraSession, args: DemoArgs) -> anyhow::Result<()> {
-    let data_dir = args.dir.join("bluesky");
-    let file = data_dir.join(format!("events-{}-s{}.json", args.docs, args.seed));
+    let file = args
+        .dir
+        .join("bluesky")
+        .join(format!("events-{}-s{}.json", args.docs, args.seed));
     println!(
-        "Tessera demo: SQL over raw NDJSON in place; the object store is the local directory {}",
+        "Tessera demo: SQL over raw NDJSON in place, then over a Tessera table; the object \
+         store is the local directory {}",
         args.dir.display()
     );
-    if file.exists() {
-        println!("\n[1/3] using {} (already generated)", file.display());
-    } else {
-        print!(
-            "\n[1/3] generating {} Bluesky events into {} ... ",
-            args.docs,
-            file.display()
-        );
-        let started = Instant::now();
-        let config = BlueskyConfig::new(args.docs, args.seed);
-        let bytes = generate::write_bluesky(session, &config, &file.to_string_lossy()).await?;
-        println!(
-            "{:.0} MB in {:.1} s",
-            bytes as f64 / 1e6,
-            started.elapsed().as_secs_f64()
-        );
-    }
+    generate_events(session, &args, &file).await?;
     let ddl = format!(
         "CREATE EXTERNAL TABLE bluesky STORED AS NDJSON LOCATION '{}'",
         file.display()
     );
-    println!("\n[2/3] {ddl}");
+    heading(2, &ddl);
+    execute_ddl(session, &ddl).await?;
+    heading(3, "queries over the raw file");
+    let mut queries = Vec::new();
+    for (title, sql, jsonbench) in query_texts() {
+        queries.push(run_raw(session, title, sql, jsonbench).await?);
+    }
+    let table_dir = args
+        .dir
+        .join(format!("bluesky-table-{}-s{}", args.docs, args.seed));
+    let table_secs = table::run(session, &table_dir, &file, args.docs, &queries).await?;
+    print_summary(session, args.docs, &queries, &table_secs);
+    table::print_next_steps(&ddl, &table_dir);
+    Ok(())
+}
+
+/// Prints the heading of step `step`.
+fn heading(step: usize, text: &str) {
+    println!("\n[{step}/{STEPS}] {text}");
+}
+
+/// Step 1: the event file, generated unless an earlier run left it.
+async fn generate_events(
+    session: &TesseraSession,
+    args: &DemoArgs,
+    file: &Path,
+) -> anyhow::Result<()> {
+    if file.exists() {
+        heading(1, &format!("using {} (already generated)", file.display()));
+        return Ok(());
+    }
+    print!(
+        "\n[1/{STEPS}] generating {} Bluesky events into {} ... ",
+        args.docs,
+        file.display()
+    );
+    let started = Instant::now();
+    let config = BlueskyConfig::new(args.docs, args.seed);
+    let bytes = generate::write_bluesky(session, &config, &file.to_string_lossy()).await?;
+    println!(
+        "{:.0} MB in {:.1} s",
+        bytes as f64 / 1e6,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Runs a DDL statement, its error described as the session does.
+async fn execute_ddl(session: &TesseraSession, ddl: &str) -> anyhow::Result<()> {
     session
-        .sql(&ddl)
+        .sql(ddl)
         .await
         .map_err(|e| anyhow::anyhow!(session.describe_error(&e)))?;
+    Ok(())
+}
 
-    println!("\n[3/3] queries");
-    let mut timings = Vec::new();
+/// The demo's queries: JSONBench's (flagged), then the showcase.
+fn query_texts() -> Vec<(String, String, bool)> {
     let jsonbench = JSONBENCH
         .lines()
         .filter(|l| !l.trim_start().starts_with("--") && !l.trim().is_empty())
         .enumerate()
         .map(|(i, q)| {
-            (
-                format!("JSONBench Q{}", i + 1),
-                q.trim_end_matches(';').to_string(),
-            )
+            let sql = q.trim_end_matches(';').to_string();
+            (format!("JSONBench Q{}", i + 1), sql, true)
         });
-    let showcase = SHOWCASE.iter().map(|(t, q)| (t.to_string(), q.to_string()));
-    for (title, sql) in jsonbench.chain(showcase) {
-        println!("\n== {title}\n{sql}");
-        let statement = session
-            .parse(&sql)?
-            .pop()
-            .context("a showcase query is one statement")?;
-        let result = run::execute(session, statement)
-            .await
-            .map_err(|e| anyhow::anyhow!("{title}: {}", session.describe_error(&e)))?;
-        run::report_rejects(session);
-        let shown = first_rows(&result.batches, SHOWN_ROWS);
-        output::write(
-            Format::Table,
-            &result.schema,
-            &shown,
-            &mut std::io::stdout(),
-        )?;
-        println!("time: {:.3} s", result.elapsed.as_secs_f64());
-        timings.push((title, result.elapsed.as_secs_f64()));
-    }
+    let showcase = SHOWCASE
+        .iter()
+        .map(|(t, q)| (t.to_string(), q.to_string(), false));
+    jsonbench.chain(showcase).collect()
+}
+
+/// Runs one query, reporting skipped lines; its error names the query.
+async fn execute(
+    session: &TesseraSession,
+    title: &str,
+    sql: &str,
+) -> anyhow::Result<StatementResult> {
+    let statement = session
+        .parse(sql)?
+        .pop()
+        .context("a showcase query is one statement")?;
+    let result = run::execute(session, statement)
+        .await
+        .map_err(|e| anyhow::anyhow!("{title}: {}", session.describe_error(&e)))?;
+    run::report_rejects(session);
+    Ok(result)
+}
+
+/// Runs one query over the raw file, printing it, its first rows and its time.
+async fn run_raw(
+    session: &TesseraSession,
+    title: String,
+    sql: String,
+    jsonbench: bool,
+) -> anyhow::Result<Query> {
+    println!("\n== {title}\n{sql}");
+    let result = execute(session, &title, &sql).await?;
+    let shown = first_rows(&result.batches, SHOWN_ROWS);
+    output::write(
+        Format::Table,
+        &result.schema,
+        &shown,
+        &mut std::io::stdout(),
+    )?;
+    let raw_secs = result.elapsed.as_secs_f64();
+    println!("time: {raw_secs:.3} s");
+    Ok(Query {
+        title,
+        sql,
+        jsonbench,
+        raw_secs,
+        raw_rows: sorted_rows(&result.batches)?,
+    })
+}
+
+/// The rows of `batches` as text, sorted.
+fn sorted_rows(batches: &[RecordBatch]) -> anyhow::Result<Vec<Vec<String>>> {
+    let mut rows = output::text_rows(batches)?;
+    rows.sort();
+    Ok(rows)
+}
+
+/// Timings of every query: over the raw file, and over the table where it ran there
+/// (`table_secs` holds the JSONBench queries' times, in order).
+fn print_summary(session: &TesseraSession, docs: u64, queries: &[Query], table_secs: &[f64]) {
     println!(
-        "\nSummary ({} events, {} threads)",
-        args.docs,
-        session.context().state().config().target_partitions()
+        "\nSummary ({docs} events, {} threads)\n  {:>10}  {:>10}",
+        session.context().state().config().target_partitions(),
+        "raw file",
+        "table"
     );
-    for (title, secs) in &timings {
-        println!("  {secs:>8.3} s  {title}");
+    let mut table = table_secs.iter();
+    for query in queries {
+        let on_table = match query.jsonbench {
+            true => table.next().map(|s| format!("{s:.3} s")),
+            false => None,
+        };
+        let on_table = on_table.unwrap_or_default();
+        println!(
+            "  {:>8.3} s  {on_table:>10}  {}",
+            query.raw_secs, query.title
+        );
     }
-    let geomean = (timings.iter().map(|(_, s)| s.ln()).sum::<f64>() / timings.len() as f64).exp();
-    println!("  {geomean:>8.3} s  geometric mean");
+    let raw = queries.iter().filter(|q| q.jsonbench).map(|q| q.raw_secs);
     println!(
-        "\nTry it yourself: tessera shell, then\n  {ddl};\n  SELECT j->>'$.commit.collection' AS c, count() FROM bluesky GROUP BY c;"
+        "  {:>8.3} s  {:>8.3} s  geometric mean of JSONBench",
+        geomean(raw),
+        geomean(table_secs.iter().copied())
     );
-    Ok(())
+}
+
+/// The geometric mean of `values` (0 for none).
+fn geomean(values: impl Iterator<Item = f64>) -> f64 {
+    let (sum, count) = values.fold((0.0, 0), |(sum, n), v| (sum + v.ln(), n + 1));
+    match count {
+        0 => 0.0,
+        n => (sum / n as f64).exp(),
+    }
 }
 
 fn first_rows(batches: &[RecordBatch], limit: usize) -> Vec<RecordBatch> {

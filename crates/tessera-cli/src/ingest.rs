@@ -137,7 +137,8 @@ fn bytes_out(outcome: &IngestOutcome) -> u64 {
         .sum()
 }
 
-fn print_text(outcome: &IngestOutcome, elapsed: Duration) {
+/// Prints the summary of an ingest that took `elapsed` on stderr (also the demo's).
+pub(crate) fn print_text(outcome: &IngestOutcome, elapsed: Duration) {
     let paths = typed_paths(outcome);
     eprintln!(
         "ingested {} documents into version {} in {:.2} s: {} files, {:.1} MB written, {} shredded paths",

@@ -204,6 +204,18 @@ fn cell_options() -> FormatOptions<'static> {
     FormatOptions::default().with_null("NULL")
 }
 
+/// The cells of every row of `batches` as text (NULL as `NULL`); for small results.
+pub fn text_rows(batches: &[RecordBatch]) -> anyhow::Result<Vec<Vec<String>>> {
+    let mut rows = Vec::new();
+    for batch in batches {
+        for_each_row(batch, |cells| {
+            rows.push(cells.to_vec());
+            Ok(())
+        })?;
+    }
+    Ok(rows)
+}
+
 /// A formatter of each column of `batch`.
 fn formatters<'a>(
     batch: &'a RecordBatch,

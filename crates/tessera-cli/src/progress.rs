@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use datafusion::datasource::physical_plan::FileScanConfig;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::metrics::MetricsSet;
 
 /// A query shows no progress line before it has run this long.
 const SHOW_AFTER_MS: u64 = 1000;
@@ -92,9 +93,8 @@ impl Snapshot {
             let Some(metrics) = node.metrics() else {
                 return;
             };
-            let sum = |name: &str| metrics.sum_by_name(name).map_or(0, |v| v.as_usize());
-            snapshot.ranges_done += sum("files_processed");
-            snapshot.bytes_scanned += sum("bytes_scanned");
+            snapshot.ranges_done += sum(&metrics, "files_processed");
+            snapshot.bytes_scanned += sum(&metrics, "bytes_scanned");
             if node.children().is_empty() {
                 snapshot.rows_read += metrics.output_rows().unwrap_or(0);
             }
@@ -126,6 +126,19 @@ impl Snapshot {
         );
         line.chars().take(LINE_CHARS_MAX).collect()
     }
+}
+
+/// The metric `name` summed over every node of `plan` (and its partitions).
+pub fn metric_total(plan: &Arc<dyn ExecutionPlan>, name: &str) -> usize {
+    let mut total = 0;
+    visit(plan, &mut |node| {
+        total += node.metrics().map_or(0, |metrics| sum(&metrics, name));
+    });
+    total
+}
+
+fn sum(metrics: &MetricsSet, name: &str) -> usize {
+    metrics.sum_by_name(name).map_or(0, |v| v.as_usize())
 }
 
 /// `n` and `noun`, plural unless `n` is 1.

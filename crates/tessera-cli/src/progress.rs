@@ -6,11 +6,16 @@
 //! read what the scans have done up to now. `files_processed` is DataFusion's count of
 //! the file ranges a scan has finished, `bytes_scanned` Tessera's (NDJSON scans count it
 //! per chunk read, table scans per file read), `output_rows` of the leaves the rows read.
+//! The bar shows the larger of the share of ranges finished and the share of the bytes
+//! of the files read (below 100% until every range is finished: a table scan reads only
+//! some of a file's columns, and reading runs ahead of the rest of a plan).
 
 use std::collections::HashSet;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use datafusion::datasource::physical_plan::FileScanConfig;
@@ -28,6 +33,9 @@ const SHOW_AFTER_MS_VAR: &str = "TESSERA_PROGRESS_AFTER_MS";
 /// Time between redraws of the progress line.
 const REDRAW_INTERVAL_MS: u64 = 100;
 
+/// The share of the bar bytes read alone fill: the ranges are not finished.
+const BYTES_SHARE_MAX: f64 = 0.99;
+
 /// Cells of the bar.
 const BAR_CELLS: usize = 10;
 
@@ -36,19 +44,22 @@ const BAR_CELLS: usize = 10;
 const LINE_CHARS_MAX: usize = 79;
 
 /// What the scans of a plan have to do: file ranges (a large file is split into byte
-/// ranges read in parallel) and distinct files. Computed once per query.
+/// ranges read in parallel), distinct files and their bytes. Computed once per query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Work {
     /// File ranges of every scan.
     pub ranges: usize,
     /// Distinct files of every scan.
     pub files: usize,
+    /// Bytes of the file ranges.
+    pub bytes: u64,
 }
 
 impl Work {
     /// The work of every file scan in `plan`.
     pub fn of(plan: &Arc<dyn ExecutionPlan>) -> Self {
         let mut ranges = 0;
+        let mut bytes = 0;
         let mut files = HashSet::new();
         visit(plan, &mut |node| {
             let Some(exec) = node.downcast_ref::<DataSourceExec>() else {
@@ -59,12 +70,17 @@ impl Work {
             };
             for file in config.file_groups.iter().flat_map(|g| g.iter()) {
                 ranges += 1;
+                bytes += match &file.range {
+                    Some(range) => u64::try_from(range.end - range.start).unwrap_or(0),
+                    None => file.object_meta.size,
+                };
                 files.insert(file.object_meta.location.clone());
             }
         });
         Self {
             ranges,
             files: files.len(),
+            bytes,
         }
     }
 }
@@ -102,13 +118,24 @@ impl Snapshot {
         snapshot
     }
 
-    /// The progress line: a bar of the file ranges finished, then the counts.
-    pub fn line(&self, work: Work, elapsed: Duration) -> String {
-        let share = match work.ranges {
-            0 => 0.0,
-            ranges => (self.ranges_done as f64 / ranges as f64).min(1.0),
+    /// The share of the work done, from 0 to 1.
+    pub fn share(&self, work: Work) -> f64 {
+        let share_of = |done: f64, total: f64| match total > 0.0 {
+            true => (done / total).min(1.0),
+            false => 0.0,
         };
-        let filled = (share * BAR_CELLS as f64).round() as usize;
+        let ranges = share_of(self.ranges_done as f64, work.ranges as f64);
+        let bytes = share_of(self.bytes_scanned as f64, work.bytes as f64);
+        match ranges < 1.0 {
+            true => ranges.max(bytes.min(BYTES_SHARE_MAX)),
+            false => ranges,
+        }
+    }
+
+    /// The progress line: a bar of [`Self::share`], then the counts.
+    pub fn line(&self, work: Work, elapsed: Duration) -> String {
+        let share = self.share(work);
+        let filled = (share * BAR_CELLS as f64).floor() as usize;
         let files = plural(work.files, "file");
         let files = match work.ranges > work.files {
             true => format!("{}/{} parts of {files}", self.ranges_done, work.ranges),
@@ -178,9 +205,11 @@ fn visit(plan: &Arc<dyn ExecutionPlan>, f: &mut impl FnMut(&Arc<dyn ExecutionPla
 }
 
 /// The progress line of one running query; drawn only when stderr is a terminal.
+///
+/// It is drawn by a thread of its own, not a task of the runtime: a query keeps every
+/// worker of the runtime busy, and a task would wait for one to yield.
 pub struct ProgressBar {
-    ticker: Option<tokio::task::JoinHandle<()>>,
-    drawn: Arc<std::sync::atomic::AtomicBool>,
+    ticker: Option<(mpsc::Sender<()>, thread::JoinHandle<()>)>,
 }
 
 impl ProgressBar {
@@ -191,40 +220,55 @@ impl ProgressBar {
         rows_out: Arc<AtomicUsize>,
         started: Instant,
     ) -> Self {
-        use std::io::IsTerminal;
-        let drawn = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let ticker = std::io::stderr().is_terminal().then(|| {
-            let drawn = Arc::clone(&drawn);
-            tokio::spawn(async move {
-                let show_at = started + show_after();
-                tokio::time::sleep_until(show_at.into()).await;
-                let work = Work::of(&plan);
-                let mut interval = tokio::time::interval(Duration::from_millis(REDRAW_INTERVAL_MS));
-                loop {
-                    interval.tick().await;
-                    let snapshot = Snapshot::of(&plan, rows_out.load(Ordering::Relaxed));
-                    let mut stderr = std::io::stderr().lock();
-                    let _ = write!(stderr, "\r\x1b[K{}", snapshot.line(work, started.elapsed()));
-                    let _ = stderr.flush();
-                    drawn.store(true, Ordering::Relaxed);
-                }
-            })
-        });
-        Self { ticker, drawn }
+        if !std::io::stderr().is_terminal() {
+            return Self { ticker: None };
+        }
+        let (stop, stopped) = mpsc::channel();
+        let thread = thread::Builder::new()
+            .name("tessera-progress".to_string())
+            .spawn(move || draw_until(&stopped, &plan, &rows_out, started));
+        // Without a thread the query runs on, without its progress line.
+        Self {
+            ticker: thread.ok().map(|thread| (stop, thread)),
+        }
     }
 
     /// Stops redrawing and clears the line, if one was drawn.
-    pub async fn finish(self) {
-        if let Some(ticker) = self.ticker {
-            ticker.abort();
-            // Cancellation happens at the ticker's next await: wait for it, so no line is
-            // drawn after the clearing one.
-            let _ = ticker.await;
-        }
-        if self.drawn.load(Ordering::Relaxed) {
-            eprint!("\r\x1b[K");
+    pub fn finish(self) {
+        if let Some((stop, thread)) = self.ticker {
+            drop(stop);
+            // The thread clears its line before it ends: once joined, nothing more of it
+            // can appear after what the caller prints next.
+            let _ = thread.join();
         }
     }
+}
+
+/// Draws the progress line of `plan` every [`REDRAW_INTERVAL_MS`] from [`show_after`]
+/// on, until `stopped` says to stop; then clears it.
+fn draw_until(
+    stopped: &mpsc::Receiver<()>,
+    plan: &Arc<dyn ExecutionPlan>,
+    rows_out: &AtomicUsize,
+    started: Instant,
+) {
+    let wait = show_after().saturating_sub(started.elapsed());
+    if stopped.recv_timeout(wait) != Err(RecvTimeoutError::Timeout) {
+        return;
+    }
+    let work = Work::of(plan);
+    let redraw_interval = Duration::from_millis(REDRAW_INTERVAL_MS);
+    loop {
+        let snapshot = Snapshot::of(plan, rows_out.load(Ordering::Relaxed));
+        let mut stderr = std::io::stderr().lock();
+        let _ = write!(stderr, "\r\x1b[K{}", snapshot.line(work, started.elapsed()));
+        let _ = stderr.flush();
+        drop(stderr);
+        if stopped.recv_timeout(redraw_interval) != Err(RecvTimeoutError::Timeout) {
+            break;
+        }
+    }
+    eprint!("\r\x1b[K");
 }
 
 #[cfg(test)]
@@ -242,14 +286,16 @@ mod tests {
         let work = Work {
             ranges: 4,
             files: 4,
+            bytes: 1 << 40,
         };
         assert_eq!(
             snapshot.line(work, Duration::from_millis(2500)),
-            "[###       ]  25% 1/4 files, 12.3 MB, 1.5M rows in, 3 out, 2.5 s"
+            "[##        ]  25% 1/4 files, 12.3 MB, 1.5M rows in, 3 out, 2.5 s"
         );
         let split = Work {
             ranges: 2,
             files: 1,
+            bytes: 1 << 40,
         };
         assert!(
             snapshot
@@ -281,6 +327,7 @@ mod tests {
         let plan = frame.create_physical_plan().await.unwrap();
         let work = Work::of(&plan);
         assert_eq!(work.files, 1);
+        assert_eq!(work.bytes, lines.len() as u64);
         assert_eq!(Snapshot::of(&plan, 0), Snapshot::default());
         let mut stream =
             datafusion::physical_plan::execute_stream(Arc::clone(&plan), task).unwrap();
@@ -295,6 +342,32 @@ mod tests {
     }
 
     #[test]
+    fn bytes_move_the_bar_until_the_ranges_are_finished() {
+        let work = Work {
+            ranges: 2,
+            files: 1,
+            bytes: 1000,
+        };
+        let reading = Snapshot {
+            bytes_scanned: 600,
+            ..Snapshot::default()
+        };
+        assert_eq!(reading.share(work), 0.6);
+        let read = Snapshot {
+            bytes_scanned: 1000,
+            ..Snapshot::default()
+        };
+        assert_eq!(read.share(work), BYTES_SHARE_MAX);
+        let finished = Snapshot {
+            ranges_done: 2,
+            bytes_scanned: 10,
+            ..Snapshot::default()
+        };
+        assert_eq!(finished.share(work), 1.0);
+        assert_eq!(Snapshot::default().share(Work::default()), 0.0);
+    }
+
+    #[test]
     fn long_lines_are_cut_so_they_never_wrap() {
         let snapshot = Snapshot {
             ranges_done: usize::MAX / 2,
@@ -305,6 +378,7 @@ mod tests {
         let work = Work {
             ranges: usize::MAX,
             files: usize::MAX,
+            bytes: u64::MAX,
         };
         let line = snapshot.line(work, Duration::from_secs(1 << 40));
         assert_eq!(line.chars().count(), LINE_CHARS_MAX, "{line}");

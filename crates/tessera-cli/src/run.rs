@@ -110,7 +110,7 @@ async fn stream(
                 && batch.num_rows() > 0
                 && let Some(progress) = progress.take()
             {
-                progress.finish().await;
+                progress.finish();
             }
             if let Some(writer) = &mut writer {
                 writer.write(&batch)?;
@@ -121,7 +121,7 @@ async fn stream(
     }
     .await;
     if let Some(progress) = progress {
-        progress.finish().await;
+        progress.finish();
     }
     written?;
     if let Some(writer) = writer {

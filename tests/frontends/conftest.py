@@ -83,8 +83,9 @@ class Server:
         return self.process.wait(timeout=timeout_s)
 
 
-def start_server(*extra: str, env: dict | None = None) -> Server:
-    """Starts `tessera serve` on free ports; the caller stops it."""
+def start_server(*extra: str, env: dict | None = None, flight_sql: bool = True) -> Server:
+    """Starts `tessera serve` on free ports (without Flight SQL when `flight_sql` is
+    false); the caller stops it."""
     pg, flight = free_port(), free_port()
     process = subprocess.Popen(
         [
@@ -93,7 +94,7 @@ def start_server(*extra: str, env: dict | None = None) -> Server:
             "--postgres",
             f"127.0.0.1:{pg}",
             "--flight-sql",
-            f"127.0.0.1:{flight}",
+            f"127.0.0.1:{flight}" if flight_sql else "off",
             "--user",
             USER,
             *extra,
@@ -106,7 +107,8 @@ def start_server(*extra: str, env: dict | None = None) -> Server:
     server = Server(process, pg, flight)
     try:
         wait_for_port(pg, process)
-        wait_for_port(flight, process)
+        if flight_sql:
+            wait_for_port(flight, process)
     except BaseException:
         process.kill()
         raise

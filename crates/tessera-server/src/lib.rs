@@ -135,6 +135,11 @@ impl Sessions {
         }
     }
 
+    /// How many sessions may be open at once.
+    pub fn sessions_max(&self) -> usize {
+        self.sessions_max
+    }
+
     /// A new session, or [`ServerError::TooManySessions`] when every slot is taken.
     pub fn open(&self) -> Result<OpenSession, ServerError> {
         let permit = Arc::clone(&self.permits).try_acquire_owned().map_err(|_| {

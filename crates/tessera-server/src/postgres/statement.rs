@@ -1,0 +1,281 @@
+//! Statements as the connection sees them: parsed in the session's grammar (catalog
+//! queries of psql and BI tools through the PostgreSQL compatibility rewrites), sorted
+//! into those that return rows and those that answer with a command tag.
+
+use std::sync::{Arc, OnceLock};
+
+use arrow_pg::datatypes::{arrow_schema_to_pg_fields, into_pg_type};
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::error::DataFusionError;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::sql::parser::Statement;
+use datafusion::sql::sqlparser::ast;
+use datafusion_pg_catalog::sql::PostgresCompatibilityParser;
+use pgwire::api::portal::Format;
+use pgwire::api::results::FieldInfo;
+use pgwire::api::stmt::QueryParser;
+use pgwire::api::{ClientInfo, Type};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use tessera_engine::TesseraSession;
+
+use crate::OpenSession;
+
+/// A parsed statement kept by Parse for Bind, Describe and Execute.
+#[derive(Clone)]
+pub(crate) struct Prepared {
+    /// The statement, planned again at each Execute with the session's current settings.
+    pub(super) statement: Statement,
+    /// What Describe reports before anything runs, for statements that return rows.
+    described: Option<Described>,
+}
+
+/// A row-returning statement's parameter and result types, from its plan at Parse.
+#[derive(Clone)]
+struct Described {
+    /// The plan as written, whose placeholders carry the parameter types.
+    plan: LogicalPlan,
+    /// The columns as execution produces them (analysis may change a column's type:
+    /// Tessera sums integers into a wider type, say).
+    columns: SchemaRef,
+}
+
+/// Transaction control. Tessera has no transactions (every statement stands alone); the
+/// protocol's transaction status is tracked so that clients that open them work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Transaction {
+    Begin,
+    Commit,
+    Rollback,
+}
+
+/// Parses statements in the connection's session.
+pub(crate) struct Parser {
+    session: OnceLock<OpenSession>,
+    catalog: Arc<PostgresCompatibilityParser>,
+}
+
+impl Parser {
+    /// A parser whose session is set once the client authenticated.
+    pub(super) fn new(catalog: Arc<PostgresCompatibilityParser>) -> Self {
+        Self {
+            session: OnceLock::new(),
+            catalog,
+        }
+    }
+
+    /// Gives the connection its session (once).
+    pub(super) fn set_session(&self, session: OpenSession) -> Result<(), OpenSession> {
+        self.session.set(session)
+    }
+
+    /// The connection's session.
+    pub(super) fn session(&self) -> PgWireResult<&TesseraSession> {
+        // Queries are only read after authentication, which sets the session.
+        self.session
+            .get()
+            .map(|open| &open.session)
+            .ok_or(PgWireError::NotReadyForQuery)
+    }
+
+    /// The statements of `sql`. Queries over the PostgreSQL catalog go through the
+    /// rewrites that make psql's and BI tools' catalog queries plannable; when those
+    /// cannot parse a script, the session's own grammar does.
+    pub(super) fn parse(&self, sql: &str) -> PgWireResult<Vec<Statement>> {
+        if mentions_catalog(sql)
+            && let Ok(statements) = self.catalog.parse(sql)
+        {
+            return Ok(statements
+                .into_iter()
+                .map(|s| Statement::Statement(Box::new(s)))
+                .collect());
+        }
+        self.session()?.parse(sql).map_err(api_error)
+    }
+}
+
+impl Parser {
+    /// Plans `statement` without running it.
+    async fn describe(&self, statement: Statement) -> PgWireResult<Described> {
+        let session = self.session()?;
+        let frame = session.execute(statement).await.map_err(api_error)?;
+        let plan = frame.into_unoptimized_plan();
+        // Optimizing runs the analysis that fixes the columns' final types; a plan the
+        // optimizer cannot take before its parameters are bound keeps its own types.
+        let columns = match session.context().state().optimize(&plan) {
+            Ok(optimized) => optimized.schema().inner().clone(),
+            Err(_) => plan.schema().inner().clone(),
+        };
+        Ok(Described { plan, columns })
+    }
+}
+
+#[async_trait]
+impl QueryParser for Parser {
+    type Statement = Prepared;
+
+    async fn parse_sql<C>(
+        &self,
+        _client: &C,
+        sql: &str,
+        _types: &[Option<Type>],
+    ) -> PgWireResult<Option<Prepared>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let mut statements = self.parse(sql)?;
+        let statement = match (statements.pop(), statements.is_empty()) {
+            (None, _) => return Ok(None),
+            (Some(statement), true) => statement,
+            (Some(_), false) => {
+                return Err(user_error(
+                    "42601",
+                    "a prepared statement holds one SQL statement; send the others separately",
+                ));
+            }
+        };
+        let described = match returns_rows(&statement) {
+            true => Some(self.describe(statement.clone()).await?),
+            false => None,
+        };
+        Ok(Some(Prepared {
+            statement,
+            described,
+        }))
+    }
+
+    fn get_parameter_types(&self, prepared: &Prepared) -> PgWireResult<Vec<Type>> {
+        let Some(described) = &prepared.described else {
+            return Ok(Vec::new());
+        };
+        parameter_types(&described.plan)?
+            .iter()
+            .map(|t| t.as_ref().map_or(Ok(Type::UNKNOWN), into_pg_type))
+            .collect()
+    }
+
+    fn get_result_schema(
+        &self,
+        prepared: &Prepared,
+        format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
+        match &prepared.described {
+            Some(described) => arrow_schema_to_pg_fields(
+                &described.columns,
+                format.unwrap_or(&Format::UnifiedText),
+                None,
+            ),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+/// The types of `plan`'s parameters `$1`, `$2`, … in order (`None` where the plan does
+/// not tell; a parameter the statement skips has no type either).
+pub(super) fn parameter_types(plan: &LogicalPlan) -> PgWireResult<Vec<Option<DataType>>> {
+    let types = plan.get_parameter_types().map_err(api_error)?;
+    let mut ordered = Vec::new();
+    for (name, data_type) in types {
+        let Some(index) = name
+            .strip_prefix('$')
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|&n| n >= 1)
+        else {
+            return Err(user_error(
+                "42P02",
+                &format!("parameter {name} is not of the form $1, $2, …"),
+            ));
+        };
+        if ordered.len() < index {
+            ordered.resize(index, None);
+        }
+        ordered[index - 1] = data_type;
+    }
+    Ok(ordered)
+}
+
+/// Whether `sql` reads the PostgreSQL catalog (or uses its types and functions).
+fn mentions_catalog(sql: &str) -> bool {
+    let sql = sql.to_ascii_lowercase();
+    ["pg_", "::reg", "information_schema"]
+        .iter()
+        .any(|word| sql.contains(word))
+}
+
+/// Whether `statement` answers with rows (described before it runs) rather than a
+/// command tag.
+pub(super) fn returns_rows(statement: &Statement) -> bool {
+    match statement {
+        Statement::Statement(inner) => matches!(
+            inner.as_ref(),
+            ast::Statement::Query(_)
+                | ast::Statement::Explain { .. }
+                | ast::Statement::ExplainTable { .. }
+                | ast::Statement::ShowVariable { .. }
+                | ast::Statement::ShowVariables { .. }
+                | ast::Statement::ShowTables { .. }
+                | ast::Statement::ShowColumns { .. }
+                | ast::Statement::ShowFunctions { .. }
+        ),
+        Statement::Explain(_) => true,
+        _ => false,
+    }
+}
+
+/// The transaction control `statement` is, if any.
+pub(super) fn transaction(statement: &Statement) -> Option<Transaction> {
+    let Statement::Statement(inner) = statement else {
+        return None;
+    };
+    match inner.as_ref() {
+        ast::Statement::StartTransaction { .. } => Some(Transaction::Begin),
+        ast::Statement::Commit { .. } => Some(Transaction::Commit),
+        ast::Statement::Rollback { .. } => Some(Transaction::Rollback),
+        _ => None,
+    }
+}
+
+/// The command tag PostgreSQL answers `statement` with (`CREATE TABLE`, `INSERT`, …).
+pub(super) fn command_tag(statement: &Statement) -> String {
+    let text = statement.to_string();
+    let mut words = text.split_whitespace().map(str::to_ascii_uppercase);
+    let first = words.next().unwrap_or_default();
+    match first.as_str() {
+        "CREATE" | "DROP" | "ALTER" => {
+            let object = words.find(|w| {
+                matches!(
+                    w.as_str(),
+                    "TABLE" | "VIEW" | "SCHEMA" | "DATABASE" | "FUNCTION" | "TYPE" | "INDEX"
+                )
+            });
+            match object {
+                Some(object) => format!("{first} {object}"),
+                None => first,
+            }
+        }
+        _ => first,
+    }
+}
+
+/// A client `SET` of a PostgreSQL setting Tessera has no use for (`extra_float_digits`,
+/// `application_name`, …): accepted, as drivers send them when they connect.
+pub(super) fn is_client_setting(statement: &Statement) -> bool {
+    let text = statement.to_string();
+    let mut words = text.split_whitespace();
+    words.next().is_some_and(|w| w.eq_ignore_ascii_case("SET"))
+        && words.next().is_some_and(|name| !name.contains('.'))
+}
+
+/// A DataFusion error, described in the connection loop with the session's sentence.
+pub(super) fn api_error(error: DataFusionError) -> PgWireError {
+    PgWireError::ApiError(Box::new(error))
+}
+
+/// An error with SQLSTATE `code`.
+pub(super) fn user_error(code: &str, message: &str) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new(
+        "ERROR".to_string(),
+        code.to_string(),
+        message.to_string(),
+    )))
+}

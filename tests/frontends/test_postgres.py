@@ -155,6 +155,32 @@ def test_catalog_functions(server):
         assert "listed" in names
 
 
+def test_driver_settings_and_parameters(server):
+    """What JDBC, DBeaver and Metabase send when they connect."""
+    with connect(server) as conn:
+        conn.execute("SET extra_float_digits = 3")
+        conn.execute("SET application_name = 'PostgreSQL JDBC Driver'")
+        assert conn.execute("SHOW search_path").fetchone() == ("public",)
+        assert conn.execute("SHOW TRANSACTION ISOLATION LEVEL", prepare=True).fetchone() == ("read committed",)
+        assert conn.execute("SHOW server_version").fetchone() == ("16.6",)
+        assert conn.info.server_version == 160006
+
+
+def test_prepared_statements_are_evicted_and_bounded(server):
+    with connect(server) as conn:
+        conn.prepared_max = 2  # psycopg deallocates the least recently used ones
+        for i in range(5):
+            assert conn.execute(f"SELECT {i} AS v", prepare=True).fetchone() == (i,)
+        conn.execute("DEALLOCATE ALL")
+    with connect(server) as conn:
+        conn.prepared_max = 5000
+        for i in range(1000):
+            conn.execute(f"SELECT {i} AS v", prepare=True)
+        with pytest.raises(psycopg.errors.ConfigurationLimitExceeded, match="at most 1000 named prepared statements"):
+            conn.execute("SELECT 1000 AS v", prepare=True)
+        assert conn.execute("SELECT 1 AS v").fetchone() == (1,)
+
+
 @pytest.mark.parametrize("user,password", [(USER, "wrong-password"), ("nobody", PASSWORD)])
 def test_wrong_credentials_are_refused(server, user, password):
     with pytest.raises(psycopg.OperationalError, match="(?i)password authentication failed"):

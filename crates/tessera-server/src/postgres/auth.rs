@@ -28,6 +28,8 @@ use crate::{Credentials, ServerError};
 
 /// The PostgreSQL version clients are told (psql picks its catalog queries by it).
 const SERVER_VERSION: &str = "16.6";
+/// The same as one number.
+const SERVER_VERSION_NUM: &str = "160006";
 
 /// SCRAM-SHA-256 against `credentials`.
 pub(super) fn scram(credentials: &Credentials) -> ScramAuth {
@@ -179,6 +181,23 @@ fn refused(error: ServerError) -> PgWireError {
         code.to_string(),
         error.to_string(),
     )))
+}
+
+/// The parameters a client was told at startup, and those drivers ask for with `SHOW`
+/// (`transaction isolation level`, `max_identifier_length`, …).
+pub(super) fn client_parameters<C: ClientInfo>(client: &C) -> HashMap<String, String> {
+    let mut parameters = ServerParameters
+        .server_parameters(client)
+        .unwrap_or_default();
+    for (name, value) in [
+        ("transaction isolation level", "read committed"),
+        ("transaction_isolation", "read committed"),
+        ("max_identifier_length", "63"),
+        ("server_version_num", SERVER_VERSION_NUM),
+    ] {
+        parameters.insert(name.to_string(), value.to_string());
+    }
+    parameters
 }
 
 /// pgwire's defaults, with the PostgreSQL version psql should assume.

@@ -2,13 +2,13 @@
 //! it while watching for a cancel request, the client going away and the shutdown
 //! deadline.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use pgwire::api::auth::sasl::SASLState;
 use pgwire::api::{ClientInfo, NoopHandler, PgWireConnectionState};
-use pgwire::error::{ErrorInfo, PgWireError};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use pgwire::tokio::server::{
     MaybeTls, PgWireMessageServerCodec, negotiate_tls, process_error, process_message,
@@ -20,6 +20,7 @@ use tokio::time::{Instant, sleep, sleep_until, timeout};
 use tokio_util::codec::Framed;
 
 use super::cancel::CancelGuard;
+use super::named::Named;
 use super::statement::{Parser, Prepared};
 use super::{CLOSE_TIMEOUT, STARTUP_TIMEOUT, Server};
 
@@ -40,6 +41,16 @@ pub(super) struct Connection {
     /// Woken by a cancel request carrying this connection's backend key.
     pub(super) cancel: Arc<Notify>,
     pub(super) cancel_guard: OnceLock<CancelGuard>,
+    /// The client's named statements and portals.
+    pub(super) named: Mutex<Named>,
+}
+
+impl Connection {
+    /// The client's named statements and portals.
+    pub(super) fn named(&self) -> MutexGuard<'_, Named> {
+        // The sets stay consistent after any panic (each change is one call).
+        self.named.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// Serves one client until it leaves, fails, or the server stops.
@@ -61,6 +72,7 @@ pub(super) async fn run(stream: TcpStream, server: Arc<Server>) {
         sasl: tokio::sync::Mutex::new(SASLState::Initial),
         cancel: Arc::new(Notify::new()),
         cancel_guard: OnceLock::new(),
+        named: Mutex::new(Named::default()),
         server,
     });
     serve_messages(&mut socket, &watcher, &connection).await;
@@ -97,20 +109,15 @@ async fn serve_messages(socket: &mut Socket, watcher: &TcpStream, connection: &A
                 PgWireFrontendMessage::Query(_) | PgWireFrontendMessage::Sync(_)
             );
         let extended = message.is_extended_query();
-        let outcome = tokio::select! {
-            outcome = process_message(
-                message,
-                socket,
-                Arc::clone(connection),
-                Arc::clone(connection),
-                Arc::clone(connection),
-                Arc::new(NoopHandler),
-                Arc::clone(&connection.server.cancels),
-            ) => outcome,
-            () = connection.cancel.notified() => Err(PgWireError::QueryCanceled),
-            // The query's future is dropped with the connection, which frees its session.
-            () = hung_up(watcher) => return,
-            () = passed(&mut deadline) => return terminate(socket).await,
+        let admitted = connection.named().admit(&message);
+        let outcome = match admitted {
+            Ok(()) => run_message(message, socket, watcher, connection, &mut deadline).await,
+            Err(e) => Outcome::Done(Err(e)),
+        };
+        let outcome = match outcome {
+            Outcome::Done(outcome) => outcome,
+            Outcome::HungUp => return,
+            Outcome::Deadline => return terminate(socket).await,
         };
         if let Err(error) = outcome {
             let error = connection.describe(error);
@@ -119,6 +126,42 @@ async fn serve_messages(socket: &mut Socket, watcher: &TcpStream, connection: &A
                 return;
             }
         }
+    }
+}
+
+/// How running a message ended.
+enum Outcome {
+    /// It was answered, or failed (and the error is for the client).
+    Done(PgWireResult<()>),
+    /// The client went away.
+    HungUp,
+    /// The shutdown deadline passed.
+    Deadline,
+}
+
+/// Runs `message`, unless a cancel request, the client hanging up or the shutdown
+/// deadline stops it first (dropping its future stops its query).
+async fn run_message(
+    message: PgWireFrontendMessage,
+    socket: &mut Socket,
+    watcher: &TcpStream,
+    connection: &Arc<Connection>,
+    deadline: &mut watch::Receiver<bool>,
+) -> Outcome {
+    tokio::select! {
+            outcome = process_message(
+                message,
+                socket,
+                Arc::clone(connection),
+                Arc::clone(connection),
+                Arc::clone(connection),
+                Arc::new(NoopHandler),
+                Arc::clone(&connection.server.cancels),
+            ) => Outcome::Done(outcome),
+            () = connection.cancel.notified() => Outcome::Done(Err(PgWireError::QueryCanceled)),
+            // The connection then ends, which frees its session.
+            () = hung_up(watcher) => Outcome::HungUp,
+            () = passed(deadline) => Outcome::Deadline,
     }
 }
 

@@ -13,6 +13,7 @@ mod cancel;
 mod catalog;
 mod connection;
 mod encode;
+mod named;
 mod query;
 mod statement;
 

@@ -28,8 +28,8 @@ use pgwire::types::format::FormatOptions;
 
 use super::connection::Connection;
 use super::statement::{
-    Parser, Prepared, Transaction, api_error, command_tag, is_client_setting, parameter_types,
-    returns_rows, transaction, user_error,
+    Parser, Prepared, Transaction, api_error, command_tag, deallocated, is_client_setting,
+    parameter_types, returns_rows, transaction, user_error,
 };
 
 #[async_trait::async_trait]
@@ -135,10 +135,19 @@ impl Connection {
         portal: Option<&Portal<Prepared>>,
     ) -> PgWireResult<Response>
     where
-        C: ClientInfo + Unpin + Send + Sync,
+        C: ClientInfo + ClientPortalStore + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
     {
         if let Some(action) = transaction(&statement) {
             return Ok(end_or_begin(client, action));
+        }
+        if let Some(name) = deallocated(&statement) {
+            // Drivers such as psycopg evict their prepared statements this way.
+            let forgotten = self.named().deallocate(name.as_deref());
+            for name in name.into_iter().chain(forgotten) {
+                client.portal_store().rm_statement(&name);
+            }
+            return Ok(Response::Execution(Tag::new("DEALLOCATE")));
         }
         if client.transaction_status() == TransactionStatus::Error {
             return Err(user_error(
@@ -149,10 +158,10 @@ impl Connection {
         let rows = returns_rows(&statement);
         let tag = command_tag(&statement);
         let setting = is_client_setting(&statement);
-        let frame = match self.parser.session()?.execute(statement).await {
+        let frame = match self.parser.plan(client, statement).await {
             Ok(frame) => frame,
             Err(_) if setting => return Ok(Response::Execution(Tag::new(&tag))),
-            Err(e) => return Err(api_error(e)),
+            Err(e) => return Err(e),
         };
         let frame = match portal {
             Some(portal) => bind(frame, portal)?,

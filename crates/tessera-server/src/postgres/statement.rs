@@ -6,7 +6,9 @@ use std::sync::{Arc, OnceLock};
 
 use arrow_pg::datatypes::{arrow_schema_to_pg_fields, into_pg_type};
 use async_trait::async_trait;
-use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::dataframe::DataFrame;
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::sql::parser::Statement;
@@ -19,6 +21,7 @@ use pgwire::api::{ClientInfo, Type};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use tessera_engine::TesseraSession;
 
+use super::auth::client_parameters;
 use crate::OpenSession;
 
 /// A parsed statement kept by Parse for Bind, Describe and Execute.
@@ -95,10 +98,33 @@ impl Parser {
 }
 
 impl Parser {
-    /// Plans `statement` without running it.
-    async fn describe(&self, statement: Statement) -> PgWireResult<Described> {
+    /// Plans `statement` in the session (DDL and `SET` take effect now, queries run
+    /// when the frame is streamed); `SHOW` of a PostgreSQL parameter is answered from
+    /// what the client was told at startup.
+    pub(super) async fn plan<C: ClientInfo>(
+        &self,
+        client: &C,
+        statement: Statement,
+    ) -> PgWireResult<DataFrame> {
         let session = self.session()?;
-        let frame = session.execute(statement).await.map_err(api_error)?;
+        let Some((name, value)) = client_parameter(client, &statement) else {
+            return session.execute(statement).await.map_err(api_error);
+        };
+        let schema = Schema::new(vec![Field::new(name, DataType::Utf8, false)]);
+        let value: ArrayRef = Arc::new(StringArray::from(vec![value]));
+        let batch =
+            RecordBatch::try_new(Arc::new(schema), vec![value]).map_err(|e| api_error(e.into()))?;
+        session.context().read_batch(batch).map_err(api_error)
+    }
+
+    /// Plans `statement` without running it.
+    async fn describe<C: ClientInfo>(
+        &self,
+        client: &C,
+        statement: Statement,
+    ) -> PgWireResult<Described> {
+        let session = self.session()?;
+        let frame = self.plan(client, statement).await?;
         let plan = frame.into_unoptimized_plan();
         // Optimizing runs the analysis that fixes the columns' final types; a plan the
         // optimizer cannot take before its parameters are bound keeps its own types.
@@ -116,7 +142,7 @@ impl QueryParser for Parser {
 
     async fn parse_sql<C>(
         &self,
-        _client: &C,
+        client: &C,
         sql: &str,
         _types: &[Option<Type>],
     ) -> PgWireResult<Option<Prepared>>
@@ -135,7 +161,7 @@ impl QueryParser for Parser {
             }
         };
         let described = match returns_rows(&statement) {
-            true => Some(self.describe(statement.clone()).await?),
+            true => Some(self.describe(client, statement.clone()).await?),
             false => None,
         };
         Ok(Some(Prepared {
@@ -194,6 +220,26 @@ pub(super) fn parameter_types(plan: &LogicalPlan) -> PgWireResult<Vec<Option<Dat
     Ok(ordered)
 }
 
+/// `SHOW` of a PostgreSQL parameter drivers ask for (`server_version`, `search_path`,
+/// `transaction isolation level`): its name and value.
+fn client_parameter<C: ClientInfo>(client: &C, statement: &Statement) -> Option<(String, String)> {
+    let Statement::Statement(inner) = statement else {
+        return None;
+    };
+    let ast::Statement::ShowVariable { variable } = inner.as_ref() else {
+        return None;
+    };
+    let name = variable
+        .iter()
+        .map(|part| part.value.to_ascii_lowercase())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let value = client_parameters(client)
+        .into_iter()
+        .find_map(|(known, value)| known.eq_ignore_ascii_case(&name).then_some(value))?;
+    Some((name, value))
+}
+
 /// Whether `sql` reads the PostgreSQL catalog (or uses its types and functions).
 fn mentions_catalog(sql: &str) -> bool {
     let sql = sql.to_ascii_lowercase();
@@ -233,6 +279,18 @@ pub(super) fn transaction(statement: &Statement) -> Option<Transaction> {
         ast::Statement::Rollback { .. } => Some(Transaction::Rollback),
         _ => None,
     }
+}
+
+/// The prepared statement a `DEALLOCATE` names: `Some(None)` for `DEALLOCATE ALL`.
+pub(super) fn deallocated(statement: &Statement) -> Option<Option<String>> {
+    let Statement::Statement(inner) = statement else {
+        return None;
+    };
+    let ast::Statement::Deallocate { name, .. } = inner.as_ref() else {
+        return None;
+    };
+    let all = name.quote_style.is_none() && name.value.eq_ignore_ascii_case("ALL");
+    Some((!all).then(|| name.value.clone()))
 }
 
 /// The command tag PostgreSQL answers `statement` with (`CREATE TABLE`, `INSERT`, …).

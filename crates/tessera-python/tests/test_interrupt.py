@@ -36,7 +36,9 @@ EPILOGUE = textwrap.dedent(
     threading.Thread(target=worker, daemon=True).start()
     try:
         started.set()
-        rel.fetchall()
+        # The query runs inside this one native call (fetchall() would first run
+        # pyarrow's Python code, which lets the thread tick with or without the query).
+        rel.__arrow_c_stream__()
         print("finished", flush=True)
     except KeyboardInterrupt:
         print(f"interrupted after {len(ticks)} ticks", flush=True)

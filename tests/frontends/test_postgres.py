@@ -125,13 +125,15 @@ def test_describe_before_execute(server):
 def test_binary_results(server):
     sql = (
         "SELECT 7::BIGINT AS i, 2.5::DOUBLE AS f, 'héllo' AS t, true AS b, "
-        "CAST('2024-05-06 07:08:09' AS TIMESTAMP) AS ts, NULL::BIGINT AS n"
+        "CAST('2024-05-06 07:08:09' AS TIMESTAMP) AS ts, NULL::BIGINT AS n, "
+        "arrow_cast(-3, 'Int8') AS i8, arrow_cast(1.5, 'Float16') AS f16, make_array(1, 2) AS l"
     )
     with connect(server) as conn:
         text = conn.cursor().execute(sql).fetchone()
         binary = conn.cursor(binary=True).execute(sql).fetchone()
     assert binary == text
     assert binary[:4] == (7, 2.5, "héllo", True) and binary[5] is None
+    assert binary[6:] == (-3, 1.5, [1, 2])
 
 
 def test_psql_queries_and_describe(server, bluesky_file):

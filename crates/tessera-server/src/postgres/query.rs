@@ -27,6 +27,7 @@ use pgwire::messages::simplequery::Query;
 use pgwire::types::format::FormatOptions;
 
 use super::connection::Connection;
+use super::encode::{to_wire, wire_schema};
 use super::statement::{
     Parser, Prepared, Transaction, api_error, command_tag, deallocated, is_client_setting,
     parameter_types, returns_rows, transaction, user_error,
@@ -206,11 +207,13 @@ async fn encode_rows(
     options: FormatOptions,
 ) -> PgWireResult<QueryResponse> {
     let batches = frame.execute_stream().await.map_err(api_error)?;
-    let fields = arrow_schema_to_pg_fields(&batches.schema(), format, Some(Arc::new(options)))?;
+    let schema = wire_schema(&batches.schema());
+    let fields = arrow_schema_to_pg_fields(&schema, format, Some(Arc::new(options)))?;
     let fields = Arc::new(fields);
     let columns = Arc::clone(&fields);
     let rows = batches
         .map(move |batch| {
+            let batch = batch.and_then(|batch| to_wire(batch, &schema));
             let rows: Box<dyn Iterator<Item = PgWireResult<DataRow>> + Send + Sync> = match batch {
                 Ok(batch) => encode_recordbatch(Arc::clone(&columns), batch),
                 Err(e) => Box::new(std::iter::once(Err(api_error(e)))),

@@ -22,6 +22,7 @@ use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use tessera_engine::TesseraSession;
 
 use super::auth::client_parameters;
+use super::encode::wire_schema;
 use crate::OpenSession;
 
 /// A parsed statement kept by Parse for Bind, Describe and Execute.
@@ -129,8 +130,8 @@ impl Parser {
         // Optimizing runs the analysis that fixes the columns' final types; a plan the
         // optimizer cannot take before its parameters are bound keeps its own types.
         let columns = match session.context().state().optimize(&plan) {
-            Ok(optimized) => optimized.schema().inner().clone(),
-            Err(_) => plan.schema().inner().clone(),
+            Ok(optimized) => wire_schema(optimized.schema().inner()),
+            Err(_) => wire_schema(plan.schema().inner()),
         };
         Ok(Described { plan, columns })
     }

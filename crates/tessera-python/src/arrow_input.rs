@@ -32,6 +32,7 @@ pub fn table_of(name: &str, data: &Bound<'_, PyAny>, partitions: usize) -> PyRes
         ))
         .into());
     }
+    // Read with the GIL held: an exporter written in Python needs it for each batch.
     let reader = data
         .extract::<PyRecordBatchReader>()
         .map_err(|e| not_arrow(e.to_string()))?

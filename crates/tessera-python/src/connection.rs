@@ -32,7 +32,6 @@ impl Connection {
     /// AWS files, as for the CLI.
     #[new]
     #[pyo3(signature = (threads=None, memory_limit=None, on_error=None, dialect=None, endpoint_url=None, region=None, profile=None))]
-    #[allow(clippy::too_many_arguments)]
     fn new(
         threads: Option<usize>,
         memory_limit: Option<&str>,

@@ -26,8 +26,8 @@ pub struct IngestSummary {
     pub rejects: u64,
     /// The file holding every rejected line with its reason, when there were any.
     pub reject_file: Option<String>,
-    /// Wall time of the ingest.
-    pub seconds: f64,
+    /// Wall time of the ingest, in seconds.
+    pub elapsed_s: f64,
 }
 
 #[pymethods]
@@ -45,7 +45,7 @@ impl IngestSummary {
             "ingested {} documents into version {} in {:.2} s: {} files, {:.1} MB written",
             self.documents,
             self.version,
-            self.seconds,
+            self.elapsed_s,
             self.files,
             self.bytes_written as f64 / 1e6
         );
@@ -61,7 +61,7 @@ impl IngestSummary {
 }
 
 impl IngestSummary {
-    fn new(table: &str, outcome: &IngestOutcome, seconds: f64) -> Self {
+    fn new(table: &str, outcome: &IngestOutcome, elapsed_s: f64) -> Self {
         let files = &outcome.write.files;
         Self {
             table: table.to_string(),
@@ -74,7 +74,7 @@ impl IngestSummary {
                 .sum(),
             rejects: outcome.rejects.count,
             reject_file: outcome.reject_file.clone(),
-            seconds,
+            elapsed_s,
         }
     }
 }

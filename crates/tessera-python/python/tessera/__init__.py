@@ -53,7 +53,7 @@ __all__ = [
 # warning from the same place (Python's default would show it only once).
 warnings.filterwarnings("always", category=RejectedLinesWarning)
 
-PathLike = Union[str, "os.PathLike[str]"]
+_PathLike = Union[str, "os.PathLike[str]"]
 
 
 def _variables_of(frame: Optional[FrameType]) -> Callable[[str], object]:
@@ -126,8 +126,8 @@ class Connection:
 
     def ingest(
         self,
-        source: Union[PathLike, Iterable[PathLike]],
-        table: PathLike,
+        source: Union[_PathLike, Iterable[_PathLike]],
+        table: _PathLike,
         on_error: Optional[str] = None,
     ) -> IngestSummary:
         """Appends the NDJSON documents of ``source`` to the Tessera table ``table``.
@@ -148,9 +148,11 @@ class Connection:
         self._native.close()
 
     def __enter__(self) -> "Connection":
+        """The connection itself, closed when the ``with`` block ends."""
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        """Closes the connection."""
         self.close()
 
 

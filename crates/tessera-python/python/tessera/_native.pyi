@@ -57,8 +57,8 @@ class IngestSummary:
     """Lines skipped as malformed (with ``on_error='skip'``)."""
     reject_file: Optional[str]
     """The file holding every rejected line with its reason, when there were any."""
-    seconds: float
-    """Wall time of the ingest."""
+    elapsed_s: float
+    """Wall time of the ingest, in seconds."""
 
 class Connection:
     """A Tessera session with its settings, tables and thread pool."""

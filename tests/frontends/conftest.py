@@ -83,15 +83,16 @@ class Server:
         return self.process.wait(timeout=timeout_s)
 
 
-def start_server(*extra: str, env: dict | None = None) -> Server:
-    """Starts `tessera serve` on free ports; the caller stops it."""
+def start_server(*extra: str, env: dict | None = None, postgres: bool = True) -> Server:
+    """Starts `tessera serve` on free ports (without the PostgreSQL server when
+    `postgres` is false); the caller stops it."""
     pg, flight = free_port(), free_port()
     process = subprocess.Popen(
         [
             tessera_binary(),
             "serve",
             "--postgres",
-            f"127.0.0.1:{pg}",
+            f"127.0.0.1:{pg}" if postgres else "off",
             "--flight-sql",
             f"127.0.0.1:{flight}",
             "--user",
@@ -105,7 +106,8 @@ def start_server(*extra: str, env: dict | None = None) -> Server:
     )
     server = Server(process, pg, flight)
     try:
-        wait_for_port(pg, process)
+        if postgres:
+            wait_for_port(pg, process)
         wait_for_port(flight, process)
     except BaseException:
         process.kill()

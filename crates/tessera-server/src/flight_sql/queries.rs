@@ -113,3 +113,37 @@ fn unknown() -> Status {
         "no such query in this session: it finished, was cancelled, or its ticket expired",
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::datatypes::Schema;
+    use datafusion::physical_plan::empty::EmptyExec;
+
+    fn planned() -> Planned {
+        Planned {
+            plan: Arc::new(EmptyExec::new(Arc::new(Schema::empty()))),
+            task: Arc::new(TaskContext::default()),
+        }
+    }
+
+    #[test]
+    fn planned_queries_are_bounded_and_running_ones_are_kept() {
+        let mut queries = Queries::default();
+        let first = queries.add(planned()).unwrap();
+        let (_, cancelled) = queries.start(first).unwrap();
+        assert!(queries.start(first).is_err(), "a ticket is fetched once");
+        let second = queries.add(planned()).unwrap();
+        for _ in 2..=QUERIES_MAX {
+            queries.add(planned()).unwrap();
+        }
+        // The oldest planned query made room; the running one stays.
+        assert!(queries.start(second).is_err());
+        assert_eq!(queries.running(), 1);
+        queries.cancel(first).unwrap();
+        assert!(*cancelled.borrow());
+        queries.finish(first);
+        assert_eq!(queries.running(), 0);
+        assert!(queries.cancel(first).is_err());
+    }
+}

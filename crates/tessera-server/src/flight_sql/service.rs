@@ -318,7 +318,7 @@ impl FlightSqlService for Service {
         query: CommandGetCatalogs,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        let schema = query.clone().into_builder().schema();
+        let schema = query.into_builder().schema();
         self.metadata_info(request, &query, schema)
     }
 
@@ -372,7 +372,7 @@ impl FlightSqlService for Service {
         query: CommandGetTableTypes,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        let schema = query.clone().into_builder().schema();
+        let schema = query.into_builder().schema();
         self.metadata_info(request, &query, schema)
     }
 

@@ -83,16 +83,16 @@ class Server:
         return self.process.wait(timeout=timeout_s)
 
 
-def start_server(*extra: str, env: dict | None = None, flight_sql: bool = True) -> Server:
-    """Starts `tessera serve` on free ports (without Flight SQL when `flight_sql` is
-    false); the caller stops it."""
+def start_server(*extra: str, env: dict | None = None, postgres: bool = True, flight_sql: bool = True) -> Server:
+    """Starts `tessera serve` on free ports (without the PostgreSQL server or Flight SQL
+    when `postgres` or `flight_sql` is false); the caller stops it."""
     pg, flight = free_port(), free_port()
     process = subprocess.Popen(
         [
             tessera_binary(),
             "serve",
             "--postgres",
-            f"127.0.0.1:{pg}",
+            f"127.0.0.1:{pg}" if postgres else "off",
             "--flight-sql",
             f"127.0.0.1:{flight}" if flight_sql else "off",
             "--user",
@@ -106,7 +106,8 @@ def start_server(*extra: str, env: dict | None = None, flight_sql: bool = True) 
     )
     server = Server(process, pg, flight)
     try:
-        wait_for_port(pg, process)
+        if postgres:
+            wait_for_port(pg, process)
         if flight_sql:
             wait_for_port(flight, process)
     except BaseException:

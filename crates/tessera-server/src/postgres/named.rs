@@ -62,3 +62,38 @@ impl Named {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use pgwire::messages::extendedquery::{Close, Parse};
+
+    use super::*;
+
+    fn parse(name: &str) -> PgWireFrontendMessage {
+        PgWireFrontendMessage::Parse(Parse::new(
+            Some(name.to_string()),
+            "SELECT 1".into(),
+            vec![],
+        ))
+    }
+
+    #[test]
+    fn named_statements_are_bounded_until_closed() {
+        let mut named = Named::default();
+        for i in 0..NAMED_MAX {
+            named
+                .admit(&parse(&format!("s{i}")))
+                .expect("under the limit");
+        }
+        assert!(named.admit(&parse("one_more")).is_err());
+        // Replacing a statement of the same name does not add one.
+        named.admit(&parse("s0")).expect("same name");
+        let close = Close::new(TARGET_TYPE_BYTE_STATEMENT, Some("s1".to_string()));
+        named
+            .admit(&PgWireFrontendMessage::Close(close))
+            .expect("close");
+        named.admit(&parse("one_more")).expect("room again");
+        assert_eq!(named.deallocate(Some("s2")), vec!["s2".to_string()]);
+        assert_eq!(named.deallocate(None).len(), NAMED_MAX - 1);
+    }
+}

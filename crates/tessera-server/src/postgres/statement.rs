@@ -25,6 +25,9 @@ use super::auth::client_parameters;
 use super::encode::wire_schema;
 use crate::OpenSession;
 
+/// The most parameters a statement may have (the protocol counts them in 16 bits).
+const PARAMETERS_MAX: usize = u16::MAX as usize;
+
 /// A parsed statement kept by Parse for Bind, Describe and Execute.
 #[derive(Clone)]
 pub(crate) struct Prepared {
@@ -206,11 +209,11 @@ pub(super) fn parameter_types(plan: &LogicalPlan) -> PgWireResult<Vec<Option<Dat
         let Some(index) = name
             .strip_prefix('$')
             .and_then(|n| n.parse::<usize>().ok())
-            .filter(|&n| n >= 1)
+            .filter(|n| (1..=PARAMETERS_MAX).contains(n))
         else {
             return Err(user_error(
                 "42P02",
-                &format!("parameter {name} is not of the form $1, $2, …"),
+                &format!("parameter {name} is not one of $1 to ${PARAMETERS_MAX}"),
             ));
         };
         if ordered.len() < index {
@@ -241,12 +244,21 @@ fn client_parameter<C: ClientInfo>(client: &C, statement: &Statement) -> Option<
     Some((name, value))
 }
 
-/// Whether `sql` reads the PostgreSQL catalog (or uses its types and functions).
+/// Whether `sql` reads the PostgreSQL catalog (or uses its types and functions);
+/// string literals do not count, so a JSON path such as `'$.pg_id'` does not.
 fn mentions_catalog(sql: &str) -> bool {
-    let sql = sql.to_ascii_lowercase();
+    let mut code = String::with_capacity(sql.len());
+    for (i, part) in sql.split('\'').enumerate() {
+        // Even parts are outside quotes ('' inside a literal splits into an empty part
+        // between two odd ones, which keeps the parity right).
+        if i % 2 == 0 {
+            code.push_str(&part.to_ascii_lowercase());
+            code.push(' ');
+        }
+    }
     ["pg_", "::reg", "information_schema"]
         .iter()
-        .any(|word| sql.contains(word))
+        .any(|word| code.contains(word))
 }
 
 /// Whether `statement` answers with rows (described before it runs) rather than a
@@ -337,4 +349,87 @@ pub(super) fn user_error(code: &str, message: &str) -> PgWireError {
         code.to_string(),
         message.to_string(),
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::sql::parser::DFParser;
+
+    use super::*;
+
+    fn statement(sql: &str) -> Statement {
+        let mut statements = DFParser::parse_sql(sql).expect("parses");
+        statements.pop_front().expect("one statement")
+    }
+
+    #[test]
+    fn catalog_queries_are_told_from_string_literals() {
+        assert!(mentions_catalog("SELECT * FROM pg_catalog.pg_class"));
+        assert!(mentions_catalog("SELECT 'bluesky'::regclass"));
+        assert!(mentions_catalog("SELECT * FROM information_schema.tables"));
+        assert!(!mentions_catalog("SELECT j->>'$.pg_id' FROM t"));
+        assert!(!mentions_catalog("SELECT 'it''s pg_x' FROM t"));
+        assert!(mentions_catalog("SELECT 'a''b', pg_backend_pid()"));
+    }
+
+    #[test]
+    fn command_tags_name_the_object() {
+        assert_eq!(
+            command_tag(&statement("CREATE TABLE t (a INT)")),
+            "CREATE TABLE"
+        );
+        assert_eq!(
+            command_tag(&statement(
+                "CREATE EXTERNAL TABLE t STORED AS CSV LOCATION 'x'"
+            )),
+            "CREATE TABLE"
+        );
+        assert_eq!(
+            command_tag(&statement("DROP VIEW IF EXISTS v")),
+            "DROP VIEW"
+        );
+        assert_eq!(
+            command_tag(&statement("INSERT INTO t VALUES (1)")),
+            "INSERT"
+        );
+        assert_eq!(command_tag(&statement("SET a.b = 1")), "SET");
+    }
+
+    #[test]
+    fn statements_are_sorted_by_answer() {
+        assert!(returns_rows(&statement("SELECT 1")));
+        assert!(returns_rows(&statement("SHOW search_path")));
+        assert!(returns_rows(&statement("EXPLAIN SELECT 1")));
+        assert!(!returns_rows(&statement("INSERT INTO t VALUES (1)")));
+        assert_eq!(transaction(&statement("BEGIN")), Some(Transaction::Begin));
+        assert_eq!(
+            transaction(&statement("ROLLBACK")),
+            Some(Transaction::Rollback)
+        );
+        assert!(is_client_setting(&statement("SET extra_float_digits = 3")));
+        assert!(!is_client_setting(&statement("SET datafusion.x = 3")));
+        assert_eq!(deallocated(&statement("DEALLOCATE ALL")), Some(None));
+        assert_eq!(
+            deallocated(&statement("DEALLOCATE \"all\"")),
+            Some(Some("all".into()))
+        );
+    }
+
+    #[test]
+    fn parameters_come_in_order_and_bounded() {
+        let ctx = datafusion::prelude::SessionContext::new();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let plan = |sql: &str| {
+            runtime
+                .block_on(ctx.state().create_logical_plan(sql))
+                .expect("plans")
+        };
+        let sql = "SELECT a FROM (VALUES (CAST(1 AS BIGINT), 'x')) t(a, b) WHERE b = $2 AND a > $1";
+        let types = parameter_types(&plan(sql)).expect("types");
+        assert_eq!(types, vec![Some(DataType::Int64), Some(DataType::Utf8)]);
+        assert_eq!(parameter_types(&plan("SELECT $3")).expect("types").len(), 3);
+        assert!(parameter_types(&plan("SELECT $70000")).is_err());
+    }
 }

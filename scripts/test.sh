@@ -10,6 +10,9 @@ scripts/tools.sh
 
 echo "== format and lints"
 cargo fmt --all -- --check
+# Every build (cargo test --workspace, the CLI alone, maturin's wheel) resolves the same
+# dependency features through the workspace-hack crate, so none compiles DataFusion again.
+cargo hakari verify
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 echo "== Rust tests"

@@ -19,6 +19,12 @@ go_install() {
 go_install minio "$MINIO_MODULE"
 go_install server "$TOXIPROXY_MODULE"
 
+# cargo-hakari checks that the workspace-hack crate still unifies every build's features.
+if [[ "$("$GOBIN/cargo-hakari" hakari --version 2>/dev/null)" != "cargo-hakari $HAKARI_VERSION" ]]; then
+    echo "installing cargo-hakari $HAKARI_VERSION (once; cached in $GOBIN)"
+    cargo install --quiet --locked --root "$TESSERA_CACHE" cargo-hakari --version "$HAKARI_VERSION"
+fi
+
 requirements_stamp="$TESSERA_VENV/.requirements"
 if ! cmp -s bench/requirements.txt "$requirements_stamp"; then
     echo "creating the Python venv $TESSERA_VENV"

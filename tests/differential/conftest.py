@@ -3,43 +3,26 @@
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
-import duckdb
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests"))
+from support import duckdb_bluesky, generate_bluesky, ingest, tessera_binary  # noqa: E402
+
 DOCS = int(os.environ.get("TESSERA_DIFF_DOCS", "30000"))
-
-
-def tessera_binary() -> str:
-    path = os.environ.get("TESSERA_BIN")
-    if not path or not Path(path).is_file():
-        pytest.fail("TESSERA_BIN must name a built tessera binary (scripts/test.sh sets it)")
-    return path
 
 
 @pytest.fixture(scope="session")
 def bluesky_file(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("data") / "bluesky.json"
-    subprocess.run(
-        [tessera_binary(), "gen", "bluesky", "--docs", str(DOCS), "--seed", "42", "--out", str(path)],
-        check=True,
-        capture_output=True,
-    )
-    return path
+    return generate_bluesky(tmp_path_factory.mktemp("data") / "bluesky.json", DOCS, 42)
 
 
 @pytest.fixture(scope="session")
 def duck(bluesky_file):
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
-    # JSONBench's DuckDB setup: one JSON column named j.
-    con.execute(
-        "CREATE TABLE bluesky AS SELECT json AS j FROM read_ndjson_objects(?)",
-        [str(bluesky_file)],
-    )
-    return con
+    return duckdb_bluesky(bluesky_file)
 
 
 class Tessera:
@@ -62,13 +45,7 @@ class Tessera:
 @pytest.fixture(scope="session")
 def ingested_table(bluesky_file, tmp_path_factory) -> Path:
     """The same file ingested into a Tessera table (JSON tiles), in one commit."""
-    table = tmp_path_factory.mktemp("tables") / "bluesky"
-    subprocess.run(
-        [tessera_binary(), "ingest", str(bluesky_file), "--table", str(table), "--quiet"],
-        check=True,
-        capture_output=True,
-    )
-    return table
+    return ingest(bluesky_file, tmp_path_factory.mktemp("tables") / "bluesky")
 
 
 @pytest.fixture(scope="session", params=["raw", "table"])

@@ -5,11 +5,15 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from support import generate_bluesky, ingest, tessera_binary  # noqa: E402
 
 DOCS = 20000
 PASSWORD = "frontend-test-password"
@@ -18,33 +22,14 @@ USER = "tessera"
 START_TIMEOUT_S = 60
 
 
-def tessera_binary() -> str:
-    path = os.environ.get("TESSERA_BIN")
-    if not path or not Path(path).is_file():
-        pytest.fail("TESSERA_BIN must name a built tessera binary (scripts/test.sh sets it)")
-    return path
-
-
 @pytest.fixture(scope="session")
 def bluesky_file(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("data") / "bluesky.json"
-    subprocess.run(
-        [tessera_binary(), "gen", "bluesky", "--docs", str(DOCS), "--seed", "7", "--out", str(path)],
-        check=True,
-        capture_output=True,
-    )
-    return path
+    return generate_bluesky(tmp_path_factory.mktemp("data") / "bluesky.json", DOCS, 7)
 
 
 @pytest.fixture(scope="session")
 def bluesky_table(bluesky_file, tmp_path_factory) -> Path:
-    table = tmp_path_factory.mktemp("tables") / "bluesky"
-    subprocess.run(
-        [tessera_binary(), "ingest", str(bluesky_file), "--table", str(table), "--quiet"],
-        check=True,
-        capture_output=True,
-    )
-    return table
+    return ingest(bluesky_file, tmp_path_factory.mktemp("tables") / "bluesky")
 
 
 def free_port() -> int:

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import adbc_driver_flightsql.dbapi as flight_sql
 import adbc_driver_manager
-import duckdb
 import pyarrow.flight as flight
 import pytest
 
 from conftest import PASSWORD, USER, start_server
 
-QUERIES = Path(__file__).resolve().parents[2] / "bench" / "jsonbench" / "queries"
+import support
+
 # A stream far longer than any test waits for: it is killed, cancelled or shut down.
 ENDLESS = "SELECT value FROM range(1000000000000)"
 # How long a freed session slot may take to be seen free (the server notices the
@@ -39,11 +39,6 @@ def rows(conn, sql: str, parameters=None) -> list[tuple]:
     with conn.cursor() as cur:
         cur.execute(sql, parameters)
         return [tuple(r.values()) for r in cur.fetch_arrow_table().to_pylist()]
-
-
-def statements(path: Path) -> list[str]:
-    lines = [l for l in path.read_text().splitlines() if l.strip() and not l.startswith("--")]
-    return [l.rstrip(";") for l in lines]
 
 
 def normalized(values: list[tuple]) -> list[tuple]:
@@ -68,9 +63,7 @@ def server():
 
 @pytest.fixture(scope="module")
 def duckdb_bluesky(bluesky_file):
-    con = duckdb.connect()
-    con.execute(f"CREATE VIEW bluesky AS SELECT json AS j FROM read_ndjson_objects('{bluesky_file}')")
-    return con
+    return support.duckdb_bluesky(bluesky_file)
 
 
 def bluesky_location(source: str, bluesky_file: Path, bluesky_table: Path) -> str:
@@ -82,8 +75,8 @@ def bluesky_location(source: str, bluesky_file: Path, bluesky_table: Path) -> st
 @pytest.mark.parametrize("source", ["raw", "table"])
 @pytest.mark.parametrize("number", range(1, 6))
 def test_jsonbench_matches_duckdb(server, duckdb_bluesky, bluesky_file, bluesky_table, source, number):
-    tessera_sql = statements(QUERIES / "tessera.sql")[number - 1]
-    duckdb_sql = statements(QUERIES / "duckdb.sql")[number - 1]
+    tessera_sql = support.jsonbench_queries("tessera")[number - 1].rstrip(";")
+    duckdb_sql = support.jsonbench_queries("duckdb")[number - 1]
     with connect(server) as conn:
         rows(conn, bluesky_location(source, bluesky_file, bluesky_table))
         got = rows(conn, tessera_sql)

@@ -9,7 +9,6 @@ import sys
 import threading
 from pathlib import Path
 
-import duckdb
 import psycopg
 import pytest
 from conftest import PASSWORD, USER, start_server
@@ -17,6 +16,7 @@ from conftest import PASSWORD, USER, start_server
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
 from common.canon import canon_rows, same_rows  # noqa: E402
+from support import duckdb_bluesky, jsonbench_queries  # noqa: E402
 
 # A query that runs far longer than any test waits (a sum over 10^12 generated rows):
 # tests that need a running query cancel, kill or shut it down.
@@ -61,17 +61,9 @@ def external_table(location: Path, stored_as: str) -> str:
     return f"CREATE EXTERNAL TABLE bluesky STORED AS {stored_as} LOCATION '{location}'"
 
 
-def jsonbench(dialect: str) -> list:
-    text = (REPO / "bench/jsonbench/queries" / f"{dialect}.sql").read_text()
-    return [line for line in text.splitlines() if line.strip() and not line.startswith("--")]
-
-
 @pytest.fixture(scope="module")
 def duck(bluesky_file):
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
-    con.execute("CREATE TABLE bluesky AS SELECT json AS j FROM read_ndjson_objects(?)", [str(bluesky_file)])
-    return con
+    return duckdb_bluesky(bluesky_file)
 
 
 @pytest.fixture(params=["raw", "table"])
@@ -86,7 +78,7 @@ def bluesky(request, server, bluesky_file):
         yield conn
 
 
-JSONBENCH = list(zip(jsonbench("duckdb"), jsonbench("tessera")))
+JSONBENCH = list(zip(jsonbench_queries("duckdb"), jsonbench_queries("tessera")))
 
 
 @pytest.mark.parametrize("duck_sql,tessera_sql", JSONBENCH, ids=[f"q{i + 1}" for i in range(len(JSONBENCH))])

@@ -60,4 +60,4 @@ pub use datasource::tessera::write::ingest::IngestOutcome;
 pub use datasource::tessera::write::sink::WriteProgress;
 pub use options::OnError;
 pub use rejects::{Reject, RejectSummary};
-pub use session::{SessionOptions, TesseraSession};
+pub use session::{SessionOptions, TesseraSession, returns_rows};

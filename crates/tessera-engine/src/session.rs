@@ -440,6 +440,27 @@ impl TesseraSession {
     }
 }
 
+/// Whether `statement` answers with rows (a query, EXPLAIN, SHOW) rather than changing
+/// something: front ends describe the first kind before running it and run the second at
+/// once, answering with a command tag.
+pub fn returns_rows(statement: &Statement) -> bool {
+    match statement {
+        Statement::Statement(inner) => matches!(
+            inner.as_ref(),
+            ast::Statement::Query(_)
+                | ast::Statement::Explain { .. }
+                | ast::Statement::ExplainTable { .. }
+                | ast::Statement::ShowVariable { .. }
+                | ast::Statement::ShowVariables { .. }
+                | ast::Statement::ShowTables { .. }
+                | ast::Statement::ShowColumns { .. }
+                | ast::Statement::ShowFunctions { .. }
+        ),
+        Statement::Explain(_) => true,
+        _ => false,
+    }
+}
+
 /// A pool that shares `limit` fairly among the operators that can spill (so one sort
 /// cannot starve another into failing) and gives the rest what remains.
 fn memory_pool(limit: MemoryLimit) -> Arc<dyn MemoryPool> {

@@ -7,11 +7,10 @@ use datafusion::common::TableReference;
 use datafusion::dataframe::DataFrame;
 use datafusion::datasource::MemTable;
 use datafusion::sql::parser::Statement;
-use datafusion::sql::sqlparser::ast;
 use pyo3::prelude::*;
 use tessera_blob::{S3Config, S3Overrides};
 use tessera_engine::options::{MemoryLimit, SqlDialect};
-use tessera_engine::{OnError, SessionOptions, TesseraSession};
+use tessera_engine::{OnError, SessionOptions, TesseraSession, returns_rows};
 
 use crate::arrow_input::{Borrowed, table_of};
 use crate::engine::Engine;
@@ -81,7 +80,7 @@ impl Connection {
             let frame = plan(&engine, py, &statement, variables.as_ref())?;
             engine.collect(py, frame)?;
         }
-        let lazy = is_query(&last);
+        let lazy = returns_rows(&last);
         let frame = plan(&engine, py, &last, variables.as_ref())?;
         if lazy {
             return Ok(Some(Relation::new(engine, frame)));
@@ -193,23 +192,4 @@ fn plan(
     let frame = engine.query(py, async move { session.execute(statement).await });
     borrowed.release(session.context());
     frame
-}
-
-/// Whether `statement` reads rows (a relation, run when fetched) rather than changing
-/// something (run at once).
-fn is_query(statement: &Statement) -> bool {
-    match statement {
-        Statement::Statement(inner) => matches!(
-            inner.as_ref(),
-            ast::Statement::Query(_)
-                | ast::Statement::Explain { .. }
-                | ast::Statement::ExplainTable { .. }
-                | ast::Statement::ShowTables { .. }
-                | ast::Statement::ShowColumns { .. }
-                | ast::Statement::ShowVariable { .. }
-                | ast::Statement::ShowFunctions { .. }
-        ),
-        Statement::Explain(_) => true,
-        _ => false,
-    }
 }

@@ -1,12 +1,9 @@
 """Shared fixtures: a generated Bluesky file, DuckDB over it as the peer, and Tessera
 connections over it raw and after `Connection.ingest`, all through the installed wheel."""
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
-import duckdb
 import pytest
 
 import tessera
@@ -18,23 +15,8 @@ DOCS = 30000
 SEED = 42
 
 sys.path.insert(0, str(REPO / "bench"))
-
-
-def tessera_binary() -> str:
-    path = os.environ.get("TESSERA_BIN")
-    if not path or not Path(path).is_file():
-        pytest.fail("TESSERA_BIN must name a built tessera binary (scripts/python_package.sh sets it)")
-    return path
-
-
-def generate_bluesky(path: Path, docs: int, seed: int) -> Path:
-    """`tessera gen bluesky` into `path`."""
-    subprocess.run(
-        [tessera_binary(), "gen", "bluesky", "--docs", str(docs), "--seed", str(seed), "--out", str(path)],
-        check=True,
-        capture_output=True,
-    )
-    return path
+sys.path.insert(0, str(REPO / "tests"))
+from support import duckdb_bluesky, generate_bluesky, tessera_binary  # noqa: E402, F401
 
 
 @pytest.fixture(scope="session")
@@ -44,11 +26,7 @@ def bluesky_file(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def duck(bluesky_file):
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
-    # JSONBench's DuckDB setup: one JSON column named j.
-    con.execute("CREATE TABLE bluesky AS SELECT json AS j FROM read_ndjson_objects(?)", [str(bluesky_file)])
-    return con
+    return duckdb_bluesky(bluesky_file)
 
 
 @pytest.fixture(scope="session")

@@ -5,12 +5,8 @@ give the same rows."""
 import pytest
 from common.canon import canon_rows, same_rows
 
-from conftest import DOCS, REPO
-
-
-def jsonbench(dialect):
-    text = (REPO / "bench/jsonbench/queries" / f"{dialect}.sql").read_text()
-    return [line for line in text.splitlines() if line.strip() and not line.startswith("--")]
+from conftest import DOCS
+from support import jsonbench_queries as jsonbench
 
 
 # The ORDER BY key columns of each query, compared in order (ties may come either way).

@@ -25,12 +25,13 @@ use pgwire::messages::extendedquery::Execute;
 use pgwire::messages::response::{EmptyQueryResponse, TransactionStatus};
 use pgwire::messages::simplequery::Query;
 use pgwire::types::format::FormatOptions;
+use tessera_engine::returns_rows;
 
 use super::connection::Connection;
 use super::encode::{to_wire, wire_schema};
 use super::statement::{
     Parser, Prepared, Transaction, api_error, command_tag, deallocated, is_client_setting,
-    parameter_types, returns_rows, transaction, user_error,
+    parameter_types, transaction, user_error,
 };
 
 #[async_trait::async_trait]

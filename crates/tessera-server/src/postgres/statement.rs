@@ -19,7 +19,7 @@ use pgwire::api::results::FieldInfo;
 use pgwire::api::stmt::QueryParser;
 use pgwire::api::{ClientInfo, Type};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
-use tessera_engine::TesseraSession;
+use tessera_engine::{TesseraSession, returns_rows};
 
 use super::auth::client_parameters;
 use super::encode::wire_schema;
@@ -259,26 +259,6 @@ fn mentions_catalog(sql: &str) -> bool {
     ["pg_", "::reg", "information_schema"]
         .iter()
         .any(|word| code.contains(word))
-}
-
-/// Whether `statement` answers with rows (described before it runs) rather than a
-/// command tag.
-pub(super) fn returns_rows(statement: &Statement) -> bool {
-    match statement {
-        Statement::Statement(inner) => matches!(
-            inner.as_ref(),
-            ast::Statement::Query(_)
-                | ast::Statement::Explain { .. }
-                | ast::Statement::ExplainTable { .. }
-                | ast::Statement::ShowVariable { .. }
-                | ast::Statement::ShowVariables { .. }
-                | ast::Statement::ShowTables { .. }
-                | ast::Statement::ShowColumns { .. }
-                | ast::Statement::ShowFunctions { .. }
-        ),
-        Statement::Explain(_) => true,
-        _ => false,
-    }
 }
 
 /// The transaction control `statement` is, if any.

@@ -10,10 +10,14 @@ use tonic::Status;
 use tonic::metadata::MetadataMap;
 
 use super::auth;
-use super::connections::ConnectionId;
 use super::prepared::PreparedStatements;
 use super::queries::Queries;
 use crate::{OpenSession, ServerError, Shared};
+
+/// Identifies one accepted connection (a request extension of every call on it), so a
+/// client's session can end when the connection that logged it in closes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) struct ConnectionId(pub(super) u64);
 
 /// One logged-in client.
 pub(super) struct Client {

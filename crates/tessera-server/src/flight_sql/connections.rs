@@ -16,17 +16,13 @@ use tokio_rustls::TlsAcceptor;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::server::Connected;
 
-use super::clients::Clients;
+use super::clients::{Clients, ConnectionId};
 use crate::Shutdown;
 
 /// How long a client may take to finish its TLS handshake.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections accepted but not yet taken up by the gRPC server.
 const PENDING_CONNECTIONS_MAX: usize = 64;
-
-/// Identifies one accepted connection (a request extension of every call on it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(super) struct ConnectionId(u64);
 
 /// The byte stream of one connection, plain or TLS.
 trait Io: AsyncRead + AsyncWrite + Unpin + Send {}

@@ -31,8 +31,8 @@ use prost::Message;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::actions;
+use super::clients::ConnectionId;
 use super::clients::{Client, Clients};
-use super::connections::ConnectionId;
 use super::metadata;
 use super::prepared::{Prepared, handle_bytes, parse_handle};
 use super::statements;

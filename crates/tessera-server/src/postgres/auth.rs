@@ -2,7 +2,6 @@
 //! client proved it knows them, its session is opened (or refused when every slot is
 //! taken) and its backend key registered for cancel requests.
 
-use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -13,8 +12,7 @@ use pgwire::api::auth::sasl::scram::{
 };
 use pgwire::api::auth::sasl::{SASLState, SCRAM_SHA_256_METHOD};
 use pgwire::api::auth::{
-    AuthSource, DefaultServerParameterProvider, LoginInfo, Password, ServerParameterProvider,
-    StartupHandler, finish_authentication, protocol_negotiation,
+    AuthSource, LoginInfo, Password, StartupHandler, finish_authentication, protocol_negotiation,
     save_startup_parameters_to_metadata,
 };
 use pgwire::api::{ClientInfo, METADATA_USER, PgWireConnectionState};
@@ -24,12 +22,8 @@ use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
 use super::catalog;
 use super::connection::Connection;
+use super::parameters::ServerParameters;
 use crate::{Credentials, ServerError};
-
-/// The PostgreSQL version clients are told (psql picks its catalog queries by it).
-const SERVER_VERSION: &str = "16.6";
-/// The same as one number.
-const SERVER_VERSION_NUM: &str = "160006";
 
 /// SCRAM-SHA-256 against `credentials`.
 pub(super) fn scram(credentials: &Credentials) -> ScramAuth {
@@ -181,35 +175,4 @@ fn refused(error: ServerError) -> PgWireError {
         code.to_string(),
         error.to_string(),
     )))
-}
-
-/// The parameters a client was told at startup, and those drivers ask for with `SHOW`
-/// (`transaction isolation level`, `max_identifier_length`, …).
-pub(super) fn client_parameters<C: ClientInfo>(client: &C) -> HashMap<String, String> {
-    let mut parameters = ServerParameters
-        .server_parameters(client)
-        .unwrap_or_default();
-    for (name, value) in [
-        ("transaction isolation level", "read committed"),
-        ("transaction_isolation", "read committed"),
-        ("max_identifier_length", "63"),
-        ("server_version_num", SERVER_VERSION_NUM),
-    ] {
-        parameters.insert(name.to_string(), value.to_string());
-    }
-    parameters
-}
-
-/// pgwire's defaults, with the PostgreSQL version psql should assume.
-struct ServerParameters;
-
-impl ServerParameterProvider for ServerParameters {
-    fn server_parameters<C>(&self, client: &C) -> Option<HashMap<String, String>>
-    where
-        C: ClientInfo,
-    {
-        let mut defaults = DefaultServerParameterProvider::default();
-        defaults.server_version = SERVER_VERSION.to_string();
-        defaults.server_parameters(client)
-    }
 }

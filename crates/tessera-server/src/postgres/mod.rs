@@ -14,8 +14,10 @@ mod catalog;
 mod connection;
 mod encode;
 mod named;
+mod parameters;
 mod query;
 mod statement;
+mod wire_types;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -28,11 +28,11 @@ use pgwire::types::format::FormatOptions;
 use tessera_engine::returns_rows;
 
 use super::connection::Connection;
-use super::encode::{to_wire, wire_schema};
 use super::statement::{
     Parser, Prepared, Transaction, api_error, command_tag, deallocated, is_client_setting,
     parameter_types, transaction, user_error,
 };
+use super::wire_types::{to_wire, wire_schema};
 
 #[async_trait::async_trait]
 impl SimpleQueryHandler for Connection {

@@ -21,8 +21,8 @@ use pgwire::api::{ClientInfo, Type};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use tessera_engine::{TesseraSession, returns_rows};
 
-use super::auth::client_parameters;
-use super::encode::wire_schema;
+use super::parameters::client_parameters;
+use super::wire_types::wire_schema;
 use crate::OpenSession;
 
 /// The most parameters a statement may have (the protocol counts them in 16 bits).

@@ -19,6 +19,7 @@
 
 mod access;
 mod accesses_below_unnest;
+mod block_cache;
 mod columns_star;
 mod copy_from;
 mod datasource;

@@ -7,6 +7,7 @@ use datafusion::common::config::{ConfigExtension, ConfigField, Visit};
 use datafusion::common::{DataFusionError, Result, extensions_options};
 
 pub use crate::json::scanner::Validation;
+use tessera_cache::block::{CACHE_BYTES_DEFAULT, CACHE_BYTES_MIN};
 
 /// What a scan does with a malformed record.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -145,35 +146,16 @@ impl FromStr for MemoryLimit {
                 "memory_limit must be a size such as '2GB', '512MiB' or '50%', not '{text}'"
             ))
         };
-        let split = text
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(text.len());
-        let (number, unit) = text.split_at(split);
-        let number: f64 = number.parse().map_err(|_| invalid())?;
-        if !number.is_finite() || number <= 0.0 {
-            return Err(invalid());
-        }
-        if unit.trim() == "%" {
-            return match number <= 100.0 {
+        if let Some(percent) = text.strip_suffix('%') {
+            let number: f64 = percent.trim().parse().map_err(|_| invalid())?;
+            return match number > 0.0 && number <= 100.0 {
                 true => Ok(MemoryLimit::Share(number / 100.0)),
                 false => Err(invalid()),
             };
         }
-        let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-            "" | "b" => 1,
-            "k" | "kb" => 1000,
-            "m" | "mb" => 1000 * 1000,
-            "g" | "gb" => 1000 * 1000 * 1000,
-            "t" | "tb" => 1000 * 1000 * 1000 * 1000,
-            "kib" => 1 << 10,
-            "mib" => 1 << 20,
-            "gib" => 1 << 30,
-            "tib" => 1 << 40,
-            _ => return Err(invalid()),
-        };
-        let bytes = number * scale as f64;
-        match bytes >= MEMORY_LIMIT_BYTES_MIN as f64 && bytes < u64::MAX as f64 {
-            true => Ok(MemoryLimit::Bytes(bytes as u64)),
+        let bytes = parse_bytes(text).ok_or_else(invalid)?;
+        match bytes >= MEMORY_LIMIT_BYTES_MIN {
+            true => Ok(MemoryLimit::Bytes(bytes)),
             false => Err(DataFusionError::Configuration(format!(
                 "memory_limit must be at least 1MiB, not '{text}'"
             ))),
@@ -187,6 +169,60 @@ impl fmt::Display for MemoryLimit {
             MemoryLimit::Share(share) => write!(f, "{}%", share * 100.0),
             MemoryLimit::Bytes(n) => f.write_str(&format_bytes(n)),
         }
+    }
+}
+
+/// A size in bytes as written in settings (`2GB`, `512 MiB`, `1.5gib`, `2000000`: decimal
+/// and binary units as in DuckDB); `None` for anything else, zero or negative sizes, and
+/// sizes beyond `u64`.
+pub fn parse_bytes(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    if !number.is_finite() || number <= 0.0 {
+        return None;
+    }
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1000,
+        "m" | "mb" => 1000 * 1000,
+        "g" | "gb" => 1000 * 1000 * 1000,
+        "t" | "tb" => 1000 * 1000 * 1000 * 1000,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        "tib" => 1 << 40,
+        _ => return None,
+    };
+    let bytes = number * scale as f64;
+    (bytes < u64::MAX as f64).then_some(bytes as u64)
+}
+
+/// `tessera.cache_size`: the bytes the block cache may take on disk (`10GiB`, default
+/// [`CACHE_BYTES_DEFAULT`]); its memory tier takes an eighth of it, at most 1 GiB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheSize(pub u64);
+
+impl FromStr for CacheSize {
+    type Err = DataFusionError;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match parse_bytes(s) {
+            Some(bytes) if bytes >= CACHE_BYTES_MIN => Ok(CacheSize(bytes)),
+            _ => Err(DataFusionError::Configuration(format!(
+                "cache_size must be a size of at least 64MiB such as '10GiB', not '{}'",
+                s.trim()
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for CacheSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&format_bytes(self.0))
     }
 }
 
@@ -243,7 +279,7 @@ macro_rules! text_config_field {
         }
     )*};
 }
-text_config_field!(OnError, ValidationSetting, MemoryLimit, SqlDialect);
+text_config_field!(OnError, ValidationSetting, MemoryLimit, SqlDialect, CacheSize);
 
 /// Largest ranged read a scan may issue; bounds the memory of one partition.
 pub const MAX_BLOCK_SIZE: usize = 64 * 1024 * 1024;
@@ -287,6 +323,13 @@ extensions_options! {
         /// that `json_each` reads (Tiles-*; true, default); false keeps them whole in
         /// the documents' binary (for comparison and diagnosis).
         pub side_arrays: bool, default = true
+        /// A directory for the block cache: ranges of S3 objects that raw NDJSON and
+        /// Tessera-table scans read, kept in memory and there, shared by every session of
+        /// the process on that directory. Empty (default): no cache.
+        pub cache_dir: String, default = String::new()
+        /// Bytes the block cache may take on disk ('10GiB', default); read when a
+        /// directory is first opened by the process.
+        pub cache_size: CacheSize, default = CacheSize(CACHE_BYTES_DEFAULT)
     }
 }
 
@@ -365,6 +408,10 @@ mod tests {
         ] {
             assert!(bad.parse::<MemoryLimit>().is_err(), "{bad}");
         }
+        let size: CacheSize = "10GiB".parse().unwrap();
+        assert_eq!((size.0, size.to_string().as_str()), (10 << 30, "10.0 GiB"));
+        assert!("1MiB".parse::<CacheSize>().is_err(), "below the minimum");
+        assert!("lots".parse::<CacheSize>().is_err());
         let share = MemoryLimit::Share(0.5).bytes();
         assert!(share >= MEMORY_LIMIT_BYTES_MIN && share < physical_memory_bytes());
     }

@@ -43,6 +43,7 @@ use crate::options::{MemoryLimit, OnError, SqlDialect, TesseraOptions};
 use crate::output_names;
 use crate::physical_optimizer::{CastPushdown, GroupOnCodes, IntegerTextMinMax};
 use crate::rejects::{RejectLog, RejectSummary};
+use crate::block_cache::StoreEndpoint;
 use crate::stores::StoreRegistry;
 use crate::type_planner::SqlTypePlanner;
 use crate::user_types::UserTypes;
@@ -86,6 +87,10 @@ pub struct TesseraSession {
 impl TesseraSession {
     /// A session whose S3 stores use `s3`.
     pub fn new(s3: S3Config, options: SessionOptions) -> Result<Self> {
+        let endpoint = StoreEndpoint(match &s3.endpoint {
+            Some(url) => url.clone(),
+            None => format!("aws {}", s3.region),
+        });
         let stores = Arc::new(StoreRegistry::new(StoreFactory::new(s3)));
         let rejects = Arc::new(RejectLog::default());
         let user_types = UserTypes::new();
@@ -104,7 +109,8 @@ impl TesseraSession {
             .with_information_schema(true)
             .with_option_extension(tessera)
             .with_option_extension(crate::functions::geometry::GeometryOptions::default())
-            .with_extension(Arc::clone(&rejects));
+            .with_extension(Arc::clone(&rejects))
+            .with_extension(Arc::new(endpoint));
         dialect::configure(config.options_mut());
         if let Some(n) = options.target_partitions {
             config = config.with_target_partitions(n.max(1));

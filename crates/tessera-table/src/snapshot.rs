@@ -54,6 +54,18 @@ impl Snapshot {
         }
     }
 
+    /// The same version with its files read through `store` (a cache in front of the
+    /// table's store, say): data and side files are immutable, so any store holding the
+    /// same objects reads the same bytes.
+    pub fn with_store(self, store: Arc<dyn ObjectStore>) -> Self {
+        Self { store, ..self }
+    }
+
+    /// The key of a file named relative to the table prefix (`data/....parquet`).
+    pub fn key(&self, relative: &str) -> Path {
+        child_key(&self.prefix, relative)
+    }
+
     /// The version number.
     pub fn version(&self) -> u64 {
         self.manifest.version

@@ -18,6 +18,7 @@ use object_store::{ObjectMeta, ObjectStore};
 
 use super::open::ScanSettings;
 use super::source::NdjsonSource;
+use crate::block_cache::ScanCache;
 use crate::options::{OnError, TesseraOptions, Validation, ValidationSetting};
 use crate::rejects::RejectLog;
 
@@ -159,7 +160,9 @@ impl FileFormat for NdjsonFormat {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let settings = self.settings(state);
         let source = match NdjsonSource::from_dyn(conf.file_source()) {
-            Some(source) => source.with_settings(settings),
+            Some(source) => source
+                .with_settings(settings)
+                .with_cache(ScanCache::for_scan(state, &conf.object_store_url)),
             None => return plan_err!("an NDJSON scan needs the NDJSON file source"),
         };
         let conf = FileScanConfigBuilder::from(conf)

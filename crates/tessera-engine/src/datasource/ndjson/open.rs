@@ -13,6 +13,7 @@ use datafusion::physical_plan::metrics::Count;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use object_store::ObjectStore;
+use tessera_cache::block::CachedStore;
 
 use super::decode::{BatchDecoder, LineError};
 use super::lines::{Line, LineSplitter};
@@ -51,8 +52,11 @@ pub struct ScanMetrics {
 pub struct NdjsonOpener {
     /// The extraction all files share.
     pub plan: Arc<ExtractionPlan>,
-    /// The store the files are in.
+    /// The store the files are in (through `cache` when there is one).
     pub store: Arc<dyn ObjectStore>,
+    /// The block cache's view of `store`, told each file's entity tag from this query's
+    /// listing, so no range of another version of a file is served.
+    pub cache: Option<Arc<CachedStore>>,
     /// Rows per batch.
     pub batch_size: usize,
     /// Error handling and read sizes.
@@ -66,6 +70,9 @@ pub struct NdjsonOpener {
 impl FileOpener for NdjsonOpener {
     fn open(&self, file: PartitionedFile) -> Result<FileOpenFuture> {
         let name = format!("{}{}", self.name_prefix, file.object_meta.location);
+        if let Some(cache) = &self.cache {
+            cache.observe(&file.object_meta);
+        }
         let size = file.object_meta.size;
         let codec = Codec::from_name(&name);
         let range = match &file.range {

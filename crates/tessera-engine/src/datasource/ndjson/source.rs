@@ -23,6 +23,7 @@ use super::open::{NdjsonOpener, ScanMetrics, ScanSettings};
 use super::read::Codec;
 use crate::access::document_filter::{DocPredicate, doc_predicates};
 use crate::access::extraction::ExtractionPlan;
+use crate::block_cache::ScanCache;
 
 /// Scans NDJSON files whose schema is one document column (plus partition values).
 #[derive(Clone)]
@@ -34,6 +35,8 @@ pub struct NdjsonSource {
     settings: ScanSettings,
     /// Filters pushed into the scan, decided per document.
     filters: Vec<DocPredicate>,
+    /// The block cache the files are read through (`tessera.cache_dir`).
+    cache: Option<ScanCache>,
 }
 
 impl NdjsonSource {
@@ -47,6 +50,15 @@ impl NdjsonSource {
             metrics: ExecutionPlanMetricsSet::new(),
             settings,
             filters: Vec::new(),
+            cache: None,
+        }
+    }
+
+    /// The same source reading its files through `cache`, if any.
+    pub(crate) fn with_cache(&self, cache: Option<ScanCache>) -> Self {
+        Self {
+            cache,
+            ..self.clone()
         }
     }
 
@@ -97,9 +109,17 @@ impl FileSource for NdjsonSource {
             bytes_scanned: MetricBuilder::new(&self.metrics).counter("bytes_scanned", partition),
             lines_rejected: MetricBuilder::new(&self.metrics).counter("lines_rejected", partition),
         };
+        let cache = self
+            .cache
+            .as_ref()
+            .map(|c| Arc::new(c.wrap(Arc::clone(&object_store), &self.metrics, Some(partition))));
         Ok(Arc::new(NdjsonOpener {
             plan: Arc::new(self.extraction()?),
-            store: object_store,
+            store: match &cache {
+                Some(cached) => Arc::clone(cached) as Arc<dyn ObjectStore>,
+                None => object_store,
+            },
+            cache,
             batch_size: self.batch_size.unwrap_or(8192),
             settings: self.settings.clone(),
             metrics,
@@ -135,6 +155,9 @@ impl FileSource for NdjsonSource {
             return Ok(());
         };
         write!(f, ", {plan}")?;
+        if self.cache.is_some() {
+            write!(f, ", cache=block")?;
+        }
         if !self.filters.is_empty() {
             let filters: Vec<String> = self.filters.iter().map(|p| p.to_string()).collect();
             write!(f, ", document_filters=[{}]", filters.join(" AND "))?;

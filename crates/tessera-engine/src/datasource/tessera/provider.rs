@@ -26,11 +26,14 @@ use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::projection::ProjectionExec;
-use tessera_table::{DataFile, Table};
+use datafusion::datasource::physical_plan::FileSource;
+use tessera_cache::block::CachedStore;
+use tessera_table::{DataFile, Snapshot, Table};
 use tessera_tiles::summary::StatValue;
 
 use super::scan::{SHARE_ROWS_ALIGN, SnapshotFile, TesseraSource};
 use super::write::sink::{TesseraSink, WriteProgress, WriteReport};
+use crate::block_cache::ScanCache;
 use crate::options::TesseraOptions;
 
 /// A table of JSON documents stored as JSON tiles under one prefix, with optional
@@ -159,7 +162,7 @@ impl TableProvider for TesseraTable {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let snapshot = Arc::new(self.table.snapshot().await.map_err(external)?);
+        let snapshot = self.table.snapshot().await.map_err(external)?;
         let typed_reads = state
             .config_options()
             .extensions
@@ -172,6 +175,17 @@ impl TableProvider for TesseraTable {
                 .collect(),
             false => Vec::new(),
         };
+        let table_schema = TableSchema::from(Arc::clone(&self.scan_schema));
+        let cache = ScanCache::for_scan(state, &self.url);
+        let source = TesseraSource::new(table_schema, typed_reads).with_block_cache(cache.is_some());
+        let snapshot = Arc::new(match cache {
+            Some(cache) => {
+                let cached = cache.wrap(Arc::clone(self.table.store()), source.metrics(), None);
+                observe_files(&cached, &snapshot);
+                snapshot.with_store(Arc::new(cached))
+            }
+            None => snapshot,
+        });
         let files: Vec<&DataFile> = snapshot
             .files()
             .iter()
@@ -198,8 +212,6 @@ impl TableProvider for TesseraTable {
             true => (Some(wanted), None),
             false => (None, Some(wanted)),
         };
-        let table_schema = TableSchema::from(Arc::clone(&self.scan_schema));
-        let source = TesseraSource::new(table_schema, typed_reads);
         let config = FileScanConfigBuilder::new(self.url.clone(), Arc::new(source))
             .with_file_groups(groups)
             .with_projection_indices(scan_projection)?
@@ -240,6 +252,17 @@ impl TableProvider for TesseraTable {
             Arc::clone(&self.last_write),
         )?;
         Ok(Arc::new(DataSinkExec::new(input, Arc::new(sink), None)))
+    }
+}
+
+/// Tells `cached` that the snapshot's data and side files are immutable, with their
+/// sizes from the manifest, so their ranges are cached under path and size.
+fn observe_files(cached: &CachedStore, snapshot: &Snapshot) {
+    for file in snapshot.files() {
+        cached.observe_immutable(&snapshot.key(&file.path), file.size);
+        for side in &file.sides {
+            cached.observe_immutable(&snapshot.key(&side.path), side.size);
+        }
     }
 }
 

@@ -6,6 +6,8 @@ use std::sync::atomic::Ordering;
 use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricBuilder};
 use tessera_table::Traffic;
 
+use crate::block_cache::GET_NANODOLLARS;
+
 /// Counters of one scan partition, shown by `EXPLAIN ANALYZE`.
 #[derive(Debug, Clone)]
 pub(super) struct TesseraScanMetrics {
@@ -86,7 +88,3 @@ impl TesseraScanMetrics {
             .add(traffic.checksum_retries.load(Ordering::Relaxed) as usize);
     }
 }
-
-/// Price of one GET request on S3 Standard ($0.0004 per 1,000; AnyBlob, VLDB 2023,
-/// Table 1), in billionths of a dollar.
-const GET_NANODOLLARS: usize = 400;

@@ -43,6 +43,8 @@ pub struct TesseraSource {
     pace: Arc<ScanPace>,
     /// The side relations loaded (shared by its partitions).
     sides: Arc<SideLoads>,
+    /// Whether the files are read through the block cache (`tessera.cache_dir`).
+    block_cache: bool,
 }
 
 impl TesseraSource {
@@ -60,6 +62,17 @@ impl TesseraSource {
             typed_reads,
             pace: Arc::default(),
             sides: Arc::default(),
+            block_cache: false,
+        }
+    }
+
+    /// The same source, shown in EXPLAIN as reading through the block cache when
+    /// `block_cache` (the snapshot's store does the reading; the scan's metrics count
+    /// its hits).
+    pub fn with_block_cache(self, block_cache: bool) -> Self {
+        Self {
+            block_cache,
+            ..self
         }
     }
 
@@ -164,6 +177,9 @@ impl FileSource for TesseraSource {
             return Ok(());
         };
         write!(f, ", {plan}, typed_reads={}", self.typed_reads)?;
+        if self.block_cache {
+            write!(f, ", cache=block")?;
+        }
         let pruning: Vec<String> = constraints(&self.filters)
             .iter()
             .map(Constraint::to_string)

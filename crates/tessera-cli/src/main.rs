@@ -4,6 +4,7 @@
 //! everything below it returns typed errors.
 
 mod bench;
+mod cache;
 mod demo;
 mod generate;
 mod ingest;
@@ -113,6 +114,11 @@ enum Command {
     /// Serve SQL over the PostgreSQL wire protocol and Arrow Flight SQL (clients log in
     /// with --user and the password in TESSERA_PASSWORD).
     Serve(serve::ServeArgs),
+    /// The block cache's directory (`SET tessera.cache_dir`): statistics, clearing.
+    Cache {
+        #[command(subcommand)]
+        command: cache::CacheCommand,
+    },
     /// Remove data files no table version references, older than the retention period.
     Vacuum {
         /// The table location.
@@ -186,9 +192,11 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let session = open_session(&cli.global).map_err(|e| anyhow::anyhow!(sentence(None, &e)))?;
-    run_command(&session, cli.command)
+    let result = run_command(&session, cli.command)
         .await
-        .map_err(|e| anyhow::anyhow!(sentence(Some(&session), &e)))
+        .map_err(|e| anyhow::anyhow!(sentence(Some(&session), &e)));
+    tessera_cache::block::flush_shared().await;
+    result
 }
 
 /// One sentence for `error`: each cause once (a wrapped error's text often repeats its
@@ -248,6 +256,7 @@ async fn run_command(session: &TesseraSession, command: Command) -> anyhow::Resu
         Command::Bench { bench } => bench::run(session.stores().s3_config(), bench)
             .await
             .map(|()| ExitCode::SUCCESS),
+        Command::Cache { command } => cache::run(command).map(|()| ExitCode::SUCCESS),
         Command::Serve(_) => unreachable!("dispatch serves before opening a session"),
         Command::Vacuum {
             table,

@@ -55,6 +55,17 @@ pub fn shared(settings: &BlockSettings) -> Option<Arc<BlockCache>> {
     opened
 }
 
+/// Waits for the ranges admitted so far to reach disk and writes the counters, for every
+/// cache this process opened: a process about to exit calls it, so that what it read
+/// twice is on disk for the next one (a killed process loses only those writes).
+pub async fn flush_shared() {
+    let caches: Vec<Arc<BlockCache>> = SHARED.lock().values().flatten().cloned().collect();
+    for cache in caches {
+        cache.flush().await;
+        cache.persist();
+    }
+}
+
 /// Reports a cache problem: on stderr (the CLI's and servers' log) and in [`warnings`].
 pub(crate) fn warn(text: &str) {
     eprintln!("warning: {text}");

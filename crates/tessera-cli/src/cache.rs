@@ -52,7 +52,10 @@ fn describe(stats: &DirStats) -> String {
         format!("hits: {}", lifetime.hits),
         format!("misses: {}", lifetime.misses),
         format!("hit ratio: {ratio}"),
-        format!("bytes from cache: {}", format_bytes(lifetime.bytes_from_cache)),
+        format!(
+            "bytes from cache: {}",
+            format_bytes(lifetime.bytes_from_cache)
+        ),
     ]
     .join("\n")
 }

@@ -10,7 +10,8 @@ use std::time::Duration;
 use common::{run, tessera};
 use tessera_testkit::MinioServer;
 
-const QUERY: &str = "SELECT j->>'kind' AS kind, count(*) AS n FROM {from} GROUP BY kind ORDER BY kind";
+const QUERY: &str =
+    "SELECT j->>'kind' AS kind, count(*) AS n FROM {from} GROUP BY kind ORDER BY kind";
 
 /// The script one process runs: the cache settings, then `repeats` runs of the query
 /// over `from` (the last result is what the process prints with `--format csv`).
@@ -56,7 +57,12 @@ fn a_killed_process_leaves_a_cache_that_restarts_clean() {
     let generate = ["gen", "bluesky", "--docs", "20000", "--seed", "5", "--out"];
     let target = "s3://lake/raw/events.json";
     run(dir.path(), &env, &[&generate[..], &[target]].concat()).ok();
-    let ingest = ["ingest", "s3://lake/raw/events.json", "--table", "s3://lake/t"];
+    let ingest = [
+        "ingest",
+        "s3://lake/raw/events.json",
+        "--table",
+        "s3://lake/t",
+    ];
     run(dir.path(), &env, &ingest).ok();
     for from in ["'s3://lake/raw/events.json'", "'s3://lake/t'"] {
         let uncached = QUERY.replace("{from}", from);
@@ -76,18 +82,38 @@ fn a_killed_process_leaves_a_cache_that_restarts_clean() {
             .unwrap();
         std::thread::sleep(Duration::from_millis(1500));
         let second = answer(1);
-        assert!(second.ok().ends_with(&expected), "{from}: {}", second.stdout);
-        assert!(second.stderr.contains("in use by another process"), "{}", second.stderr);
+        assert!(
+            second.ok().ends_with(&expected),
+            "{from}: {}",
+            second.stdout
+        );
+        assert!(
+            second.stderr.contains("in use by another process"),
+            "{}",
+            second.stderr
+        );
         // Killed mid-run: ranges on their way to disk are torn or missing.
         long.kill().unwrap();
         long.wait().unwrap();
 
         let restarted = answer(3);
-        assert!(restarted.ok().ends_with(&expected), "{from}: {}", restarted.stdout);
-        assert!(!restarted.stderr.contains("warning"), "{}", restarted.stderr);
+        assert!(
+            restarted.ok().ends_with(&expected),
+            "{from}: {}",
+            restarted.stdout
+        );
+        assert!(
+            !restarted.stderr.contains("warning"),
+            "{}",
+            restarted.stderr
+        );
         assert!(corrupt_cache_files(&cache) > 0, "the cache has files");
         let corrupted = answer(2);
-        assert!(corrupted.ok().ends_with(&expected), "{from}: {}", corrupted.stdout);
+        assert!(
+            corrupted.ok().ends_with(&expected),
+            "{from}: {}",
+            corrupted.stdout
+        );
     }
     let cache_dir = cache.display().to_string();
     let stats = run(dir.path(), &env, &["cache", "stats", "--dir", &cache_dir]);
@@ -102,7 +128,11 @@ fn a_killed_process_leaves_a_cache_that_restarts_clean() {
 #[test]
 fn local_files_are_read_uncached_whatever_the_cache_dir() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("a.json"), "{\"kind\":\"x\"}\n{\"kind\":\"y\"}\n").unwrap();
+    std::fs::write(
+        dir.path().join("a.json"),
+        "{\"kind\":\"x\"}\n{\"kind\":\"y\"}\n",
+    )
+    .unwrap();
     std::fs::write(dir.path().join("file"), "not a directory").unwrap();
     let unusable = dir.path().join("file").join("cache");
     // Local files are never cached, so the directory is opened only for S3 scans:

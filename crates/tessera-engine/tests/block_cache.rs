@@ -37,11 +37,15 @@ async fn fixture(docs: i64) -> Fixture {
         .open(&url::Url::parse("s3://cache/").unwrap())
         .unwrap();
     store
-        .put(&"raw/docs.json".into(), PutPayload::from(documents(docs, 'a')))
+        .put(
+            &"raw/docs.json".into(),
+            PutPayload::from(documents(docs, 'a')),
+        )
         .await
         .unwrap();
     let session = session(&s3, None).await;
-    let create = format!("CREATE EXTERNAL TABLE t (j VARCHAR) STORED AS TESSERA LOCATION '{TABLE}'");
+    let create =
+        format!("CREATE EXTERNAL TABLE t (j VARCHAR) STORED AS TESSERA LOCATION '{TABLE}'");
     rows(&session, &create).await;
     rows(&session, &format!("INSERT INTO t SELECT j FROM '{RAW}'")).await;
     Fixture {
@@ -125,7 +129,10 @@ async fn an_object_overwritten_in_place_gives_the_new_answer() {
     let before = rows(&cached, sql).await;
     assert_eq!(rows(&cached, sql).await, before, "admitted to disk by now");
     f.store
-        .put(&"raw/docs.json".into(), PutPayload::from(documents(500, 'b')))
+        .put(
+            &"raw/docs.json".into(),
+            PutPayload::from(documents(500, 'b')),
+        )
         .await
         .unwrap();
     let after = rows(&cached, sql).await;
@@ -148,7 +155,9 @@ async fn an_unusable_cache_dir_reads_uncached_with_a_warning() {
     }
     let warnings = tessera_cache::block::warnings();
     assert!(
-        warnings.iter().any(|w| w.contains(&*unusable.to_string_lossy())),
+        warnings
+            .iter()
+            .any(|w| w.contains(&*unusable.to_string_lossy())),
         "{warnings:?}"
     );
 }

@@ -118,11 +118,12 @@ impl BlockCache {
         })
         .map_err(|_| engine(&dir, "building the cache panicked".into()))?
         .map_err(|e| engine(&dir, e.to_string()))?;
+        let history = dir::read_history(&dir, sizes.history_entries as usize);
         Ok(Self {
             lifetime: Lifetime::read(&dir),
             dir,
             hybrid,
-            history: Mutex::new(History::new(sizes.history_entries as usize)),
+            history: Mutex::new(history),
             entry_bytes_max: sizes.entry_bytes_max,
             session: Counters::default(),
             persisted_at: Mutex::new(Instant::now()),
@@ -213,13 +214,21 @@ impl BlockCache {
         }
         *at = Instant::now();
         drop(at);
-        self.persist();
+        if let Err(e) = self.lifetime_counters().write(&self.dir) {
+            self.warn_once("stats", &format!("its counters cannot be written ({e})"));
+        }
     }
 
-    /// Writes the lifetime counters (earlier processes' plus this one's) to the directory.
+    /// Writes the lifetime counters (earlier processes' plus this one's) and the LRU-2
+    /// history to the directory, so that the next process counts on and admits a range
+    /// read once by each of two processes (a CLI runs one process per statement list).
     pub fn persist(&self) {
-        let now = self.lifetime_counters();
-        if let Err(e) = now.write(&self.dir) {
+        let history = self.history.lock().to_bytes();
+        let written = self
+            .lifetime_counters()
+            .write(&self.dir)
+            .and_then(|()| dir::write_history(&self.dir, &history));
+        if let Err(e) = written {
             self.warn_once("stats", &format!("its counters cannot be written ({e})"));
         }
     }

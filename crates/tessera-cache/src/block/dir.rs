@@ -6,6 +6,7 @@ use std::fs::{File, TryLockError};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use super::ghost::History;
 use crate::CacheError;
 
 /// Held with an exclusive lock by the process whose cache is open. The kernel releases
@@ -13,6 +14,8 @@ use crate::CacheError;
 const LOCK_FILE: &str = "LOCK";
 /// The lifetime counters, one `name value` line each.
 const COUNTERS_FILE: &str = "counters";
+/// The LRU-2 history ([`History::to_bytes`]).
+const HISTORY_FILE: &str = "history";
 /// The prefix of foyer's files (its `FsDevice`'s partitions, one per disk block).
 const DEVICE_FILE_PREFIX: &str = "foyer-storage-";
 
@@ -35,6 +38,25 @@ pub(crate) fn lock(dir: &Path) -> Result<File, CacheError> {
         }),
         Err(TryLockError::Error(e)) => Err(io(e)),
     }
+}
+
+/// The LRU-2 history an earlier process left in `dir`, or an empty one.
+pub(crate) fn read_history(dir: &Path, entries_max: usize) -> History {
+    let bytes = std::fs::read(dir.join(HISTORY_FILE)).unwrap_or_default();
+    History::from_bytes(&bytes, entries_max)
+}
+
+/// Writes the LRU-2 history to `dir` atomically.
+pub(crate) fn write_history(dir: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    replace(dir, HISTORY_FILE, bytes)
+}
+
+/// Replaces `dir/name` with `bytes` through a temporary file renamed over it, so a killed
+/// process leaves the old content or the new, never half of it.
+fn replace(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let temporary = dir.join(format!("{name}.{}", std::process::id()));
+    std::fs::write(&temporary, bytes)?;
+    std::fs::rename(&temporary, dir.join(name))
 }
 
 /// What a cache answered over its lifetime, across processes.
@@ -72,16 +94,13 @@ impl Lifetime {
         counters
     }
 
-    /// Writes the counters to `dir` atomically (a temporary file renamed over the old),
-    /// so a killed process leaves the old counters or the new, never half of them.
+    /// Writes the counters to `dir` atomically.
     pub fn write(&self, dir: &Path) -> std::io::Result<()> {
         let text = format!(
             "hits {}\nmisses {}\nbytes_from_cache {}\nadmitted {}\n",
             self.hits, self.misses, self.bytes_from_cache, self.admitted
         );
-        let temporary = dir.join(format!("{COUNTERS_FILE}.{}", std::process::id()));
-        std::fs::write(&temporary, text)?;
-        std::fs::rename(&temporary, dir.join(COUNTERS_FILE))
+        replace(dir, COUNTERS_FILE, text.as_bytes())
     }
 
     /// Hits over all reads, when there were any.
@@ -154,7 +173,8 @@ pub fn clear(dir: &Path) -> Result<u64, CacheError> {
     for entry in std::fs::read_dir(dir).map_err(io)? {
         let entry = entry.map_err(io)?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with(DEVICE_FILE_PREFIX) || name.starts_with(COUNTERS_FILE) {
+        let ours = [DEVICE_FILE_PREFIX, COUNTERS_FILE, HISTORY_FILE];
+        if ours.iter().any(|prefix| name.starts_with(prefix)) {
             freed += entry.metadata().map_err(io)?.blocks() * 512;
             std::fs::remove_file(entry.path()).map_err(io)?;
         }

@@ -16,6 +16,9 @@ pub(crate) enum Admission {
     Admitted,
 }
 
+/// Bytes of one key in [`History::to_bytes`].
+const ENTRY_BYTES: usize = 9;
+
 /// Key hashes of recent accesses, oldest first out once `entries_max` are remembered.
 #[derive(Debug)]
 pub(crate) struct History {
@@ -67,6 +70,27 @@ impl History {
         self.order.push_back(hash);
     }
 
+    /// The history as bytes (9 per key: its hash, then 1 if admitted), oldest first.
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.order.len() * ENTRY_BYTES);
+        for hash in &self.order {
+            out.extend_from_slice(&hash.to_le_bytes());
+            out.push(u8::from(self.seen.get(hash).copied().unwrap_or(false)));
+        }
+        out
+    }
+
+    /// A history of at most `entries_max` keys read back from [`History::to_bytes`]; a
+    /// torn tail is ignored (the history only steers admission, never answers).
+    pub(crate) fn from_bytes(bytes: &[u8], entries_max: usize) -> Self {
+        let mut history = Self::new(entries_max);
+        for entry in bytes.chunks_exact(ENTRY_BYTES) {
+            let hash = u64::from_le_bytes(entry[..8].try_into().expect("8 bytes"));
+            history.remember(hash, entry[8] == 1);
+        }
+        history
+    }
+
     /// Keys remembered now.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
@@ -86,6 +110,19 @@ mod tests {
         assert_eq!(history.access(1), Admission::Admitted);
         history.on_disk(2);
         assert_eq!(history.access(2), Admission::Admitted);
+    }
+
+    #[test]
+    fn history_survives_a_round_trip_and_a_torn_tail() {
+        let mut history = History::new(8);
+        history.access(1);
+        history.access(2);
+        history.access(2);
+        let mut bytes = history.to_bytes();
+        bytes.extend_from_slice(&[7, 7, 7]);
+        let mut again = History::from_bytes(&bytes, 8);
+        assert_eq!(again.access(1), Admission::Second);
+        assert_eq!(again.access(2), Admission::Admitted);
     }
 
     #[test]

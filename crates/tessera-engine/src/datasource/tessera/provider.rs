@@ -15,6 +15,7 @@ use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::{DataFusionError, Result, ScalarValue, not_impl_err};
 use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::FileSource;
 use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder};
 use datafusion::datasource::sink::DataSinkExec;
 use datafusion::datasource::source::DataSourceExec;
@@ -26,7 +27,6 @@ use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::projection::ProjectionExec;
-use datafusion::datasource::physical_plan::FileSource;
 use tessera_cache::block::CachedStore;
 use tessera_table::{DataFile, Snapshot, Table};
 use tessera_tiles::summary::StatValue;
@@ -177,7 +177,8 @@ impl TableProvider for TesseraTable {
         };
         let table_schema = TableSchema::from(Arc::clone(&self.scan_schema));
         let cache = ScanCache::for_scan(state, &self.url);
-        let source = TesseraSource::new(table_schema, typed_reads).with_block_cache(cache.is_some());
+        let source =
+            TesseraSource::new(table_schema, typed_reads).with_block_cache(cache.is_some());
         let snapshot = Arc::new(match cache {
             Some(cache) => {
                 let cached = cache.wrap(Arc::clone(self.table.store()), source.metrics(), None);

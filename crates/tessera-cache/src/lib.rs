@@ -6,7 +6,12 @@
 //!   disk, keyed by (store, object, entity tag or immutable size, range), bounded in bytes,
 //!   admitted to disk on a range's second access (LRU-2), checksummed so that a torn or
 //!   corrupt entry is dropped and never served. It is the baseline (Alluxio's and
-//!   Databricks' disk caches) that finer caches must beat; they will be sibling modules.
+//!   Databricks' disk caches) that finer caches must beat.
+//! - [`semantic`]: the decisions of Crystal's semantic region cache ("Crystal: A Unified
+//!   Cache Storage System for Analytical Databases"): predicates normalized to DNF,
+//!   containment between regions, the cover of a request by cached regions (Algorithm 1),
+//!   the requested-region cache (LRU-2) and the oracle cache's planner (Algorithms 2 and
+//!   3). Pure logic; the engine materializes and reads the regions.
 //!
 //! The disk tier is foyer's hybrid cache (`foyer` 0.22: a memory tier in front of a block
 //! engine over files in one directory, every entry checksummed with XXH64 and checked on
@@ -20,5 +25,6 @@
 
 pub mod block;
 mod error;
+pub mod semantic;
 
 pub use error::CacheError;

@@ -42,6 +42,7 @@ mod order_by_all;
 mod output_names;
 mod physical_optimizer;
 mod physical_plan;
+mod region_cache;
 pub mod rejects;
 mod select_aliases;
 pub mod session;

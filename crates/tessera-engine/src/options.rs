@@ -226,6 +226,59 @@ impl fmt::Display for CacheSize {
     }
 }
 
+/// The default of `tessera.region_cache_size`: 1 GiB.
+pub const REGION_CACHE_BYTES_DEFAULT: u64 = 1 << 30;
+
+/// `tessera.region_cache`: whether Tessera-table scans use the region cache ('on',
+/// default, when `tessera.cache_dir` is set) or not ('off').
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegionCacheSwitch(pub bool);
+
+impl FromStr for RegionCacheSwitch {
+    type Err = DataFusionError;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "on" | "true" => Ok(Self(true)),
+            "off" | "false" => Ok(Self(false)),
+            other => Err(DataFusionError::Configuration(format!(
+                "region_cache must be 'on' or 'off', not '{other}'"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for RegionCacheSwitch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0 { "on" } else { "off" })
+    }
+}
+
+/// `tessera.region_cache_size`: the bytes regions may take on disk ('1GiB', default);
+/// read when a directory is first opened by the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegionCacheSize(pub u64);
+
+impl FromStr for RegionCacheSize {
+    type Err = DataFusionError;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match parse_bytes(s) {
+            Some(bytes) => Ok(Self(bytes)),
+            None => Err(DataFusionError::Configuration(format!(
+                "region_cache_size must be a size such as '1GiB', not '{}'",
+                s.trim()
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for RegionCacheSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&format_bytes(self.0))
+    }
+}
+
 /// `n` bytes for people: binary units when `n` is a whole number of MiB (as written
 /// with `MiB`), decimal ones otherwise, one decimal.
 pub fn format_bytes(n: u64) -> String {
@@ -279,7 +332,15 @@ macro_rules! text_config_field {
         }
     )*};
 }
-text_config_field!(OnError, ValidationSetting, MemoryLimit, SqlDialect, CacheSize);
+text_config_field!(
+    OnError,
+    ValidationSetting,
+    MemoryLimit,
+    SqlDialect,
+    CacheSize,
+    RegionCacheSwitch,
+    RegionCacheSize
+);
 
 /// Largest ranged read a scan may issue; bounds the memory of one partition.
 pub const MAX_BLOCK_SIZE: usize = 64 * 1024 * 1024;
@@ -330,6 +391,13 @@ extensions_options! {
         /// Bytes the block cache may take on disk ('10GiB', default); read when a
         /// directory is first opened by the process.
         pub cache_size: CacheSize, default = CacheSize(CACHE_BYTES_DEFAULT)
+        /// Whether Tessera-table scans keep their filtered, projected rows as regions in
+        /// `<cache_dir>/regions` and answer later scans they contain from them ('on',
+        /// default; only when `cache_dir` is set) or not ('off').
+        pub region_cache: RegionCacheSwitch, default = RegionCacheSwitch(true)
+        /// Bytes regions may take on disk ('1GiB', default); read when a directory is
+        /// first opened by the process.
+        pub region_cache_size: RegionCacheSize, default = RegionCacheSize(REGION_CACHE_BYTES_DEFAULT)
     }
 }
 

@@ -25,6 +25,7 @@ use datafusion::sql::parser::{DFParser, Statement};
 use datafusion::sql::sqlparser::ast;
 use tessera_blob::{S3Config, StoreFactory};
 
+use crate::block_cache::StoreEndpoint;
 use crate::datasource::location::{ExternalTableFactory, LocationTableFactory};
 use crate::datasource::ndjson::NdjsonFormatFactory;
 use crate::datasource::tessera::{
@@ -43,7 +44,6 @@ use crate::options::{MemoryLimit, OnError, SqlDialect, TesseraOptions};
 use crate::output_names;
 use crate::physical_optimizer::{CastPushdown, GroupOnCodes, IntegerTextMinMax};
 use crate::rejects::{RejectLog, RejectSummary};
-use crate::block_cache::StoreEndpoint;
 use crate::stores::StoreRegistry;
 use crate::type_planner::SqlTypePlanner;
 use crate::user_types::UserTypes;
@@ -190,6 +190,8 @@ impl TesseraSession {
             .with_physical_optimizer_rule(Arc::new(IntegerTextMinMax))
             .with_physical_optimizer_rule(Arc::new(CastPushdown))
             .with_physical_optimizer_rule(Arc::new(GroupOnCodes))
+            // Last: it needs the scans' final filters and projections.
+            .with_physical_optimizer_rule(Arc::new(crate::region_cache::RegionCacheRule))
             .build();
         let ctx = SessionContext::new_with_state(state);
         locations.attach(ctx.state_weak_ref());

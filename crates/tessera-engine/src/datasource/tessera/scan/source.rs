@@ -76,6 +76,29 @@ impl TesseraSource {
         }
     }
 
+    /// The filters pushed into the scan, over the table schema.
+    pub(crate) fn filters(&self) -> &[Arc<dyn PhysicalExpr>] {
+        &self.filters
+    }
+
+    /// The same scan of the same files computing `projection` (over the table schema)
+    /// under only `filters`: the region cache's writing scan, which outputs a region's
+    /// columns and rows. Its metrics and fetch-ahead state are its own.
+    pub(crate) fn with_scan(
+        &self,
+        projection: ProjectionExprs,
+        filters: Vec<Arc<dyn PhysicalExpr>>,
+    ) -> Self {
+        Self {
+            projection,
+            filters,
+            metrics: ExecutionPlanMetricsSet::new(),
+            pace: Arc::default(),
+            sides: Arc::default(),
+            ..self.clone()
+        }
+    }
+
     fn extraction(&self) -> Result<ExtractionPlan> {
         let schema = self.table_schema.table_schema();
         // Relational columns follow the document column; the plan carries them through

@@ -1,0 +1,45 @@
+//! The semantic region cache in the engine (issue 19), after "Crystal: A Unified Cache
+//! Storage System for Analytical Databases" (Durner, Chandramouli, Li; VLDB 2021): the
+//! filtered, projected rows a Tessera-table scan produced, kept on local disk as a
+//! region, answer a later scan whose filters they contain, with the query's filters run
+//! again over them.
+//!
+//! - [`predicates`]: a scan's pushed filters as the semantic module's predicates.
+//! - [`rewrite`]: expressions over the table onto a region's columns.
+//! - [`store`]: regions on disk under `<tessera.cache_dir>/regions/`, bounded, LRU-2.
+//! - [`scan_exec`], [`write_exec`]: reading a region, writing one while a scan streams.
+//! - [`rule`]: the physical optimizer rule that chooses between them.
+//!
+//! The decisions (containment, admission, eviction) are `tessera_cache::semantic`'s.
+//! Settings: `tessera.region_cache` ('on' by default, effective when `tessera.cache_dir`
+//! is set) and `tessera.region_cache_size` (1 GiB by default).
+
+pub(crate) mod predicates;
+pub(crate) mod rewrite;
+mod rule;
+pub(crate) mod scan_exec;
+pub(crate) mod store;
+pub(crate) mod write_exec;
+
+use std::path::PathBuf;
+
+pub use rule::RegionCacheRule;
+
+/// Why the region store of a directory cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum RegionCacheError {
+    /// A file of the store could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Another process has the directory's regions open.
+    #[error("{} is in use by another process", dir.display())]
+    Locked {
+        /// The regions directory.
+        dir: PathBuf,
+    },
+}

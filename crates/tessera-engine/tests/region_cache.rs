@@ -1,0 +1,429 @@
+//! The semantic region cache (`SET tessera.cache_dir`, `tessera.region_cache`): over
+//! randomized filter workloads on generated tables (with NULLs, missing paths and type
+//! outliers), across an append and a delete, every answer read from or written into a
+//! region equals the answer without the cache, and regions really answer; a region
+//! torn on disk (sidecar missing, Parquet truncated) is dropped at startup, never served.
+
+use std::path::Path;
+
+use arrow::array::RecordBatch;
+use arrow::util::display::{ArrayFormatter, FormatOptions};
+use datafusion::physical_plan::{collect, displayable};
+use tessera_engine::{SessionOptions, TesseraSession};
+
+// This test uses a part of the shared helpers.
+#[allow(dead_code)]
+mod common;
+
+use common::{Rng, rows};
+
+/// Queries per data set and round.
+const QUERIES: usize = 10;
+
+/// A generated data set: its documents and the JSON paths queries test.
+struct DataSet {
+    name: &'static str,
+    /// Two NDJSON parts: the first table version, then an append.
+    parts: [String; 2],
+    /// Text paths as SQL over `j`, with values to compare them with.
+    texts: Vec<(&'static str, Vec<&'static str>)>,
+    /// Integer paths as SQL over `j` (`TRY_CAST`, so outliers are NULL).
+    integers: Vec<&'static str>,
+    /// What the round's `DELETE` removes.
+    delete: &'static str,
+}
+
+/// Documents no generator writes: wrong types, NULLs, missing and empty objects.
+const OUTLIERS: &str = r#"{"kind":5,"time_us":"abc","did":null,"type":7}
+{"kind":null,"time_us":1.5e3,"commit":{"operation":7,"collection":["x"]},"actor":{"id":"x"}}
+{"did":"did:plc:zzz","time_us":-1,"commit":null,"payload":{"size":-3,"action":null}}
+{}
+{"kind":"commit","time_us":9223372036854775807,"commit":{"operation":"delete"},"type":"PushEvent","actor":{"login":""}}
+"#;
+
+fn bluesky(dir: &Path) -> DataSet {
+    let part = |seed: u64, name: &str| {
+        let mut out = Vec::new();
+        let config = tessera_gen::BlueskyConfig::new(1500, seed);
+        tessera_gen::write_ndjson(&config, 1, &mut out).unwrap();
+        out.extend_from_slice(OUTLIERS.as_bytes());
+        let path = dir.join(name);
+        std::fs::write(&path, out).unwrap();
+        path.display().to_string()
+    };
+    DataSet {
+        name: "bluesky",
+        parts: [part(1, "bluesky1.json"), part(2, "bluesky2.json")],
+        texts: vec![
+            ("j->>'kind'", vec!["commit", "identity", "account", "5"]),
+            ("j->>'did'", vec!["did:plc:m", "did:plc:4", "did:plc:zzz"]),
+            (
+                "j->'commit'->>'operation'",
+                vec!["create", "delete", "update"],
+            ),
+            (
+                "j->'commit'->>'collection'",
+                vec!["app.bsky.feed.like", "app.bsky.feed.post", "app.bsky.graph"],
+            ),
+        ],
+        integers: vec!["TRY_CAST(j->>'time_us' AS BIGINT)"],
+        delete: "j->>'kind' = 'identity'",
+    }
+}
+
+fn events(dir: &Path) -> DataSet {
+    let part = |seed: u64, name: &str| {
+        let mut out = Vec::new();
+        let config = tessera_gen::EventsConfig::new(800, seed);
+        tessera_gen::write_events_ndjson(&config, 1, &mut out).unwrap();
+        out.extend_from_slice(OUTLIERS.as_bytes());
+        let path = dir.join(name);
+        std::fs::write(&path, out).unwrap();
+        path.display().to_string()
+    };
+    DataSet {
+        name: "events",
+        parts: [part(1, "events1.json"), part(2, "events2.json")],
+        texts: vec![
+            (
+                "j->>'type'",
+                vec!["PushEvent", "WatchEvent", "IssuesEvent", "7"],
+            ),
+            ("j->'actor'->>'login'", vec!["alice", "m", ""]),
+            (
+                "j->'payload'->>'action'",
+                vec!["opened", "closed", "started"],
+            ),
+        ],
+        integers: vec![
+            "TRY_CAST(j->'actor'->>'id' AS BIGINT)",
+            "TRY_CAST(j->'payload'->>'size' AS BIGINT)",
+        ],
+        delete: "j->>'type' = 'WatchEvent'",
+    }
+}
+
+/// A random comparison on one of the data set's paths (some never translate: LIKE).
+fn atom(data: &DataSet, rng: &mut Rng, bounds: &[(i64, i64)]) -> String {
+    let ops = ["=", "<>", "<", "<=", ">", ">="];
+    let op = ops[rng.below(ops.len() as u64) as usize];
+    match rng.below(10) {
+        0..=4 => {
+            let (path, values) = &data.texts[rng.below(data.texts.len() as u64) as usize];
+            let value = values[rng.below(values.len() as u64) as usize];
+            match rng.below(6) {
+                0 => format!("{path} IS NULL"),
+                1 => format!("{path} IN ('{value}', '{}')", values[0]),
+                2 => format!("{path} LIKE '%{}%'", &value[..1.min(value.len())]),
+                3 => format!("'{value}' {op} {path}"),
+                _ => format!("{path} {op} '{value}'"),
+            }
+        }
+        5..=8 => {
+            let at = rng.below(data.integers.len() as u64) as usize;
+            let (low, high) = bounds[at];
+            let span = (high - low).max(1) as u64;
+            let value = low + (rng.below(span) as i64);
+            format!("{} {op} {value}", data.integers[at])
+        }
+        _ => format!("{} IS NOT NULL", data.integers[0]),
+    }
+}
+
+/// A random filter: a conjunction of disjunctions of (sometimes negated) comparisons.
+fn filter(data: &DataSet, rng: &mut Rng, bounds: &[(i64, i64)]) -> String {
+    let conjuncts: Vec<String> = (0..1 + rng.below(3))
+        .map(|_| {
+            let disjuncts: Vec<String> = (0..1 + rng.below(2))
+                .map(|_| {
+                    let a = atom(data, rng, bounds);
+                    match rng.below(5) {
+                        0 => format!("NOT ({a})"),
+                        _ => a,
+                    }
+                })
+                .collect();
+            format!("({})", disjuncts.join(" OR "))
+        })
+        .collect();
+    conjuncts.join(" AND ")
+}
+
+/// A random query: two to four of the paths, under a random filter.
+fn query(data: &DataSet, rng: &mut Rng, bounds: &[(i64, i64)]) -> (String, String) {
+    let mut paths: Vec<&str> = data.texts.iter().map(|(p, _)| *p).collect();
+    paths.extend(data.integers.iter().copied());
+    let picked: Vec<&str> = (0..2 + rng.below(3))
+        .map(|_| paths[rng.below(paths.len() as u64) as usize])
+        .collect();
+    let where_ = filter(data, rng, bounds);
+    let select = picked.join(", ");
+    (select, where_)
+}
+
+/// What running a query showed.
+struct Run {
+    rows: Vec<String>,
+    from_region: bool,
+    wrote_region: bool,
+}
+
+/// `sql` planned and run, with what its plan did with regions.
+async fn run(session: &TesseraSession, sql: &str) -> Run {
+    let frame = session
+        .sql(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let plan = frame.create_physical_plan().await.unwrap();
+    let text = displayable(plan.as_ref()).indent(true).to_string();
+    let batches = collect(plan, session.context().task_ctx())
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    Run {
+        rows: lines(&batches),
+        from_region: text.contains("RegionScan:"),
+        wrote_region: text.contains("RegionWrite:"),
+    }
+}
+
+/// The rows of `batches` as sorted text lines.
+fn lines(batches: &[RecordBatch]) -> Vec<String> {
+    let options = FormatOptions::default().with_null("NULL");
+    let mut out = Vec::new();
+    for batch in batches {
+        let formatters: Vec<_> = batch
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).unwrap())
+            .collect();
+        for row in 0..batch.num_rows() {
+            let cells: Vec<String> = formatters
+                .iter()
+                .map(|f| f.value(row).to_string())
+                .collect();
+            out.push(cells.join(" | "));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn session() -> TesseraSession {
+    let s3 = tessera_blob::S3Config::resolve(&Default::default(), &|_| None).unwrap();
+    let options = SessionOptions {
+        target_partitions: Some(2),
+        ..Default::default()
+    };
+    TesseraSession::new(s3, options).unwrap()
+}
+
+/// The smallest and largest value of each integer path (the random literals' range).
+async fn bounds(session: &TesseraSession, data: &DataSet) -> Vec<(i64, i64)> {
+    let mut out = Vec::new();
+    for path in &data.integers {
+        let sql = format!(
+            "SELECT MIN({path}), MAX({path}) FROM t WHERE {path} BETWEEN -10 AND 4000000000000000"
+        );
+        let row = rows(session, &sql).await.remove(0);
+        let (low, high) = row.split_once(" | ").unwrap();
+        out.push((low.parse().unwrap(), high.parse().unwrap()));
+    }
+    out
+}
+
+/// Counts over one data set's workload.
+#[derive(Debug, Default)]
+struct Counts {
+    queries: usize,
+    from_region: usize,
+    written: usize,
+}
+
+/// A comparison of an integer path with one of five points of its range, the literal on
+/// either side: such queries often contain one another, so regions answer queries other
+/// than the one that wrote them (and a region's predicate must be right for that).
+fn range(data: &DataSet, rng: &mut Rng, bounds: &[(i64, i64)]) -> String {
+    let at = rng.below(data.integers.len() as u64) as usize;
+    let (low, high) = bounds[at];
+    let value = low + (high - low) / 4 * rng.below(5) as i64;
+    let ops = ["<", "<=", ">", ">=", "<>"];
+    let op = ops[rng.below(ops.len() as u64) as usize];
+    match rng.below(2) {
+        0 => format!("{} {op} {value}", data.integers[at]),
+        _ => format!("{value} {op} {}", data.integers[at]),
+    }
+}
+
+/// Runs `q` without and then with the cache; asserts equal answers and counts.
+async fn compare(session: &TesseraSession, data: &DataSet, q: &str, counts: &mut Counts) {
+    rows(session, "SET tessera.region_cache = 'off'").await;
+    let expected = run(session, q).await;
+    assert!(!expected.from_region && !expected.wrote_region, "{q}");
+    rows(session, "SET tessera.region_cache = 'on'").await;
+    let cached = run(session, q).await;
+    assert_eq!(cached.rows, expected.rows, "{}: {q}", data.name);
+    counts.queries += 1;
+    counts.from_region += usize::from(cached.from_region);
+    counts.written += usize::from(cached.wrote_region);
+}
+
+/// One round: each query without the cache, then three times with it (the first is
+/// remembered, the second writes its region, the third reads it), then a narrower query
+/// the region also contains, once; then families of range queries the same way, each
+/// followed by another range query that a region may or may not contain; every answer
+/// equal to the uncached one.
+async fn round(session: &TesseraSession, data: &DataSet, rng: &mut Rng, counts: &mut Counts) {
+    let bounds = bounds(session, data).await;
+    for _ in 0..QUERIES {
+        let (select, where_) = query(data, rng, &bounds);
+        let sql = format!("SELECT {select} FROM t WHERE {where_}");
+        let (path, values) = &data.texts[0];
+        let narrower = format!(
+            "SELECT {select} FROM t WHERE {where_} AND {path} <> '{}'",
+            values[0]
+        );
+        for q in [&sql, &sql, &sql, &narrower] {
+            compare(session, data, q, counts).await;
+        }
+    }
+    let select = data.integers.join(", ");
+    for _ in 0..QUERIES {
+        let q = format!("SELECT {select} FROM t WHERE {}", range(data, rng, &bounds));
+        for _ in 0..3 {
+            compare(session, data, &q, counts).await;
+        }
+        let other = format!("SELECT {select} FROM t WHERE {}", range(data, rng, &bounds));
+        compare(session, data, &other, counts).await;
+    }
+}
+
+async fn differential(data: DataSet, cache: &Path) -> Counts {
+    let table = cache.parent().unwrap().join(format!("{}_table", data.name));
+    let session = session();
+    let create = format!(
+        "CREATE EXTERNAL TABLE t (j VARCHAR) STORED AS TESSERA LOCATION '{}'",
+        table.display()
+    );
+    rows(&session, &create).await;
+    let set = format!("SET tessera.cache_dir = '{}'", cache.display());
+    rows(&session, &set).await;
+    let insert = |part: &String| format!("INSERT INTO t SELECT j FROM '{part}'");
+    rows(&session, &insert(&data.parts[0])).await;
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ data.name.len() as u64);
+    let mut counts = Counts::default();
+    round(&session, &data, &mut rng, &mut counts).await;
+    rows(&session, &insert(&data.parts[1])).await;
+    round(&session, &data, &mut rng, &mut counts).await;
+    rows(&session, &format!("DELETE FROM t WHERE {}", data.delete)).await;
+    round(&session, &data, &mut rng, &mut counts).await;
+    counts
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_answers_equal_uncached_ones_across_appends_and_deletes() {
+    let dir = tempfile::tempdir().unwrap();
+    for data in [bluesky(dir.path()), events(dir.path())] {
+        let name = data.name;
+        let counts = differential(data, &dir.path().join(format!("{name}_cache"))).await;
+        eprintln!("{name}: {counts:?}");
+        // Without these the equalities above would prove nothing about regions.
+        assert!(counts.written >= QUERIES, "{name}: {counts:?}");
+        assert!(counts.from_region >= QUERIES, "{name}: {counts:?}");
+    }
+}
+
+/// A region written by the engine under `cache`, for `sql` over a new table in `dir`.
+async fn write_region(dir: &Path, cache: &Path, sql: &str) -> TesseraSession {
+    let data = bluesky(dir);
+    let session = session();
+    let table = dir.join("table");
+    let create = format!(
+        "CREATE EXTERNAL TABLE t (j VARCHAR) STORED AS TESSERA LOCATION '{}'",
+        table.display()
+    );
+    rows(&session, &create).await;
+    rows(
+        &session,
+        &format!("INSERT INTO t SELECT j FROM '{}'", data.parts[0]),
+    )
+    .await;
+    rows(
+        &session,
+        &format!("SET tessera.cache_dir = '{}'", cache.display()),
+    )
+    .await;
+    assert!(!run(&session, sql).await.wrote_region);
+    assert!(run(&session, sql).await.wrote_region);
+    assert!(run(&session, sql).await.from_region);
+    session
+}
+
+/// A copy of the regions directory of `from` as the cache directory `to`.
+fn copy_regions(from: &Path, to: &Path) {
+    let regions = to.join("regions");
+    std::fs::create_dir_all(&regions).unwrap();
+    for entry in std::fs::read_dir(from.join("regions")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, regions.join(path.file_name().unwrap())).unwrap();
+    }
+}
+
+fn names(cache: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(cache.join("regions"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn torn_regions_are_dropped_at_startup() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("first");
+    let sql = "SELECT j->>'did' FROM t WHERE j->>'kind' = 'commit'";
+    let session = write_region(dir.path(), &first, sql).await;
+    let expected = run(&session, sql).await.rows;
+    let whole = names(&first);
+    assert!(whole.iter().any(|n| n.ends_with(".json")), "{whole:?}");
+
+    // A whole copy is served by a store opened on it (so the checks below can fail).
+    let intact = dir.path().join("intact");
+    copy_regions(&first, &intact);
+    rows(
+        &session,
+        &format!("SET tessera.cache_dir = '{}'", intact.display()),
+    )
+    .await;
+    let answer = run(&session, sql).await;
+    assert!(answer.from_region);
+    assert_eq!(answer.rows, expected);
+
+    let no_sidecar = dir.path().join("no_sidecar");
+    copy_regions(&first, &no_sidecar);
+    for name in whole.iter().filter(|n| n.ends_with(".json")) {
+        std::fs::remove_file(no_sidecar.join("regions").join(name)).unwrap();
+    }
+    let truncated = dir.path().join("truncated");
+    copy_regions(&first, &truncated);
+    let part = whole.iter().find(|n| n.ends_with(".parquet")).unwrap();
+    let file = truncated.join("regions").join(part);
+    let length = std::fs::metadata(&file).unwrap().len();
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_len(length / 2)
+        .unwrap();
+    for torn in [no_sidecar, truncated] {
+        rows(
+            &session,
+            &format!("SET tessera.cache_dir = '{}'", torn.display()),
+        )
+        .await;
+        let answer = run(&session, sql).await;
+        assert!(!answer.from_region, "{}", torn.display());
+        assert_eq!(answer.rows, expected);
+        assert_eq!(names(&torn), ["LOCK"], "{}", torn.display());
+    }
+}

@@ -1,10 +1,12 @@
-//! `tessera cache stats|clear`: what a block cache directory holds, and emptying it.
+//! `tessera cache stats|clear`: what a cache directory holds (the block cache's ranges
+//! and the region cache's regions), and emptying it.
 
 use std::path::PathBuf;
 
 use clap::Subcommand;
 use tessera_cache::block::{DirStats, clear};
 use tessera_engine::options::format_bytes;
+use tessera_engine::{RegionDirStats, clear_regions};
 
 /// What to do with a block cache directory (the one `SET tessera.cache_dir` names).
 #[derive(Subcommand, Debug)]
@@ -15,7 +17,8 @@ pub enum CacheCommand {
         #[arg(long, env = "TESSERA_CACHE_DIR")]
         dir: PathBuf,
     },
-    /// Remove the cached ranges (refused while a running process has the cache open).
+    /// Remove the cached ranges and regions (refused while a running process has the
+    /// cache open).
     Clear {
         /// The cache directory.
         #[arg(long, env = "TESSERA_CACHE_DIR")]
@@ -28,9 +31,10 @@ pub fn run(command: CacheCommand) -> anyhow::Result<()> {
     match command {
         CacheCommand::Stats { dir } => {
             println!("{}", describe(&DirStats::read(&dir)?));
+            println!("{}", describe_regions(&RegionDirStats::read(&dir)?));
         }
         CacheCommand::Clear { dir } => {
-            let freed = clear(&dir)?;
+            let freed = clear(&dir)? + clear_regions(&dir)?;
             println!("cleared {}: {} freed", dir.display(), format_bytes(freed));
         }
     }
@@ -55,6 +59,21 @@ fn describe(stats: &DirStats) -> String {
         format!(
             "bytes from cache: {}",
             format_bytes(lifetime.bytes_from_cache)
+        ),
+    ]
+    .join("\n")
+}
+
+/// The region cache's statistics as lines of `name: value` (names that do not repeat
+/// the block cache's, so each line means one thing).
+fn describe_regions(stats: &RegionDirStats) -> String {
+    [
+        format!("regions: {}", stats.regions),
+        format!("bytes in regions: {}", format_bytes(stats.bytes)),
+        format!("scans answered from regions: {}", stats.hits),
+        format!(
+            "regions in use: {}",
+            if stats.in_use { "yes" } else { "no" }
         ),
     ]
     .join("\n")

@@ -1,8 +1,12 @@
 //! The semantic region cache (`SET tessera.cache_dir`, `tessera.region_cache`): over
 //! randomized filter workloads on generated tables (with NULLs, missing paths and type
 //! outliers), across an append and a delete, every answer read from or written into a
-//! region equals the answer without the cache, and regions really answer; a region
-//! torn on disk (sidecar missing, Parquet truncated) is dropped at startup, never served.
+//! region equals the answer without the cache, and regions really answer: after the
+//! append, regions of the first version answer with a scan of only the new files; after
+//! the delete, regions of earlier versions are dropped; requests OR-ing what two regions
+//! hold are answered by both (disjoint pieces), with a remote scan of what neither
+//! holds. A region torn on disk (sidecar missing, Parquet truncated) is dropped at
+//! startup, never served.
 
 use std::path::Path;
 
@@ -166,6 +170,14 @@ struct Run {
     rows: Vec<String>,
     from_region: bool,
     wrote_region: bool,
+    /// Regions read (pieces of a cover).
+    pieces: usize,
+    /// Whether a remote table scan ran next to a region read.
+    remote: bool,
+    /// Whether a region of an earlier version answered, next to a scan of new files.
+    appended: bool,
+    /// The table versions of the regions read.
+    versions: Vec<u64>,
 }
 
 /// `sql` planned and run, with what its plan did with regions.
@@ -179,11 +191,25 @@ async fn run(session: &TesseraSession, sql: &str) -> Run {
     let batches = collect(plan, session.context().task_ctx())
         .await
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let pieces = text.matches("RegionScan:").count();
     Run {
         rows: lines(&batches),
-        from_region: text.contains("RegionScan:"),
+        from_region: pieces > 0,
         wrote_region: text.contains("RegionWrite:"),
+        pieces,
+        remote: pieces > 0 && text.contains("file_type=tessera"),
+        appended: text.contains("appended_files="),
+        versions: region_scan_versions(&text),
     }
+}
+
+/// The `version=` of every `RegionScan` line of a plan's text.
+fn region_scan_versions(plan: &str) -> Vec<u64> {
+    plan.lines()
+        .filter_map(|line| line.split_once("RegionScan:"))
+        .filter_map(|(_, rest)| rest.split_once(" version="))
+        .filter_map(|(_, rest)| rest.split(' ').next()?.parse().ok())
+        .collect()
 }
 
 /// The rows of `batches` as sorted text lines.
@@ -237,6 +263,12 @@ struct Counts {
     queries: usize,
     from_region: usize,
     written: usize,
+    /// Answers from two regions or more.
+    many_pieces: usize,
+    /// Answers from regions and a remote scan of the remainder (same version).
+    with_remainder: usize,
+    /// Answers from a region of an earlier version and a scan of the appended files.
+    appended: usize,
 }
 
 /// A comparison of an integer path with one of five points of its range, the literal on
@@ -255,7 +287,7 @@ fn range(data: &DataSet, rng: &mut Rng, bounds: &[(i64, i64)]) -> String {
 }
 
 /// Runs `q` without and then with the cache; asserts equal answers and counts.
-async fn compare(session: &TesseraSession, data: &DataSet, q: &str, counts: &mut Counts) {
+async fn compare(session: &TesseraSession, data: &DataSet, q: &str, counts: &mut Counts) -> Run {
     rows(session, "SET tessera.region_cache = 'off'").await;
     let expected = run(session, q).await;
     assert!(!expected.from_region && !expected.wrote_region, "{q}");
@@ -265,15 +297,26 @@ async fn compare(session: &TesseraSession, data: &DataSet, q: &str, counts: &mut
     counts.queries += 1;
     counts.from_region += usize::from(cached.from_region);
     counts.written += usize::from(cached.wrote_region);
+    counts.many_pieces += usize::from(cached.pieces >= 2);
+    counts.with_remainder += usize::from(cached.remote && !cached.appended);
+    counts.appended += usize::from(cached.appended);
+    cached
 }
 
 /// One round: each query without the cache, then three times with it (the first is
 /// remembered, the second writes its region, the third reads it), then a narrower query
 /// the region also contains, once; then families of range queries the same way, each
-/// followed by another range query that a region may or may not contain; every answer
-/// equal to the uncached one.
-async fn round(session: &TesseraSession, data: &DataSet, rng: &mut Rng, counts: &mut Counts) {
+/// followed by another range query that a region may or may not contain; then covers
+/// from several regions; every answer equal to the uncached one. Returns the queries
+/// a region answered.
+async fn round(
+    session: &TesseraSession,
+    data: &DataSet,
+    rng: &mut Rng,
+    counts: &mut Counts,
+) -> Vec<String> {
     let bounds = bounds(session, data).await;
+    let mut answered = Vec::new();
     for _ in 0..QUERIES {
         let (select, where_) = query(data, rng, &bounds);
         let sql = format!("SELECT {select} FROM t WHERE {where_}");
@@ -283,18 +326,74 @@ async fn round(session: &TesseraSession, data: &DataSet, rng: &mut Rng, counts: 
             values[0]
         );
         for q in [&sql, &sql, &sql, &narrower] {
-            compare(session, data, q, counts).await;
+            if compare(session, data, q, counts).await.from_region {
+                answered.push(q.clone());
+            }
         }
     }
     let select = data.integers.join(", ");
     for _ in 0..QUERIES {
         let q = format!("SELECT {select} FROM t WHERE {}", range(data, rng, &bounds));
         for _ in 0..3 {
-            compare(session, data, &q, counts).await;
+            if compare(session, data, &q, counts).await.from_region {
+                answered.push(q.clone());
+            }
         }
         let other = format!("SELECT {select} FROM t WHERE {}", range(data, rng, &bounds));
         compare(session, data, &other, counts).await;
     }
+    covers(session, data, rng, &bounds, counts).await;
+    answered.sort();
+    answered.dedup();
+    answered
+}
+
+/// Regions of an integer range and of a text value (each written on its second
+/// request), then requests OR-ing a narrower range with the value: answered by both
+/// regions as disjoint pieces (the second keeps rows where the range is not TRUE, NULL
+/// included); OR-ing also a range neither holds: a remote scan of that remainder too.
+async fn covers(
+    session: &TesseraSession,
+    data: &DataSet,
+    rng: &mut Rng,
+    bounds: &[(i64, i64)],
+    counts: &mut Counts,
+) {
+    let (text, values) = &data.texts[0];
+    let int = data.integers[0];
+    let select = format!("{int}, {text}");
+    let (low, high) = bounds[0];
+    let step = ((high - low) / 4).max(2);
+    for _ in 0..QUERIES / 2 {
+        let top = low + step * (1 + rng.below(3) as i64);
+        let value = values[rng.below(values.len() as u64) as usize];
+        let range = format!("SELECT {select} FROM t WHERE {int} < {top}");
+        let equal = format!("SELECT {select} FROM t WHERE {text} = '{value}'");
+        for q in [&range, &range, &equal, &equal] {
+            compare(session, data, q, counts).await;
+        }
+        let narrower = top - step / 2;
+        let both = format!("{int} < {narrower} OR {text} = '{value}'");
+        let rest = format!("{both} OR {int} > {}", high - step / 2);
+        for where_ in [both, rest] {
+            let q = format!("SELECT {select} FROM t WHERE {where_}");
+            compare(session, data, &q, counts).await;
+        }
+    }
+}
+
+/// The table versions of the regions under `cache`, read from their sidecars.
+fn region_versions(cache: &Path) -> Vec<u64> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(cache.join("regions")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            let sidecar: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+            out.push(sidecar["version"].as_u64().unwrap());
+        }
+    }
+    out
 }
 
 async fn differential(data: DataSet, cache: &Path) -> Counts {
@@ -311,10 +410,26 @@ async fn differential(data: DataSet, cache: &Path) -> Counts {
     rows(&session, &insert(&data.parts[0])).await;
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ data.name.len() as u64);
     let mut counts = Counts::default();
-    round(&session, &data, &mut rng, &mut counts).await;
+    let first = round(&session, &data, &mut rng, &mut counts).await;
     rows(&session, &insert(&data.parts[1])).await;
-    round(&session, &data, &mut rng, &mut counts).await;
+    // The append only added files: the first version's regions still answer.
+    for q in &first {
+        compare(&session, &data, q, &mut counts).await;
+    }
+    let second = round(&session, &data, &mut rng, &mut counts).await;
+    let newest = region_versions(cache).into_iter().max().unwrap_or(0);
     rows(&session, &format!("DELETE FROM t WHERE {}", data.delete)).await;
+    // The delete changed deletion vectors: no earlier region answers, all are dropped.
+    for q in &second {
+        let answer = compare(&session, &data, q, &mut counts).await;
+        assert!(
+            answer.versions.iter().all(|&v| v > newest),
+            "{}: {q}",
+            data.name
+        );
+    }
+    let left = region_versions(cache);
+    assert!(left.iter().all(|&v| v > newest), "{}: {left:?}", data.name);
     round(&session, &data, &mut rng, &mut counts).await;
     counts
 }
@@ -329,6 +444,9 @@ async fn cached_answers_equal_uncached_ones_across_appends_and_deletes() {
         // Without these the equalities above would prove nothing about regions.
         assert!(counts.written >= QUERIES, "{name}: {counts:?}");
         assert!(counts.from_region >= QUERIES, "{name}: {counts:?}");
+        assert!(counts.appended >= QUERIES / 2, "{name}: {counts:?}");
+        assert!(counts.many_pieces >= QUERIES / 2, "{name}: {counts:?}");
+        assert!(counts.with_remainder >= 3, "{name}: {counts:?}");
     }
 }
 
@@ -424,6 +542,34 @@ async fn torn_regions_are_dropped_at_startup() {
         let answer = run(&session, sql).await;
         assert!(!answer.from_region, "{}", torn.display());
         assert_eq!(answer.rows, expected);
-        assert_eq!(names(&torn), ["LOCK"], "{}", torn.display());
+        // Only the lock and the lifetime count of answers stay.
+        let left = names(&torn);
+        assert!(left.iter().all(|n| n == "LOCK" || n == "HITS"), "{left:?}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stats_count_regions_and_answers_and_explain_analyze_shows_savings() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let sql = "SELECT j->>'did' FROM t WHERE j->>'kind' = 'commit'";
+    let session = write_region(dir.path(), &cache, sql).await;
+    let stats = tessera_engine::RegionDirStats::read(&cache).unwrap();
+    assert_eq!(stats.regions, 1, "{stats:?}");
+    assert!(
+        stats.bytes > 0 && stats.hits >= 1 && stats.in_use,
+        "{stats:?}"
+    );
+    // This process has the regions open: clearing them is refused.
+    assert!(tessera_engine::clear_regions(&cache).is_err());
+    let explained = rows(&session, &format!("EXPLAIN ANALYZE {sql}"))
+        .await
+        .join("\n");
+    assert!(explained.contains("RegionScan:"), "{explained}");
+    assert!(
+        explained.contains("request_cost_saved_nanodollars="),
+        "{explained}"
+    );
+    let after = tessera_engine::RegionDirStats::read(&cache).unwrap();
+    assert!(after.hits > stats.hits, "{after:?}");
 }

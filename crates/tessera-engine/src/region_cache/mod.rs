@@ -4,16 +4,23 @@
 //! region, answer a later scan whose filters they contain, with the query's filters run
 //! again over them.
 //!
-//! - [`predicates`]: a scan's pushed filters as the semantic module's predicates.
+//! - [`predicates`]: a scan's pushed filters as the semantic module's predicates;
+//!   [`filters`]: a cover's residuals and remainder back as physical filters.
+//! - [`freshness`]: whether a region of an earlier table version still answers (the
+//!   later version only appended files).
 //! - [`rewrite`]: expressions over the table onto a region's columns.
 //! - [`store`]: regions on disk under `<tessera.cache_dir>/regions/`, bounded, LRU-2.
 //! - [`scan_exec`], [`write_exec`]: reading a region, writing one while a scan streams.
 //! - [`rule`]: the physical optimizer rule that chooses between them.
+//! - [`dir`]: the directory seen from outside (`tessera cache stats|clear`).
 //!
 //! The decisions (containment, admission, eviction) are `tessera_cache::semantic`'s.
 //! Settings: `tessera.region_cache` ('on' by default, effective when `tessera.cache_dir`
 //! is set) and `tessera.region_cache_size` (1 GiB by default).
 
+mod dir;
+mod filters;
+mod freshness;
 pub(crate) mod predicates;
 pub(crate) mod rewrite;
 mod rule;
@@ -23,6 +30,7 @@ pub(crate) mod write_exec;
 
 use std::path::PathBuf;
 
+pub use dir::{RegionDirStats, clear_regions};
 pub use rule::RegionCacheRule;
 
 /// Why the region store of a directory cannot be used.

@@ -6,35 +6,43 @@
 //! `CodeAggregateExec` (dictionary codes per file) or with a pushed LIMIT or ordering is
 //! left alone: a region holds decoded values of every matching row, unordered.
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
 use datafusion::common::Result;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
-use datafusion::datasource::physical_plan::{FileScanConfig, FileScanConfigBuilder, FileSource};
+use datafusion::datasource::physical_plan::{
+    FileGroup, FileScanConfig, FileScanConfigBuilder, FileSource,
+};
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::projection::{ProjectionExpr, ProjectionExprs};
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
-use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::repartition::RepartitionExec;
+use datafusion::physical_plan::union::UnionExec;
+use datafusion::physical_plan::{ExecutionPlan, Partitioning};
 use tessera_cache::semantic::dnf::Dnf;
 use tessera_cache::semantic::normalize::NormalizeLimits;
 use tessera_cache::semantic::predicate::Predicate;
 use tessera_cache::semantic::region::Request;
 
+use super::filters::physical_filter;
+use super::freshness::{SourceFile, source_files};
 use super::predicates::{
     Columns, Translated, column_id, is_deterministic, reads_columns, translate_filters,
 };
 use super::rewrite::RegionColumns;
 use super::scan_exec::{RegionScanExec, parquet_scan};
-use super::store::{self, RegionStore, Sidecar, StoredRegion};
+use super::store::{self, Answer, RegionStore, Sidecar, StoredRegion};
 use super::write_exec::{RegionWrite, RegionWriteExec};
 use crate::datasource::tessera::scan::{SnapshotFile, TesseraSource};
 use crate::options::TesseraOptions;
 use crate::physical_plan::code_aggregate::CodeAggregateExec;
+use tessera_table::Snapshot;
 
 /// The region cache's physical optimizer rule (registered last by the session).
 #[derive(Debug, Default)]
@@ -90,9 +98,18 @@ struct Scan<'a> {
     /// The translated filters' AND.
     predicate: Predicate,
     request: Request,
+    /// The data files of the scanned version.
+    source_files: Vec<SourceFile>,
+    /// Whether the scan reads every data file of its version, so that its rows under
+    /// the translated filters are the region's (a file skipped at planning by a filter
+    /// that does not translate could hold rows of the region's predicate).
+    writable: bool,
 }
 
-/// `node` answered from a region, or writing one; `None` to leave it as it is.
+/// `node` answered from regions, or writing one; `None` to leave it as it is. A whole
+/// answer (no remainder) is taken at once; otherwise a scan seen the second time
+/// writes its own region (LRU-2), and only then does a partial cover (regions plus a
+/// remote scan of the rest) answer it.
 fn cached_scan(
     store: &Arc<RegionStore>,
     node: &Arc<dyn ExecutionPlan>,
@@ -100,27 +117,33 @@ fn cached_scan(
     let Some(scan) = Scan::of(node) else {
         return Ok(None);
     };
-    if let Some(region) = store.lookup(&scan.request) {
-        return scan.reading(region, node);
+    let answer = store.lookup(&scan.request, &scan.source_files);
+    if let Some(whole) = answer.as_ref().filter(|a| a.remainder.is_none())
+        && let Some(plan) = scan.answering(whole, node)?
+    {
+        store.record_hits(whole);
+        return Ok(Some(plan));
     }
-    let Some((id, ticket)) = store.admit(&scan.request) else {
+    if scan.writable
+        && let Some((id, ticket)) = store.admit(&scan.request)
+    {
+        let write = RegionWrite::new(
+            Arc::clone(store),
+            id,
+            ticket,
+            scan.sidecar(),
+            scan.partitions(),
+        );
+        return scan.writing(Arc::new(write), node);
+    }
+    let Some(partial) = answer.filter(|a| a.remainder.is_some()) else {
         return Ok(None);
     };
-    let sidecar = Sidecar {
-        format: store::SIDECAR_FORMAT,
-        table: scan.request.table.clone(),
-        version: scan.request.version,
-        predicate: scan.predicate.clone(),
-        columns: scan.columns.keys().cloned().collect(),
-        files: Vec::new(),
-        rows: 0,
-        bytes: 0,
-        remote_bytes: 0,
-        remote_requests: 0,
-    };
-    let partitions = scan.config.file_groups.len();
-    let write = RegionWrite::new(Arc::clone(store), id, ticket, sidecar, partitions);
-    scan.writing(Arc::new(write), node)
+    let plan = scan.answering(&partial, node)?;
+    if plan.is_some() {
+        store.record_hits(&partial);
+    }
+    Ok(plan)
 }
 
 impl<'a> Scan<'a> {
@@ -133,7 +156,8 @@ impl<'a> Scan<'a> {
         if config.limit.is_some() || !config.output_ordering.is_empty() {
             return None;
         }
-        let (table, version) = table_version(config)?;
+        let (table, snapshot) = table_version(config)?;
+        let version = snapshot.version();
         let projection: Vec<ProjectionExpr> = source.projection()?.iter().cloned().collect();
         let exprs = || projection.iter().map(|p| &p.expr).chain(source.filters());
         if !exprs().all(is_deterministic) {
@@ -151,6 +175,7 @@ impl<'a> Scan<'a> {
             predicate: Dnf::from_predicate(&predicate, &NormalizeLimits::default())?,
             columns: columns.keys().cloned().collect(),
         };
+        let scanned: HashSet<&str> = files(config).map(|e| e.file.path.as_str()).collect();
         Some(Self {
             config,
             source,
@@ -159,26 +184,128 @@ impl<'a> Scan<'a> {
             columns,
             predicate,
             request,
+            source_files: source_files(snapshot.files()),
+            writable: scanned.len() == snapshot.files().len(),
         })
     }
 
-    /// The scan answered from `region`: its files, the scan's filters and projection
-    /// over its columns; `None` when the result would not have the scan's schema.
+    fn partitions(&self) -> usize {
+        self.config.file_groups.len()
+    }
+
+    /// The sidecar of the region this scan writes (files, rows and bytes known later).
+    fn sidecar(&self) -> Sidecar {
+        Sidecar {
+            format: store::SIDECAR_FORMAT,
+            table: self.request.table.clone(),
+            version: self.request.version,
+            predicate: self.predicate.clone(),
+            columns: self.columns.keys().cloned().collect(),
+            files: Vec::new(),
+            rows: 0,
+            bytes: 0,
+            remote_bytes: 0,
+            remote_requests: 0,
+            source_files: self.source_files.clone(),
+        }
+    }
+
+    /// The scan answered by `answer`: each piece read from its region under the scan's
+    /// filters and the piece's residual, the remainder and the appended files scanned
+    /// remotely, all in one union; `None` when some part cannot be built.
+    fn answering(
+        &self,
+        answer: &Answer,
+        original: &Arc<dyn ExecutionPlan>,
+    ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+        let schema = Arc::clone(self.source.table_schema().table_schema());
+        let mut parts = Vec::new();
+        for (region, residual) in &answer.pieces {
+            let residual = match residual {
+                Some(p) => match physical_filter(p, &self.columns, &schema) {
+                    Some(expr) => Some(expr),
+                    None => return Ok(None),
+                },
+                None => None,
+            };
+            let read = self.reading(
+                Arc::clone(region),
+                residual,
+                answer.appended.len(),
+                original,
+            )?;
+            let Some(read) = read else {
+                return Ok(None);
+            };
+            parts.push(read);
+        }
+        if let Some(remainder) = &answer.remainder {
+            let Some(extra) = physical_filter(remainder, &self.columns, &schema) else {
+                return Ok(None);
+            };
+            let old = |path: &str| !answer.appended.contains(path);
+            parts.extend(self.remote(&old, Some(extra)));
+        }
+        let new = |path: &str| answer.appended.contains(path);
+        parts.extend(self.remote(&new, None));
+        union(parts, self.partitions(), original)
+    }
+
+    /// The same scan over only the files `keep` accepts (by key), with `extra` added to
+    /// its filters; `None` when no file is left.
+    fn remote(
+        &self,
+        keep: &dyn Fn(&str) -> bool,
+        extra: Option<Arc<dyn PhysicalExpr>>,
+    ) -> Option<Arc<dyn ExecutionPlan>> {
+        let groups: Vec<FileGroup> = self
+            .config
+            .file_groups
+            .iter()
+            .map(|group| {
+                let kept = group.iter().filter(|f| {
+                    f.extensions
+                        .get::<SnapshotFile>()
+                        .is_some_and(|e| keep(e.file.path.as_str()))
+                });
+                FileGroup::new(kept.cloned().collect())
+            })
+            .collect();
+        if groups.iter().all(FileGroup::is_empty) {
+            return None;
+        }
+        let mut filters = self.source.filters().to_vec();
+        filters.extend(extra);
+        let projection = ProjectionExprs::new(self.projection.iter().cloned());
+        let config = FileScanConfigBuilder::from(self.config.clone())
+            .with_source(Arc::new(self.source.with_scan(projection, filters)))
+            .with_file_groups(groups)
+            .build();
+        Some(DataSourceExec::from_data_source(config))
+    }
+
+    /// The scan's rows read from `region`: its files, the scan's filters (and the
+    /// piece's `residual`, over the table) and projection over its columns; `None` when
+    /// the result would not have the scan's schema.
     fn reading(
         &self,
         region: Arc<StoredRegion>,
+        residual: Option<Arc<dyn PhysicalExpr>>,
+        appended_files: usize,
         original: &Arc<dyn ExecutionPlan>,
     ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
         let columns = RegionColumns::new(&region.sidecar.columns);
+        let mut filters = self.source.filters().to_vec();
+        filters.extend(residual);
         let (Some(filters), Some(projection)) = (
-            columns.rewrite_all(self.source.filters()),
+            columns.rewrite_all(&filters),
             self.rewritten_projection(&columns),
         ) else {
             return Ok(None);
         };
-        let parquet = parquet_scan(&region, self.config.file_groups.len())?;
-        let scan: Arc<dyn ExecutionPlan> = Arc::new(RegionScanExec::new(parquet, region));
-        finish(scan, &filters, projection, original)
+        let parquet = parquet_scan(&region, self.partitions())?;
+        let scan = RegionScanExec::new(parquet, region, appended_files);
+        finish(Arc::new(scan), &filters, projection, original)
     }
 
     /// The scan computing the region's columns under only the translated filters,
@@ -247,22 +374,48 @@ fn finish(
     Ok((projected.schema() == original.schema()).then_some(projected))
 }
 
-/// The scanned table (store URL and table prefix) and snapshot version, when every
-/// file is of one snapshot of a Tessera table.
-fn table_version(config: &FileScanConfig) -> Option<(String, u64)> {
-    let mut found: Option<(String, u64)> = None;
+/// `parts` (each with the replaced scan's schema) as one plan with the replaced scan's
+/// `partitions`, so the plan above keeps its distribution: a lone part as it is,
+/// several in a union dealt round-robin into that many partitions.
+fn union(
+    mut parts: Vec<Arc<dyn ExecutionPlan>>,
+    partitions: usize,
+    original: &Arc<dyn ExecutionPlan>,
+) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+    if parts.len() <= 1 {
+        return Ok(parts.pop());
+    }
+    let union = UnionExec::try_new(parts)?;
+    let dealt = RepartitionExec::try_new(union, Partitioning::RoundRobinBatch(partitions.max(1)))?;
+    let dealt: Arc<dyn ExecutionPlan> = Arc::new(dealt);
+    Ok((dealt.schema() == original.schema()).then_some(dealt))
+}
+
+/// The snapshot entry of every file the scan reads (a file without one is left out).
+fn files(config: &FileScanConfig) -> impl Iterator<Item = &SnapshotFile> {
+    config
+        .file_groups
+        .iter()
+        .flat_map(|g| g.iter())
+        .filter_map(|f| f.extensions.get::<SnapshotFile>())
+}
+
+/// The scanned table (store URL and table prefix) and its snapshot, when every file is
+/// of one snapshot of a Tessera table.
+fn table_version(config: &FileScanConfig) -> Option<(String, Arc<Snapshot>)> {
+    let mut found: Option<(String, Arc<Snapshot>)> = None;
     for file in config.file_groups.iter().flat_map(|g| g.iter()) {
         let entry = file.extensions.get::<SnapshotFile>()?;
         let location = file.object_meta.location.as_ref();
         let prefix = location.strip_suffix(entry.file.path.as_str())?;
-        let this = (
-            format!("{}{prefix}", config.object_store_url.as_str()),
-            entry.snapshot.version(),
-        );
-        if found.as_ref().is_some_and(|f| *f != this) {
+        let table = format!("{}{prefix}", config.object_store_url.as_str());
+        let same = |(t, s): &(String, Arc<Snapshot>)| {
+            *t == table && s.version() == entry.snapshot.version()
+        };
+        if found.as_ref().is_some_and(|f| !same(f)) {
             return None;
         }
-        found = Some(this);
+        found = Some((table, Arc::clone(&entry.snapshot)));
     }
     found
 }

@@ -6,7 +6,7 @@
 //! written under a `.tmp` name and renamed, so a region whose sidecar exists is whole;
 //! at startup anything without a sidecar, or whose files fail to open, is deleted.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,12 +27,22 @@ use tessera_cache::semantic::requested::{
 };
 
 use super::RegionCacheError;
+use super::freshness::{Freshness, SourceFile, freshness};
 
 /// The version of the sidecar's layout; sidecars of another version are deleted.
-pub(crate) const SIDECAR_FORMAT: u32 = 1;
+pub(crate) const SIDECAR_FORMAT: u32 = 2;
 /// Held with an exclusive lock while a process has the store open: the startup sweep
 /// would otherwise delete another process's regions being written.
-const LOCK_FILE: &str = "LOCK";
+pub(crate) const LOCK_FILE: &str = "LOCK";
+/// The scans answered from the directory's regions over its lifetime (decimal text),
+/// for `tessera cache stats`.
+const HITS_FILE: &str = "HITS";
+
+/// The lifetime answers recorded in `dir` (0 when missing or unreadable).
+pub(crate) fn read_hits(dir: &Path) -> u64 {
+    let text = fs::read_to_string(dir.join(HITS_FILE)).unwrap_or_default();
+    text.trim().parse().unwrap_or(0)
+}
 
 /// What a region's sidecar records: enough to serve it and to say what it saves.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -57,6 +67,22 @@ pub(crate) struct Sidecar {
     pub(crate) remote_bytes: u64,
     /// Requests the scan that wrote the region sent to the table's store.
     pub(crate) remote_requests: u64,
+    /// The data files of `version` (with their deletion vectors): a later version
+    /// keeping all of them as they were only appended, and the region still answers.
+    pub(crate) source_files: Vec<SourceFile>,
+}
+
+/// Regions that answer a scan together (a cover), and what is left to scan remotely.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    /// Each region with the filter (over the table's columns) that keeps its rows
+    /// disjoint from the pieces before it; `None` for a lone region that holds all.
+    pub(crate) pieces: Vec<(Arc<StoredRegion>, Option<Predicate>)>,
+    /// The rows of the regions' files no piece holds, to scan remotely.
+    pub(crate) remainder: Option<Predicate>,
+    /// Files of the scanned version the regions' version did not have (scanned
+    /// remotely with the scan's own filters); empty when the versions are the same.
+    pub(crate) appended: HashSet<String>,
 }
 
 /// A region on disk that queries may read. Its files live as long as a plan holds it:
@@ -98,6 +124,8 @@ struct State {
     cache: RequestedCache,
     regions: HashMap<RegionId, Arc<StoredRegion>>,
     next_id: u64,
+    /// Scans answered over the directory's lifetime.
+    hits: u64,
 }
 
 /// One store per directory for the whole process (sessions share it and its LRU-2
@@ -152,6 +180,7 @@ impl RegionStore {
                 cache,
                 regions: HashMap::new(),
                 next_id: 1,
+                hits: read_hits(dir),
             }),
             _lock: lock,
         };
@@ -161,7 +190,7 @@ impl RegionStore {
 
     /// Loads every region whose sidecar and files open; deletes the rest.
     fn recover(&self) -> std::io::Result<()> {
-        let mut kept: Vec<PathBuf> = vec![self.dir.join(LOCK_FILE)];
+        let mut kept: Vec<PathBuf> = vec![self.dir.join(LOCK_FILE), self.dir.join(HITS_FILE)];
         let mut sidecars: Vec<(u64, PathBuf)> = Vec::new();
         for entry in fs::read_dir(&self.dir)? {
             let path = entry?.path();
@@ -233,19 +262,102 @@ impl RegionStore {
         }
     }
 
-    /// The region that alone answers `request` (Crystal's Algorithm 1 when it finds a
-    /// single superset), counted as a hit; `None` otherwise.
-    pub(crate) fn lookup(&self, request: &Request) -> Option<Arc<StoredRegion>> {
+    /// The regions that answer `request` (a scan of `files`, its version's data
+    /// files): Crystal's Algorithm 1 over the regions of the request's version, and of
+    /// every earlier version it only appended to; the best cover wins (whole before
+    /// partial, the same version before an earlier one, fewer pieces before more).
+    /// Regions that version made stale are dropped on the way. `None` when no region
+    /// holds any of its rows.
+    pub(crate) fn lookup(&self, request: &Request, files: &[SourceFile]) -> Option<Answer> {
         let mut state = self.state.lock();
-        let found = match cover(request, &RegionIndex::new(), state.cache.index()) {
-            Cover {
-                pieces,
-                remainder: None,
-            } if pieces.len() == 1 => pieces[0].region,
-            _ => return None,
-        };
-        state.cache.record_hit(found);
-        state.regions.get(&found).cloned()
+        let mut best: Option<(Cover, HashSet<String>)> = None;
+        for (version, appended) in self.fresh_versions(&mut state, request, files) {
+            let at = Request {
+                version,
+                ..request.clone()
+            };
+            let found = cover(&at, &RegionIndex::new(), state.cache.index());
+            if found.pieces.is_empty() {
+                continue;
+            }
+            if best
+                .as_ref()
+                .is_none_or(|(c, a)| rank(&found, &appended) > rank(c, a))
+            {
+                best = Some((found, appended));
+            }
+        }
+        let (found, appended) = best?;
+        let lone = found.pieces.len() == 1 && found.remainder.is_none();
+        let pieces = found
+            .pieces
+            .into_iter()
+            .map(|p| {
+                let region = Arc::clone(state.regions.get(&p.region)?);
+                Some((region, (!lone).then_some(p.residual)))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Answer {
+            pieces,
+            remainder: found.remainder,
+            appended,
+        })
+    }
+
+    /// The versions of the request's table whose regions may answer it, each with the
+    /// files added since; drops the regions of versions it made stale.
+    fn fresh_versions(
+        &self,
+        state: &mut State,
+        request: &Request,
+        files: &[SourceFile],
+    ) -> Vec<(u64, HashSet<String>)> {
+        let mut verdicts: HashMap<u64, Freshness> = HashMap::new();
+        let mut stale = Vec::new();
+        for region in state.regions.values() {
+            let sidecar = &region.sidecar;
+            if sidecar.table != request.table {
+                continue;
+            }
+            let verdict = verdicts.entry(sidecar.version).or_insert_with(|| {
+                freshness(
+                    sidecar.version,
+                    &sidecar.source_files,
+                    request.version,
+                    files,
+                )
+            });
+            if *verdict == Freshness::Stale {
+                stale.push(region.id);
+            }
+        }
+        for id in stale {
+            state.cache.remove(id);
+            if let Some(region) = state.regions.remove(&id) {
+                region.evict(&self.dir);
+            }
+        }
+        let mut out: Vec<(u64, HashSet<String>)> = verdicts
+            .into_iter()
+            .filter_map(|(version, verdict)| match verdict {
+                Freshness::Current => Some((version, HashSet::new())),
+                Freshness::Appended(added) => Some((version, added)),
+                Freshness::Stale | Freshness::Older => None,
+            })
+            .collect();
+        out.sort_by_key(|(version, _)| std::cmp::Reverse(*version));
+        out
+    }
+
+    /// Counts a hit on every region of `answer` (LRU-2 ranks them as just used), and
+    /// one answer in the directory's lifetime count (a lost update only undercounts).
+    pub(crate) fn record_hits(&self, answer: &Answer) {
+        let mut state = self.state.lock();
+        for (region, _) in &answer.pieces {
+            state.cache.record_hit(region.id);
+        }
+        state.hits += 1;
+        let _ = fs::write(self.dir.join(HITS_FILE), state.hits.to_string());
     }
 
     /// Records a miss of `request`; on its second occurrence, the id and ticket under
@@ -329,6 +441,17 @@ impl StoredRegion {
         remove_quietly(&dir.join(sidecar_name(self.id)));
         self.evicted.store(true, Ordering::Release);
     }
+}
+
+/// How good a cover is: whole before partial, from the scanned version before an earlier
+/// one (whose appended files need scanning), fewer pieces before more (each piece is a
+/// read of its own, and Crystal's Algorithm 1 prefers few).
+fn rank(cover: &Cover, appended: &HashSet<String>) -> (bool, bool, usize) {
+    (
+        cover.remainder.is_none(),
+        appended.is_empty(),
+        usize::MAX - cover.pieces.len(),
+    )
 }
 
 /// The sidecar's file name of region `id`.

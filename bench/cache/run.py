@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Block cache benchmark: a raw NDJSON object and a Tessera table on MinIO, read with no
-cache, with a cold cache and with a warm one (`SET tessera.cache_dir`).
+"""Cache benchmark: a raw NDJSON object and a Tessera table on MinIO, read with no cache,
+with a cold and a warm block cache (`SET tessera.cache_dir`), and, for the table, from the
+region cache.
 
 Per generator setting (`tessera gen bluesky`, `tessera gen events`) the data is generated
 to MinIO once and ingested into a table there. Every run is a new `tessera` process, so a
@@ -8,10 +9,15 @@ warm run is answered by the cache's disk tier (the memory tier starts empty):
 - none: no cache;
 - cold: a fresh cache directory, first run (everything from MinIO, ranges kept in memory);
 - warm: the same directory after two runs (the second admits ranges to disk: LRU-2).
+The block modes turn the region cache off. For the table, a filtered query runs too:
+- none: no cache;
+- block: the warm block cache, as above;
+- region: a directory where one process ran the query twice (the second run wrote its
+  region), read by a new process (the region is restored from disk and answers).
 Each mode runs --tries times (cold on a fresh directory each time); the table reports the
 median wall time and, from EXPLAIN ANALYZE, the scan's bytes and requests from MinIO and
-what the cache answered (bytes_from_cache, requests_saved); a scan's bytes_scanned counts
-what it read, from MinIO or the cache.
+what the caches answered (bytes_from_cache, requests_saved; remote_bytes_saved for a
+region); a scan's bytes_scanned counts what it read, from MinIO or the block cache.
 
 Usage: bench/cache/run.py [--docs 200000] [--tries 3] [--tessera PATH]
 """
@@ -37,7 +43,21 @@ QUERIES = {
     "bluesky": "SELECT j->>'kind' AS kind, count(*) AS n FROM {src} GROUP BY kind",
     "events": "SELECT j->>'type' AS type, count(*) AS n FROM {src} GROUP BY type",
 }
-METRICS = ("bytes_scanned", "requests", "bytes_from_cache", "requests_saved")
+# One filtered query per generator, which the region cache answers (no grouping on
+# dictionary codes).
+FILTERED = {
+    "bluesky": "SELECT count(*) AS n, max(j->>'did') AS did FROM {src} "
+    "WHERE j->>'kind' = 'commit' AND j->'commit'->>'operation' = 'create'",
+    "events": "SELECT count(*) AS n, max(j->'actor'->>'login') AS login FROM {src} "
+    "WHERE j->>'type' = 'PushEvent'",
+}
+METRICS = (
+    "bytes_scanned",
+    "requests",
+    "bytes_from_cache",
+    "requests_saved",
+    "remote_bytes_saved",
+)
 
 
 def default_tessera() -> str:
@@ -67,11 +87,18 @@ def metrics(explained: str) -> dict:
     return totals
 
 
-def run_once(binary: str, env: dict, query: str, cache_dir) -> dict:
-    script = ""
-    if cache_dir is not None:
-        script = f"SET tessera.cache_dir = '{cache_dir}'; "
-    script += f"EXPLAIN ANALYZE {query}"
+def settings(cache_dir, regions: bool) -> str:
+    """The statements choosing the cache: none, the block cache alone, or both."""
+    if cache_dir is None:
+        return ""
+    script = f"SET tessera.cache_dir = '{cache_dir}'; "
+    if not regions:
+        script += "SET tessera.region_cache = 'off'; "
+    return script
+
+
+def run_once(binary: str, env: dict, query: str, cache_dir, regions: bool = False) -> dict:
+    script = settings(cache_dir, regions) + f"EXPLAIN ANALYZE {query}"
     started = time.perf_counter()
     out = tessera(binary, env, "sql", "--format", "csv", script)
     return {"seconds": time.perf_counter() - started, **metrics(out)}
@@ -94,6 +121,26 @@ def measure(binary: str, env: dict, query: str, tries: int, work: Path) -> dict:
     }
 
 
+def measure_regions(binary: str, env: dict, query: str, tries: int, work: Path) -> dict:
+    """Median figures with no cache, the warm block cache and the region cache."""
+    block = measure(binary, env, query, tries, work / "block")
+    region_dir = work / "region"
+    # One process, two requests: LRU-2 writes the region on the second.
+    tessera(binary, env, "sql", "--format", "csv", settings(region_dir, True) + f"{query}; {query}")
+    runs = [run_once(binary, env, query, region_dir, regions=True) for _ in range(tries)]
+    region = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+    return {"none": block["none"], "block": block["warm"], "region": region}
+
+
+def row(generator: str, docs: int, label: str, mode: str, f: dict) -> str:
+    return (
+        f"| {generator} {docs} | {label} | {mode} | {f['seconds']:.3f} | "
+        f"{f['bytes_scanned'] / 1e6:.1f} | {f['requests']:.0f} | "
+        f"{f['bytes_from_cache'] / 1e6:.1f} | {f['requests_saved']:.0f} | "
+        f"{f['remote_bytes_saved'] / 1e6:.1f} |"
+    )
+
+
 def prepare(binary: str, env: dict, generator: str, docs: int) -> dict:
     raw = f"s3://{BUCKET}/{generator}/raw.json"
     table = f"s3://{BUCKET}/{generator}/table"
@@ -108,8 +155,11 @@ def main():
     parser.add_argument("--tries", type=int, default=3)
     parser.add_argument("--tessera", default=default_tessera())
     args = parser.parse_args()
-    print("| data | source | cache | median s | MB scanned | requests | MB from cache | requests saved |")
-    print("|---|---|---|---:|---:|---:|---:|---:|")
+    print(
+        "| data | source | cache | median s | MB scanned | requests | MB from cache "
+        "| requests saved | MB saved by regions |"
+    )
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
     with MinIO() as minio, tempfile.TemporaryDirectory(prefix="tessera-cache-bench-") as work:
         minio.create_bucket(BUCKET)
         env = dict(os.environ, **minio.env())
@@ -119,12 +169,12 @@ def main():
                 place = Path(work) / generator / label.replace(" ", "-")
                 figures = measure(args.tessera, env, query.format(src=src), args.tries, place)
                 for mode, f in figures.items():
-                    print(
-                        f"| {generator} {args.docs} | {label} | {mode} | {f['seconds']:.3f} | "
-                        f"{f['bytes_scanned'] / 1e6:.1f} | {f['requests']:.0f} | "
-                        f"{f['bytes_from_cache'] / 1e6:.1f} | {f['requests_saved']:.0f} |",
-                        flush=True,
-                    )
+                    print(row(generator, args.docs, label, mode, f), flush=True)
+            filtered = FILTERED[generator].format(src=sources["Tessera table"])
+            place = Path(work) / generator / "filtered"
+            figures = measure_regions(args.tessera, env, filtered, args.tries, place)
+            for mode, f in figures.items():
+                print(row(generator, args.docs, "table, filtered", mode, f), flush=True)
 
 
 if __name__ == "__main__":

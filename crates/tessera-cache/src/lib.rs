@@ -12,6 +12,10 @@
 //!   containment between regions, the cover of a request by cached regions (Algorithm 1),
 //!   the requested-region cache (LRU-2) and the oracle cache's planner (Algorithms 2 and
 //!   3). Pure logic; the engine materializes and reads the regions.
+//! - [`predicate`]: the predicate cache (Redshift's predicate caching, SIGMOD 2024):
+//!   per (data file, row group, normalized predicate) the rows that qualified, in memory
+//!   and in one checksummed file, so a repeated or stronger filter skips row groups with
+//!   no match and reads only the matching rows' pages elsewhere.
 //!
 //! The disk tier is foyer's hybrid cache (`foyer` 0.22: a memory tier in front of a block
 //! engine over files in one directory, every entry checksummed with XXH64 and checked on
@@ -25,6 +29,7 @@
 
 pub mod block;
 mod error;
+pub mod predicate;
 pub mod semantic;
 
 pub use error::CacheError;

@@ -279,6 +279,32 @@ impl fmt::Display for RegionCacheSize {
     }
 }
 
+/// `tessera.predicate_cache`: whether Tessera-table scans remember, per row group, which
+/// rows passed their filters and read only those rows when a later scan's filters are
+/// the same or stronger ('on', default, when `tessera.cache_dir` is set) or not ('off').
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PredicateCacheSwitch(pub bool);
+
+impl FromStr for PredicateCacheSwitch {
+    type Err = DataFusionError;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "on" | "true" => Ok(Self(true)),
+            "off" | "false" => Ok(Self(false)),
+            other => Err(DataFusionError::Configuration(format!(
+                "predicate_cache must be 'on' or 'off', not '{other}'"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for PredicateCacheSwitch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0 { "on" } else { "off" })
+    }
+}
+
 /// `n` bytes for people: binary units when `n` is a whole number of MiB (as written
 /// with `MiB`), decimal ones otherwise, one decimal.
 pub fn format_bytes(n: u64) -> String {
@@ -339,7 +365,8 @@ text_config_field!(
     SqlDialect,
     CacheSize,
     RegionCacheSwitch,
-    RegionCacheSize
+    RegionCacheSize,
+    PredicateCacheSwitch
 );
 
 /// Largest ranged read a scan may issue; bounds the memory of one partition.
@@ -384,6 +411,10 @@ extensions_options! {
         /// that `json_each` reads (Tiles-*; true, default); false keeps them whole in
         /// the documents' binary (for comparison and diagnosis).
         pub side_arrays: bool, default = true
+        /// Rows per Parquet row group of the files writes to Tessera tables create
+        /// (262,144, default): smaller groups let statistics and the predicate cache
+        /// skip finer, at some cost in size (for tests and tuning).
+        pub row_group_rows: usize, default = 262_144
         /// A directory for the block cache: ranges of S3 objects that raw NDJSON and
         /// Tessera-table scans read, kept in memory and there, shared by every session of
         /// the process on that directory. Empty (default): no cache.
@@ -398,6 +429,11 @@ extensions_options! {
         /// Bytes regions may take on disk ('1GiB', default); read when a directory is
         /// first opened by the process.
         pub region_cache_size: RegionCacheSize, default = RegionCacheSize(REGION_CACHE_BYTES_DEFAULT)
+        /// Whether Tessera-table scans remember per row group which rows passed their
+        /// filters, in memory and in `<cache_dir>/predicates`, and read only those rows
+        /// when a later scan's filters are the same or stronger ('on', default; only
+        /// when `cache_dir` is set) or not ('off').
+        pub predicate_cache: PredicateCacheSwitch, default = PredicateCacheSwitch(true)
     }
 }
 

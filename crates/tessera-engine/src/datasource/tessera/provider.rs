@@ -31,7 +31,7 @@ use tessera_cache::block::CachedStore;
 use tessera_table::{DataFile, Snapshot, Table};
 use tessera_tiles::summary::StatValue;
 
-use super::scan::{SHARE_ROWS_ALIGN, SnapshotFile, TesseraSource};
+use super::scan::{SHARE_ROWS_ALIGN, ScanPredicateCache, SnapshotFile, TesseraSource};
 use super::write::sink::{TesseraSink, WriteProgress, WriteReport};
 use crate::block_cache::ScanCache;
 use crate::options::TesseraOptions;
@@ -177,8 +177,9 @@ impl TableProvider for TesseraTable {
         };
         let table_schema = TableSchema::from(Arc::clone(&self.scan_schema));
         let cache = ScanCache::for_scan(state, &self.url);
-        let source =
-            TesseraSource::new(table_schema, typed_reads).with_block_cache(cache.is_some());
+        let source = TesseraSource::new(table_schema, typed_reads)
+            .with_block_cache(cache.is_some())
+            .with_predicate_cache(ScanPredicateCache::for_scan(state, &self.url));
         let snapshot = Arc::new(match cache {
             Some(cache) => {
                 let cached = cache.wrap(Arc::clone(self.table.store()), source.metrics(), None);

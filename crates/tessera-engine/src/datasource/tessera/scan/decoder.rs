@@ -20,6 +20,7 @@ use super::elements::ElementSource;
 use super::leaves::{Served, dictionary_values, same_dictionary, stored_codes, typed_cast};
 use super::metrics::TesseraScanMetrics;
 use super::output_source::OutputSource;
+use super::predicate_cache::Recorder;
 use crate::access::extraction::{ExtractionPlan, dictionary_text};
 use crate::access::layout::DecodedParts;
 use crate::datasource::tessera::provider::external;
@@ -78,6 +79,8 @@ pub(super) struct FileDecoder {
     /// Per coded output, the last dictionary met and its entries' verdicts (the Parquet
     /// reader hands a column chunk's dictionary out with every batch).
     verdicts: Vec<Option<(ArrayRef, Vec<bool>)>>,
+    /// Where the positions of the rows that pass the filters go (the predicate cache).
+    recorder: Option<Arc<Recorder>>,
 }
 
 /// An all-null column of `rows` rows for what nothing reads: one array per type and
@@ -144,12 +147,43 @@ impl FileDecoder {
             placeholders: Vec::new(),
             verdicts: vec![None; coded.len()],
             coded,
+            recorder: None,
         })
+    }
+
+    /// The same decoder, handing the positions of the rows that pass the filters to
+    /// `recorder` (the stored batches then carry the reader's row numbers).
+    pub(super) fn with_recorder(self, recorder: Option<Arc<Recorder>>) -> Self {
+        Self { recorder, ..self }
+    }
+
+    /// Hands the positions of `stored`'s rows that pass the filters (`mask`; all rows
+    /// when the reader applied them) to the recorder, if any.
+    fn record_passed(&self, stored: &RecordBatch, mask: Option<&BooleanArray>) -> Result<()> {
+        let Some(recorder) = &self.recorder else {
+            return Ok(());
+        };
+        let Some(positions) = stored
+            .column_by_name(tessera_table::ROW_NUMBER)
+            .and_then(|c| c.as_primitive_opt::<Int64Type>())
+        else {
+            recorder.fail();
+            return Ok(());
+        };
+        match mask {
+            Some(mask) => {
+                let passed = arrow::compute::filter(positions, mask)?;
+                recorder.passed(passed.as_primitive::<Int64Type>());
+            }
+            None => recorder.passed(positions),
+        }
+        Ok(())
     }
 
     /// The output rows of one stored batch (`None` when the filters removed them all).
     pub(super) fn decode(&mut self, stored: &RecordBatch) -> Result<Option<RecordBatch>> {
         let filtered = if self.filters_applied || self.plan.row_filters.is_empty() {
+            self.record_passed(stored, None)?;
             self.decoded(stored, Pass::All)?
         } else {
             // Filters the reader did not apply run first, on what they read, so that the
@@ -162,6 +196,7 @@ impl FileDecoder {
                     (self.mask(&probe, &[])?, Some(probe))
                 }
             };
+            self.record_passed(stored, Some(&mask))?;
             // A probe of every output and cast is the decoded batch already.
             match probe {
                 Some(probe) if self.filter_casts.len() == self.plan.casts.len() => {

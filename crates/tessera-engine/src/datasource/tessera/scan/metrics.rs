@@ -1,5 +1,6 @@
 //! The counters a Tessera table scan reports in `EXPLAIN ANALYZE`: files, row groups and
-//! rows scanned and skipped, bytes, requests and their cost, and where values came from.
+//! rows scanned and skipped (by statistics and by the predicate cache), bytes, requests
+//! and their cost, and where values came from.
 
 use std::sync::atomic::Ordering;
 
@@ -39,6 +40,12 @@ pub(super) struct TesseraScanMetrics {
     /// `json_each`'s rows, and the elements taken from them.
     pub(super) side_files_read: Count,
     pub(super) side_elements: Count,
+    /// Row groups left unread because the predicate cache knew that no row of them
+    /// satisfies the scan's filters.
+    pub(super) row_groups_skipped_by_predicate_cache: Count,
+    /// Rows read in row groups the predicate cache answered: those its cached rows
+    /// (and the scan's own selection) left.
+    pub(super) rows_selected_by_predicate_cache: Count,
 }
 
 impl TesseraScanMetrics {
@@ -63,6 +70,8 @@ impl TesseraScanMetrics {
             checksum_retries: counter("checksum_retries"),
             side_files_read: counter("side_files_read"),
             side_elements: counter("side_elements"),
+            row_groups_skipped_by_predicate_cache: counter("row_groups_skipped_by_predicate_cache"),
+            rows_selected_by_predicate_cache: counter("rows_selected_by_predicate_cache"),
         }
     }
 }

@@ -15,7 +15,10 @@
 //! file only.
 //! Filters are evaluated inside the scan on the extracted columns, after files whose
 //! statistics exclude them were skipped ([`super::prune`]). A table of fewer files than
-//! partitions hands each partition a share of a file's rows (`opener`'s `Share`).
+//! partitions hands each partition a share of a file's rows (`opener`'s `Share`). With
+//! `tessera.cache_dir` set, the rows that passed a scan's filters per row group are
+//! remembered, so a later scan with the same or stronger filters reads only those
+//! ([`predicate_cache`]).
 
 mod coded_filters;
 mod decoder;
@@ -25,10 +28,12 @@ mod members;
 mod metrics;
 mod opener;
 mod output_source;
+mod predicate_cache;
 mod prune;
 mod schedule;
 mod side;
 mod source;
 
 pub use opener::{SHARE_ROWS_ALIGN, SnapshotFile};
+pub(crate) use predicate_cache::ScanPredicateCache;
 pub use source::TesseraSource;

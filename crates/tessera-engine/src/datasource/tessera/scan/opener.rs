@@ -14,12 +14,15 @@ use datafusion::common::{DataFusionError, Result};
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::{FileOpenFuture, FileOpener};
 use datafusion::physical_expr::expressions::Column;
+use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use parquet::arrow::arrow_reader::RowSelection;
 use parquet::basic::Encoding;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::schema::types::SchemaDescriptor;
-use tessera_table::{DataFile, FilePredicate, FileRead, OpenFile, Pacer, Snapshot};
+use tessera_table::{
+    DataFile, FilePredicate, FileRead, OpenFile, Pacer, Snapshot, TableError, Traffic,
+};
 
 use super::coded_filters::CodedOutput;
 use super::decoder::FileDecoder;
@@ -27,6 +30,7 @@ use super::elements::ElementSource;
 use super::leaves::{LeafKind, ShreddedLeaf};
 use super::metrics::TesseraScanMetrics;
 use super::output_source::OutputSource;
+use super::predicate_cache::{Consulted, PlannedRead, Recorder, ScanPredicates};
 use super::prune::{Constraint, intersect_ranges, page_bounds, row_group_bounds};
 use super::schedule::ScanPace;
 use super::side::SideLoads;
@@ -54,6 +58,8 @@ pub(super) struct TesseraOpener {
     pub(super) sides: Arc<SideLoads>,
     pub(super) batch_size: usize,
     pub(super) metrics: TesseraScanMetrics,
+    /// The predicate cache under the scan's filters (`None`: not used).
+    pub(super) predicates: Option<Arc<ScanPredicates>>,
 }
 
 impl FileOpener for TesseraOpener {
@@ -72,6 +78,7 @@ impl FileOpener for TesseraOpener {
         let typed_reads = self.typed_reads;
         let pace: Arc<dyn Pacer> = Arc::clone(&self.pace) as Arc<dyn Pacer>;
         let sides = Arc::clone(&self.sides);
+        let predicates = self.predicates.clone();
         let share = Share::of(&file);
         Ok(Box::pin(async move {
             let summary = &entry.file.summary;
@@ -169,40 +176,84 @@ impl FileOpener for TesseraOpener {
                     .rows_pruned
                     .add((total - rows.row_count()) * counted_once);
             }
-            let rows = share.select(rows, total);
+            let planned = PlannedRead {
+                location: file.object_meta.location.as_ref(),
+                size: entry.file.size,
+                metadata: open.metadata(),
+                deleted: &entry.file.deleted,
+                rows: share.select(rows, total),
+                share: share.rows(total),
+                row_groups,
+            };
+            let consulted = match &predicates {
+                Some(predicates) => predicates.consult(planned, &metrics),
+                None => Consulted {
+                    row_groups: planned.row_groups,
+                    rows: planned.rows,
+                    recorder: None,
+                },
+            };
             let stream = open
                 .read(FileRead {
                     leaves: parquet_leaves,
-                    row_groups: Some(row_groups),
-                    rows,
+                    row_groups: Some(consulted.row_groups),
+                    rows: consulted.rows,
                     skip_deleted: true,
                     batch_rows: Some(batch_size),
                     predicate,
                     pacer: Some(pace),
                     dictionaries,
-                    row_numbers,
+                    row_numbers: row_numbers || consulted.recorder.is_some(),
                 })
                 .map_err(external)?;
-            let mut decoder = FileDecoder::new(
+            let decoder = FileDecoder::new(
                 Arc::clone(&plan),
                 coded,
                 sources,
                 elements,
                 metrics.clone(),
                 filters_applied,
-            )?;
+            )?
+            .with_recorder(consulted.recorder.clone());
             let traffic = Arc::clone(open.traffic());
-            let counted = metrics.clone();
-            let batches = stream
-                .map(move |batch| decoder.decode(&batch.map_err(external)?))
-                .chain(futures::stream::once(async move {
-                    counted.count_traffic(&traffic);
-                    Ok(None)
-                }))
-                .try_filter_map(|batch| futures::future::ready(Ok(batch)));
-            Ok(batches.boxed())
+            Ok(decoded(
+                stream,
+                decoder,
+                consulted.recorder,
+                traffic,
+                metrics,
+            ))
         }))
     }
+}
+
+/// The scan's batches of one file: `stored` decoded; at its end the file's traffic
+/// counted and, when the whole read succeeded, the rows that passed recorded.
+fn decoded(
+    stored: BoxStream<'static, std::result::Result<RecordBatch, TableError>>,
+    mut decoder: FileDecoder,
+    recorder: Option<Arc<Recorder>>,
+    traffic: Arc<Traffic>,
+    metrics: TesseraScanMetrics,
+) -> BoxStream<'static, Result<RecordBatch>> {
+    let failing = recorder.clone();
+    stored
+        .map(move |batch| {
+            let result = batch.map_err(external).and_then(|b| decoder.decode(&b));
+            if let (Err(_), Some(recorder)) = (&result, &failing) {
+                recorder.fail();
+            }
+            result
+        })
+        .chain(futures::stream::once(async move {
+            metrics.count_traffic(&traffic);
+            if let Some(recorder) = recorder {
+                recorder.finish();
+            }
+            Ok(None)
+        }))
+        .try_filter_map(|batch| futures::future::ready(Ok(batch)))
+        .boxed()
 }
 
 /// Where the file holds each element access of the plan: its side relation of the path
@@ -431,12 +482,17 @@ impl Share {
         row / SHARE_ROWS_ALIGN * SHARE_ROWS_ALIGN
     }
 
+    /// The rows of the `total` selected rows this share reads; `None` for the whole file.
+    fn rows(&self, total: usize) -> Option<Range<usize>> {
+        let (start, end, size) = self.range?;
+        Some(Self::boundary(start, size, total)..Self::boundary(end, size, total))
+    }
+
     /// `pages` (a selection over `total` rows, `None` for all) narrowed to this share.
     fn select(&self, pages: Option<RowSelection>, total: usize) -> Option<RowSelection> {
-        let Some((start, end, size)) = self.range else {
+        let Some(rows) = self.rows(total) else {
             return pages;
         };
-        let rows = Self::boundary(start, size, total)..Self::boundary(end, size, total);
         let share = RowSelection::from_consecutive_ranges(std::iter::once(rows), total);
         Some(match pages {
             Some(pages) => pages.intersection(&share),

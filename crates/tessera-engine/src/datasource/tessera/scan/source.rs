@@ -21,6 +21,7 @@ use object_store::ObjectStore;
 use super::coded_filters::CodedOutput;
 use super::metrics::TesseraScanMetrics;
 use super::opener::TesseraOpener;
+use super::predicate_cache::ScanPredicateCache;
 use super::prune::{Constraint, constraints};
 use super::schedule::ScanPace;
 use super::side::SideLoads;
@@ -45,6 +46,8 @@ pub struct TesseraSource {
     sides: Arc<SideLoads>,
     /// Whether the files are read through the block cache (`tessera.cache_dir`).
     block_cache: bool,
+    /// The predicate cache the scan consults and fills (`tessera.cache_dir`).
+    predicate_cache: Option<ScanPredicateCache>,
 }
 
 impl TesseraSource {
@@ -63,6 +66,7 @@ impl TesseraSource {
             pace: Arc::default(),
             sides: Arc::default(),
             block_cache: false,
+            predicate_cache: None,
         }
     }
 
@@ -72,6 +76,15 @@ impl TesseraSource {
     pub fn with_block_cache(self, block_cache: bool) -> Self {
         Self {
             block_cache,
+            ..self
+        }
+    }
+
+    /// The same source, skipping row groups and rows by `cache`'s entries and recording
+    /// the rows that pass its filters there.
+    pub(crate) fn with_predicate_cache(self, cache: Option<ScanPredicateCache>) -> Self {
+        Self {
+            predicate_cache: cache,
             ..self
         }
     }
@@ -169,6 +182,11 @@ impl FileSource for TesseraSource {
             sides: Arc::clone(&self.sides),
             batch_size: self.batch_size.unwrap_or(8192),
             metrics: TesseraScanMetrics::new(&self.metrics, partition),
+            predicates: self
+                .predicate_cache
+                .as_ref()
+                .and_then(|cache| cache.for_filters(&self.filters))
+                .map(Arc::new),
         }))
     }
 

@@ -310,14 +310,16 @@ impl DataSink for TesseraSink {
         context: &Arc<TaskContext>,
     ) -> Result<u64> {
         let max_in_flight = context.session_config().target_partitions().max(1);
+        let settings = context
+            .session_config()
+            .options()
+            .extensions
+            .get::<TesseraOptions>();
+        let defaults = TilesOptions::default();
         let options = TilesOptions {
-            side_arrays: context
-                .session_config()
-                .options()
-                .extensions
-                .get::<TesseraOptions>()
-                .is_none_or(|o| o.side_arrays),
-            ..TilesOptions::default()
+            side_arrays: settings.is_none_or(|o| o.side_arrays),
+            row_group_docs: settings.map_or(defaults.row_group_docs, |o| o.row_group_rows.max(1)),
+            ..defaults
         };
         let mut running = JoinSet::new();
         let mut done = Vec::new();

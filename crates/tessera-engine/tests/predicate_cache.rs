@@ -1,0 +1,372 @@
+//! The predicate cache (`SET tessera.cache_dir`, `tessera.predicate_cache`), with the
+//! region cache off so that the scans themselves answer: over randomized filter workloads
+//! on generated tables of many small row groups (with NULLs, missing paths and type
+//! outliers), across an append and a delete, every answer with the cache equals the
+//! answer without it, each query run twice either way (the second run with the cache
+//! reads what the first recorded), and repeats really skip row groups and select rows.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::util::display::{ArrayFormatter, FormatOptions};
+use datafusion::physical_plan::{ExecutionPlan, collect};
+use tessera_engine::{SessionOptions, TesseraSession};
+
+// This test uses a part of the shared helpers.
+#[allow(dead_code)]
+mod common;
+
+use common::{Rng, rows};
+
+/// Queries per data set and round.
+const QUERIES: usize = 12;
+
+/// Rows per row group of the tables written (many groups from few documents).
+const ROW_GROUP_ROWS: usize = 300;
+
+/// A generated data set: its documents and the JSON paths queries test.
+struct DataSet {
+    name: &'static str,
+    /// Two NDJSON parts: the first table version, then an append.
+    parts: [String; 2],
+    /// Text paths as SQL over `j`, with values to compare them with.
+    texts: Vec<(&'static str, Vec<&'static str>)>,
+    /// Integer paths as SQL over `j` (`TRY_CAST`, so outliers are NULL).
+    integers: Vec<&'static str>,
+    /// What the round's `DELETE` removes.
+    delete: &'static str,
+}
+
+/// Documents no generator writes: wrong types, NULLs, missing and empty objects.
+const OUTLIERS: &str = r#"{"kind":5,"time_us":"abc","did":null,"type":7}
+{"kind":null,"time_us":1.5e3,"commit":{"operation":7,"collection":["x"]},"actor":{"id":"x"}}
+{"did":"did:plc:zzz","time_us":-1,"commit":null,"payload":{"size":-3,"action":null}}
+{}
+"#;
+
+fn bluesky(dir: &Path) -> DataSet {
+    let part = |seed: u64, name: &str| {
+        let mut out = Vec::new();
+        let config = tessera_gen::BlueskyConfig::new(2400, seed);
+        tessera_gen::write_ndjson(&config, 1, &mut out).unwrap();
+        out.extend_from_slice(OUTLIERS.as_bytes());
+        let path = dir.join(name);
+        std::fs::write(&path, out).unwrap();
+        path.display().to_string()
+    };
+    DataSet {
+        name: "bluesky",
+        parts: [part(1, "bluesky1.json"), part(2, "bluesky2.json")],
+        texts: vec![
+            ("j->>'kind'", vec!["commit", "identity", "account", "5"]),
+            ("j->>'did'", vec!["did:plc:m", "did:plc:4", "did:plc:zzz"]),
+            (
+                "j->'commit'->>'operation'",
+                vec!["create", "delete", "update"],
+            ),
+            (
+                "j->'commit'->>'collection'",
+                vec!["app.bsky.feed.like", "app.bsky.feed.post", "app.bsky.graph"],
+            ),
+        ],
+        integers: vec!["TRY_CAST(j->>'time_us' AS BIGINT)"],
+        delete: "j->>'kind' = 'identity' OR j->'commit'->>'operation' = 'delete'",
+    }
+}
+
+fn events(dir: &Path) -> DataSet {
+    let part = |seed: u64, name: &str| {
+        let mut out = Vec::new();
+        let config = tessera_gen::EventsConfig::new(1500, seed);
+        tessera_gen::write_events_ndjson(&config, 1, &mut out).unwrap();
+        out.extend_from_slice(OUTLIERS.as_bytes());
+        let path = dir.join(name);
+        std::fs::write(&path, out).unwrap();
+        path.display().to_string()
+    };
+    DataSet {
+        name: "events",
+        parts: [part(1, "events1.json"), part(2, "events2.json")],
+        texts: vec![
+            (
+                "j->>'type'",
+                vec!["PushEvent", "WatchEvent", "IssuesEvent", "7"],
+            ),
+            ("j->'actor'->>'login'", vec!["alice", "m", ""]),
+            (
+                "j->'payload'->>'action'",
+                vec!["opened", "closed", "started"],
+            ),
+        ],
+        integers: vec![
+            "TRY_CAST(j->'actor'->>'id' AS BIGINT)",
+            "TRY_CAST(j->'payload'->>'size' AS BIGINT)",
+        ],
+        delete: "j->>'type' = 'WatchEvent'",
+    }
+}
+
+/// A random comparison on one of the data set's paths (LIKE never translates: such a
+/// filter only reads cached rows, it records none).
+fn atom(data: &DataSet, rng: &mut Rng, bounds: &[(i64, i64)]) -> String {
+    let ops = ["=", "<>", "<", "<=", ">", ">="];
+    let op = ops[rng.below(ops.len() as u64) as usize];
+    match rng.below(10) {
+        0..=3 => {
+            let (path, values) = &data.texts[rng.below(data.texts.len() as u64) as usize];
+            let value = values[rng.below(values.len() as u64) as usize];
+            match rng.below(6) {
+                0 => format!("{path} IS NULL"),
+                1 => format!("{path} IN ('{value}', '{}')", values[0]),
+                2 => format!("{path} LIKE '%{}%'", &value[..1.min(value.len())]),
+                3 => format!("'{value}' {op} {path}"),
+                _ => format!("{path} {op} '{value}'"),
+            }
+        }
+        4..=8 => {
+            let at = rng.below(data.integers.len() as u64) as usize;
+            let (low, high) = bounds[at];
+            // Few distinct points, so that queries repeat and contain one another.
+            let value = low + (high - low) / 8 * rng.below(9) as i64;
+            format!("{} {op} {value}", data.integers[at])
+        }
+        _ => format!("{} IS NOT NULL", data.integers[0]),
+    }
+}
+
+/// A random filter: a conjunction of disjunctions of (sometimes negated) comparisons.
+fn filter(data: &DataSet, rng: &mut Rng, bounds: &[(i64, i64)]) -> String {
+    let conjuncts: Vec<String> = (0..1 + rng.below(2))
+        .map(|_| {
+            let disjuncts: Vec<String> = (0..1 + rng.below(2))
+                .map(|_| {
+                    let a = atom(data, rng, bounds);
+                    match rng.below(6) {
+                        0 => format!("NOT ({a})"),
+                        _ => a,
+                    }
+                })
+                .collect();
+            format!("({})", disjuncts.join(" OR "))
+        })
+        .collect();
+    conjuncts.join(" AND ")
+}
+
+/// Queries under one random filter: its rows, a count (grouped on codes where it can
+/// be), a LIMIT (whose read stops early and must record nothing), and a stronger filter.
+fn queries(data: &DataSet, rng: &mut Rng, bounds: &[(i64, i64)]) -> Vec<String> {
+    let mut paths: Vec<&str> = data.texts.iter().map(|(p, _)| *p).collect();
+    paths.extend(data.integers.iter().copied());
+    let picked: Vec<&str> = (0..2 + rng.below(2))
+        .map(|_| paths[rng.below(paths.len() as u64) as usize])
+        .collect();
+    let select = picked.join(", ");
+    let where_ = filter(data, rng, bounds);
+    let (path, values) = &data.texts[0];
+    let group = data.texts[rng.below(data.texts.len() as u64) as usize].0;
+    vec![
+        format!("SELECT {select} FROM t WHERE {where_}"),
+        format!("SELECT {group}, count(*) FROM t WHERE {where_} GROUP BY 1"),
+        format!("SELECT count(*) FROM (SELECT {select} FROM t WHERE {where_} LIMIT 7) s"),
+        format!(
+            "SELECT {select} FROM t WHERE {where_} AND {path} <> '{}'",
+            values[0]
+        ),
+    ]
+}
+
+/// What running a query showed.
+struct Run {
+    rows: Vec<String>,
+    skipped: usize,
+    selected: usize,
+}
+
+/// The sum of scan metric `name` over `plan`'s nodes.
+fn metric(plan: &Arc<dyn ExecutionPlan>, name: &str) -> usize {
+    let own = plan
+        .metrics()
+        .and_then(|m| m.sum_by_name(name))
+        .map_or(0, |v| v.as_usize());
+    own + plan
+        .children()
+        .iter()
+        .map(|c| metric(c, name))
+        .sum::<usize>()
+}
+
+/// `sql` planned and run, with the predicate cache's metrics.
+async fn run(session: &TesseraSession, sql: &str) -> Run {
+    let frame = session
+        .sql(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let plan = frame.create_physical_plan().await.unwrap();
+    let batches = collect(Arc::clone(&plan), session.context().task_ctx())
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    Run {
+        rows: lines(&batches),
+        skipped: metric(&plan, "row_groups_skipped_by_predicate_cache"),
+        selected: metric(&plan, "rows_selected_by_predicate_cache"),
+    }
+}
+
+/// The rows of `batches` as sorted text lines.
+fn lines(batches: &[RecordBatch]) -> Vec<String> {
+    let options = FormatOptions::default().with_null("NULL");
+    let mut out = Vec::new();
+    for batch in batches {
+        let formatters: Vec<_> = batch
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).unwrap())
+            .collect();
+        for row in 0..batch.num_rows() {
+            let cells: Vec<String> = formatters
+                .iter()
+                .map(|f| f.value(row).to_string())
+                .collect();
+            out.push(cells.join(" | "));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The smallest and largest value of each integer path (the random literals' range).
+async fn bounds(session: &TesseraSession, data: &DataSet) -> Vec<(i64, i64)> {
+    let mut out = Vec::new();
+    for path in &data.integers {
+        let sql = format!(
+            "SELECT MIN({path}), MAX({path}) FROM t WHERE {path} BETWEEN -10 AND 4000000000000000"
+        );
+        let row = rows(session, &sql).await.remove(0);
+        let (low, high) = row.split_once(" | ").unwrap();
+        out.push((low.parse().unwrap(), high.parse().unwrap()));
+    }
+    out
+}
+
+/// Counts over one data set's workload.
+#[derive(Debug, Default)]
+struct Counts {
+    queries: usize,
+    row_groups_skipped: usize,
+    rows_selected: usize,
+}
+
+/// Runs `q` twice without the cache and twice with it; asserts equal answers and that
+/// the cache is used only when on.
+async fn compare(session: &TesseraSession, data: &DataSet, q: &str, counts: &mut Counts) {
+    rows(session, "SET tessera.predicate_cache = 'off'").await;
+    let expected = run(session, q).await;
+    let again = run(session, q).await;
+    assert_eq!(again.rows, expected.rows, "{}: {q}", data.name);
+    assert_eq!((expected.skipped, expected.selected), (0, 0), "{q}");
+    rows(session, "SET tessera.predicate_cache = 'on'").await;
+    for _ in 0..2 {
+        let cached = run(session, q).await;
+        assert_eq!(cached.rows, expected.rows, "{}: {q}", data.name);
+        counts.row_groups_skipped += cached.skipped;
+        counts.rows_selected += cached.selected;
+    }
+    counts.queries += 1;
+}
+
+async fn round(session: &TesseraSession, data: &DataSet, rng: &mut Rng, counts: &mut Counts) {
+    let bounds = bounds(session, data).await;
+    for _ in 0..QUERIES {
+        for q in queries(data, rng, &bounds) {
+            compare(session, data, &q, counts).await;
+        }
+    }
+}
+
+fn session() -> TesseraSession {
+    let s3 = tessera_blob::S3Config::resolve(&Default::default(), &|_| None).unwrap();
+    let options = SessionOptions {
+        target_partitions: Some(2),
+        ..Default::default()
+    };
+    TesseraSession::new(s3, options).unwrap()
+}
+
+/// A session over a new table `t` of `data`'s first part, in row groups of
+/// [`ROW_GROUP_ROWS`], with the predicate cache in `cache` and the region cache off.
+async fn table_session(data: &DataSet, cache: &Path) -> TesseraSession {
+    let table = cache.parent().unwrap().join(format!("{}_table", data.name));
+    let session = session();
+    for set in [
+        format!("SET tessera.row_group_rows = {ROW_GROUP_ROWS}"),
+        "SET tessera.region_cache = 'off'".to_string(),
+        format!("SET tessera.cache_dir = '{}'", cache.display()),
+        format!(
+            "CREATE EXTERNAL TABLE t (j VARCHAR) STORED AS TESSERA LOCATION '{}'",
+            table.display()
+        ),
+        format!("INSERT INTO t SELECT j FROM '{}'", data.parts[0]),
+    ] {
+        rows(&session, &set).await;
+    }
+    session
+}
+
+async fn differential(data: DataSet, cache: &Path) -> Counts {
+    let session = table_session(&data, cache).await;
+    let mut rng = Rng(0xD1B5_4A32_D192_ED03 ^ data.name.len() as u64);
+    let mut counts = Counts::default();
+    round(&session, &data, &mut rng, &mut counts).await;
+    let insert = format!("INSERT INTO t SELECT j FROM '{}'", data.parts[1]);
+    rows(&session, &insert).await;
+    round(&session, &data, &mut rng, &mut counts).await;
+    rows(&session, &format!("DELETE FROM t WHERE {}", data.delete)).await;
+    round(&session, &data, &mut rng, &mut counts).await;
+    counts
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_answers_equal_uncached_ones_across_appends_and_deletes() {
+    let dir = tempfile::tempdir().unwrap();
+    for data in [bluesky(dir.path()), events(dir.path())] {
+        let name = data.name;
+        let cache = dir.path().join(format!("{name}_cache"));
+        let counts = differential(data, &cache).await;
+        eprintln!("{name}: {counts:?}");
+        // Without these the equalities above would prove nothing about the cache.
+        assert!(counts.row_groups_skipped > 0, "{name}: {counts:?}");
+        assert!(counts.rows_selected > 0, "{name}: {counts:?}");
+        let persisted = cache.join("predicates").join("predicates.json");
+        assert!(persisted.exists(), "{name}: nothing persisted");
+    }
+}
+
+/// A scan whose filters do not all translate (LIKE) reads cached rows but records none:
+/// its passing rows are fewer than its translated part's, which a later scan of that
+/// part alone would otherwise read; so is a scan stopped by a LIMIT.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partial_filters_and_limits_record_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = bluesky(dir.path());
+    let session = table_session(&data, &dir.path().join("cache")).await;
+    // Half of the rows of every row group, so statistics skip nothing.
+    let base = "j->>'did' >= 'did:plc:m'";
+    let whole = format!("SELECT j->>'did' FROM t WHERE {base}");
+    let narrower = [
+        format!("{whole} AND j->>'kind' LIKE '%o%'"),
+        format!("SELECT count(*) FROM ({whole} LIMIT 3) s"),
+    ];
+    let mut counts = Counts::default();
+    for q in &narrower {
+        compare(&session, &data, q, &mut counts).await;
+    }
+    assert_eq!((counts.rows_selected, counts.row_groups_skipped), (0, 0));
+    compare(&session, &data, &whole, &mut counts).await;
+    // The whole filter recorded its rows: a stronger one reads only those.
+    let stronger = format!("{whole} AND TRY_CAST(j->>'time_us' AS BIGINT) > 0");
+    let before = counts.rows_selected;
+    compare(&session, &data, &stronger, &mut counts).await;
+    assert!(counts.rows_selected > before, "{counts:?}");
+}

@@ -1,10 +1,11 @@
-//! `tessera cache stats|clear`: what a cache directory holds (the block cache's ranges
-//! and the region cache's regions), and emptying it.
+//! `tessera cache stats|clear`: what a cache directory holds (the block cache's ranges,
+//! the region cache's regions and the predicate cache's rows), and emptying it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use tessera_cache::block::{DirStats, clear};
+use tessera_cache::predicate::{self, PredicateCache, PredicateLimits};
 use tessera_engine::options::format_bytes;
 use tessera_engine::{RegionDirStats, clear_regions};
 
@@ -17,8 +18,8 @@ pub enum CacheCommand {
         #[arg(long, env = "TESSERA_CACHE_DIR")]
         dir: PathBuf,
     },
-    /// Remove the cached ranges and regions (refused while a running process has the
-    /// cache open).
+    /// Remove the cached ranges, regions and predicates (refused while a running
+    /// process has the cache open).
     Clear {
         /// The cache directory.
         #[arg(long, env = "TESSERA_CACHE_DIR")]
@@ -32,9 +33,10 @@ pub fn run(command: CacheCommand) -> anyhow::Result<()> {
         CacheCommand::Stats { dir } => {
             println!("{}", describe(&DirStats::read(&dir)?));
             println!("{}", describe_regions(&RegionDirStats::read(&dir)?));
+            println!("{}", describe_predicates(&dir)?);
         }
         CacheCommand::Clear { dir } => {
-            let freed = clear(&dir)? + clear_regions(&dir)?;
+            let freed = clear(&dir)? + clear_regions(&dir)? + clear_predicates(&dir)?;
             println!("cleared {}: {} freed", dir.display(), format_bytes(freed));
         }
     }
@@ -77,4 +79,35 @@ fn describe_regions(stats: &RegionDirStats) -> String {
         ),
     ]
     .join("\n")
+}
+
+/// The predicate cache's entries (row groups with the rows a predicate selected), as
+/// the file a previous process left holds them; none when there is no such file.
+fn describe_predicates(dir: &Path) -> anyhow::Result<String> {
+    let (entries, bytes) = match dir.join(predicate::DIR_NAME).is_dir() {
+        true => {
+            let cache = PredicateCache::open(dir, PredicateLimits::default())?;
+            (cache.len(), cache.bytes())
+        }
+        false => (0, 0),
+    };
+    Ok([
+        format!("predicate entries: {entries}"),
+        format!("bytes of predicate entries: {}", format_bytes(bytes as u64)),
+    ]
+    .join("\n"))
+}
+
+/// Removes the predicate cache's directory; the bytes it held.
+fn clear_predicates(dir: &Path) -> anyhow::Result<u64> {
+    let predicates = dir.join(predicate::DIR_NAME);
+    if !predicates.is_dir() {
+        return Ok(0);
+    }
+    let mut freed = 0;
+    for entry in std::fs::read_dir(&predicates)? {
+        freed += entry?.metadata()?.len();
+    }
+    std::fs::remove_dir_all(&predicates)?;
+    Ok(freed)
 }

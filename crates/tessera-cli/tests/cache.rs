@@ -123,6 +123,15 @@ fn a_killed_process_leaves_a_cache_that_restarts_clean() {
     assert!(cleared.ok().starts_with("cleared"), "{}", cleared.stdout);
     let after = run(dir.path(), &env, &["cache", "stats", "--dir", &cache_dir]);
     assert!(after.ok().contains("disk blocks: 0"), "{}", after.stdout);
+    assert!(
+        after.ok().contains("predicate entries: 0"),
+        "{}",
+        after.stdout
+    );
+    assert!(
+        !cache.join("predicates").exists(),
+        "clear removes the predicates"
+    );
 }
 
 #[test]

@@ -8,8 +8,6 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::RecordBatch;
-use arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::physical_plan::{ExecutionPlan, collect};
 use tessera_engine::{SessionOptions, TesseraSession};
 
@@ -17,7 +15,8 @@ use tessera_engine::{SessionOptions, TesseraSession};
 #[allow(dead_code)]
 mod common;
 
-use common::{Rng, rows};
+use common::data_sets::{DataSet, bounds, events};
+use common::{Rng, lines, rows};
 
 /// Queries per data set and round.
 const QUERIES: usize = 12;
@@ -25,85 +24,12 @@ const QUERIES: usize = 12;
 /// Rows per row group of the tables written (many groups from few documents).
 const ROW_GROUP_ROWS: usize = 300;
 
-/// A generated data set: its documents and the JSON paths queries test.
-struct DataSet {
-    name: &'static str,
-    /// Two NDJSON parts: the first table version, then an append.
-    parts: [String; 2],
-    /// Text paths as SQL over `j`, with values to compare them with.
-    texts: Vec<(&'static str, Vec<&'static str>)>,
-    /// Integer paths as SQL over `j` (`TRY_CAST`, so outliers are NULL).
-    integers: Vec<&'static str>,
-    /// What the round's `DELETE` removes.
-    delete: &'static str,
-}
-
-/// Documents no generator writes: wrong types, NULLs, missing and empty objects.
-const OUTLIERS: &str = r#"{"kind":5,"time_us":"abc","did":null,"type":7}
-{"kind":null,"time_us":1.5e3,"commit":{"operation":7,"collection":["x"]},"actor":{"id":"x"}}
-{"did":"did:plc:zzz","time_us":-1,"commit":null,"payload":{"size":-3,"action":null}}
-{}
-"#;
-
+/// Bluesky events, deleting more than the region cache's test does (a file's rows
+/// recorded before a delete must stay right after it).
 fn bluesky(dir: &Path) -> DataSet {
-    let part = |seed: u64, name: &str| {
-        let mut out = Vec::new();
-        let config = tessera_gen::BlueskyConfig::new(2400, seed);
-        tessera_gen::write_ndjson(&config, 1, &mut out).unwrap();
-        out.extend_from_slice(OUTLIERS.as_bytes());
-        let path = dir.join(name);
-        std::fs::write(&path, out).unwrap();
-        path.display().to_string()
-    };
     DataSet {
-        name: "bluesky",
-        parts: [part(1, "bluesky1.json"), part(2, "bluesky2.json")],
-        texts: vec![
-            ("j->>'kind'", vec!["commit", "identity", "account", "5"]),
-            ("j->>'did'", vec!["did:plc:m", "did:plc:4", "did:plc:zzz"]),
-            (
-                "j->'commit'->>'operation'",
-                vec!["create", "delete", "update"],
-            ),
-            (
-                "j->'commit'->>'collection'",
-                vec!["app.bsky.feed.like", "app.bsky.feed.post", "app.bsky.graph"],
-            ),
-        ],
-        integers: vec!["TRY_CAST(j->>'time_us' AS BIGINT)"],
         delete: "j->>'kind' = 'identity' OR j->'commit'->>'operation' = 'delete'",
-    }
-}
-
-fn events(dir: &Path) -> DataSet {
-    let part = |seed: u64, name: &str| {
-        let mut out = Vec::new();
-        let config = tessera_gen::EventsConfig::new(1500, seed);
-        tessera_gen::write_events_ndjson(&config, 1, &mut out).unwrap();
-        out.extend_from_slice(OUTLIERS.as_bytes());
-        let path = dir.join(name);
-        std::fs::write(&path, out).unwrap();
-        path.display().to_string()
-    };
-    DataSet {
-        name: "events",
-        parts: [part(1, "events1.json"), part(2, "events2.json")],
-        texts: vec![
-            (
-                "j->>'type'",
-                vec!["PushEvent", "WatchEvent", "IssuesEvent", "7"],
-            ),
-            ("j->'actor'->>'login'", vec!["alice", "m", ""]),
-            (
-                "j->'payload'->>'action'",
-                vec!["opened", "closed", "started"],
-            ),
-        ],
-        integers: vec![
-            "TRY_CAST(j->'actor'->>'id' AS BIGINT)",
-            "TRY_CAST(j->'payload'->>'size' AS BIGINT)",
-        ],
-        delete: "j->>'type' = 'WatchEvent'",
+        ..common::data_sets::bluesky(dir, 2400)
     }
 }
 
@@ -214,42 +140,6 @@ async fn run(session: &TesseraSession, sql: &str) -> Run {
     }
 }
 
-/// The rows of `batches` as sorted text lines.
-fn lines(batches: &[RecordBatch]) -> Vec<String> {
-    let options = FormatOptions::default().with_null("NULL");
-    let mut out = Vec::new();
-    for batch in batches {
-        let formatters: Vec<_> = batch
-            .columns()
-            .iter()
-            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).unwrap())
-            .collect();
-        for row in 0..batch.num_rows() {
-            let cells: Vec<String> = formatters
-                .iter()
-                .map(|f| f.value(row).to_string())
-                .collect();
-            out.push(cells.join(" | "));
-        }
-    }
-    out.sort();
-    out
-}
-
-/// The smallest and largest value of each integer path (the random literals' range).
-async fn bounds(session: &TesseraSession, data: &DataSet) -> Vec<(i64, i64)> {
-    let mut out = Vec::new();
-    for path in &data.integers {
-        let sql = format!(
-            "SELECT MIN({path}), MAX({path}) FROM t WHERE {path} BETWEEN -10 AND 4000000000000000"
-        );
-        let row = rows(session, &sql).await.remove(0);
-        let (low, high) = row.split_once(" | ").unwrap();
-        out.push((low.parse().unwrap(), high.parse().unwrap()));
-    }
-    out
-}
-
 /// Counts over one data set's workload.
 #[derive(Debug, Default)]
 struct Counts {
@@ -330,7 +220,7 @@ async fn differential(data: DataSet, cache: &Path) -> Counts {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cached_answers_equal_uncached_ones_across_appends_and_deletes() {
     let dir = tempfile::tempdir().unwrap();
-    for data in [bluesky(dir.path()), events(dir.path())] {
+    for data in [bluesky(dir.path()), events(dir.path(), 1500)] {
         let name = data.name;
         let cache = dir.path().join(format!("{name}_cache"));
         let counts = differential(data, &cache).await;

@@ -10,8 +10,6 @@
 
 use std::path::Path;
 
-use arrow::array::RecordBatch;
-use arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::physical_plan::{collect, displayable};
 use tessera_engine::{SessionOptions, TesseraSession};
 
@@ -19,93 +17,11 @@ use tessera_engine::{SessionOptions, TesseraSession};
 #[allow(dead_code)]
 mod common;
 
-use common::{Rng, rows};
+use common::data_sets::{DataSet, bluesky, bounds, events};
+use common::{Rng, lines, rows};
 
 /// Queries per data set and round.
 const QUERIES: usize = 10;
-
-/// A generated data set: its documents and the JSON paths queries test.
-struct DataSet {
-    name: &'static str,
-    /// Two NDJSON parts: the first table version, then an append.
-    parts: [String; 2],
-    /// Text paths as SQL over `j`, with values to compare them with.
-    texts: Vec<(&'static str, Vec<&'static str>)>,
-    /// Integer paths as SQL over `j` (`TRY_CAST`, so outliers are NULL).
-    integers: Vec<&'static str>,
-    /// What the round's `DELETE` removes.
-    delete: &'static str,
-}
-
-/// Documents no generator writes: wrong types, NULLs, missing and empty objects.
-const OUTLIERS: &str = r#"{"kind":5,"time_us":"abc","did":null,"type":7}
-{"kind":null,"time_us":1.5e3,"commit":{"operation":7,"collection":["x"]},"actor":{"id":"x"}}
-{"did":"did:plc:zzz","time_us":-1,"commit":null,"payload":{"size":-3,"action":null}}
-{}
-{"kind":"commit","time_us":9223372036854775807,"commit":{"operation":"delete"},"type":"PushEvent","actor":{"login":""}}
-"#;
-
-fn bluesky(dir: &Path) -> DataSet {
-    let part = |seed: u64, name: &str| {
-        let mut out = Vec::new();
-        let config = tessera_gen::BlueskyConfig::new(1500, seed);
-        tessera_gen::write_ndjson(&config, 1, &mut out).unwrap();
-        out.extend_from_slice(OUTLIERS.as_bytes());
-        let path = dir.join(name);
-        std::fs::write(&path, out).unwrap();
-        path.display().to_string()
-    };
-    DataSet {
-        name: "bluesky",
-        parts: [part(1, "bluesky1.json"), part(2, "bluesky2.json")],
-        texts: vec![
-            ("j->>'kind'", vec!["commit", "identity", "account", "5"]),
-            ("j->>'did'", vec!["did:plc:m", "did:plc:4", "did:plc:zzz"]),
-            (
-                "j->'commit'->>'operation'",
-                vec!["create", "delete", "update"],
-            ),
-            (
-                "j->'commit'->>'collection'",
-                vec!["app.bsky.feed.like", "app.bsky.feed.post", "app.bsky.graph"],
-            ),
-        ],
-        integers: vec!["TRY_CAST(j->>'time_us' AS BIGINT)"],
-        delete: "j->>'kind' = 'identity'",
-    }
-}
-
-fn events(dir: &Path) -> DataSet {
-    let part = |seed: u64, name: &str| {
-        let mut out = Vec::new();
-        let config = tessera_gen::EventsConfig::new(800, seed);
-        tessera_gen::write_events_ndjson(&config, 1, &mut out).unwrap();
-        out.extend_from_slice(OUTLIERS.as_bytes());
-        let path = dir.join(name);
-        std::fs::write(&path, out).unwrap();
-        path.display().to_string()
-    };
-    DataSet {
-        name: "events",
-        parts: [part(1, "events1.json"), part(2, "events2.json")],
-        texts: vec![
-            (
-                "j->>'type'",
-                vec!["PushEvent", "WatchEvent", "IssuesEvent", "7"],
-            ),
-            ("j->'actor'->>'login'", vec!["alice", "m", ""]),
-            (
-                "j->'payload'->>'action'",
-                vec!["opened", "closed", "started"],
-            ),
-        ],
-        integers: vec![
-            "TRY_CAST(j->'actor'->>'id' AS BIGINT)",
-            "TRY_CAST(j->'payload'->>'size' AS BIGINT)",
-        ],
-        delete: "j->>'type' = 'WatchEvent'",
-    }
-}
 
 /// A random comparison on one of the data set's paths (some never translate: LIKE).
 fn atom(data: &DataSet, rng: &mut Rng, bounds: &[(i64, i64)]) -> String {
@@ -212,28 +128,6 @@ fn region_scan_versions(plan: &str) -> Vec<u64> {
         .collect()
 }
 
-/// The rows of `batches` as sorted text lines.
-fn lines(batches: &[RecordBatch]) -> Vec<String> {
-    let options = FormatOptions::default().with_null("NULL");
-    let mut out = Vec::new();
-    for batch in batches {
-        let formatters: Vec<_> = batch
-            .columns()
-            .iter()
-            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).unwrap())
-            .collect();
-        for row in 0..batch.num_rows() {
-            let cells: Vec<String> = formatters
-                .iter()
-                .map(|f| f.value(row).to_string())
-                .collect();
-            out.push(cells.join(" | "));
-        }
-    }
-    out.sort();
-    out
-}
-
 fn session() -> TesseraSession {
     let s3 = tessera_blob::S3Config::resolve(&Default::default(), &|_| None).unwrap();
     let options = SessionOptions {
@@ -241,20 +135,6 @@ fn session() -> TesseraSession {
         ..Default::default()
     };
     TesseraSession::new(s3, options).unwrap()
-}
-
-/// The smallest and largest value of each integer path (the random literals' range).
-async fn bounds(session: &TesseraSession, data: &DataSet) -> Vec<(i64, i64)> {
-    let mut out = Vec::new();
-    for path in &data.integers {
-        let sql = format!(
-            "SELECT MIN({path}), MAX({path}) FROM t WHERE {path} BETWEEN -10 AND 4000000000000000"
-        );
-        let row = rows(session, &sql).await.remove(0);
-        let (low, high) = row.split_once(" | ").unwrap();
-        out.push((low.parse().unwrap(), high.parse().unwrap()));
-    }
-    out
 }
 
 /// Counts over one data set's workload.
@@ -437,7 +317,7 @@ async fn differential(data: DataSet, cache: &Path) -> Counts {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cached_answers_equal_uncached_ones_across_appends_and_deletes() {
     let dir = tempfile::tempdir().unwrap();
-    for data in [bluesky(dir.path()), events(dir.path())] {
+    for data in [bluesky(dir.path(), 1500), events(dir.path(), 800)] {
         let name = data.name;
         let counts = differential(data, &dir.path().join(format!("{name}_cache"))).await;
         eprintln!("{name}: {counts:?}");
@@ -452,7 +332,7 @@ async fn cached_answers_equal_uncached_ones_across_appends_and_deletes() {
 
 /// A region written by the engine under `cache`, for `sql` over a new table in `dir`.
 async fn write_region(dir: &Path, cache: &Path, sql: &str) -> TesseraSession {
-    let data = bluesky(dir);
+    let data = bluesky(dir, 1500);
     let session = session();
     let table = dir.join("table");
     let create = format!(

@@ -1,6 +1,9 @@
 //! Helpers shared by the engine's integration tests: answers as sorted text lines,
 //! metrics read off `EXPLAIN ANALYZE`, and a deterministic generator for inputs.
 
+pub mod data_sets;
+
+use arrow::array::RecordBatch;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use tessera_engine::{SessionOptions, TesseraSession};
 
@@ -13,9 +16,14 @@ pub async fn rows(session: &TesseraSession, sql: &str) -> Vec<String> {
         .collect()
         .await
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    lines(&batches)
+}
+
+/// The rows of `batches` as sorted text lines.
+pub fn lines(batches: &[RecordBatch]) -> Vec<String> {
     let options = FormatOptions::default().with_null("NULL");
     let mut out = Vec::new();
-    for batch in &batches {
+    for batch in batches {
         let formatters: Vec<_> = batch
             .columns()
             .iter()

@@ -229,30 +229,46 @@ impl fmt::Display for CacheSize {
 /// The default of `tessera.region_cache_size`: 1 GiB.
 pub const REGION_CACHE_BYTES_DEFAULT: u64 = 1 << 30;
 
-/// `tessera.region_cache`: whether Tessera-table scans use the region cache ('on',
-/// default, when `tessera.cache_dir` is set) or not ('off').
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RegionCacheSwitch(pub bool);
+/// On/off settings of a cache: 'on' (or 'true') and 'off' (or 'false'), the error naming
+/// the setting.
+macro_rules! cache_switch {
+    ($($(#[$doc:meta])* $name:ident, $setting:literal;)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub struct $name(pub bool);
 
-impl FromStr for RegionCacheSwitch {
-    type Err = DataFusionError;
+        impl FromStr for $name {
+            type Err = DataFusionError;
 
-    fn from_str(s: &str) -> Result<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "on" | "true" => Ok(Self(true)),
-            "off" | "false" => Ok(Self(false)),
-            other => Err(DataFusionError::Configuration(format!(
-                "region_cache must be 'on' or 'off', not '{other}'"
-            ))),
+            fn from_str(s: &str) -> Result<Self> {
+                match s.trim().to_ascii_lowercase().as_str() {
+                    "on" | "true" => Ok(Self(true)),
+                    "off" | "false" => Ok(Self(false)),
+                    other => Err(DataFusionError::Configuration(format!(
+                        "{} must be 'on' or 'off', not '{other}'",
+                        $setting
+                    ))),
+                }
+            }
         }
-    }
-}
 
-impl fmt::Display for RegionCacheSwitch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0 { "on" } else { "off" })
-    }
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(if self.0 { "on" } else { "off" })
+            }
+        }
+    )*};
 }
+cache_switch!(
+    /// `tessera.region_cache`: whether Tessera-table scans use the region cache ('on',
+    /// default, when `tessera.cache_dir` is set) or not ('off').
+    RegionCacheSwitch, "region_cache";
+    /// `tessera.predicate_cache`: whether Tessera-table scans remember, per row group,
+    /// which rows passed their filters and read only those rows when a later scan's
+    /// filters are the same or stronger ('on', default, when `tessera.cache_dir` is set)
+    /// or not ('off').
+    PredicateCacheSwitch, "predicate_cache";
+);
 
 /// `tessera.region_cache_size`: the bytes regions may take on disk ('1GiB', default);
 /// read when a directory is first opened by the process.
@@ -276,32 +292,6 @@ impl FromStr for RegionCacheSize {
 impl fmt::Display for RegionCacheSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&format_bytes(self.0))
-    }
-}
-
-/// `tessera.predicate_cache`: whether Tessera-table scans remember, per row group, which
-/// rows passed their filters and read only those rows when a later scan's filters are
-/// the same or stronger ('on', default, when `tessera.cache_dir` is set) or not ('off').
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PredicateCacheSwitch(pub bool);
-
-impl FromStr for PredicateCacheSwitch {
-    type Err = DataFusionError;
-
-    fn from_str(s: &str) -> Result<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "on" | "true" => Ok(Self(true)),
-            "off" | "false" => Ok(Self(false)),
-            other => Err(DataFusionError::Configuration(format!(
-                "predicate_cache must be 'on' or 'off', not '{other}'"
-            ))),
-        }
-    }
-}
-
-impl fmt::Display for PredicateCacheSwitch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0 { "on" } else { "off" })
     }
 }
 

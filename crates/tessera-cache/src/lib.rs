@@ -29,6 +29,7 @@
 
 pub mod block;
 mod error;
+pub mod lock;
 pub mod predicate;
 pub mod semantic;
 

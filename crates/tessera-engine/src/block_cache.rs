@@ -45,13 +45,9 @@ impl ScanCache {
             dir: PathBuf::from(&options.cache_dir),
             cache_bytes_max: options.cache_size.0,
         })?;
-        let endpoint = state
-            .config()
-            .get_extension::<StoreEndpoint>()
-            .map_or_else(String::new, |e| e.0.clone());
         Some(Self {
             cache,
-            store_id: format!("{endpoint} {url}"),
+            store_id: store_id(state, url),
         })
     }
 
@@ -97,4 +93,14 @@ impl CacheObserver for CacheMetrics {
         self.requests_saved.add(1);
         self.request_cost_saved_nanodollars.add(GET_NANODOLLARS);
     }
+}
+
+/// Names the store at `url` among all a process reads (its endpoint and bucket), so that
+/// equal paths of two stores never share a cache's entries.
+pub(crate) fn store_id(state: &dyn Session, url: &ObjectStoreUrl) -> String {
+    let endpoint = state
+        .config()
+        .get_extension::<StoreEndpoint>()
+        .map_or_else(String::new, |e| e.0.clone());
+    format!("{endpoint} {url}")
 }

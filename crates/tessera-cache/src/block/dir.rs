@@ -2,43 +2,19 @@
 //! its cache is open, and the lifetime counters; and what `tessera cache stats|clear`
 //! read and remove.
 
-use std::fs::{File, TryLockError};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::ghost::History;
 use crate::CacheError;
+pub(crate) use crate::lock::lock_directory as lock;
 
-/// Held with an exclusive lock by the process whose cache is open. The kernel releases
-/// it when that process ends, however it ends, so a killed process leaves no stale lock.
-const LOCK_FILE: &str = "LOCK";
 /// The lifetime counters, one `name value` line each.
 const COUNTERS_FILE: &str = "counters";
 /// The LRU-2 history ([`History::to_bytes`]).
 const HISTORY_FILE: &str = "history";
 /// The prefix of foyer's files (its `FsDevice`'s partitions, one per disk block).
 const DEVICE_FILE_PREFIX: &str = "foyer-storage-";
-
-/// Takes the directory's lock for this process, or says that another holds it.
-pub(crate) fn lock(dir: &Path) -> Result<File, CacheError> {
-    let io = |source| CacheError::Io {
-        dir: dir.to_path_buf(),
-        source,
-    };
-    let file = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(dir.join(LOCK_FILE))
-        .map_err(io)?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(TryLockError::WouldBlock) => Err(CacheError::Locked {
-            dir: dir.to_path_buf(),
-        }),
-        Err(TryLockError::Error(e)) => Err(io(e)),
-    }
-}
 
 /// The LRU-2 history an earlier process left in `dir`, or an empty one.
 pub(crate) fn read_history(dir: &Path, entries_max: usize) -> History {

@@ -6,7 +6,9 @@ use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
 use super::RegionCacheError;
-use super::store::{LOCK_FILE, Sidecar, read_hits};
+use tessera_cache::lock::{LOCK_FILE, lock_directory};
+
+use super::store::{Sidecar, read_hits};
 
 /// What the regions directory under a cache directory holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,20 +65,7 @@ impl RegionDirStats {
 
 /// The directory's lock, held; an error when another process holds it.
 fn lock(dir: &Path) -> Result<File, RegionCacheError> {
-    let io = |source| RegionCacheError::Io {
-        path: dir.to_path_buf(),
-        source,
-    };
-    let file = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(dir.join(LOCK_FILE))
-        .map_err(io)?;
-    file.try_lock().map_err(|_| RegionCacheError::Locked {
-        dir: dir.to_path_buf(),
-    })?;
-    Ok(file)
+    lock_directory(dir).map_err(RegionCacheError::from)
 }
 
 /// Deletes every region under `cache_dir` and its lifetime answers; the bytes freed.

@@ -51,3 +51,17 @@ pub enum RegionCacheError {
         dir: PathBuf,
     },
 }
+
+impl From<tessera_cache::CacheError> for RegionCacheError {
+    /// The lock file's errors (the only `CacheError`s the region store meets).
+    fn from(e: tessera_cache::CacheError) -> Self {
+        match e {
+            tessera_cache::CacheError::Locked { dir } => Self::Locked { dir },
+            tessera_cache::CacheError::Io { dir, source } => Self::Io { path: dir, source },
+            other => Self::Io {
+                path: PathBuf::new(),
+                source: std::io::Error::other(other.to_string()),
+            },
+        }
+    }
+}

@@ -16,6 +16,7 @@ use arrow::datatypes::SchemaRef;
 use parking_lot::Mutex;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde::{Deserialize, Serialize};
+use tessera_cache::lock::{LOCK_FILE, lock_directory};
 use tessera_cache::semantic::budget::CacheBudget;
 use tessera_cache::semantic::cover::{Cover, RegionIndex, cover};
 use tessera_cache::semantic::dnf::Dnf;
@@ -31,9 +32,6 @@ use super::freshness::{Freshness, SourceFile, freshness};
 
 /// The version of the sidecar's layout; sidecars of another version are deleted.
 pub(crate) const SIDECAR_FORMAT: u32 = 2;
-/// Held with an exclusive lock while a process has the store open: the startup sweep
-/// would otherwise delete another process's regions being written.
-pub(crate) const LOCK_FILE: &str = "LOCK";
 /// The scans answered from the directory's regions over its lifetime (decimal text),
 /// for `tessera cache stats`.
 const HITS_FILE: &str = "HITS";
@@ -159,15 +157,7 @@ impl RegionStore {
             source,
         };
         fs::create_dir_all(dir).map_err(io)?;
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(dir.join(LOCK_FILE))
-            .map_err(io)?;
-        lock.try_lock().map_err(|_| RegionCacheError::Locked {
-            dir: dir.to_path_buf(),
-        })?;
+        let lock = lock_directory(dir)?;
         let budget = CacheBudget::split(cache_bytes_max);
         // The paper shortens RR's history by the RR/OR split because the oracle cache
         // holds the long-term regions; without the oracle cache (not built yet) RR keeps

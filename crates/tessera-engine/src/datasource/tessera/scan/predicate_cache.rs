@@ -30,7 +30,7 @@ use tessera_cache::semantic::predicate::Predicate;
 use tessera_table::DeletionVector;
 
 use super::metrics::TesseraScanMetrics;
-use crate::block_cache::StoreEndpoint;
+use crate::block_cache::store_id;
 use crate::options::TesseraOptions;
 use crate::region_cache::predicates::{is_deterministic, translate_filters};
 
@@ -60,13 +60,9 @@ impl ScanPredicateCache {
             return None;
         }
         let cache = predicate::shared(Path::new(&options.cache_dir), LIMITS)?;
-        let endpoint = state
-            .config()
-            .get_extension::<StoreEndpoint>()
-            .map_or_else(String::new, |e| e.0.clone());
         Some(Self {
             cache,
-            store: format!("{endpoint} {url}"),
+            store: store_id(state, url),
         })
     }
 

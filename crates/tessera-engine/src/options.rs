@@ -268,6 +268,10 @@ cache_switch!(
     /// filters are the same or stronger ('on', default, when `tessera.cache_dir` is set)
     /// or not ('off').
     PredicateCacheSwitch, "predicate_cache";
+    /// `tessera.region_oracle`: whether the region cache keeps 95% of its bytes for the
+    /// regions a background oracle chooses from the recent scans ('on', default) or
+    /// gives all of them to the regions scans requested twice ('off').
+    RegionOracleSwitch, "region_oracle";
 );
 
 /// `tessera.region_cache_size`: the bytes regions may take on disk ('1GiB', default);
@@ -356,7 +360,8 @@ text_config_field!(
     CacheSize,
     RegionCacheSwitch,
     RegionCacheSize,
-    PredicateCacheSwitch
+    PredicateCacheSwitch,
+    RegionOracleSwitch
 );
 
 /// Largest ranged read a scan may issue; bounds the memory of one partition.
@@ -419,6 +424,11 @@ extensions_options! {
         /// Bytes regions may take on disk ('1GiB', default); read when a directory is
         /// first opened by the process.
         pub region_cache_size: RegionCacheSize, default = RegionCacheSize(REGION_CACHE_BYTES_DEFAULT)
+        /// Whether 95% of the region cache holds the regions a background oracle picks
+        /// from the recent scans, after "Crystal: A Unified Cache Storage System for
+        /// Analytical Databases" ('on', default), or all of it the regions scans
+        /// requested twice ('off'); read when a directory is first opened by the process.
+        pub region_oracle: RegionOracleSwitch, default = RegionOracleSwitch(true)
         /// Whether Tessera-table scans remember per row group which rows passed their
         /// filters, in memory and in `<cache_dir>/predicates`, and read only those rows
         /// when a later scan's filters are the same or stronger ('on', default; only

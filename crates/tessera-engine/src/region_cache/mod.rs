@@ -11,16 +11,21 @@
 //! - [`rewrite`]: expressions over the table onto a region's columns.
 //! - [`store`]: regions on disk under `<tessera.cache_dir>/regions/`, bounded, LRU-2.
 //! - [`scan_exec`], [`write_exec`]: reading a region, writing one while a scan streams.
+//! - [`oracle`]: the oracle-region cache's background runs (Crystal's Algorithms 2 and
+//!   3 over the recent scans), started by [`observe_exec`] as scans run.
 //! - [`rule`]: the physical optimizer rule that chooses between them.
 //! - [`dir`]: the directory seen from outside (`tessera cache stats|clear`).
 //!
 //! The decisions (containment, admission, eviction) are `tessera_cache::semantic`'s.
 //! Settings: `tessera.region_cache` ('on' by default, effective when `tessera.cache_dir`
-//! is set) and `tessera.region_cache_size` (1 GiB by default).
+//! is set), `tessera.region_cache_size` (1 GiB by default) and `tessera.region_oracle`
+//! ('on' by default: 95% of the size for the oracle's regions).
 
 mod dir;
 mod filters;
 mod freshness;
+mod observe_exec;
+mod oracle;
 pub(crate) mod predicates;
 pub(crate) mod rewrite;
 mod rule;
@@ -29,6 +34,10 @@ pub(crate) mod store;
 pub(crate) mod write_exec;
 
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use datafusion::common::{DataFusionError, Result};
+use datafusion::physical_plan::ExecutionPlan;
 
 pub use dir::{RegionDirStats, clear_regions};
 pub use rule::RegionCacheRule;
@@ -63,5 +72,16 @@ impl From<tessera_cache::CacheError> for RegionCacheError {
                 source: std::io::Error::other(other.to_string()),
             },
         }
+    }
+}
+
+/// The one child of the pass-through plan `name` (for `with_new_children`).
+fn only_child(
+    mut children: Vec<Arc<dyn ExecutionPlan>>,
+    name: &str,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    match (children.pop(), children.is_empty()) {
+        (Some(input), true) => Ok(input),
+        _ => Err(DataFusionError::Internal(format!("{name} has one input"))),
     }
 }

@@ -32,12 +32,14 @@ use tessera_cache::semantic::region::Request;
 
 use super::filters::physical_filter;
 use super::freshness::{SourceFile, source_files};
+use super::observe_exec::RegionObserveExec;
+use super::oracle::Template;
 use super::predicates::{
     Columns, Translated, column_id, is_deterministic, reads_columns, translate_filters,
 };
 use super::rewrite::RegionColumns;
 use super::scan_exec::{RegionScanExec, parquet_scan};
-use super::store::{self, Answer, RegionStore, Sidecar, StoredRegion};
+use super::store::{self, Answer, Destination, RegionStore, Sidecar, StoredRegion};
 use super::write_exec::{RegionWrite, RegionWriteExec};
 use crate::datasource::tessera::scan::{SnapshotFile, TesseraSource};
 use crate::options::TesseraOptions;
@@ -84,7 +86,11 @@ fn configured_store(config: &ConfigOptions) -> Option<Arc<RegionStore>> {
     if !options.region_cache.0 || options.cache_dir.is_empty() {
         return None;
     }
-    store::shared(Path::new(&options.cache_dir), options.region_cache_size.0)
+    store::shared(
+        Path::new(&options.cache_dir),
+        options.region_cache_size.0,
+        options.region_oracle.0,
+    )
 }
 
 /// What a Tessera scan asks of the cache.
@@ -98,6 +104,8 @@ struct Scan<'a> {
     /// The translated filters' AND.
     predicate: Predicate,
     request: Request,
+    /// The scanned version.
+    snapshot: Arc<Snapshot>,
     /// The data files of the scanned version.
     source_files: Vec<SourceFile>,
     /// Whether the scan reads every data file of its version, so that its rows under
@@ -106,10 +114,8 @@ struct Scan<'a> {
     writable: bool,
 }
 
-/// `node` answered from regions, or writing one; `None` to leave it as it is. A whole
-/// answer (no remainder) is taken at once; otherwise a scan seen the second time
-/// writes its own region (LRU-2), and only then does a partial cover (regions plus a
-/// remote scan of the rest) answer it.
+/// `node` answered from regions, or writing one, and observed by the oracle when it
+/// runs; `None` to leave it as it is.
 fn cached_scan(
     store: &Arc<RegionStore>,
     node: &Arc<dyn ExecutionPlan>,
@@ -117,6 +123,28 @@ fn cached_scan(
     let Some(scan) = Scan::of(node) else {
         return Ok(None);
     };
+    let Some(oracle) = &store.oracle else {
+        return answered(store, &scan, node);
+    };
+    if scan.writable {
+        oracle.observe(&scan.request, scan.template());
+    }
+    let plan = answered(store, &scan, node)?.unwrap_or_else(|| Arc::clone(node));
+    Ok(Some(Arc::new(RegionObserveExec::new(
+        plan,
+        Arc::clone(store),
+    ))))
+}
+
+/// `scan` answered from regions, or writing one; `None` to leave it as it is. A whole
+/// answer (no remainder) is taken at once; otherwise a scan seen the second time
+/// writes its own region (LRU-2), and only then does a partial cover (regions plus a
+/// remote scan of the rest) answer it.
+fn answered(
+    store: &Arc<RegionStore>,
+    scan: &Scan,
+    node: &Arc<dyn ExecutionPlan>,
+) -> Result<Option<Arc<dyn ExecutionPlan>>> {
     let answer = store.lookup(&scan.request, &scan.source_files);
     if let Some(whole) = answer.as_ref().filter(|a| a.remainder.is_none())
         && let Some(plan) = scan.answering(whole, node)?
@@ -130,7 +158,7 @@ fn cached_scan(
         let write = RegionWrite::new(
             Arc::clone(store),
             id,
-            ticket,
+            Destination::Requested(ticket),
             scan.sidecar(),
             scan.partitions(),
         );
@@ -186,6 +214,7 @@ impl<'a> Scan<'a> {
             request,
             source_files: source_files(snapshot.files()),
             writable: scanned.len() == snapshot.files().len(),
+            snapshot,
         })
     }
 
@@ -195,18 +224,23 @@ impl<'a> Scan<'a> {
 
     /// The sidecar of the region this scan writes (files, rows and bytes known later).
     fn sidecar(&self) -> Sidecar {
-        Sidecar {
-            format: store::SIDECAR_FORMAT,
+        Sidecar::unwritten(
+            self.request.table.clone(),
+            self.request.version,
+            self.predicate.clone(),
+            self.columns.keys().cloned().collect(),
+            self.source_files.clone(),
+            false,
+        )
+    }
+
+    /// The scan as the oracle's template of its table.
+    fn template(&self) -> Template {
+        Template {
             table: self.request.table.clone(),
-            version: self.request.version,
-            predicate: self.predicate.clone(),
-            columns: self.columns.keys().cloned().collect(),
-            files: Vec::new(),
-            rows: 0,
-            bytes: 0,
-            remote_bytes: 0,
-            remote_requests: 0,
-            source_files: self.source_files.clone(),
+            config: self.config.clone(),
+            columns: self.columns.clone(),
+            snapshot: Arc::clone(&self.snapshot),
         }
     }
 

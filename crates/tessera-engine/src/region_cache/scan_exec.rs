@@ -19,6 +19,7 @@ use datafusion::physical_plan::{
 use object_store::ObjectMeta;
 use object_store::path::Path as ObjectPath;
 
+use super::only_child;
 use super::store::StoredRegion;
 use crate::block_cache::GET_NANODOLLARS;
 
@@ -135,13 +136,9 @@ impl ExecutionPlan for RegionScanExec {
 
     fn with_new_children(
         self: Arc<Self>,
-        mut children: Vec<Arc<dyn ExecutionPlan>>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let (Some(input), true) = (children.pop(), children.is_empty()) else {
-            return Err(DataFusionError::Internal(
-                "RegionScanExec has one input".into(),
-            ));
-        };
+        let input = only_child(children, self.name())?;
         Ok(Arc::new(Self::new(
             input,
             Arc::clone(&self.region),

@@ -1,5 +1,9 @@
 //! Regions on local disk: `<tessera.cache_dir>/regions/`, one store per directory per
-//! process, shared by every session, bounded in bytes with LRU-2 (`RequestedCache`).
+//! process, shared by every session, bounded in bytes. As in "Crystal: A Unified Cache
+//! Storage System for Analytical Databases" there are two caches: the requested
+//! regions, written by scans seen twice and evicted by LRU-2 (`RequestedCache`), and the
+//! oracle regions a background oracle chooses (95% of the bytes unless
+//! `tessera.region_oracle` is off).
 //!
 //! A region is `r<id>-p<k>.parquet` per scan partition (columns `c0..cn`, the fields as
 //! the scan produced them) and the sidecar `r<id>.json`, written last. Every file is
@@ -21,6 +25,7 @@ use tessera_cache::semantic::budget::CacheBudget;
 use tessera_cache::semantic::cover::{Cover, RegionIndex, cover};
 use tessera_cache::semantic::dnf::Dnf;
 use tessera_cache::semantic::normalize::NormalizeLimits;
+use tessera_cache::semantic::oracle::history::HISTORY_LEN_DEFAULT;
 use tessera_cache::semantic::predicate::{ColumnId, Predicate};
 use tessera_cache::semantic::region::{Region, RegionId, Request};
 use tessera_cache::semantic::requested::{
@@ -29,6 +34,7 @@ use tessera_cache::semantic::requested::{
 
 use super::RegionCacheError;
 use super::freshness::{Freshness, SourceFile, freshness};
+use super::oracle::RegionOracle;
 
 /// The version of the sidecar's layout; sidecars of another version are deleted.
 pub(crate) const SIDECAR_FORMAT: u32 = 2;
@@ -68,6 +74,45 @@ pub(crate) struct Sidecar {
     /// The data files of `version` (with their deletion vectors): a later version
     /// keeping all of them as they were only appended, and the region still answers.
     pub(crate) source_files: Vec<SourceFile>,
+    /// Whether the oracle chose the region (else a scan requested it twice).
+    #[serde(default)]
+    pub(crate) oracle: bool,
+}
+
+impl Sidecar {
+    /// The sidecar of a region about to be written (files, rows and bytes known later).
+    pub(crate) fn unwritten(
+        table: String,
+        version: u64,
+        predicate: Predicate,
+        columns: Vec<ColumnId>,
+        source_files: Vec<SourceFile>,
+        oracle: bool,
+    ) -> Self {
+        Self {
+            format: SIDECAR_FORMAT,
+            table,
+            version,
+            predicate,
+            columns,
+            files: Vec::new(),
+            rows: 0,
+            bytes: 0,
+            remote_bytes: 0,
+            remote_requests: 0,
+            source_files,
+            oracle,
+        }
+    }
+}
+
+/// The cache a region is written into.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Destination {
+    /// The requested-region cache, admitted by LRU-2 with this ticket.
+    Requested(AdmitTicket),
+    /// The oracle-region cache.
+    Oracle,
 }
 
 /// Regions that answer a scan together (a cover), and what is left to scan remotely.
@@ -111,8 +156,12 @@ impl Drop for StoredRegion {
 #[derive(Debug)]
 pub(crate) struct RegionStore {
     dir: PathBuf,
-    /// The largest region admitted (the requested-region cache's budget), in bytes.
-    pub(crate) region_bytes_max: u64,
+    /// The requested-region cache's budget, in bytes: the largest region it admits.
+    pub(crate) requested_bytes_max: u64,
+    /// The oracle-region cache's budget, in bytes (0 with the oracle off).
+    pub(crate) oracle_bytes_max: u64,
+    /// The background oracle (`None` with `tessera.region_oracle` off).
+    pub(crate) oracle: Option<RegionOracle>,
     state: Mutex<State>,
     _lock: File,
 }
@@ -120,6 +169,9 @@ pub(crate) struct RegionStore {
 #[derive(Debug)]
 struct State {
     cache: RequestedCache,
+    /// The oracle-region cache's regions and the bytes they take.
+    oracle: RegionIndex,
+    oracle_bytes: u64,
     regions: HashMap<RegionId, Arc<StoredRegion>>,
     next_id: u64,
     /// Scans answered over the directory's lifetime.
@@ -132,13 +184,18 @@ static STORES: LazyLock<Mutex<HashMap<PathBuf, Option<Arc<RegionStore>>>>> =
     LazyLock::new(Mutex::default);
 
 /// The store under `cache_dir` (`<cache_dir>/regions`), opened on first use with
-/// `cache_bytes_max` as its bound; `None` when it cannot be (warned once).
-pub(crate) fn shared(cache_dir: &Path, cache_bytes_max: u64) -> Option<Arc<RegionStore>> {
+/// `cache_bytes_max` as its bound, with or without the `oracle` cache; `None` when it
+/// cannot be (warned once).
+pub(crate) fn shared(
+    cache_dir: &Path,
+    cache_bytes_max: u64,
+    oracle: bool,
+) -> Option<Arc<RegionStore>> {
     let dir = cache_dir.join("regions");
     let mut stores = STORES.lock();
     stores
         .entry(dir.clone())
-        .or_insert_with(|| match RegionStore::open(&dir, cache_bytes_max) {
+        .or_insert_with(|| match RegionStore::open(&dir, cache_bytes_max, oracle) {
             Ok(store) => Some(Arc::new(store)),
             Err(e) => {
                 eprintln!("warning: the region cache is off: {e}");
@@ -149,25 +206,38 @@ pub(crate) fn shared(cache_dir: &Path, cache_bytes_max: u64) -> Option<Arc<Regio
 }
 
 impl RegionStore {
-    /// Opens `dir`, keeping the whole regions found there (within the budget) and
+    /// Opens `dir`, keeping the whole regions found there (within the budgets) and
     /// deleting everything else.
-    pub(crate) fn open(dir: &Path, cache_bytes_max: u64) -> Result<Self, RegionCacheError> {
+    pub(crate) fn open(
+        dir: &Path,
+        cache_bytes_max: u64,
+        oracle: bool,
+    ) -> Result<Self, RegionCacheError> {
         let io = |source| RegionCacheError::Io {
             path: dir.to_path_buf(),
             source,
         };
         fs::create_dir_all(dir).map_err(io)?;
         let lock = lock_directory(dir)?;
-        let budget = CacheBudget::split(cache_bytes_max);
         // The paper shortens RR's history by the RR/OR split because the oracle cache
-        // holds the long-term regions; without the oracle cache (not built yet) RR keeps
-        // the full default history.
-        let cache = RequestedCache::new(budget.requested_bytes, REQUESTED_HISTORY_LEN_DEFAULT);
+        // holds the long-term regions; without the oracle cache RR keeps the full
+        // default history.
+        let (budget, history_len) = if oracle {
+            let budget = CacheBudget::split(cache_bytes_max);
+            (budget, budget.requested_history_len(HISTORY_LEN_DEFAULT))
+        } else {
+            let budget = CacheBudget::split_with(cache_bytes_max, 0);
+            (budget, REQUESTED_HISTORY_LEN_DEFAULT)
+        };
         let store = Self {
             dir: dir.to_path_buf(),
-            region_bytes_max: budget.requested_bytes,
+            requested_bytes_max: budget.requested_bytes,
+            oracle_bytes_max: budget.oracle_bytes,
+            oracle: oracle.then(RegionOracle::default),
             state: Mutex::new(State {
-                cache,
+                cache: RequestedCache::new(budget.requested_bytes, history_len),
+                oracle: RegionIndex::new(),
+                oracle_bytes: 0,
                 regions: HashMap::new(),
                 next_id: 1,
                 hits: read_hits(dir),
@@ -243,6 +313,10 @@ impl RegionStore {
             return;
         };
         let mut state = self.state.lock();
+        if region.sidecar.oracle {
+            self.insert_oracle(&mut state, shape, region);
+            return;
+        }
         match state.cache.restore(shape) {
             Ok(evicted) => {
                 state.regions.insert(region.id, Arc::new(region));
@@ -250,6 +324,59 @@ impl RegionStore {
             }
             Err(_) => region.evict(&self.dir),
         }
+    }
+
+    /// Adds an oracle region when it fits the oracle's budget; deletes it otherwise
+    /// (the oracle's plan fits, but its sizes are estimates).
+    fn insert_oracle(&self, state: &mut State, shape: Region, region: StoredRegion) {
+        if state.oracle_bytes + shape.bytes > self.oracle_bytes_max {
+            region.evict(&self.dir);
+            return;
+        }
+        state.oracle_bytes += shape.bytes;
+        state.oracle.insert(shape);
+        state.regions.insert(region.id, Arc::new(region));
+    }
+
+    /// Deletes region `id` from whichever cache holds it.
+    fn forget(&self, state: &mut State, id: RegionId) {
+        state.cache.remove(id);
+        if let Some(shape) = state.oracle.remove(id) {
+            state.oracle_bytes -= shape.bytes;
+        }
+        if let Some(region) = state.regions.remove(&id) {
+            region.evict(&self.dir);
+        }
+    }
+
+    /// The oracle cache's regions, as the oracle plans with them.
+    pub(crate) fn oracle_regions(&self) -> Vec<Region> {
+        self.state.lock().oracle.regions().cloned().collect()
+    }
+
+    /// Deletes the oracle regions the oracle no longer wants.
+    pub(crate) fn drop_oracle_regions(&self, ids: &[RegionId]) {
+        let mut state = self.state.lock();
+        for &id in ids {
+            if state.oracle.regions().any(|r| r.id == id) {
+                self.forget(&mut state, id);
+            }
+        }
+    }
+
+    /// The regions stored for `table` (both caches), for the oracle's size estimates.
+    pub(crate) fn table_regions(&self, table: &str) -> Vec<Arc<StoredRegion>> {
+        let state = self.state.lock();
+        let of_table = state.regions.values().filter(|r| r.sidecar.table == table);
+        of_table.cloned().collect()
+    }
+
+    /// A fresh region id.
+    pub(crate) fn next_id(&self) -> RegionId {
+        let mut state = self.state.lock();
+        let id = RegionId(state.next_id);
+        state.next_id += 1;
+        id
     }
 
     /// The regions that answer `request` (a scan of `files`, its version's data
@@ -266,7 +393,7 @@ impl RegionStore {
                 version,
                 ..request.clone()
             };
-            let found = cover(&at, &RegionIndex::new(), state.cache.index());
+            let found = cover(&at, &state.oracle, state.cache.index());
             if found.pieces.is_empty() {
                 continue;
             }
@@ -322,10 +449,7 @@ impl RegionStore {
             }
         }
         for id in stale {
-            state.cache.remove(id);
-            if let Some(region) = state.regions.remove(&id) {
-                region.evict(&self.dir);
-            }
+            self.forget(state, id);
         }
         let mut out: Vec<(u64, HashSet<String>)> = verdicts
             .into_iter()
@@ -353,13 +477,9 @@ impl RegionStore {
     /// Records a miss of `request`; on its second occurrence, the id and ticket under
     /// which to write its region.
     pub(crate) fn admit(&self, request: &Request) -> Option<(RegionId, AdmitTicket)> {
-        let mut state = self.state.lock();
-        match state.cache.observe_miss(request) {
-            Admission::Admit(ticket) => {
-                let id = RegionId(state.next_id);
-                state.next_id += 1;
-                Some((id, ticket))
-            }
+        let admission = self.state.lock().cache.observe_miss(request);
+        match admission {
+            Admission::Admit(ticket) => Some((self.next_id(), ticket)),
             Admission::Wait => None,
         }
     }
@@ -370,11 +490,12 @@ impl RegionStore {
     }
 
     /// Makes a fully written region (files renamed into place) servable: its sidecar is
-    /// written and renamed last, then it joins the cache, evicting by LRU-2 to fit.
+    /// written and renamed last, then it joins its cache: the requested regions evict by
+    /// LRU-2 to fit, an oracle region that does not fit is deleted.
     pub(crate) fn commit(
         &self,
         region: StoredRegion,
-        ticket: AdmitTicket,
+        destination: Destination,
     ) -> Result<(), RegionCacheError> {
         let Some(shape) = semantic_region(&region) else {
             region.evict(&self.dir);
@@ -390,6 +511,10 @@ impl RegionStore {
         fs::write(&temporary, text).map_err(io)?;
         fs::rename(&temporary, &sidecar).map_err(io)?;
         let mut state = self.state.lock();
+        let Destination::Requested(ticket) = destination else {
+            self.insert_oracle(&mut state, shape, region);
+            return Ok(());
+        };
         match state.cache.insert(shape, ticket) {
             Ok(evicted) => {
                 state.regions.insert(region.id, Arc::new(region));

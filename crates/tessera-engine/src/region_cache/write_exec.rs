@@ -28,9 +28,9 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 use tessera_cache::semantic::region::RegionId;
-use tessera_cache::semantic::requested::AdmitTicket;
 
-use super::store::{RegionStore, Sidecar, StoredRegion, remove_quietly};
+use super::only_child;
+use super::store::{Destination, RegionStore, Sidecar, StoredRegion, remove_quietly};
 
 /// Bytes a partition's writer buffers before it writes a row group out.
 const BUFFERED_BYTES_MAX: usize = 16 << 20;
@@ -40,7 +40,7 @@ const BUFFERED_BYTES_MAX: usize = 16 << 20;
 pub(crate) struct RegionWrite {
     store: Arc<RegionStore>,
     id: RegionId,
-    ticket: AdmitTicket,
+    destination: Destination,
     /// The sidecar without files, rows and bytes (known at the end).
     sidecar: Sidecar,
     state: Mutex<WriteState>,
@@ -57,11 +57,11 @@ struct WriteState {
 }
 
 impl RegionWrite {
-    /// The write of region `id` (admitted with `ticket`) over `partitions` partitions.
+    /// The write of region `id` into `destination` over `partitions` partitions.
     pub(crate) fn new(
         store: Arc<RegionStore>,
         id: RegionId,
-        ticket: AdmitTicket,
+        destination: Destination,
         sidecar: Sidecar,
         partitions: usize,
     ) -> Self {
@@ -74,7 +74,7 @@ impl RegionWrite {
         Self {
             store,
             id,
-            ticket,
+            destination,
             sidecar,
             state: Mutex::new(state),
         }
@@ -107,12 +107,16 @@ impl RegionWrite {
     }
 
     /// Records `bytes` written by `partition`; false when the region has failed or
-    /// outgrew the largest region the cache admits.
+    /// outgrew the largest region its cache admits.
     fn progress(&self, partition: usize, bytes: u64) -> bool {
+        let bytes_max = match self.destination {
+            Destination::Requested(_) => self.store.requested_bytes_max,
+            Destination::Oracle => self.store.oracle_bytes_max,
+        };
         let mut state = self.state.lock();
         state.bytes[partition] = Some(bytes);
         let total: u64 = state.bytes.iter().flatten().sum();
-        state.failed |= total > self.store.region_bytes_max;
+        state.failed |= total > bytes_max;
         !state.failed
     }
 
@@ -149,21 +153,31 @@ impl RegionWrite {
         for file in &files {
             bytes += fs::metadata(file)?.len();
         }
-        let metrics = input.metrics().unwrap_or_default();
-        let sum = |name| metrics.sum_by_name(name).map_or(0, |v| v.as_usize() as u64);
         let sidecar = Sidecar {
             files: names,
             rows,
             bytes,
-            remote_bytes: sum("bytes_scanned"),
-            remote_requests: sum("requests"),
+            remote_bytes: subtree_sum(input, "bytes_scanned"),
+            remote_requests: subtree_sum(input, "requests"),
             ..self.sidecar.clone()
         };
         let region = StoredRegion::new(self.id, sidecar, input.schema(), files);
         self.store
-            .commit(region, self.ticket)
+            .commit(region, self.destination)
             .map_err(|e| DataFusionError::External(Box::new(e)))
     }
+}
+
+/// The metric `name` summed over `plan` and every plan below it (the table scan may sit
+/// under a filter).
+fn subtree_sum(plan: &Arc<dyn ExecutionPlan>, name: &str) -> u64 {
+    let own = plan.metrics().and_then(|m| m.sum_by_name(name));
+    let below: u64 = plan
+        .children()
+        .into_iter()
+        .map(|c| subtree_sum(c, name))
+        .sum();
+    own.map_or(0, |v| v.as_usize() as u64) + below
 }
 
 impl Drop for RegionWrite {
@@ -229,13 +243,9 @@ impl ExecutionPlan for RegionWriteExec {
 
     fn with_new_children(
         self: Arc<Self>,
-        mut children: Vec<Arc<dyn ExecutionPlan>>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let (Some(input), true) = (children.pop(), children.is_empty()) else {
-            return Err(DataFusionError::Internal(
-                "RegionWriteExec has one input".into(),
-            ));
-        };
+        let input = only_child(children, self.name())?;
         Ok(Arc::new(Self::new(input, Arc::clone(&self.write))))
     }
 

@@ -18,6 +18,14 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 echo "== Rust tests"
 cargo test --workspace --quiet
 
+# The caches are on by default (in ~/.cache/tessera/queries); the suite gives them a
+# directory of its own, so that runs neither share nor grow one.
+if [ -z "${TESSERA_CACHE_DIR+set}" ]; then
+    TESSERA_CACHE_DIR="$(mktemp -d)"
+    export TESSERA_CACHE_DIR
+    trap 'rm -rf "$TESSERA_CACHE_DIR"' EXIT
+fi
+
 echo "== differential tests against DuckDB"
 # `cargo test` built the binary for the CLI tests; building it on its own would resolve
 # dependency features differently and compile DataFusion a second time.

@@ -9,7 +9,8 @@ law (s = 1); 400 queries. Here the hot regions also shift halfway: the second ha
 the regions rotated by half of them, so the cold half becomes the hot one.
 
 Per generator setting (`tessera gen bluesky`'s defaults, and many users with a flat head
-and shuffled keys) the data is generated to MinIO and ingested into a table, directly.
+and shuffled keys) the data is generated to MinIO and ingested into a table, directly
+(the raw NDJSON is deleted after the ingest).
 Queries go through toxiproxy in front of MinIO: 30 ms latency (downstream, so the first
 byte of each response) and 70 MiB/s per connection.
 A region is a time_us range of one group of (collection, operation) pairs: a pair with
@@ -33,12 +34,15 @@ Columns: latency is the wall time from sending `EXPLAIN ANALYZE <query>` to read
 sentinel statement after it. "Recovers within" is N, where post-shift query N ends the
 first window of 10 consecutive post-shift queries whose mean latency is at most 1.2x the
 pre-shift steady state (the mean of the second quarter of the queries, i.e. the second
-half of the first half); N >= 10 by construction, "never" if no window qualifies. MB and
-GETs "plans" sum the table scans' remote figures of EXPLAIN ANALYZE (bytes_scanned minus
-bytes_from_cache; requests); "MinIO" counts what MinIO served during the run, background
-work included (its v3 metrics minio_api_requests_traffic_sent_bytes and
-minio_api_requests_total). Dollars price MinIO's requests as S3 Standard: GetObject and
-HeadObject $0.0004 per 1000, ListObjects $0.005 per 1000, no transfer cost (same region).
+half of the first half); N >= 10 by construction, "never" if no window qualifies. From
+EXPLAIN ANALYZE, summed over the queries: MB scanned (the table scans' bytes_scanned,
+read from MinIO or the block cache), MB from block cache (bytes_from_cache; it can
+exceed bytes_scanned, which counts the reads differently) and MB saved by regions
+(remote_bytes_saved). "MinIO" columns count what MinIO served during the run, background
+work included (its v3 metrics minio_api_requests_traffic_sent_bytes{type="s3"} and
+minio_api_requests_total{name=...}): bytes sent, GetObject requests, and the priced
+requests. Dollars price them as S3 Standard: GetObject and HeadObject $0.0004 per 1000,
+ListObjectsV2 $0.005 per 1000, no transfer cost (same region).
 
 Usage: bench/cache/crystal.py [--docs 10000000] [--queries 400] [--tessera PATH]
        [--variants none,block,predicate,requested,crystal]
@@ -116,13 +120,15 @@ def toxiproxy(upstream: int):
                 break
             except (urllib.error.URLError, ConnectionError):
                 time.sleep(0.1)
-        proxy = {"name": "minio", "listen": f"127.0.0.1:{listen}", "upstream": f"127.0.0.1:{upstream}"}
-        api(port, "/proxies", {**proxy, "enabled": True})
-        toxics = {"latency": {"latency": LATENCY_MS, "jitter": 0}, "bandwidth": {"rate": BANDWIDTH_KB}}
+        address = f"127.0.0.1:{listen}"
+        api(port, "/proxies", {"name": "minio", "listen": address,
+                               "upstream": f"127.0.0.1:{upstream}", "enabled": True})
+        toxics = {"latency": {"latency": LATENCY_MS, "jitter": 0},
+                  "bandwidth": {"rate": BANDWIDTH_KB}}
         for kind, attributes in toxics.items():
-            toxic = {"type": kind, "stream": "downstream", "toxicity": 1.0, "attributes": attributes}
-            api(port, "/proxies/minio/toxics", toxic)
-        yield f"http://127.0.0.1:{listen}"
+            api(port, "/proxies/minio/toxics",
+                {"type": kind, "stream": "downstream", "toxicity": 1.0, "attributes": attributes})
+        yield f"http://{address}"
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -133,7 +139,8 @@ def scrape(minio: MinIO) -> dict:
     url = f"{minio.endpoint}/minio/metrics/v3/api/requests"
     text = urllib.request.urlopen(url, timeout=10).read().decode()
     counters = {}
-    for name, value in re.findall(r'^minio_api_requests_total\{name="(\w+)".*type="s3"\} (\S+)$', text, re.M):
+    requests = r'^minio_api_requests_total\{name="(\w+)".*type="s3"\} (\S+)$'
+    for name, value in re.findall(requests, text, re.M):
         counters[name] = float(value)
     sent = re.search(r'^minio_api_requests_traffic_sent_bytes\{.*type="s3"\} (\S+)$', text, re.M)
     counters["sent_bytes"] = float(sent.group(1))
@@ -147,7 +154,8 @@ def prepare(binary: str, env: dict, minio: MinIO, name: str, flags: list, docs: 
     tessera(binary, env, "gen", "bluesky", "--docs", str(docs), "--seed", "7", *flags, "--out", raw)
     report = tessera(binary, env, "ingest", raw, "--table", table, "--quiet", "--report", "json")
     host, path = f"127.0.0.1:{minio.port}", f"/{BUCKET}/{slug}/raw.json"
-    request = urllib.request.Request(minio.endpoint + path, method="DELETE", headers=_sign("DELETE", host, path))
+    headers = _sign("DELETE", host, path)
+    request = urllib.request.Request(minio.endpoint + path, method="DELETE", headers=headers)
     urllib.request.urlopen(request, timeout=30).read()
     return table, json.loads(report)["bytes_out"]
 
@@ -170,7 +178,7 @@ def distribution(binary: str, env: dict, table: str):
 
 def groups(histogram: dict, total: int) -> list:
     """Pairs with >= 10% of the rows alone, smaller ones of one operation together."""
-    pairs = sorted((p for p in histogram if p[0]), key=lambda p: -sum(histogram[p]))
+    pairs = sorted((p for p in histogram if p[0]), key=lambda p: (-sum(histogram[p]), p))
     done, pending = [], {}
     for collection, operation in pairs:
         counts = histogram[(collection, operation)]
@@ -236,14 +244,16 @@ def verify(binary: str, env: dict, table: str, found: list) -> None:
     counts = ", ".join(
         f"count(*) FILTER (WHERE {where(r, r['t0'], r['t1'])}) AS r{i}" for i, r in enumerate(found)
     )
-    out = tessera(binary, env, "sql", "--format", "csv", f"SELECT count(*) AS total, {counts} FROM '{table}'")
+    query = f"SELECT count(*) AS total, {counts} FROM '{table}'"
+    out = tessera(binary, env, "sql", "--format", "csv", query)
     row = next(csv.DictReader(io.StringIO(out)))
     total = int(row["total"])
     print(f"\n{len(found)} regions over {total} rows:\n")
     for i, region in enumerate(found):
-        share = int(row[f"r{i}"]) / total
-        verdict = "ok" if REGION_MIN <= share <= REGION_MAX else "OUTSIDE 10-15%"
-        print(f"- r{i}: {share:.1%} ({row[f'r{i}']} rows, {verdict}): {where(region, region['t0'], region['t1'])}")
+        rows = int(row[f"r{i}"])
+        verdict = "ok" if REGION_MIN <= rows / total <= REGION_MAX else "OUTSIDE 10-15%"
+        restriction = where(region, region["t0"], region["t1"])
+        print(f"- r{i}: {rows / total:.1%} ({rows} rows, {verdict}): {restriction}")
 
 
 def workload(found: list, table: str, queries: int, seed: int = 7) -> list:
@@ -271,7 +281,6 @@ def settings(variant: str, size: int, cache_dir: Path) -> list:
     block = max(size, BLOCK_MIN) if variant in ("block", "predicate") else BLOCK_MIN
     regions_on = variant in ("requested", "crystal")
     out = [
-        f"SET tessera.cache_dir = '{cache_dir}'",
         f"SET tessera.cache_size = '{math.ceil(block / 1024)}KiB'",
         f"SET tessera.predicate_cache = '{'on' if variant == 'predicate' else 'off'}'",
         f"SET tessera.region_cache = '{'on' if regions_on else 'off'}'",
@@ -279,12 +288,14 @@ def settings(variant: str, size: int, cache_dir: Path) -> list:
     if regions_on:
         out.append(f"SET tessera.region_cache_size = '{math.ceil(size / 1024)}KiB'")
         out.append(f"SET tessera.region_oracle = '{'on' if variant == 'crystal' else 'off'}'")
-    return out
+    # Last: the caches read their settings when the directory is first opened.
+    return out + [f"SET tessera.cache_dir = '{cache_dir}'"]
 
 
 class Shell:
     """One `tessera shell` fed through pipes; each statement is followed by a sentinel
-    query, and its answer is what stdout prints before the sentinel's value."""
+    query on a line of its own (an error skips the rest of its line), and its answer is
+    what stdout prints before the sentinel's value."""
 
     def __init__(self, binary: str, env: dict):
         self.proc = subprocess.Popen(
@@ -292,7 +303,9 @@ class Shell:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
         self.errors = []
-        self.drain = threading.Thread(target=lambda: self.errors.extend(self.proc.stderr), daemon=True)
+        self.drain = threading.Thread(
+            target=lambda: self.errors.extend(self.proc.stderr), daemon=True
+        )
         self.drain.start()
         self.sent = 0
         self.proc.stdin.write(".mode csv\n")
@@ -302,7 +315,7 @@ class Shell:
         self.sent += 1
         sentinel = f"done-{self.sent}"
         started = time.perf_counter()
-        self.proc.stdin.write(f"{statements}; SELECT '{sentinel}' AS sentinel;\n")
+        self.proc.stdin.write(f"{statements};\nSELECT '{sentinel}' AS sentinel;\n")
         self.proc.stdin.flush()
         lines = []
         for line in self.proc.stdout:
@@ -330,15 +343,16 @@ def run_variant(binary: str, env: dict, minio: MinIO, setup: list, queries: list
         time.sleep(0.3)
         if any("Error" in line for line in shell.errors):
             shell.fail("refused the settings")
-    figures = {"latencies": [], "fetched": 0.0, "requests": 0.0, "region_saved": 0.0}
+    figures = {"latencies": [], "scanned": 0.0, "from_cache": 0.0, "region_saved": 0.0}
     for _, query in queries:
         seconds, text = shell.run(f"EXPLAIN ANALYZE {query}")
         if "Plan with Metrics" not in text:
             shell.fail(f"failed on {query}")
-        scans = metrics("\n".join(line for line in text.splitlines() if "file_type=tessera" in line))
+        table_scans = [line for line in text.splitlines() if "file_type=tessera" in line]
+        scans = metrics("\n".join(table_scans))
         figures["latencies"].append(seconds)
-        figures["fetched"] += scans["bytes_scanned"] - scans["bytes_from_cache"]
-        figures["requests"] += scans["requests"]
+        figures["scanned"] += scans["bytes_scanned"]
+        figures["from_cache"] += scans["bytes_from_cache"]
         figures["region_saved"] += metrics(text)["remote_bytes_saved"]
     shell.close()
     after = scrape(minio)
@@ -367,12 +381,13 @@ def summary(figures: dict) -> dict:
         "first": statistics.mean(latencies[:half]),
         "second": statistics.mean(latencies[half:]),
         "recovery": recovery(latencies, half),
-        "mb_plans": figures["fetched"] / 1e6,
+        "mb_scanned": figures["scanned"] / 1e6,
+        "mb_block": figures["from_cache"] / 1e6,
+        "mb_regions": figures["region_saved"] / 1e6,
         "mb_minio": served["sent_bytes"] / 1e6,
-        "gets_plans": figures["requests"],
+        "gets_minio": served.get("GetObject", 0),
         "requests_minio": sum(served.get(api_name, 0) for api_name in PRICES),
         "dollars": sum(served.get(api_name, 0) * price for api_name, price in PRICES.items()),
-        "mb_region_saved": figures["region_saved"] / 1e6,
     }
 
 
@@ -382,17 +397,19 @@ def report(name: str, results: dict) -> None:
     print(f"\n### {name}\n")
     print(
         "| variant | size | mean s | p95 s | mean 1st half | mean 2nd half | recovers within "
-        "| MB fetched (plans) | MB from MinIO | GETs (plans) | MinIO requests | $ | speed-up |"
+        "| MB scanned | MB from block cache | MB saved by regions | MB from MinIO | MinIO GETs "
+        "| MinIO requests | $ | speed-up |"
     )
-    print("|---|---|" + "---:|" * 11)
+    print("|---|---|" + "---:|" * 13)
     for (variant, share), s in results.items():
         size = "-" if share is None else f"{share:.0%}"
         recovered = "never" if s["recovery"] is None else str(s["recovery"])
         speedup = f"{none['mean'] / s['mean']:.1f}x" if none else "-"
         print(
             f"| {variant} | {size} | {s['mean']:.3f} | {s['p95']:.3f} | {s['first']:.3f} | "
-            f"{s['second']:.3f} | {recovered} | {s['mb_plans']:.1f} | {s['mb_minio']:.1f} | "
-            f"{s['gets_plans']:.0f} | {s['requests_minio']:.0f} | {s['dollars']:.4f} | {speedup} |",
+            f"{s['second']:.3f} | {recovered} | {s['mb_scanned']:.1f} | {s['mb_block']:.1f} | "
+            f"{s['mb_regions']:.1f} | {s['mb_minio']:.1f} | {s['gets_minio']:.0f} | "
+            f"{s['requests_minio']:.0f} | {s['dollars']:.5f} | {speedup} |",
             flush=True,
         )
 
@@ -407,15 +424,17 @@ def checks(results: dict) -> None:
     print()
     if none and crystal20:
         speedup = none["mean"] / crystal20["mean"]
-        print(f"- (a) crystal at 20%: {speedup:.1f}x faster than none (target >= 8x): {verdict(speedup >= 8)}")
+        print(f"- (a) crystal at 20%: {speedup:.1f}x faster than none (target >= 8x): "
+              f"{verdict(speedup >= 8)}")
     else:
         print("- (a) crystal at 20% vs none: n/a (variant not run)")
     if block and crystal10:
         faster = crystal10["mean"] < block["mean"]
         fewer = crystal10["mb_minio"] < block["mb_minio"]
         print(
-            f"- (b) at 10%: crystal {crystal10['mean']:.3f} s and {crystal10['mb_minio']:.1f} MB vs block "
-            f"{block['mean']:.3f} s and {block['mb_minio']:.1f} MB from MinIO: {verdict(faster and fewer)}"
+            f"- (b) at 10%: crystal {crystal10['mean']:.3f} s and {crystal10['mb_minio']:.1f} MB "
+            f"vs block {block['mean']:.3f} s and {block['mb_minio']:.1f} MB from MinIO: "
+            f"{verdict(faster and fewer)}"
         )
     else:
         print("- (b) crystal vs block at 10%: n/a (variant not run)")
@@ -438,7 +457,7 @@ def bench(args, minio: MinIO, proxy: str, work: Path, name: str, flags: list) ->
     queries = workload(found, table, args.queries)
     for share in SHARES:
         size = int(share * table_bytes)
-        raised = " (block and predicate variants: raised to the 64 MiB minimum)" if size < BLOCK_MIN else ""
+        raised = " (block and predicate variants: the 64 MiB minimum)" if size < BLOCK_MIN else ""
         print(f"\nS = {share:.0%} = {size / 2**20:.1f} MiB{raised}")
     proxied = dict(direct, AWS_ENDPOINT_URL=proxy)
     results = {}
@@ -448,7 +467,8 @@ def bench(args, minio: MinIO, proxy: str, work: Path, name: str, flags: list) ->
             cache_dir = work / re.sub(r"\W+", "-", name) / f"{variant}-{share}"
             print(f"[{name}] {variant} {share or ''}...", file=sys.stderr, flush=True)
             setup = settings(variant, size, cache_dir)
-            results[(variant, share)] = summary(run_variant(args.tessera, proxied, minio, setup, queries))
+            figures = run_variant(args.tessera, proxied, minio, setup, queries)
+            results[(variant, share)] = summary(figures)
     report(name, results)
     checks(results)
 
@@ -466,7 +486,8 @@ def main():
         raise SystemExit(f"unknown variants {sorted(unknown)}; choose from {','.join(VARIANTS)}")
     print(f"# Crystal's regions workload: {args.queries} queries, through {LATENCY_MS} ms and "
           f"{BANDWIDTH_KB} KB/s per connection (toxiproxy)")
-    os.environ["MINIO_PROMETHEUS_AUTH_TYPE"] = "public"  # MinIO inherits it: metrics without a token
+    # MinIO inherits the environment: its metrics without a token.
+    os.environ["MINIO_PROMETHEUS_AUTH_TYPE"] = "public"
     with MinIO() as minio, toxiproxy(minio.port) as proxy, \
             tempfile.TemporaryDirectory(prefix="tessera-crystal-") as work:
         minio.create_bucket(BUCKET)

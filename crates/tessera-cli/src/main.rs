@@ -289,6 +289,7 @@ fn session_settings(global: &GlobalArgs) -> anyhow::Result<(S3Config, SessionOpt
         on_error: global.on_error,
         memory_limit: global.memory_limit,
         dialect: global.dialect,
+        cache_dir: tessera_engine::default_cache_dir(&|k| std::env::var(k).ok()),
     };
     Ok((s3, options))
 }

@@ -1,6 +1,8 @@
 //! The block cache across processes, on MinIO: a second process on a cache in use reads
 //! uncached with a warning; a process killed mid-write leaves a cache that the next one
-//! opens clean; corrupted cache files are not served; `tessera cache stats|clear`.
+//! opens clean; corrupted cache files are not served; `tessera cache stats|clear`. The
+//! caches are on by default, in `$HOME/.cache/tessera/queries`, unless
+//! `TESSERA_CACHE_DIR` names another directory or is empty.
 
 mod common;
 
@@ -149,4 +151,41 @@ fn local_files_are_read_uncached_whatever_the_cache_dir() {
     let sql = script(&unusable, "'a.json'", 1);
     let out = run(dir.path(), &[], &["sql", "--format", "csv", &sql]);
     assert!(out.ok().ends_with("kind,n\nx,1\ny,1\n"), "{}", out.stdout);
+}
+
+/// The sidecars of the regions under the cache directory `cache`.
+fn region_sidecars(cache: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(cache.join("regions")) else {
+        return 0;
+    };
+    let names = entries.map(|e| e.unwrap().file_name().to_string_lossy().into_owned());
+    names.filter(|n| n.ends_with(".json")).count()
+}
+
+#[test]
+fn the_caches_are_on_by_default_unless_tessera_cache_dir_is_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines: String = (0..200)
+        .map(|i| format!("{{\"kind\":\"k{}\",\"n\":{i}}}\n", i % 3))
+        .collect();
+    std::fs::write(dir.path().join("a.json"), lines).unwrap();
+    let off = [("TESSERA_CACHE_DIR", String::new())];
+    run(dir.path(), &off, &["ingest", "a.json", "--table", "t"]).ok();
+    let query = "SELECT count(*) AS n FROM 't' WHERE j->>'kind' = 'k1'";
+    let twice = format!("{query}; {query}");
+    let out = run(dir.path(), &off, &["sql", "--format", "csv", &twice]);
+    assert!(out.ok().ends_with("n\n67\n"), "{}", out.stdout);
+    let default = dir.path().join(".cache/tessera/queries");
+    assert!(
+        !default.exists(),
+        "TESSERA_CACHE_DIR='' turns the caches off"
+    );
+    // The second request of a scan writes its region (LRU-2), into the default directory.
+    let out = run(dir.path(), &[], &["sql", "--format", "csv", &twice]);
+    assert!(out.ok().ends_with("n\n67\n"), "{}", out.stdout);
+    assert_eq!(region_sidecars(&default), 1);
+    let chosen = dir.path().join("chosen");
+    let env = [("TESSERA_CACHE_DIR", chosen.display().to_string())];
+    run(dir.path(), &env, &["sql", "--format", "csv", &twice]).ok();
+    assert_eq!(region_sidecars(&chosen), 1);
 }

@@ -58,6 +58,9 @@ pub fn tessera(dir: &Path, env: &[(&str, String)]) -> Command {
         }
     }
     cmd.env("HOME", dir);
+    // The caches are on by default, under `$HOME/.cache`: the test's own directory.
+    cmd.env_remove("XDG_CACHE_HOME");
+    cmd.env_remove("TESSERA_CACHE_DIR");
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -60,7 +60,7 @@ mod user_types;
 
 pub use datasource::tessera::write::ingest::IngestOutcome;
 pub use datasource::tessera::write::sink::WriteProgress;
-pub use options::OnError;
+pub use options::{OnError, default_cache_dir};
 pub use region_cache::{RegionCacheError, RegionDirStats, clear_regions};
 pub use rejects::{Reject, RejectSummary};
 pub use session::{SessionOptions, TesseraSession, returns_rows};

@@ -226,6 +226,20 @@ impl fmt::Display for CacheSize {
     }
 }
 
+/// The cache directory of the front ends (CLI, Python, servers), read from `env`:
+/// `TESSERA_CACHE_DIR` when set (empty: no cache), else `tessera/queries` under
+/// `XDG_CACHE_HOME` or `$HOME/.cache`; `None` with neither (no cache). A library
+/// session starts without one (`tessera.cache_dir` empty) unless its options say.
+pub fn default_cache_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    if let Some(dir) = env("TESSERA_CACHE_DIR") {
+        return (!dir.is_empty()).then_some(dir);
+    }
+    let cache = env("XDG_CACHE_HOME")
+        .filter(|d| !d.is_empty())
+        .or_else(|| env("HOME").map(|home| format!("{home}/.cache")))?;
+    Some(format!("{cache}/tessera/queries"))
+}
+
 /// The default of `tessera.region_cache_size`: 1 GiB.
 pub const REGION_CACHE_BYTES_DEFAULT: u64 = 1 << 30;
 
@@ -518,5 +532,23 @@ mod tests {
         assert!("lots".parse::<CacheSize>().is_err());
         let share = MemoryLimit::Share(0.5).bytes();
         assert!(share >= MEMORY_LIMIT_BYTES_MIN && share < physical_memory_bytes());
+    }
+
+    #[test]
+    fn the_default_cache_dir_follows_the_environment() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                let found = pairs.iter().find(|(name, _)| *name == k);
+                found.map(|(_, v)| v.to_string())
+            }
+        };
+        let dir = |pairs| default_cache_dir(&env(pairs));
+        assert_eq!(dir(&[("HOME", "/h")]).unwrap(), "/h/.cache/tessera/queries");
+        let xdg = dir(&[("HOME", "/h"), ("XDG_CACHE_HOME", "/x")]);
+        assert_eq!(xdg.unwrap(), "/x/tessera/queries");
+        let chosen = dir(&[("HOME", "/h"), ("TESSERA_CACHE_DIR", "/c")]);
+        assert_eq!(chosen.unwrap(), "/c");
+        assert_eq!(dir(&[("HOME", "/h"), ("TESSERA_CACHE_DIR", "")]), None);
+        assert_eq!(dir(&[]), None);
     }
 }

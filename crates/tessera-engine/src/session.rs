@@ -59,6 +59,9 @@ pub struct SessionOptions {
     pub memory_limit: Option<MemoryLimit>,
     /// Initial `tessera.dialect`.
     pub dialect: Option<SqlDialect>,
+    /// Initial `tessera.cache_dir` (the front ends pass [`crate::default_cache_dir`]:
+    /// the caches are on unless the user turns them off).
+    pub cache_dir: Option<String>,
 }
 
 /// A SQL session over JSON and tables in object storage.
@@ -103,6 +106,9 @@ impl TesseraSession {
         }
         if let Some(dialect) = options.dialect {
             tessera.dialect = dialect;
+        }
+        if let Some(dir) = options.cache_dir {
+            tessera.cache_dir = dir;
         }
         let memory_limit = tessera.memory_limit;
         let mut config = SessionConfig::new()

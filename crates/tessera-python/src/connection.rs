@@ -45,6 +45,7 @@ impl Connection {
             on_error: setting::<OnError>(on_error)?,
             memory_limit: setting::<MemoryLimit>(memory_limit)?,
             dialect: setting::<SqlDialect>(dialect)?,
+            cache_dir: tessera_engine::default_cache_dir(&|k| std::env::var(k).ok()),
         };
         let overrides = S3Overrides {
             endpoint: endpoint_url,

@@ -1,5 +1,6 @@
-//! `RegionObserve`: passes a scan the rule saw through, and hands the running query's
-//! context to the oracle, which starts a background run when one is due.
+//! `RegionObserve`: passes a scan the rule saw through; when it runs (not when it is only
+//! explained), the oracle records its request and gets the running query's context, and
+//! starts a background run when one is due.
 
 use std::fmt;
 use std::sync::Arc;
@@ -12,21 +13,34 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
 };
 
+use tessera_cache::semantic::region::Request;
+
 use super::only_child;
-use super::oracle;
+use super::oracle::{self, Template};
 use super::store::RegionStore;
 
-/// A scan (as it runs: remotely, from regions or writing one) that the oracle saw.
+/// A scan (as it runs: remotely, from regions or writing one) that the oracle sees.
 #[derive(Debug)]
 pub(crate) struct RegionObserveExec {
     input: Arc<dyn ExecutionPlan>,
     store: Arc<RegionStore>,
+    /// The scan's request and template; `None` for a scan of some files only, whose
+    /// rows are not its request's.
+    observed: Option<(Request, Arc<Template>)>,
 }
 
 impl RegionObserveExec {
-    /// `input`, the plan of a scan the oracle of `store` recorded.
-    pub(crate) fn new(input: Arc<dyn ExecutionPlan>, store: Arc<RegionStore>) -> Self {
-        Self { input, store }
+    /// `input`, the plan of a scan for the oracle of `store`.
+    pub(crate) fn new(
+        input: Arc<dyn ExecutionPlan>,
+        store: Arc<RegionStore>,
+        observed: Option<(Request, Arc<Template>)>,
+    ) -> Self {
+        Self {
+            input,
+            store,
+            observed,
+        }
     }
 }
 
@@ -61,7 +75,8 @@ impl ExecutionPlan for RegionObserveExec {
         children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let input = only_child(children, self.name())?;
-        Ok(Arc::new(Self::new(input, Arc::clone(&self.store))))
+        let store = Arc::clone(&self.store);
+        Ok(Arc::new(Self::new(input, store, self.observed.clone())))
     }
 
     fn execute(
@@ -69,7 +84,12 @@ impl ExecutionPlan for RegionObserveExec {
         partition: usize,
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
-        if partition == 0 {
+        if partition == 0
+            && let Some(oracle) = &self.store.oracle
+        {
+            if let Some((request, template)) = &self.observed {
+                oracle.observe(request, template);
+            }
             oracle::poke(&self.store, &context);
         }
         self.input.execute(partition, context)

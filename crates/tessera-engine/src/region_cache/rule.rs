@@ -123,17 +123,15 @@ fn cached_scan(
     let Some(scan) = Scan::of(node) else {
         return Ok(None);
     };
-    let Some(oracle) = &store.oracle else {
+    if store.oracle.is_none() {
         return answered(store, &scan, node);
-    };
-    if scan.writable {
-        oracle.observe(&scan.request, scan.template());
     }
+    let observed = scan
+        .writable
+        .then(|| (scan.request.clone(), Arc::new(scan.template())));
     let plan = answered(store, &scan, node)?.unwrap_or_else(|| Arc::clone(node));
-    Ok(Some(Arc::new(RegionObserveExec::new(
-        plan,
-        Arc::clone(store),
-    ))))
+    let observe = RegionObserveExec::new(plan, Arc::clone(store), observed);
+    Ok(Some(Arc::new(observe)))
 }
 
 /// `scan` answered from regions, or writing one; `None` to leave it as it is. A whole

@@ -97,9 +97,9 @@ impl Template {
 }
 
 impl RegionOracle {
-    /// Records a scan's request, and the scan as its table's template (the columns of
-    /// every scan of the same version add up).
-    pub(crate) fn observe(&self, request: &Request, mut template: Template) {
+    /// Records a running scan's request, and the scan as its table's template (the
+    /// columns of the scans of a table add up).
+    pub(crate) fn observe(&self, request: &Request, template: &Arc<Template>) {
         let mut state = self.state.lock();
         state.observed += 1;
         if state.requests.len() == HISTORY_LEN_DEFAULT {
@@ -107,21 +107,29 @@ impl RegionOracle {
         }
         state.requests.push_back(request.clone());
         let seen = state.observed;
+        let mut template = Arc::clone(template);
         if let Some((_, known)) = state.tables.get(&template.table) {
-            let (old, new) = (known.snapshot.version(), template.snapshot.version());
-            if new < old {
+            if template.snapshot.version() < known.snapshot.version() {
                 return;
             }
-            for (id, expr) in &known.columns {
-                template
-                    .columns
-                    .entry(id.clone())
-                    .or_insert_with(|| Arc::clone(expr));
+            let missing = known
+                .columns
+                .keys()
+                .any(|id| !template.columns.contains_key(id));
+            if missing {
+                let mut columns = known.columns.clone();
+                columns.extend(template.columns.clone());
+                template = Arc::new(Template {
+                    table: template.table.clone(),
+                    config: template.config.clone(),
+                    columns,
+                    snapshot: Arc::clone(&template.snapshot),
+                });
             }
         }
         state
             .tables
-            .insert(template.table.clone(), (seen, Arc::new(template)));
+            .insert(template.table.clone(), (seen, template));
         if state.tables.len() > TABLES_MAX {
             let oldest = state.tables.iter().min_by_key(|(_, (at, _))| *at);
             let oldest = oldest.map(|(table, _)| table.clone()).expect("non-empty");

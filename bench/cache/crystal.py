@@ -28,7 +28,7 @@ LRU-2 history and oracle live in the process) over a fresh cache directory, with
 - block: block cache of S (at least its 64 MiB minimum), predicate and region caches off;
 - predicate: the same with the predicate cache on;
 - requested: region cache of S with the oracle off (requested regions, LRU-2), block
-  cache at its 64 MiB minimum, predicate cache off;
+  and predicate caches off;
 - crystal: the same with the oracle on (95% of S for oracle regions).
 Columns: latency is the wall time from sending `EXPLAIN ANALYZE <query>` to reading the
 sentinel statement after it. "Recovers within" is N, where post-shift query N ends the
@@ -278,9 +278,10 @@ def settings(variant: str, size: int, cache_dir: Path) -> list:
     """The SET statements of a variant with cache size `size` (bytes)."""
     if variant == "none":
         return []
-    block = max(size, BLOCK_MIN) if variant in ("block", "predicate") else BLOCK_MIN
+    block = max(size, BLOCK_MIN)
     regions_on = variant in ("requested", "crystal")
     out = [
+        f"SET tessera.block_cache = '{'off' if regions_on else 'on'}'",
         f"SET tessera.cache_size = '{math.ceil(block / 1024)}KiB'",
         f"SET tessera.predicate_cache = '{'on' if variant == 'predicate' else 'off'}'",
         f"SET tessera.region_cache = '{'on' if regions_on else 'off'}'",
@@ -449,7 +450,8 @@ def checks(results: dict) -> None:
 
 def bench(args, minio: MinIO, proxy: str, work: Path, name: str, flags: list) -> None:
     """One data setting: data, regions, workload, every variant, the table."""
-    direct = dict(os.environ, **minio.env())
+    # The caches are on by default: every process here starts without them.
+    direct = dict(os.environ, **minio.env(), TESSERA_CACHE_DIR="")
     table, table_bytes = prepare(args.tessera, direct, minio, name, flags, args.docs)
     found = regions(*distribution(args.tessera, direct, table))
     print(f"\n## {name}: {args.docs} documents, table {table_bytes / 2**20:.1f} MiB of data files")

@@ -33,12 +33,13 @@ pub(crate) struct ScanCache {
 
 impl ScanCache {
     /// The cache for a scan of the store at `url`: `None` when `tessera.cache_dir` is
-    /// unset, the store is not S3 (local files have the OS page cache), or the directory
-    /// is unusable (warned once; the scan reads uncached).
+    /// unset, `tessera.block_cache` is off, the store is not S3 (local files have the OS
+    /// page cache), or the directory is unusable (warned once; the scan reads uncached).
     pub(crate) fn for_scan(state: &dyn Session, url: &ObjectStoreUrl) -> Option<Self> {
         let config = state.config_options();
         let options = config.extensions.get::<TesseraOptions>()?;
-        if options.cache_dir.is_empty() || !url.as_str().starts_with("s3://") {
+        let on = options.block_cache.0 && !options.cache_dir.is_empty();
+        if !on || !url.as_str().starts_with("s3://") {
             return None;
         }
         let cache = block::shared(&BlockSettings {

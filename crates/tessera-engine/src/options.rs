@@ -286,6 +286,9 @@ cache_switch!(
     /// regions a background oracle chooses from the recent scans ('on', default) or
     /// gives all of them to the regions scans requested twice ('off').
     RegionOracleSwitch, "region_oracle";
+    /// `tessera.block_cache`: whether scans of S3 keep the byte ranges they read in
+    /// memory and in `tessera.cache_dir` ('on', default, when it is set) or not ('off').
+    BlockCacheSwitch, "block_cache";
 );
 
 /// `tessera.region_cache_size`: the bytes regions may take on disk ('1GiB', default);
@@ -375,7 +378,8 @@ text_config_field!(
     RegionCacheSwitch,
     RegionCacheSize,
     PredicateCacheSwitch,
-    RegionOracleSwitch
+    RegionOracleSwitch,
+    BlockCacheSwitch
 );
 
 /// Largest ranged read a scan may issue; bounds the memory of one partition.
@@ -431,6 +435,9 @@ extensions_options! {
         /// Bytes the block cache may take on disk ('10GiB', default); read when a
         /// directory is first opened by the process.
         pub cache_size: CacheSize, default = CacheSize(CACHE_BYTES_DEFAULT)
+        /// Whether scans of S3 keep the byte ranges they read in memory and in
+        /// `cache_dir` ('on', default; only when `cache_dir` is set) or not ('off').
+        pub block_cache: BlockCacheSwitch, default = BlockCacheSwitch(true)
         /// Whether Tessera-table scans keep their filtered, projected rows as regions in
         /// `<cache_dir>/regions` and answer later scans they contain from them ('on',
         /// default; only when `cache_dir` is set) or not ('off').

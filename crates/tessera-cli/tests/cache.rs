@@ -189,3 +189,54 @@ fn the_caches_are_on_by_default_unless_tessera_cache_dir_is_empty() {
     run(dir.path(), &env, &["sql", "--format", "csv", &twice]).ok();
     assert_eq!(region_sidecars(&chosen), 1);
 }
+
+#[test]
+fn a_region_directory_that_becomes_unwritable_gives_answers_and_one_warning() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let lines: String = (0..90)
+        .map(|i| format!("{{\"kind\":\"k{}\"}}\n", i % 3))
+        .collect();
+    std::fs::write(dir.path().join("a.json"), lines).unwrap();
+    let off = [("TESSERA_CACHE_DIR", String::new())];
+    run(dir.path(), &off, &["ingest", "a.json", "--table", "t"]).ok();
+    let cache = dir.path().join("cache");
+    let mut shell = tessera(dir.path(), &off)
+        .args(["shell"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = shell.stdin.take().unwrap();
+    let mut stdout = BufReader::new(shell.stdout.take().unwrap());
+    let query = "SELECT count(*) AS n FROM 't' WHERE j->>'kind' = 'k1';";
+    let cache_dir = format!("SET tessera.cache_dir = '{}';", cache.display());
+    writeln!(stdin, ".mode csv\n{cache_dir}\n{query}").unwrap();
+    let mut line = String::new();
+    while line.trim() != "30" {
+        line.clear();
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "the shell ended early"
+        );
+    }
+    // The store is open; its directory turns into a file: no region can be written.
+    let regions = cache.join("regions");
+    std::fs::remove_dir_all(&regions).unwrap();
+    std::fs::write(&regions, "not a directory").unwrap();
+    writeln!(stdin, "{query}\n{query}\n{query}").unwrap();
+    drop(stdin);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let out = shell.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(rest.matches("\n30\n").count(), 3, "{rest}");
+    assert_eq!(
+        stderr.matches("regions are not cached").count(),
+        1,
+        "{stderr}"
+    );
+}

@@ -162,6 +162,8 @@ pub(crate) struct RegionStore {
     pub(crate) oracle_bytes_max: u64,
     /// The background oracle (`None` with `tessera.region_oracle` off).
     pub(crate) oracle: Option<RegionOracle>,
+    /// Whether a failed write was reported (once per process: a full disk fails them all).
+    warned: AtomicBool,
     state: Mutex<State>,
     _lock: File,
 }
@@ -234,6 +236,7 @@ impl RegionStore {
             requested_bytes_max: budget.requested_bytes,
             oracle_bytes_max: budget.oracle_bytes,
             oracle: oracle.then(RegionOracle::default),
+            warned: AtomicBool::new(false),
             state: Mutex::new(State {
                 cache: RequestedCache::new(budget.requested_bytes, history_len),
                 oracle: RegionIndex::new(),
@@ -481,6 +484,15 @@ impl RegionStore {
         match admission {
             Admission::Admit(ticket) => Some((self.next_id(), ticket)),
             Admission::Wait => None,
+        }
+    }
+
+    /// Reports, once per process, that a region could not be written (a full or
+    /// unwritable disk): the queries go on, reading uncached.
+    pub(crate) fn warn_write_failure(&self, error: &str) {
+        if !self.warned.swap(true, Ordering::AcqRel) {
+            let dir = self.dir.display();
+            eprintln!("warning: regions are not cached in {dir}: {error}; queries read uncached");
         }
     }
 

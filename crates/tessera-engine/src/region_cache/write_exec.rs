@@ -99,11 +99,11 @@ impl RegionWrite {
         let properties = WriterProperties::builder()
             .set_compression(Compression::LZ4_RAW)
             .build();
-        let writer = File::create(path)
-            .ok()
-            .and_then(|f| ArrowWriter::try_new(f, Arc::clone(schema), Some(properties)).ok());
-        state.failed |= writer.is_none();
-        writer
+        let writer = File::create(path).map_err(|e| e.to_string()).and_then(|f| {
+            ArrowWriter::try_new(f, Arc::clone(schema), Some(properties)).map_err(|e| e.to_string())
+        });
+        state.failed |= writer.is_err();
+        writer.map_err(|e| self.store.warn_write_failure(&e)).ok()
     }
 
     /// Records `bytes` written by `partition`; false when the region has failed or
@@ -289,6 +289,9 @@ impl WritingStream {
         }
         let bytes = (writer.bytes_written() + writer.in_progress_size()) as u64;
         self.rows += batch.num_rows() as u64;
+        if let Err(e) = &written {
+            self.write.store.warn_write_failure(&e.to_string());
+        }
         if written.is_err() || !self.write.progress(self.partition, bytes) {
             self.abandon();
         }
@@ -300,7 +303,10 @@ impl WritingStream {
         };
         match writer.close() {
             Ok(_) => self.write.finish(self.partition, self.rows, &self.plan),
-            Err(_) => self.write.fail(),
+            Err(e) => {
+                self.write.store.warn_write_failure(&e.to_string());
+                self.write.fail();
+            }
         }
     }
 

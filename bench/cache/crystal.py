@@ -4,8 +4,8 @@ cache and the region cache with and without its oracle.
 
 After "Crystal: A Unified Cache Storage System for Analytical Databases" (Durner,
 Chandramouli, Li; VLDB 2021), Section 6: each region covers 10-15% of the rows; each
-query reads 8-13% of its region (about 1% of the table); regions are picked with a Zipf
-law (s = 1); 400 queries. Here the hot regions also shift halfway: the second half ranks
+query reads 8-13% of its region (about 1% of the table), one of 200 precomputed per
+region; regions are picked with a Zipf law (s = 1); 400 queries. Here the hot regions also shift halfway: the second half ranks
 the regions rotated by half of them, so the cold half becomes the hot one.
 
 Per generator setting (`tessera gen bluesky`'s defaults, and many users with a flat head
@@ -87,6 +87,7 @@ BANDWIDTH_KB = round(70 * 2**20 / 1000)  # toxiproxy's rate is in KB/s (1000 byt
 BUCKETS = 1000  # time_us histogram resolution
 REGION_MIN, REGION_MAX, REGION_WIDE = 0.10, 0.15, 0.125
 QUERY_SHARE = (0.08, 0.13)
+PRECOMPUTED = 200  # queries per region, as in the paper
 WINDOW, RECOVERED, RECOVERY_TARGET = 10, 1.2, 40
 PRICES = {"GetObject": 0.0004e-3, "HeadObject": 0.0004e-3, "ListObjectsV2": 0.005e-3}
 COLLECTION, OPERATION = "j->'commit'->>'collection'", "j->'commit'->>'operation'"
@@ -257,21 +258,26 @@ def verify(binary: str, env: dict, table: str, found: list) -> None:
 
 
 def workload(found: list, table: str, queries: int, seed: int = 7) -> list:
-    """(region, SQL) per query: Zipf-ranked regions, re-ranked halfway."""
+    """(region, SQL) per query: Zipf-ranked regions, re-ranked halfway; each query one of
+    its region's PRECOMPUTED sub-range queries, picked uniformly (as the paper does)."""
     rng = random.Random(seed)
     k = len(found)
     hot = rng.sample(range(k), k)
     shifted = hot[k // 2:] + hot[: k // 2]
     weights = [1 / (rank + 1) for rank in range(k)]
+    prepared = [[sub_range(region, rng) for _ in range(PRECOMPUTED)] for region in found]
     out = []
     for i in range(queries):
         r = rng.choices(hot if i < queries // 2 else shifted, weights)[0]
-        region = found[r]
-        width = rng.uniform(*QUERY_SHARE) * (region["qb"] - region["qa"])
-        start = rng.uniform(region["qa"], region["qb"] - width)
-        bounds = where(region, time_at(region, start), time_at(region, start + width))
-        out.append((r, SELECT.format(table=table, where=bounds)))
+        out.append((r, SELECT.format(table=table, where=rng.choice(prepared[r]))))
     return out
+
+
+def sub_range(region: dict, rng: random.Random) -> str:
+    """The restriction of a random sub-range of `region` with 8-13% of its rows."""
+    width = rng.uniform(*QUERY_SHARE) * (region["qb"] - region["qa"])
+    start = rng.uniform(region["qa"], region["qb"] - width)
+    return where(region, time_at(region, start), time_at(region, start + width))
 
 
 def settings(variant: str, size: int, cache_dir: Path) -> list:

@@ -21,6 +21,31 @@
 //! is set), `tessera.region_cache_size` (1 GiB by default) and `tessera.region_oracle`
 //! ('on' by default: 95% of the size for the oracle's regions).
 
+/// The `ExecutionPlan` methods of a plan that passes its one child, `self.input`,
+/// through unchanged (its properties, no expressions of its own).
+macro_rules! pass_through_methods {
+    () => {
+        fn properties(&self) -> &std::sync::Arc<datafusion::physical_plan::PlanProperties> {
+            self.input.properties()
+        }
+
+        fn children(&self) -> Vec<&std::sync::Arc<dyn ExecutionPlan>> {
+            vec![&self.input]
+        }
+
+        fn apply_expressions(
+            &self,
+            _f: &mut dyn FnMut(
+                &std::sync::Arc<dyn datafusion::physical_expr::PhysicalExpr>,
+            ) -> datafusion::common::Result<
+                datafusion::common::tree_node::TreeNodeRecursion,
+            >,
+        ) -> datafusion::common::Result<datafusion::common::tree_node::TreeNodeRecursion> {
+            Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+        }
+    };
+}
+
 mod dir;
 mod filters;
 mod freshness;

@@ -350,7 +350,8 @@ def run_variant(binary: str, env: dict, minio: MinIO, setup: list, queries: list
         time.sleep(0.3)
         if any("Error" in line for line in shell.errors):
             shell.fail("refused the settings")
-    figures = {"latencies": [], "scanned": 0.0, "from_cache": 0.0, "region_saved": 0.0}
+    figures = {"latencies": [], "scanned": 0.0, "from_cache": 0.0, "region_saved": 0.0,
+               "answered": 0}
     for _, query in queries:
         seconds, text = shell.run(f"EXPLAIN ANALYZE {query}")
         if "Plan with Metrics" not in text:
@@ -361,7 +362,11 @@ def run_variant(binary: str, env: dict, minio: MinIO, setup: list, queries: list
         figures["scanned"] += scans["bytes_scanned"]
         figures["from_cache"] += scans["bytes_from_cache"]
         figures["region_saved"] += metrics(text)["remote_bytes_saved"]
+        figures["answered"] += "RegionScan:" in text
     shell.close()
+    for line in shell.errors:
+        if "warning" in line:
+            print(f"  {line.rstrip()}", file=sys.stderr)
     after = scrape(minio)
     figures["minio"] = {key: after[key] - before.get(key, 0) for key in after}
     return figures
@@ -391,6 +396,7 @@ def summary(figures: dict) -> dict:
         "mb_scanned": figures["scanned"] / 1e6,
         "mb_block": figures["from_cache"] / 1e6,
         "mb_regions": figures["region_saved"] / 1e6,
+        "answered": figures["answered"],
         "mb_minio": served["sent_bytes"] / 1e6,
         "gets_minio": served.get("GetObject", 0),
         "requests_minio": sum(served.get(api_name, 0) for api_name in PRICES),
@@ -404,17 +410,18 @@ def report(name: str, results: dict) -> None:
     print(f"\n### {name}\n")
     print(
         "| variant | size | mean s | p95 s | mean 1st half | mean 2nd half | recovers within "
-        "| MB scanned | MB from block cache | MB saved by regions | MB from MinIO | MinIO GETs "
-        "| MinIO requests | $ | speed-up |"
+        "| answered by regions | MB scanned | MB from block cache | MB saved by regions "
+        "| MB from MinIO | MinIO GETs | MinIO requests | $ | speed-up |"
     )
-    print("|---|---|" + "---:|" * 13)
+    print("|---|---|" + "---:|" * 14)
     for (variant, share), s in results.items():
         size = "-" if share is None else f"{share:.0%}"
         recovered = "never" if s["recovery"] is None else str(s["recovery"])
         speedup = f"{none['mean'] / s['mean']:.1f}x" if none else "-"
         print(
             f"| {variant} | {size} | {s['mean']:.3f} | {s['p95']:.3f} | {s['first']:.3f} | "
-            f"{s['second']:.3f} | {recovered} | {s['mb_scanned']:.1f} | {s['mb_block']:.1f} | "
+            f"{s['second']:.3f} | {recovered} | {s['answered']} | {s['mb_scanned']:.1f} | "
+            f"{s['mb_block']:.1f} | "
             f"{s['mb_regions']:.1f} | {s['mb_minio']:.1f} | {s['gets_minio']:.0f} | "
             f"{s['requests_minio']:.0f} | {s['dollars']:.5f} | {speedup} |",
             flush=True,

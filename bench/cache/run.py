@@ -162,7 +162,8 @@ def main():
     print("|---|---|---|---:|---:|---:|---:|---:|---:|")
     with MinIO() as minio, tempfile.TemporaryDirectory(prefix="tessera-cache-bench-") as work:
         minio.create_bucket(BUCKET)
-        env = dict(os.environ, **minio.env())
+        # The caches are on by default: every process here starts without them.
+        env = dict(os.environ, **minio.env(), TESSERA_CACHE_DIR="")
         for generator, query in QUERIES.items():
             sources = prepare(args.tessera, env, generator, args.docs)
             for label, src in sources.items():

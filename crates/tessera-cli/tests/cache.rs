@@ -172,7 +172,9 @@ fn the_caches_are_on_by_default_unless_tessera_cache_dir_is_empty() {
     let off = [("TESSERA_CACHE_DIR", String::new())];
     run(dir.path(), &off, &["ingest", "a.json", "--table", "t"]).ok();
     let query = "SELECT count(*) AS n FROM 't' WHERE j->>'kind' = 'k1'";
-    let twice = format!("{query}; {query}");
+    // The table is a local one, which the caches serve only when told to.
+    let local = "SET tessera.cache_local_tables = 'on'";
+    let twice = format!("{local}; {query}; {query}");
     let out = run(dir.path(), &off, &["sql", "--format", "csv", &twice]);
     assert!(out.ok().ends_with("n\n67\n"), "{}", out.stdout);
     let default = dir.path().join(".cache/tessera/queries");
@@ -213,7 +215,8 @@ fn a_region_directory_that_becomes_unwritable_gives_answers_and_one_warning() {
     let mut stdout = BufReader::new(shell.stdout.take().unwrap());
     let query = "SELECT count(*) AS n FROM 't' WHERE j->>'kind' = 'k1';";
     let cache_dir = format!("SET tessera.cache_dir = '{}';", cache.display());
-    writeln!(stdin, ".mode csv\n{cache_dir}\n{query}").unwrap();
+    let local = "SET tessera.cache_local_tables = 'on';";
+    writeln!(stdin, ".mode csv\n{local}\n{cache_dir}\n{query}").unwrap();
     let mut line = String::new();
     while line.trim() != "30" {
         line.clear();

@@ -240,6 +240,15 @@ pub fn default_cache_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<String>
     Some(format!("{cache}/tessera/queries"))
 }
 
+impl TesseraOptions {
+    /// Whether the region and predicate caches serve a scan of the store at `url`: a
+    /// cache directory is set, and the store is remote or local tables are cached too.
+    pub(crate) fn caches_table_at(&self, url: &str) -> bool {
+        let local = url.starts_with("file://");
+        !self.cache_dir.is_empty() && (!local || self.cache_local_tables.0)
+    }
+}
+
 /// The default of `tessera.region_cache_size`: 1 GiB.
 pub const REGION_CACHE_BYTES_DEFAULT: u64 = 1 << 30;
 
@@ -289,6 +298,10 @@ cache_switch!(
     /// `tessera.block_cache`: whether scans of S3 keep the byte ranges they read in
     /// memory and in `tessera.cache_dir` ('on', default, when it is set) or not ('off').
     BlockCacheSwitch, "block_cache";
+    /// `tessera.cache_local_tables`: whether the region and predicate caches also serve
+    /// Tessera tables on the local filesystem ('on'), or only tables in object storage
+    /// ('off', default: a local table has the OS page cache and nothing to save).
+    CacheLocalTablesSwitch, "cache_local_tables";
 );
 
 /// `tessera.region_cache_size`: the bytes regions may take on disk ('1GiB', default);
@@ -379,7 +392,8 @@ text_config_field!(
     RegionCacheSize,
     PredicateCacheSwitch,
     RegionOracleSwitch,
-    BlockCacheSwitch
+    BlockCacheSwitch,
+    CacheLocalTablesSwitch
 );
 
 /// Largest ranged read a scan may issue; bounds the memory of one partition.
@@ -455,6 +469,9 @@ extensions_options! {
         /// when a later scan's filters are the same or stronger ('on', default; only
         /// when `cache_dir` is set) or not ('off').
         pub predicate_cache: PredicateCacheSwitch, default = PredicateCacheSwitch(true)
+        /// Whether the region and predicate caches also serve Tessera tables on the local
+        /// filesystem ('on'), or only those in object storage ('off', default).
+        pub cache_local_tables: CacheLocalTablesSwitch, default = CacheLocalTablesSwitch(false)
     }
 }
 

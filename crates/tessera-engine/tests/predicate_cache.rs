@@ -192,6 +192,8 @@ async fn table_session(data: &DataSet, cache: &Path) -> TesseraSession {
     for set in [
         format!("SET tessera.row_group_rows = {ROW_GROUP_ROWS}"),
         "SET tessera.region_cache = 'off'".to_string(),
+        // The tables here are local files.
+        "SET tessera.cache_local_tables = 'on'".to_string(),
         format!("SET tessera.cache_dir = '{}'", cache.display()),
         format!(
             "CREATE EXTERNAL TABLE t (j VARCHAR) STORED AS TESSERA LOCATION '{}'",

@@ -25,6 +25,8 @@ use common::{Rng, lines, rows};
 
 /// Queries per data set and round.
 const QUERIES: usize = 10;
+/// The tables here are local files, which the caches serve only when told to.
+const LOCAL_TABLES: &str = "SET tessera.cache_local_tables = 'on'";
 
 /// A random comparison on one of the data set's paths (some never translate: LIKE).
 fn atom(data: &DataSet, rng: &mut Rng, bounds: &[(i64, i64)]) -> String {
@@ -307,6 +309,7 @@ async fn differential(data: DataSet, cache: &Path, oracle: bool) -> Counts {
     rows(&session, &create).await;
     let oracle = if oracle { "on" } else { "off" };
     rows(&session, &format!("SET tessera.region_oracle = '{oracle}'")).await;
+    rows(&session, LOCAL_TABLES).await;
     let set = format!("SET tessera.cache_dir = '{}'", cache.display());
     rows(&session, &set).await;
     let insert = |part: &String| format!("INSERT INTO t SELECT j FROM '{part}'");
@@ -372,6 +375,7 @@ async fn write_region(dir: &Path, cache: &Path, sql: &str) -> TesseraSession {
         table.display()
     );
     rows(&session, &create).await;
+    rows(&session, LOCAL_TABLES).await;
     rows(
         &session,
         &format!("INSERT INTO t SELECT j FROM '{}'", data.parts[0]),

@@ -56,14 +56,14 @@ impl PhysicalOptimizerRule for RegionCacheRule {
         plan: Arc<dyn ExecutionPlan>,
         config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let Some(store) = configured_store(config) else {
+        let Some(options) = region_options(config) else {
             return Ok(plan);
         };
         plan.transform_down(|node| {
             if node.downcast_ref::<CodeAggregateExec>().is_some() {
                 return Ok(Transformed::new(node, false, TreeNodeRecursion::Jump));
             }
-            Ok(match cached_scan(&store, &node)? {
+            Ok(match cached_scan(options, &node)? {
                 Some(replaced) => Transformed::new(replaced, true, TreeNodeRecursion::Jump),
                 None => Transformed::no(node),
             })
@@ -80,12 +80,16 @@ impl PhysicalOptimizerRule for RegionCacheRule {
     }
 }
 
-/// The session's region store: `tessera.region_cache` on and `tessera.cache_dir` set.
-fn configured_store(config: &ConfigOptions) -> Option<Arc<RegionStore>> {
+/// The session's options when the region cache is on (`tessera.region_cache` on and
+/// `tessera.cache_dir` set).
+fn region_options(config: &ConfigOptions) -> Option<&TesseraOptions> {
     let options = config.extensions.get::<TesseraOptions>()?;
-    if !options.region_cache.0 || options.cache_dir.is_empty() {
-        return None;
-    }
+    (options.region_cache.0 && !options.cache_dir.is_empty()).then_some(options)
+}
+
+/// The region store of the session's cache directory, opened on the first scan it serves
+/// (a query without one takes no lock); `None` when it cannot be (warned once).
+fn open_store(options: &TesseraOptions) -> Option<Arc<RegionStore>> {
     store::shared(
         Path::new(&options.cache_dir),
         options.region_cache_size.0,
@@ -117,12 +121,19 @@ struct Scan<'a> {
 /// `node` answered from regions, or writing one, and observed by the oracle when it
 /// runs; `None` to leave it as it is.
 fn cached_scan(
-    store: &Arc<RegionStore>,
+    options: &TesseraOptions,
     node: &Arc<dyn ExecutionPlan>,
 ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
     let Some(scan) = Scan::of(node) else {
         return Ok(None);
     };
+    if !options.caches_table_at(scan.config.object_store_url.as_str()) {
+        return Ok(None);
+    }
+    let Some(store) = open_store(options) else {
+        return Ok(None);
+    };
+    let store = &store;
     if store.oracle.is_none() {
         return answered(store, &scan, node);
     }

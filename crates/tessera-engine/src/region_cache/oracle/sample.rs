@@ -1,8 +1,10 @@
 //! Size estimates for the oracle from a sample of the table, as the paper's
 //! `computeStatisticsWithSample` ("Crystal: A Unified Cache Storage System for Analytical
-//! Databases", Section 4.3): the first rows of up to [`SAMPLE_FILES_MAX`] files spread
-//! over the table (a table appended in time order is sampled over its whole time span),
-//! every column the requests read.
+//! Databases", Section 4.3): every k-th row of the table, about [`SAMPLE_ROWS_MAX`] rows,
+//! over every column the requests read. Runs of neighbouring rows would not do: the
+//! writer clusters a file's rows by a few columns, so a run sees one value of those and
+//! one narrow range of the columns that follow them. The scan reads those columns of the
+//! whole table once per table version, in the background.
 //!
 //! A shape's rows are the sample's matching share of the table's rows; its bytes are
 //! those rows times the sample's Arrow bytes per row of its columns, scaled by what the
@@ -12,14 +14,15 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::array::{Array, AsArray, RecordBatch, UInt32Array};
+use arrow::compute::take_record_batch;
 use datafusion::common::Result;
-use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder};
+use datafusion::datasource::physical_plan::FileScanConfigBuilder;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::projection::{ProjectionExpr, ProjectionExprs};
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use tessera_cache::semantic::oracle::{SizeEstimate, SizeEstimator};
 use tessera_cache::semantic::predicate::ColumnId;
 use tessera_cache::semantic::region::Request;
@@ -29,10 +32,10 @@ use crate::region_cache::filters::physical_filter;
 use crate::region_cache::rewrite::RegionColumns;
 use crate::region_cache::store::RegionStore;
 
-/// Files a sample reads from.
-const SAMPLE_FILES_MAX: usize = 16;
-/// Rows a sample takes from each file.
-const SAMPLE_ROWS_PER_FILE: usize = 2048;
+/// Rows a sample keeps, about.
+const SAMPLE_ROWS_MAX: u64 = 16_384;
+/// Partitions of the sample's scan read at once.
+const SAMPLE_READS_CONCURRENT: usize = 4;
 /// Bounds of the on-disk to Arrow size ratio learned from written regions.
 const DISK_RATIO_MIN: f64 = 0.02;
 const DISK_RATIO_MAX: f64 = 4.0;
@@ -104,21 +107,9 @@ pub(super) async fn refresh(
     Ok(out)
 }
 
-/// Reads a sample of `template`'s table: one partition per sampled file, each stopped
-/// after [`SAMPLE_ROWS_PER_FILE`] rows.
+/// Reads a sample of `template`'s table: every `stride`-th row of each partition.
 async fn take(template: &Template, context: &Arc<TaskContext>) -> Result<Sample> {
-    let files: Vec<_> = template
-        .config
-        .file_groups
-        .iter()
-        .flat_map(|g| g.iter())
-        .collect();
-    let step = files.len().div_ceil(SAMPLE_FILES_MAX).max(1);
-    let groups: Vec<FileGroup> = files
-        .iter()
-        .step_by(step)
-        .map(|f| FileGroup::new(vec![(*f).clone()]))
-        .collect();
+    let stride = (live_rows(template) / SAMPLE_ROWS_MAX).max(1);
     let ids: Vec<ColumnId> = template.columns.keys().cloned().collect();
     let outputs = template
         .columns
@@ -130,22 +121,47 @@ async fn take(template: &Template, context: &Arc<TaskContext>) -> Result<Sample>
         .with_scan(ProjectionExprs::new(outputs), Vec::new());
     let config = FileScanConfigBuilder::from(template.config.clone())
         .with_source(Arc::new(source))
-        .with_file_groups(groups)
         .build();
     let scan: Arc<dyn ExecutionPlan> = DataSourceExec::from_data_source(config);
-    let mut batches = Vec::new();
-    for partition in 0..scan.output_partitioning().partition_count() {
-        let mut stream = scan.execute(partition, Arc::clone(context))?;
-        let mut rows = 0;
-        while rows < SAMPLE_ROWS_PER_FILE
-            && let Some(batch) = stream.next().await
-        {
-            let batch = batch?;
-            rows += batch.num_rows();
-            batches.push(batch);
+    let partitions = scan.output_partitioning().partition_count();
+    let runs = futures::stream::iter(0..partitions)
+        .map(|partition| every_nth_row(&scan, partition, stride, context))
+        .buffer_unordered(SAMPLE_READS_CONCURRENT);
+    let batches: Vec<Vec<RecordBatch>> = runs.try_collect().await?;
+    Ok(summarize(template, ids, batches.concat()))
+}
+
+/// Every `stride`-th row of `partition`, copied out of its batches.
+async fn every_nth_row(
+    scan: &Arc<dyn ExecutionPlan>,
+    partition: usize,
+    stride: u64,
+    context: &Arc<TaskContext>,
+) -> Result<Vec<RecordBatch>> {
+    let mut stream = scan.execute(partition, Arc::clone(context))?;
+    let (mut kept, mut next) = (Vec::new(), 0_u64);
+    while let Some(batch) = stream.next().await {
+        let batch = batch?;
+        let rows = batch.num_rows() as u64;
+        let picked: Vec<u32> = (next..rows)
+            .step_by(stride as usize)
+            .map(|i| i as u32)
+            .collect();
+        next = (next + stride * picked.len() as u64).saturating_sub(rows);
+        if !picked.is_empty() {
+            kept.push(take_record_batch(&batch, &UInt32Array::from(picked))?);
         }
     }
-    Ok(summarize(template, ids, batches))
+    Ok(kept)
+}
+
+/// The live rows of the template's version.
+fn live_rows(template: &Template) -> u64 {
+    let files = template.snapshot.files();
+    files
+        .iter()
+        .map(|f| f.summary.rows.saturating_sub(f.deleted.len()))
+        .sum()
 }
 
 /// The sample of `batches` (columns `ids`) with its per-column sizes.
@@ -162,11 +178,7 @@ fn summarize(template: &Template, ids: Vec<ColumnId>, batches: Vec<RecordBatch>)
             (id.clone(), bytes as f64 / rows.max(1) as f64)
         })
         .collect();
-    let files = template.snapshot.files();
-    let table_rows = files
-        .iter()
-        .map(|f| f.summary.rows.saturating_sub(f.deleted.len()))
-        .sum();
+    let table_rows = live_rows(template);
     Sample {
         version: template.snapshot.version(),
         ids,

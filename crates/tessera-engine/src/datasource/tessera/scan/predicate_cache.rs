@@ -52,11 +52,11 @@ pub(crate) struct ScanPredicateCache {
 
 impl ScanPredicateCache {
     /// The cache for a scan of the store at `url`: `None` when `tessera.cache_dir` is
-    /// unset, `tessera.predicate_cache` is 'off', or the directory is unusable (warned
-    /// once).
+    /// unset, `tessera.predicate_cache` is 'off', the table is local and
+    /// `tessera.cache_local_tables` 'off', or the directory is unusable (warned once).
     pub(crate) fn for_scan(state: &dyn Session, url: &ObjectStoreUrl) -> Option<Self> {
         let options = state.config_options().extensions.get::<TesseraOptions>()?;
-        if options.cache_dir.is_empty() || !options.predicate_cache.0 {
+        if !options.caches_table_at(url.as_str()) || !options.predicate_cache.0 {
             return None;
         }
         let cache = predicate::shared(Path::new(&options.cache_dir), LIMITS)?;

@@ -14,6 +14,8 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, SendableRecordBatchStream,
 };
 
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use futures::StreamExt;
 use object_store::ObjectMeta;
 use object_store::path::Path as ObjectPath;
 
@@ -139,7 +141,15 @@ impl ExecutionPlan for RegionScanExec {
         if partition == 0 {
             self.count_savings();
         }
-        self.input.execute(partition, context)
+        let stream = self.input.execute(partition, context)?;
+        let schema = stream.schema();
+        // The stream opens the region's files as it goes, after the plan may be gone:
+        // it holds the region, so an eviction meanwhile leaves its files in place.
+        let region = Arc::clone(&self.region);
+        let holding = stream.inspect(move |_| {
+            let _ = &region;
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(schema, holding)))
     }
 
     fn metrics(&self) -> Option<MetricsSet> {

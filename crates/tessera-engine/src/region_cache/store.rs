@@ -128,9 +128,9 @@ pub(crate) struct Answer {
     pub(crate) appended: HashSet<String>,
 }
 
-/// A region on disk that queries may read. Its files live as long as a plan holds it:
-/// eviction deletes the sidecar at once (no later process serves it) and the Parquet
-/// files when the last holder lets go.
+/// A region on disk that queries may read. Its files live as long as a plan or a running
+/// stream holds it: eviction deletes the sidecar at once (no later process serves it)
+/// and the Parquet files when the last holder lets go.
 #[derive(Debug)]
 pub(crate) struct StoredRegion {
     /// Its id in the store.

@@ -6,7 +6,8 @@
 //! and merged regions), drops the regions it no longer wants and writes the new ones
 //! ([`materialize`]).
 //!
-//! A run has a thread of its own at the lowest CPU priority, with its own runtime, and
+//! A run has a thread of its own at a low CPU priority (nice 10: at 19 a steady stream of
+//! queries starved it), with its own runtime, and
 //! only one runs at a time, so a query never waits for it. It reads the table with the
 //! runtime (object stores, memory pool) of the latest query that ran a scan the rule
 //! saw: the rule only sees configuration, a running plan sees the session.
@@ -176,7 +177,7 @@ pub(crate) fn poke(store: &Arc<RegionStore>, context: &Arc<TaskContext>) {
         .name("tessera-region-oracle".into())
         .spawn(move || {
             let _guard = guard;
-            lowest_priority();
+            low_priority();
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build();
@@ -191,11 +192,11 @@ pub(crate) fn poke(store: &Arc<RegionStore>, context: &Arc<TaskContext>) {
     }
 }
 
-/// Gives the calling thread the lowest CPU priority (on Linux `nice` is per thread);
+/// Gives the calling thread a low CPU priority (on Linux `nice` is per thread);
 /// a failure only leaves it at normal priority.
-fn lowest_priority() {
+fn low_priority() {
     // SAFETY: setpriority only reads its integer arguments; `0` names this thread.
-    let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
+    let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) };
 }
 
 /// One run: plan the oracle cache's content from the recent requests, drop what it no

@@ -14,8 +14,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use arrow::array::{Array, AsArray, RecordBatch, UInt32Array};
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, UInt32Array};
 use arrow::compute::take_record_batch;
+use arrow::datatypes::DataType;
 use datafusion::common::Result;
 use datafusion::datasource::physical_plan::FileScanConfigBuilder;
 use datafusion::datasource::source::DataSourceExec;
@@ -149,10 +150,29 @@ async fn every_nth_row(
             .collect();
         next = (next + stride * picked.len() as u64).saturating_sub(rows);
         if !picked.is_empty() {
-            kept.push(take_record_batch(&batch, &UInt32Array::from(picked))?);
+            let taken = take_record_batch(&batch, &UInt32Array::from(picked))?;
+            kept.push(compacted(&taken)?);
         }
     }
     Ok(kept)
+}
+
+/// `batch` with its string and binary views copied out of the buffers they share with
+/// the scanned batch: the sample would otherwise keep (and its sizes count) every byte
+/// of every batch it took a row from.
+fn compacted(batch: &RecordBatch) -> Result<RecordBatch> {
+    let columns = batch
+        .columns()
+        .iter()
+        .map(|column| -> ArrayRef {
+            match column.data_type() {
+                DataType::Utf8View => Arc::new(column.as_string_view().gc()),
+                DataType::BinaryView => Arc::new(column.as_binary_view().gc()),
+                _ => Arc::clone(column),
+            }
+        })
+        .collect();
+    Ok(RecordBatch::try_new(batch.schema(), columns)?)
 }
 
 /// The live rows of the template's version.

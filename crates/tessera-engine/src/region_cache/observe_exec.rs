@@ -14,7 +14,7 @@ use datafusion::physical_plan::{
 use tessera_cache::semantic::region::Request;
 
 use super::only_child;
-use super::oracle::{self, Template};
+use super::oracle::{self, RegionOracle, Template};
 use super::store::RegionStore;
 
 /// A scan (as it runs: remotely, from regions or writing one) that the oracle sees.
@@ -22,21 +22,24 @@ use super::store::RegionStore;
 pub(crate) struct RegionObserveExec {
     input: Arc<dyn ExecutionPlan>,
     store: Arc<RegionStore>,
+    oracle: Arc<RegionOracle>,
     /// The scan's request and template; `None` for a scan of some files only, whose
     /// rows are not its request's.
     observed: Option<(Request, Arc<Template>)>,
 }
 
 impl RegionObserveExec {
-    /// `input`, the plan of a scan for the oracle of `store`.
+    /// `input`, the plan of a scan for `oracle`, the oracle of `store`.
     pub(crate) fn new(
         input: Arc<dyn ExecutionPlan>,
         store: Arc<RegionStore>,
+        oracle: Arc<RegionOracle>,
         observed: Option<(Request, Arc<Template>)>,
     ) -> Self {
         Self {
             input,
             store,
+            oracle,
             observed,
         }
     }
@@ -60,8 +63,13 @@ impl ExecutionPlan for RegionObserveExec {
         children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let input = only_child(children, self.name())?;
-        let store = Arc::clone(&self.store);
-        Ok(Arc::new(Self::new(input, store, self.observed.clone())))
+        let (store, oracle) = (Arc::clone(&self.store), Arc::clone(&self.oracle));
+        Ok(Arc::new(Self::new(
+            input,
+            store,
+            oracle,
+            self.observed.clone(),
+        )))
     }
 
     fn execute(
@@ -69,13 +77,11 @@ impl ExecutionPlan for RegionObserveExec {
         partition: usize,
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
-        if partition == 0
-            && let Some(oracle) = &self.store.oracle
-        {
+        if partition == 0 {
             if let Some((request, template)) = &self.observed {
-                oracle.observe(request, template);
+                self.oracle.observe(request, template);
             }
-            oracle::poke(&self.store, &context);
+            oracle::poke(&self.store, &self.oracle, &context);
         }
         self.input.execute(partition, context)
     }

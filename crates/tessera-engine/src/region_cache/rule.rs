@@ -33,7 +33,7 @@ use tessera_cache::semantic::region::Request;
 use super::filters::physical_filter;
 use super::freshness::{SourceFile, source_files};
 use super::observe_exec::RegionObserveExec;
-use super::oracle::Template;
+use super::oracle::{self, Template};
 use super::predicates::{
     Columns, Translated, column_id, is_deterministic, reads_columns, translate_filters,
 };
@@ -134,14 +134,14 @@ fn cached_scan(
         return Ok(None);
     };
     let store = &store;
-    if store.oracle.is_none() {
+    let Some(oracle) = oracle::of(store) else {
         return answered(store, &scan, node);
-    }
+    };
     let observed = scan
         .writable
         .then(|| (scan.request.clone(), Arc::new(scan.template())));
     let plan = answered(store, &scan, node)?.unwrap_or_else(|| Arc::clone(node));
-    let observe = RegionObserveExec::new(plan, Arc::clone(store), observed);
+    let observe = RegionObserveExec::new(plan, Arc::clone(store), oracle, observed);
     Ok(Some(Arc::new(observe)))
 }
 

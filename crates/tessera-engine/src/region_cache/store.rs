@@ -34,7 +34,6 @@ use tessera_cache::semantic::requested::{
 
 use super::RegionCacheError;
 use super::freshness::{Freshness, SourceFile, freshness};
-use super::oracle::RegionOracle;
 
 /// The version of the sidecar's layout; sidecars of another version are deleted.
 pub(crate) const SIDECAR_FORMAT: u32 = 2;
@@ -160,8 +159,6 @@ pub(crate) struct RegionStore {
     pub(crate) requested_bytes_max: u64,
     /// The oracle-region cache's budget, in bytes (0 with the oracle off).
     pub(crate) oracle_bytes_max: u64,
-    /// The background oracle (`None` with `tessera.region_oracle` off).
-    pub(crate) oracle: Option<RegionOracle>,
     /// Whether a failed write was reported (once per process: a full disk fails them all).
     warned: AtomicBool,
     state: Mutex<State>,
@@ -235,7 +232,6 @@ impl RegionStore {
             dir: dir.to_path_buf(),
             requested_bytes_max: budget.requested_bytes,
             oracle_bytes_max: budget.oracle_bytes,
-            oracle: oracle.then(RegionOracle::default),
             warned: AtomicBool::new(false),
             state: Mutex::new(State {
                 cache: RequestedCache::new(budget.requested_bytes, history_len),
@@ -494,6 +490,11 @@ impl RegionStore {
             let dir = self.dir.display();
             eprintln!("warning: regions are not cached in {dir}: {error}; queries read uncached");
         }
+    }
+
+    /// The store's directory.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// The path of a file of the store named `name`.

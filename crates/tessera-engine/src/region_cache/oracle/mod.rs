@@ -16,8 +16,9 @@ mod materialize;
 mod sample;
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock};
 
 use arrow::datatypes::SchemaRef;
 use datafusion::common::Result;
@@ -163,16 +164,34 @@ impl Drop for RunGuard {
     }
 }
 
+/// One oracle per region store (per directory) for the whole process, like the stores.
+static ORACLES: LazyLock<Mutex<HashMap<PathBuf, Arc<RegionOracle>>>> =
+    LazyLock::new(Mutex::default);
+
+/// The oracle of `store`; `None` when its oracle cache has no budget
+/// (`tessera.region_oracle` off).
+pub(crate) fn of(store: &RegionStore) -> Option<Arc<RegionOracle>> {
+    if store.oracle_bytes_max == 0 {
+        return None;
+    }
+    let mut oracles = ORACLES.lock();
+    Some(Arc::clone(
+        oracles.entry(store.dir().to_path_buf()).or_default(),
+    ))
+}
+
 /// Called by a running scan of the rule's with its query's `context`: starts a
-/// background run of the oracle of `store` when one is due.
-pub(crate) fn poke(store: &Arc<RegionStore>, context: &Arc<TaskContext>) {
-    let Some(oracle) = &store.oracle else {
-        return;
-    };
+/// background run of `oracle` over `store` when one is due.
+pub(crate) fn poke(
+    store: &Arc<RegionStore>,
+    oracle: &Arc<RegionOracle>,
+    context: &Arc<TaskContext>,
+) {
     let Some(guard) = oracle.claim(context) else {
         return;
     };
     let store = Arc::clone(store);
+    let oracle = Arc::clone(oracle);
     let started = std::thread::Builder::new()
         .name("tessera-region-oracle".into())
         .spawn(move || {
@@ -182,7 +201,7 @@ pub(crate) fn poke(store: &Arc<RegionStore>, context: &Arc<TaskContext>) {
                 .enable_all()
                 .build();
             if let Ok(runtime) = runtime
-                && let Err(e) = runtime.block_on(run(&store))
+                && let Err(e) = runtime.block_on(run(&store, &oracle))
             {
                 eprintln!("warning: the region oracle stopped: {e}");
             }
@@ -201,8 +220,7 @@ fn low_priority() {
 
 /// One run: plan the oracle cache's content from the recent requests, drop what it no
 /// longer wants, write what it wants new.
-async fn run(store: &Arc<RegionStore>) -> Result<()> {
-    let oracle = store.oracle.as_ref().expect("poke checked the oracle");
+async fn run(store: &Arc<RegionStore>, oracle: &RegionOracle) -> Result<()> {
     let (requests, tables, context) = {
         let state = oracle.state.lock();
         let tables: HashMap<String, Arc<Template>> = state

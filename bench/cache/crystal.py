@@ -470,14 +470,14 @@ def bench(args, minio: MinIO, proxy: str, work: Path, name: str, flags: list) ->
     print(f"\n## {name}: {args.docs} documents, table {table_bytes / 2**20:.1f} MiB of data files")
     verify(args.tessera, direct, table, found)
     queries = workload(found, table, args.queries)
-    for share in SHARES:
+    for share in args.shares:
         size = int(share * table_bytes)
         raised = " (block and predicate variants: the 64 MiB minimum)" if size < BLOCK_MIN else ""
         print(f"\nS = {share:.0%} = {size / 2**20:.1f} MiB{raised}")
     proxied = dict(direct, AWS_ENDPOINT_URL=proxy)
     results = {}
     for variant in args.variants:
-        for share in (None,) if variant == "none" else SHARES:
+        for share in (None,) if variant == "none" else args.shares:
             size = 0 if share is None else int(share * table_bytes)
             cache_dir = work / re.sub(r"\W+", "-", name) / f"{variant}-{share}"
             print(f"[{name}] {variant} {share or ''}...", file=sys.stderr, flush=True)
@@ -494,7 +494,10 @@ def main():
     parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--tessera", default=default_tessera())
     parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--shares", default=",".join(map(str, SHARES)),
+                        help="cache sizes as shares of the table's bytes")
     args = parser.parse_args()
+    args.shares = [float(share) for share in args.shares.split(",")]
     args.variants = args.variants.split(",")
     unknown = set(args.variants) - set(VARIANTS)
     if unknown:

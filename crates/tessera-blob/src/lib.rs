@@ -42,6 +42,8 @@ pub mod retrieval_bench;
 /// Public because the io_uring S3 client is used directly by the integration tests,
 /// which drive it below the `ObjectStore` seam.
 pub mod s3;
+/// S3 Select (`SelectObjectContent`) and its event-stream answers.
+pub mod select;
 /// Public because the test kit signs its MinIO admin requests with it.
 pub mod sigv4;
 /// Public because request sizing ([`sizing::plan`]) is what callers split reads by.

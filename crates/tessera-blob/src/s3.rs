@@ -66,6 +66,14 @@ pub enum S3Error {
     /// A response body did not parse as the documented XML.
     #[error("unexpected S3 response: {0}")]
     Response(String),
+    /// S3 Select reported an error event in its answer.
+    #[error("S3 Select failed ({code}): {message}")]
+    Select {
+        /// S3's error code, e.g. `InvalidQuery`.
+        code: String,
+        /// S3's message.
+        message: String,
+    },
 }
 
 /// One object in a listing.
@@ -688,6 +696,20 @@ impl S3Client {
         Ok(response.header("etag").map(str::to_string))
     }
 
+    /// The raw event-stream answer of a `SelectObjectContent` over `key` with the XML
+    /// request `body` ([`crate::select`] reads it). Billed like a GET.
+    pub(crate) async fn select_response(&self, key: &str, body: Bytes) -> Result<Bytes, S3Error> {
+        let call = Call {
+            method: "POST",
+            key: Some(key),
+            query: &[("select", ""), ("select-type", "2")],
+            headers: &[("content-type", "application/xml")],
+            body,
+            class: RequestClass::Get,
+        };
+        Ok(self.send(call, None).await?.body)
+    }
+
     /// Aborts an upload, freeing its parts.
     pub(crate) async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<(), S3Error> {
         let call = Call {
@@ -901,6 +923,10 @@ fn requested(call: &Call<'_>) -> Option<Requested> {
 /// The most body bytes `call` asked for: the length of its `Range`, or a fixed bound
 /// for whole objects and other answers.
 fn body_limit(call: &Call<'_>) -> usize {
+    // An S3 Select answer is as large as what it selects, up to the whole object.
+    if call.query.iter().any(|(name, _)| *name == "select") {
+        return MAX_WHOLE_OBJECT;
+    }
     if call.method != "GET" || call.key.is_none() {
         return MAX_API_BODY;
     }
@@ -964,13 +990,13 @@ fn jittered(delay: std::time::Duration) -> std::time::Duration {
     delay.mul_f64(0.5 + unit)
 }
 
-fn parse_xml<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, S3Error> {
+pub(crate) fn parse_xml<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, S3Error> {
     let text = std::str::from_utf8(body)
         .map_err(|_| S3Error::Response("the XML body is not UTF-8".into()))?;
     quick_xml::de::from_str(text).map_err(|e| S3Error::Response(e.to_string()))
 }
 
-fn xml_escape(text: &str) -> String {
+pub(crate) fn xml_escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

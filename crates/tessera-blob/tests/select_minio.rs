@@ -15,7 +15,7 @@ const ROWS: u64 = 20_000;
 
 /// Row `i`'s fields: `(id, k, v, name)`; every 11th row's `v` is null.
 fn row(i: u64) -> (u64, u64, Option<u64>, String) {
-    let v = (i % 11 != 0).then_some(i.wrapping_mul(7919) % 1000);
+    let v = (!i.is_multiple_of(11)).then_some(i.wrapping_mul(7919) % 1000);
     (i, i % 7, v, format!("n{}", i * 13 % 97))
 }
 

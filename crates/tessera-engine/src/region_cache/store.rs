@@ -353,10 +353,13 @@ impl RegionStore {
         self.state.lock().oracle.regions().cloned().collect()
     }
 
-    /// Deletes the oracle regions the oracle no longer wants.
-    pub(crate) fn drop_oracle_regions(&self, ids: &[RegionId]) {
+    /// Deletes oracle regions from `unwanted`, last first, until `bytes` more fit the
+    /// oracle cache; the deleted ones leave `unwanted`. The oracle deletes only to make
+    /// room: a region it no longer wants still answers until its replacement is written.
+    pub(crate) fn make_oracle_room(&self, bytes: u64, unwanted: &mut Vec<RegionId>) {
         let mut state = self.state.lock();
-        for &id in ids {
+        while state.oracle_bytes.saturating_add(bytes) > self.oracle_bytes_max {
+            let Some(id) = unwanted.pop() else { break };
             if state.oracle.regions().any(|r| r.id == id) {
                 self.forget(&mut state, id);
             }

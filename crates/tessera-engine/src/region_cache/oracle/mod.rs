@@ -3,8 +3,8 @@
 //! go into a ring; every [`PLAN_PERIOD`] requests a background run estimates their sizes
 //! from a sample of the table ([`sample`]), lets `tessera_cache`'s oracle choose the
 //! regions for the oracle cache's budget (overlap-aware greedy knapsack over the history
-//! and merged regions), drops the regions it no longer wants and writes the new ones
-//! ([`materialize`]).
+//! and merged regions) and writes the new ones ([`materialize`]), deleting regions it no
+//! longer wants only as it needs their room.
 //!
 //! A run has a thread of its own at a low CPU priority (nice 10: at 19 a steady stream of
 //! queries starved it), with its own runtime, and
@@ -14,6 +14,7 @@
 
 mod materialize;
 mod sample;
+mod trace;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -221,6 +222,7 @@ fn low_priority() {
 /// One run: plan the oracle cache's content from the recent requests, drop what it no
 /// longer wants, write what it wants new.
 async fn run(store: &Arc<RegionStore>, oracle: &RegionOracle) -> Result<()> {
+    let mut trace = trace::Trace::start();
     let (requests, tables, context) = {
         let state = oracle.state.lock();
         let tables: HashMap<String, Arc<Template>> = state
@@ -246,13 +248,41 @@ async fn run(store: &Arc<RegionStore>, oracle: &RegionOracle) -> Result<()> {
             });
         }
     }
-    let plan = planner.plan(&store.oracle_regions(), store.oracle_bytes_max, &estimator);
-    store.drop_oracle_regions(&plan.drop);
+    let existing = store.oracle_regions();
+    let plan = planner.plan(&existing, store.oracle_bytes_max, &estimator);
+    trace.line(|| {
+        let history = planner.history().entries();
+        let bytes: u64 = history.iter().map(|h| h.bytes).sum();
+        format!(
+            "run: {} requests, {} sized ({bytes} bytes); {} regions held; budget {}; \
+             keep {}, drop {}, create {}",
+            requests.len(),
+            history.len(),
+            existing.len(),
+            store.oracle_bytes_max,
+            plan.keep.len(),
+            plan.drop.len(),
+            plan.create.len()
+        )
+    });
+    let mut unwanted = plan.drop.clone();
     for planned in plan.create.iter().take(CREATE_PER_RUN_MAX) {
         let Some(template) = tables.get(&planned.shape.table) else {
             continue;
         };
+        store.make_oracle_room(planned.bytes, &mut unwanted);
         materialize::region(store, template, &planned.shape, &context).await?;
+        trace.line(|| {
+            format!(
+                "wrote: {} rows, {} bytes estimated: {:?}",
+                planned.rows, planned.bytes, planned.shape.predicate
+            )
+        });
     }
+    trace.line(|| {
+        let held = store.oracle_regions();
+        let bytes: u64 = held.iter().map(|r| r.bytes).sum();
+        format!("held: {} regions, {bytes} bytes", held.len())
+    });
     Ok(())
 }

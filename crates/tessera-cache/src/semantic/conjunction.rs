@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::semantic::predicate::{Atom, ColumnId, Predicate};
+use crate::semantic::predicate::{Atom, ColumnId, Predicate, Value};
 use crate::semantic::restriction::Restriction;
 
 /// A conjunction: column → restriction; absent columns are unconstrained.
@@ -123,6 +123,27 @@ impl Conjunction {
             })
             .collect();
         Conjunction { restrictions }
+    }
+
+    /// Whether the two conjunctions approximately intersect as regions: they touch in
+    /// every dimension both constrain (a dimension one leaves free always meets).
+    pub fn touches(&self, other: &Conjunction) -> bool {
+        self.restrictions.iter().all(|(column, mine)| {
+            other
+                .restrictions
+                .get(column)
+                .is_none_or(|theirs| mine.touches(theirs))
+        })
+    }
+
+    /// The columns pinned to one value, with their values: conjunctions with different
+    /// ones lie in different categories (a collection, a tenant), which a hull keeps
+    /// apart rather than spanning every value between them.
+    pub fn equalities(&self) -> BTreeMap<ColumnId, Value> {
+        self.restrictions
+            .iter()
+            .filter_map(|(column, r)| Some((column.clone(), r.equality()?.clone())))
+            .collect()
     }
 
     /// Whether the two conjunctions approximately intersect in at least one

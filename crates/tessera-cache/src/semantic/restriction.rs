@@ -171,6 +171,11 @@ impl Restriction {
         self.kind().is_some() || !self.foreign.is_empty()
     }
 
+    /// The single value an equality test pins the column to, if any.
+    pub fn equality(&self) -> Option<&Value> {
+        self.eq.as_ref()
+    }
+
     /// Whether NULL satisfies the restriction (exact).
     pub fn allows_null(&self) -> bool {
         !self.proven_empty && !self.is_not_null && !self.has_value_test()

@@ -25,7 +25,7 @@ Variants, each one `tessera shell` process running all queries (the region cache
 LRU-2 history and oracle live in the process) over a fresh cache directory, with S =
 10% and 20% of the table's bytes (the data files the ingest wrote):
 - none: no cache;
-- block: block cache of S (at least its 64 MiB minimum), predicate and region caches off;
+- block: block cache of S (at least its 16 MiB minimum), predicate and region caches off;
 - predicate: the same with the predicate cache on;
 - requested: region cache of S with the oracle off (requested regions, LRU-2), block
   and predicate caches off;
@@ -81,7 +81,7 @@ GENERATORS = {
 }
 VARIANTS = ("none", "block", "predicate", "requested", "crystal")
 SHARES = (0.10, 0.20)
-BLOCK_MIN = 64 * 2**20
+BLOCK_MIN = 16 * 2**20
 LATENCY_MS = 30
 BANDWIDTH_KB = round(70 * 2**20 / 1000)  # toxiproxy's rate is in KB/s (1000 bytes)
 BUCKETS = 1000  # time_us histogram resolution
@@ -472,7 +472,7 @@ def bench(args, minio: MinIO, proxy: str, work: Path, name: str, flags: list) ->
     queries = workload(found, table, args.queries)
     for share in args.shares:
         size = int(share * table_bytes)
-        raised = " (block and predicate variants: the 64 MiB minimum)" if size < BLOCK_MIN else ""
+        raised = " (block and predicate variants: the 16 MiB minimum)" if size < BLOCK_MIN else ""
         print(f"\nS = {share:.0%} = {size / 2**20:.1f} MiB{raised}")
     proxied = dict(direct, AWS_ENDPOINT_URL=proxy)
     results = {}

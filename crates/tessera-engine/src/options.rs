@@ -213,7 +213,7 @@ impl FromStr for CacheSize {
         match parse_bytes(s) {
             Some(bytes) if bytes >= CACHE_BYTES_MIN => Ok(CacheSize(bytes)),
             _ => Err(DataFusionError::Configuration(format!(
-                "cache_size must be a size of at least 64MiB such as '10GiB', not '{}'",
+                "cache_size must be a size of at least 16MiB such as '10GiB', not '{}'",
                 s.trim()
             ))),
         }

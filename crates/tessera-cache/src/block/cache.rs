@@ -23,8 +23,10 @@ use crate::CacheError;
 
 /// The disk budget when `tessera.cache_size` is not set.
 pub const CACHE_BYTES_DEFAULT: u64 = 10 << 30;
-/// The smallest disk budget accepted: a few blocks of the largest scan reads.
-pub const CACHE_BYTES_MIN: u64 = 64 << 20;
+/// The smallest disk budget accepted: [`DISK_BLOCKS_MIN`] blocks of the smallest block
+/// size. Small enough to compare with the region cache at a tenth of a small table;
+/// ranges above a block's room are then read past the cache.
+pub const CACHE_BYTES_MIN: u64 = 16 << 20;
 /// The memory tier's upper bound, whatever the disk budget: it competes with queries.
 const MEMORY_BYTES_MAX: u64 = 1 << 30;
 /// The memory tier's share of the disk budget (one eighth).
@@ -333,7 +335,7 @@ mod tests {
     fn sizes_follow_the_budget_within_bounds() {
         let small = Sizes::of(1);
         assert_eq!(small.disk_bytes, CACHE_BYTES_MIN);
-        assert_eq!(small.block_bytes, 4 << 20);
+        assert_eq!(small.block_bytes, DISK_BLOCK_BYTES_MIN);
         assert_eq!(small.memory_bytes, CACHE_BYTES_MIN / 8);
         let large = Sizes::of(CACHE_BYTES_DEFAULT);
         assert_eq!(large.block_bytes, DISK_BLOCK_BYTES_MAX);

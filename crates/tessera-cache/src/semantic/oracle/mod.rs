@@ -59,6 +59,10 @@ pub struct Candidate {
     pub origin: Origin,
 }
 
+/// How much more of the history (in bytes answered) a new region must answer than the
+/// held regions it contains to replace them.
+const REPLACE_GAIN_PERCENT: u128 = 25;
+
 /// Tuning of the oracle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OracleConfig {
@@ -160,12 +164,52 @@ impl Oracle {
                 }),
             }
         }
+        self.keep_held(existing, &mut plan);
         plan.drop = existing
             .iter()
             .map(|r| r.id)
             .filter(|id| !plan.keep.contains(id))
             .collect();
         plan
+    }
+
+    /// Keeps held regions instead of a new region containing them that answers little
+    /// more of the history: writing it costs its bytes again (a remote scan and a
+    /// write), and a history that moves by a few requests a run would otherwise replace
+    /// each hot region by a slightly larger copy of itself at every run. The held
+    /// regions are smaller than the new one, so the plan still fits.
+    fn keep_held(&self, existing: &[Region], plan: &mut OraclePlan) {
+        let history = self.history.entries();
+        let benefit = |shape: &Request| -> u128 {
+            let answered = history.iter().filter(|h| shape.covers(&h.request));
+            answered.map(|h| u128::from(h.bytes)).sum()
+        };
+        let mut swaps: Vec<(usize, Vec<RegionId>)> = Vec::new();
+        for (i, new) in plan.create.iter().enumerate() {
+            let others = plan.create.iter().enumerate().filter(|(j, _)| *j != i);
+            let other_shapes: Vec<&Request> = others.map(|(_, o)| &o.shape).collect();
+            let held: Vec<&Region> = existing
+                .iter()
+                .filter(|r| !plan.keep.contains(&r.id) && replaces(&new.shape, r))
+                .filter(|r| !other_shapes.iter().any(|o| o.covers(&r.shape())))
+                .collect();
+            let held_bytes: u64 = held.iter().map(|r| r.bytes).sum();
+            if held.is_empty() || held_bytes > new.bytes {
+                continue;
+            }
+            let kept: u128 = held.iter().map(|r| benefit(&r.shape())).sum();
+            if benefit(&new.shape) * 100 <= kept * (100 + REPLACE_GAIN_PERCENT) {
+                swaps.push((i, held.iter().map(|r| r.id).collect()));
+            }
+        }
+        for (i, ids) in swaps.into_iter().rev() {
+            plan.create.remove(i);
+            for id in ids {
+                if !plan.keep.contains(&id) {
+                    plan.keep.push(id);
+                }
+            }
+        }
     }
 
     /// Existing regions, history shapes and merged regions, de-duplicated by
@@ -205,6 +249,15 @@ impl Oracle {
     }
 }
 
+/// Whether a new region of `shape` holds every row of the held `region`, for no more
+/// columns: it would replace it.
+fn replaces(shape: &Request, region: &Region) -> bool {
+    shape.table == region.table
+        && shape.version == region.version
+        && shape.predicate.contains(&region.predicate)
+        && region.columns.is_superset(&shape.columns)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,6 +285,34 @@ mod tests {
         assert_eq!(
             plan.create[0].shape,
             request(&range("x", 0, 20)).materialized_shape()
+        );
+    }
+
+    #[test]
+    fn a_held_region_stays_unless_a_larger_one_answers_clearly_more() {
+        let plan_with = |outside: usize, bytes: u64| {
+            let mut oracle = Oracle::new(OracleConfig::default());
+            for (lo, hi) in [(0, 10), (5, 15), (10, 20), (0, 12), (8, 20)] {
+                oracle.record(seen(&range("x", lo, hi), 10));
+            }
+            for _ in 0..outside {
+                oracle.record(seen(&range("x", 18, 24), bytes));
+            }
+            let held = region(7, &range("x", 0, 20), 20);
+            oracle.plan(&[held], 1000, &WidthEstimator)
+        };
+        // One request beyond the held region: the hull [0, 24) has the better ratio
+        // (62 / 24 against 50 / 20), but answers only 24% more.
+        let plan = plan_with(1, 12);
+        assert_eq!(plan.keep, vec![RegionId(7)], "{plan:?}");
+        assert!(plan.drop.is_empty());
+        // Three: 80 against 50.
+        let plan = plan_with(3, 10);
+        assert_eq!(plan.drop, vec![RegionId(7)], "{plan:?}");
+        assert!(
+            plan.create
+                .iter()
+                .any(|c| c.shape.covers(&request(&range("x", 0, 24))))
         );
     }
 }

@@ -8,9 +8,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::datasource::physical_plan::{FileScanConfig, FileScanConfigBuilder};
+use datafusion::datasource::source::DataSourceExec;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::projection::{ProjectionExpr, ProjectionExprs};
+use datafusion::physical_plan::ExecutionPlan;
 use tessera_cache::semantic::predicate::ColumnId;
+
+use crate::datasource::tessera::scan::TesseraSource;
 
 /// The columns of one region: position by id, and the names `c0..cn` of its schema.
 #[derive(Debug, Clone)]
@@ -32,6 +38,26 @@ impl RegionColumns {
     /// The name of the region's column at `position` in its files and schema.
     pub(crate) fn name(position: usize) -> String {
         format!("c{position}")
+    }
+
+    /// The table scan `config` (whose source is `source`) computing `exprs` as the
+    /// region columns `c0..cn`, with `filters` pushed into it: how a region, or the
+    /// oracle's sample, is read from the table.
+    pub(crate) fn scan(
+        config: &FileScanConfig,
+        source: &TesseraSource,
+        exprs: impl IntoIterator<Item = Arc<dyn PhysicalExpr>>,
+        filters: Vec<Arc<dyn PhysicalExpr>>,
+    ) -> Arc<dyn ExecutionPlan> {
+        let outputs = exprs
+            .into_iter()
+            .enumerate()
+            .map(|(i, expr)| ProjectionExpr::new(expr, Self::name(i)));
+        let source = source.with_scan(ProjectionExprs::new(outputs), filters);
+        let config = FileScanConfigBuilder::from(config.clone())
+            .with_source(Arc::new(source))
+            .build();
+        DataSourceExec::from_data_source(config)
     }
 
     /// `expr` (over the table) over the region: every largest sub-expression whose text

@@ -360,18 +360,12 @@ impl<'a> Scan<'a> {
     ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
         let ids = self.columns.keys();
         let columns = RegionColumns::new(ids);
-        let outputs = self
-            .columns
-            .values()
-            .enumerate()
-            .map(|(i, expr)| ProjectionExpr::new(Arc::clone(expr), RegionColumns::name(i)));
-        let source = self
-            .source
-            .with_scan(ProjectionExprs::new(outputs), self.translated.exact.clone());
-        let config = FileScanConfigBuilder::from(self.config.clone())
-            .with_source(Arc::new(source))
-            .build();
-        let scan: Arc<dyn ExecutionPlan> = DataSourceExec::from_data_source(config);
+        let scan = RegionColumns::scan(
+            &self.config,
+            &self.source,
+            self.columns.values().cloned(),
+            self.translated.exact.clone(),
+        );
         let (Some(residual), Some(projection)) = (
             columns.rewrite_all(&self.translated.residual),
             self.rewritten_projection(&columns),

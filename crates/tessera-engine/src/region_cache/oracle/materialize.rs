@@ -4,10 +4,7 @@
 use std::sync::Arc;
 
 use datafusion::common::Result;
-use datafusion::datasource::physical_plan::FileScanConfigBuilder;
-use datafusion::datasource::source::DataSourceExec;
 use datafusion::execution::TaskContext;
-use datafusion::physical_expr::projection::{ProjectionExpr, ProjectionExprs};
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 use futures::StreamExt;
@@ -56,17 +53,7 @@ fn plan(
     let predicate = shape.predicate.to_predicate();
     let filter = physical_filter(&predicate, &template.columns, &template.schema())?;
     let over_region = RegionColumns::new(&shape.columns).rewrite(&filter)?;
-    let outputs = exprs
-        .into_iter()
-        .enumerate()
-        .map(|(i, expr)| ProjectionExpr::new(expr, RegionColumns::name(i)));
-    let source = template
-        .source()
-        .with_scan(ProjectionExprs::new(outputs), vec![filter]);
-    let config = FileScanConfigBuilder::from(template.config.clone())
-        .with_source(Arc::new(source))
-        .build();
-    let scan: Arc<dyn ExecutionPlan> = DataSourceExec::from_data_source(config);
+    let scan = RegionColumns::scan(&template.config, template.source(), exprs, vec![filter]);
     let filtered: Arc<dyn ExecutionPlan> = Arc::new(FilterExec::try_new(over_region, scan).ok()?);
     let sidecar = Sidecar::unwritten(
         template.table.clone(),

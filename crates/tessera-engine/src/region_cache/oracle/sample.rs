@@ -18,10 +18,7 @@ use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, UInt32Array};
 use arrow::compute::take_record_batch;
 use arrow::datatypes::DataType;
 use datafusion::common::Result;
-use datafusion::datasource::physical_plan::FileScanConfigBuilder;
-use datafusion::datasource::source::DataSourceExec;
 use datafusion::execution::TaskContext;
-use datafusion::physical_expr::projection::{ProjectionExpr, ProjectionExprs};
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 use futures::{StreamExt, TryStreamExt};
 use tessera_cache::semantic::oracle::{SizeEstimate, SizeEstimator};
@@ -112,18 +109,8 @@ pub(super) async fn refresh(
 async fn take(template: &Template, context: &Arc<TaskContext>) -> Result<Sample> {
     let stride = (live_rows(template) / SAMPLE_ROWS_MAX).max(1);
     let ids: Vec<ColumnId> = template.columns.keys().cloned().collect();
-    let outputs = template
-        .columns
-        .values()
-        .enumerate()
-        .map(|(i, expr)| ProjectionExpr::new(Arc::clone(expr), RegionColumns::name(i)));
-    let source = template
-        .source()
-        .with_scan(ProjectionExprs::new(outputs), Vec::new());
-    let config = FileScanConfigBuilder::from(template.config.clone())
-        .with_source(Arc::new(source))
-        .build();
-    let scan: Arc<dyn ExecutionPlan> = DataSourceExec::from_data_source(config);
+    let exprs = template.columns.values().cloned();
+    let scan = RegionColumns::scan(&template.config, template.source(), exprs, Vec::new());
     let partitions = scan.output_partitioning().partition_count();
     let runs = futures::stream::iter(0..partitions)
         .map(|partition| every_nth_row(&scan, partition, stride, context))

@@ -361,8 +361,8 @@ impl<'a> Scan<'a> {
         let ids = self.columns.keys();
         let columns = RegionColumns::new(ids);
         let scan = RegionColumns::scan(
-            &self.config,
-            &self.source,
+            self.config,
+            self.source,
             self.columns.values().cloned(),
             self.translated.exact.clone(),
         );

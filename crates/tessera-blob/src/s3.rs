@@ -697,7 +697,7 @@ impl S3Client {
     }
 
     /// The raw event-stream answer of a `SelectObjectContent` over `key` with the XML
-    /// request `body` ([`crate::select`] reads it). Billed like a GET.
+    /// request `body`, for the S3 Select module to decode. Billed like a GET.
     pub(crate) async fn select_response(&self, key: &str, body: Bytes) -> Result<Bytes, S3Error> {
         let call = Call {
             method: "POST",

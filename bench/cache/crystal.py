@@ -50,7 +50,6 @@ Usage: bench/cache/crystal.py [--docs 10000000] [--queries 400] [--tessera PATH]
 
 import argparse
 import bisect
-import contextlib
 import csv
 import io
 import json
@@ -71,7 +70,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from run import BUCKET, MinIO, default_tessera, metrics, tessera  # noqa: E402
-from common.minio import _free_port, _sign  # noqa: E402
+from common.minio import _sign  # noqa: E402
+from common.toxiproxy import toxiproxy  # noqa: E402
 
 GENERATORS = {
     "default": [],
@@ -95,57 +95,6 @@ SELECT = (
     "SELECT count(*) AS n, count(DISTINCT j->>'did') AS users, "
     "min(j->>'time_us') AS first_us, max(j->>'time_us') AS last_us FROM '{table}' WHERE {where}"
 )
-
-
-def api(port: int, path: str, body: dict) -> None:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(), method="POST",
-        headers={"Content-Type": "application/json"},
-    )
-    urllib.request.urlopen(request, timeout=10).read()
-
-
-@contextlib.contextmanager
-def toxiproxy(upstream: int):
-    """A toxiproxy in front of 127.0.0.1:upstream; yields the proxy's endpoint URL."""
-    binary = Path(os.environ.get("TESSERA_CACHE", Path.home() / ".cache/tessera")) / "bin/server"
-    port, listen = _free_port(), _free_port()
-    proc = subprocess.Popen(
-        [str(binary), "-host", "127.0.0.1", "-port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/version", timeout=1).read()
-                break
-            except (urllib.error.URLError, ConnectionError):
-                time.sleep(0.1)
-        address = f"127.0.0.1:{listen}"
-        api(port, "/proxies", {"name": "minio", "listen": address,
-                               "upstream": f"127.0.0.1:{upstream}", "enabled": True})
-        toxics = {"latency": {"latency": LATENCY_MS, "jitter": 0},
-                  "bandwidth": {"rate": BANDWIDTH_KB}}
-        for kind, attributes in toxics.items():
-            api(port, "/proxies/minio/toxics",
-                {"type": kind, "stream": "downstream", "toxicity": 1.0, "attributes": attributes})
-        yield f"http://{address}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-
-def scrape(minio: MinIO) -> dict:
-    """MinIO's S3 counters: requests per API and bytes sent."""
-    url = f"{minio.endpoint}/minio/metrics/v3/api/requests"
-    text = urllib.request.urlopen(url, timeout=10).read().decode()
-    counters = {}
-    requests = r'^minio_api_requests_total\{name="(\w+)".*type="s3"\} (\S+)$'
-    for name, value in re.findall(requests, text, re.M):
-        counters[name] = float(value)
-    sent = re.search(r'^minio_api_requests_traffic_sent_bytes\{.*type="s3"\} (\S+)$', text, re.M)
-    counters["sent_bytes"] = float(sent.group(1))
-    return counters
 
 
 def prepare(binary: str, env: dict, minio: MinIO, name: str, flags: list, docs: int):
@@ -343,7 +292,7 @@ class Shell:
 
 def run_variant(binary: str, env: dict, minio: MinIO, setup: list, queries: list) -> dict:
     """All queries in one shell: latencies, remote figures of the plans, MinIO's counters."""
-    before = scrape(minio)
+    before = minio.counters()
     shell = Shell(binary, env)
     if setup:
         shell.run("; ".join(setup))
@@ -367,7 +316,7 @@ def run_variant(binary: str, env: dict, minio: MinIO, setup: list, queries: list
     for line in shell.errors:
         if "warning" in line:
             print(f"  {line.rstrip()}", file=sys.stderr)
-    after = scrape(minio)
+    after = minio.counters()
     figures["minio"] = {key: after[key] - before.get(key, 0) for key in after}
     return figures
 
@@ -504,9 +453,7 @@ def main():
         raise SystemExit(f"unknown variants {sorted(unknown)}; choose from {','.join(VARIANTS)}")
     print(f"# Crystal's regions workload: {args.queries} queries, through {LATENCY_MS} ms and "
           f"{BANDWIDTH_KB} KB/s per connection (toxiproxy)")
-    # MinIO inherits the environment: its metrics without a token.
-    os.environ["MINIO_PROMETHEUS_AUTH_TYPE"] = "public"
-    with MinIO() as minio, toxiproxy(minio.port) as proxy, \
+    with MinIO() as minio, toxiproxy(minio.port, LATENCY_MS, BANDWIDTH_KB) as proxy, \
             tempfile.TemporaryDirectory(prefix="tessera-crystal-") as work:
         minio.create_bucket(BUCKET)
         for name, flags in GENERATORS.items():

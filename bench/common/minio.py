@@ -9,6 +9,7 @@ import datetime as dt
 import hashlib
 import hmac
 import os
+import re
 import socket
 import subprocess
 import tempfile
@@ -33,10 +34,12 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _sign(method: str, host: str, path: str) -> dict:
+def _sign(method: str, host: str, path: str, payload: str = "") -> dict:
+    """SigV4 headers of a request; `payload` is the body's SHA-256 (empty: no body), or
+    `UNSIGNED-PAYLOAD`."""
     now = dt.datetime.now(dt.timezone.utc)
     stamp, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
-    payload = hashlib.sha256(b"").hexdigest()
+    payload = payload or hashlib.sha256(b"").hexdigest()
     headers = {"host": host, "x-amz-content-sha256": payload, "x-amz-date": stamp}
     names = ";".join(sorted(headers))
     canonical = "\n".join(
@@ -60,7 +63,9 @@ class MinIO:
     def __enter__(self):
         self.dir = tempfile.TemporaryDirectory(prefix="tessera-minio-")
         self.port = _free_port()
-        env = dict(os.environ, MINIO_ROOT_USER=USER, MINIO_ROOT_PASSWORD=SECRET)
+        # Public metrics: `counters` reads them without signing.
+        env = dict(os.environ, MINIO_ROOT_USER=USER, MINIO_ROOT_PASSWORD=SECRET,
+                   MINIO_PROMETHEUS_AUTH_TYPE="public")
         self.proc = subprocess.Popen(
             [_binary(), "server", self.dir.name, "--address", f"127.0.0.1:{self.port}", "--quiet"],
             env=env,
@@ -108,3 +113,27 @@ class MinIO:
                     raise SystemExit(f"create bucket {name}: HTTP {e.code} {e.read()[:200]!r}")
             time.sleep(0.1)
         raise SystemExit(f"create bucket {name}: MinIO kept answering 503")
+
+    def put(self, bucket: str, key: str, path: Path) -> None:
+        """Uploads the file `path` as `bucket/key` (streamed, unsigned payload)."""
+        target = f"/{bucket}/{key}"
+        headers = _sign("PUT", f"127.0.0.1:{self.port}", target, "UNSIGNED-PAYLOAD")
+        headers["Content-Length"] = str(path.stat().st_size)
+        with open(path, "rb") as body:
+            request = urllib.request.Request(
+                self.endpoint + target, data=body, method="PUT", headers=headers
+            )
+            urllib.request.urlopen(request, timeout=600).read()
+
+    def counters(self) -> dict:
+        """MinIO's S3 counters: requests per API (`GetObject`, `SelectObjectContent`, ...)
+        and `sent_bytes`."""
+        url = f"{self.endpoint}/minio/metrics/v3/api/requests"
+        text = urllib.request.urlopen(url, timeout=10).read().decode()
+        counters = {}
+        requests = r'^minio_api_requests_total\{name="(\w+)".*type="s3"\} (\S+)$'
+        for name, value in re.findall(requests, text, re.M):
+            counters[name] = float(value)
+        sent = re.search(r'^minio_api_requests_traffic_sent_bytes\{.*type="s3"\} (\S+)$', text, re.M)
+        counters["sent_bytes"] = float(sent.group(1))
+        return counters

@@ -1,0 +1,57 @@
+"""A throwaway toxiproxy in front of a loopback server, emulating object storage's latency
+and per-connection bandwidth: started on free ports, stopped on exit.
+
+The binary is the one scripts/tools.sh installs (`$TESSERA_CACHE/bin/server`).
+"""
+
+import contextlib
+import json
+import os
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from common.minio import _free_port
+
+
+def api(port: int, path: str, body: dict) -> None:
+    """POSTs `body` to toxiproxy's API on `port`."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(), method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    urllib.request.urlopen(request, timeout=10).read()
+
+
+@contextlib.contextmanager
+def toxiproxy(upstream: int, latency_ms: int, rate_kb: int):
+    """A proxy to 127.0.0.1:upstream adding `latency_ms` to the first byte of each
+    response and limiting each connection to `rate_kb` KB/s (1000 bytes) downstream;
+    yields its endpoint URL."""
+    binary = Path(os.environ.get("TESSERA_CACHE", Path.home() / ".cache/tessera")) / "bin/server"
+    port, listen = _free_port(), _free_port()
+    proc = subprocess.Popen(
+        [str(binary), "-host", "127.0.0.1", "-port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/version", timeout=1).read()
+                break
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.1)
+        address = f"127.0.0.1:{listen}"
+        api(port, "/proxies", {"name": "minio", "listen": address,
+                               "upstream": f"127.0.0.1:{upstream}", "enabled": True})
+        toxics = {"latency": {"latency": latency_ms, "jitter": 0},
+                  "bandwidth": {"rate": rate_kb}}
+        for kind, attributes in toxics.items():
+            api(port, "/proxies/minio/toxics",
+                {"type": kind, "stream": "downstream", "toxicity": 1.0, "attributes": attributes})
+        yield f"http://{address}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -197,29 +197,44 @@ impl StoreFactory {
             }
             return Ok(store);
         }
+        let client = self.uring_client(bucket)?;
+        Ok(Arc::new(UringS3Store::new(client, store, bucket)))
+    }
+
+    /// The io_uring client for `s3://bucket`, for S3 Select (`SelectObjectContent`),
+    /// which the `ObjectStore` trait has no call for; `None` when objects are
+    /// encrypted on the client (the store would select from ciphertext) or the
+    /// retrieval options are unusable (opening the store reports why).
+    pub fn select_client(&self, bucket: &str) -> Option<S3Client> {
+        let options = self.options().ok()?;
+        if options.encryption.is_some() {
+            return None;
+        }
+        self.uring_client(bucket).ok()
+    }
+
+    fn uring_client(&self, bucket: &str) -> Result<S3Client, BlobError> {
         let options = self.options()?.clone();
-        let retrievers = self.retrievers(&options).map_err(|e| BlobError::Open {
+        let open_error = |e: std::io::Error| BlobError::Open {
             url: format!("s3://{bucket}"),
             source: object_store::Error::Generic {
                 store: "S3",
                 source: Box::new(e),
             },
-        })?;
+        };
+        let retrievers = self.retrievers(&options).map_err(open_error)?;
         let parts = ClientParts {
             stats: self.stats.clone(),
             retrievers: Some(retrievers),
             endpoints: None,
         };
-        let client = S3Client::with_parts(cfg.clone(), bucket, options, parts).map_err(|e| {
-            BlobError::Open {
-                url: format!("s3://{bucket}"),
-                source: object_store::Error::Generic {
-                    store: "S3",
-                    source: Box::new(e),
-                },
-            }
-        })?;
-        Ok(Arc::new(UringS3Store::new(client, store, bucket)))
+        S3Client::with_parts(self.s3.clone(), bucket, options, parts).map_err(|e| BlobError::Open {
+            url: format!("s3://{bucket}"),
+            source: object_store::Error::Generic {
+                store: "S3",
+                source: Box::new(e),
+            },
+        })
     }
 
     /// The shared retriever threads, started on first use.

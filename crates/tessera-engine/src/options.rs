@@ -78,6 +78,42 @@ impl fmt::Display for SqlDialect {
     }
 }
 
+/// `tessera.pushdown`: where the filters and projections of raw NDJSON scans of S3 run.
+/// 'off' (default): Tessera reads the objects and filters them itself; 's3select': the
+/// store runs them (S3 Select, as PushdownDB: "PushdownDB: Accelerating a DBMS using S3
+/// Computation") and sends back only the fields of the documents that may pass.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Pushdown {
+    /// Every scan reads its objects.
+    #[default]
+    Off,
+    /// Scans that can ask S3 Select do.
+    S3Select,
+}
+
+impl FromStr for Pushdown {
+    type Err = DataFusionError;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "off" => Ok(Pushdown::Off),
+            "s3select" => Ok(Pushdown::S3Select),
+            other => Err(DataFusionError::Configuration(format!(
+                "pushdown must be 'off' or 's3select', not '{other}'"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for Pushdown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Pushdown::Off => "off",
+            Pushdown::S3Select => "s3select",
+        })
+    }
+}
+
 /// `tessera.validation`: the scanner's [`Validation`] as a session setting.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ValidationSetting(pub Validation);
@@ -393,7 +429,8 @@ text_config_field!(
     PredicateCacheSwitch,
     RegionOracleSwitch,
     BlockCacheSwitch,
-    CacheLocalTablesSwitch
+    CacheLocalTablesSwitch,
+    Pushdown
 );
 
 /// Largest ranged read a scan may issue; bounds the memory of one partition.
@@ -472,6 +509,10 @@ extensions_options! {
         /// Whether the region and predicate caches also serve Tessera tables on the local
         /// filesystem ('on'), or only those in object storage ('off', default).
         pub cache_local_tables: CacheLocalTablesSwitch, default = CacheLocalTablesSwitch(false)
+        /// Where the filters and projections of raw NDJSON scans of S3 run: 'off'
+        /// (default, Tessera reads the objects) or 's3select' (the store runs them with
+        /// S3 Select and returns only what may pass; answers stay exactly the same).
+        pub pushdown: Pushdown, default = Pushdown::Off
     }
 }
 

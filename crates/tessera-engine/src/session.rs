@@ -42,7 +42,7 @@ use crate::functions::{compat, json as json_functions};
 use crate::group_keys;
 use crate::options::{MemoryLimit, OnError, SqlDialect, TesseraOptions};
 use crate::output_names;
-use crate::physical_optimizer::{CastPushdown, GroupOnCodes, IntegerTextMinMax};
+use crate::physical_optimizer::{CastPushdown, GroupOnCodes, IntegerTextMinMax, SelectPushdown};
 use crate::rejects::{RejectLog, RejectSummary};
 use crate::stores::StoreRegistry;
 use crate::type_planner::SqlTypePlanner;
@@ -116,7 +116,8 @@ impl TesseraSession {
             .with_option_extension(tessera)
             .with_option_extension(crate::functions::geometry::GeometryOptions::default())
             .with_extension(Arc::clone(&rejects))
-            .with_extension(Arc::new(endpoint));
+            .with_extension(Arc::new(endpoint))
+            .with_extension(Arc::clone(&stores));
         dialect::configure(config.options_mut());
         if let Some(n) = options.target_partitions {
             config = config.with_target_partitions(n.max(1));
@@ -196,6 +197,7 @@ impl TesseraSession {
             .with_physical_optimizer_rule(Arc::new(IntegerTextMinMax))
             .with_physical_optimizer_rule(Arc::new(CastPushdown))
             .with_physical_optimizer_rule(Arc::new(GroupOnCodes))
+            .with_physical_optimizer_rule(Arc::new(SelectPushdown))
             // Last: it needs the scans' final filters and projections.
             .with_physical_optimizer_rule(Arc::new(crate::region_cache::RegionCacheRule))
             .build();

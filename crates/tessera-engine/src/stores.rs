@@ -9,6 +9,7 @@ use datafusion::common::{DataFusionError, Result};
 use datafusion::execution::object_store::ObjectStoreRegistry;
 use object_store::ObjectStore;
 use tessera_blob::StoreFactory;
+use tessera_blob::s3::S3Client;
 use url::Url;
 
 /// Stores opened so far, by `scheme://bucket`; grows by one entry per distinct bucket.
@@ -16,6 +17,8 @@ use url::Url;
 pub struct StoreRegistry {
     factory: StoreFactory,
     stores: RwLock<HashMap<String, Arc<dyn ObjectStore>>>,
+    /// S3 Select clients opened so far, by bucket (`None`: the bucket cannot be asked).
+    select_clients: RwLock<HashMap<String, Option<S3Client>>>,
 }
 
 impl StoreRegistry {
@@ -24,7 +27,27 @@ impl StoreRegistry {
         Self {
             factory,
             stores: RwLock::new(HashMap::new()),
+            select_clients: RwLock::new(HashMap::new()),
         }
+    }
+
+    /// The S3 Select client of `bucket`, opened on first use; `None` when its objects
+    /// cannot be selected from (see [`StoreFactory::select_client`]).
+    pub fn select_client(&self, bucket: &str) -> Option<S3Client> {
+        let read = self
+            .select_clients
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(client) = read.get(bucket) {
+            return client.clone();
+        }
+        drop(read);
+        let client = self.factory.select_client(bucket);
+        let mut clients = self
+            .select_clients
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        clients.entry(bucket.to_string()).or_insert(client).clone()
     }
 
     /// The factory stores are opened with (for explaining their errors).

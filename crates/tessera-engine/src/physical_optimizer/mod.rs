@@ -4,6 +4,7 @@
 //! - [`cast_pushdown`]: casts an aggregate applies to JSON accesses move into the scan.
 //! - [`group_on_codes`]: GROUP BY on low-cardinality strings becomes `CodeAggregateExec`.
 //! - [`integer_text_min_max`]: MIN/MAX of integer texts aggregate the integers.
+//! - [`select_pushdown`]: filters over raw NDJSON scans of S3 pushed to S3 Select.
 //! - [`aggregate_rewrite`]: the bottom-up rewrite of an aggregate over a Tessera scan
 //!   that the three rules share.
 
@@ -11,7 +12,9 @@ mod aggregate_rewrite;
 pub mod cast_pushdown;
 pub mod group_on_codes;
 pub mod integer_text_min_max;
+pub mod select_pushdown;
 
 pub use cast_pushdown::CastPushdown;
 pub use group_on_codes::GroupOnCodes;
 pub use integer_text_min_max::IntegerTextMinMax;
+pub use select_pushdown::SelectPushdown;

@@ -23,7 +23,7 @@ pub struct DataSet {
 }
 
 /// Documents no generator writes: wrong types, NULLs, missing and empty objects.
-const OUTLIERS: &str = r#"{"kind":5,"time_us":"abc","did":null,"type":7}
+pub const OUTLIERS: &str = r#"{"kind":5,"time_us":"abc","did":null,"type":7}
 {"kind":null,"time_us":1.5e3,"commit":{"operation":7,"collection":["x"]},"actor":{"id":"x"}}
 {"did":"did:plc:zzz","time_us":-1,"commit":null,"payload":{"size":-3,"action":null}}
 {}

@@ -2,6 +2,7 @@
 //! metrics read off `EXPLAIN ANALYZE`, and a deterministic generator for inputs.
 
 pub mod data_sets;
+pub mod random_filters;
 
 use arrow::array::RecordBatch;
 use arrow::util::display::{ArrayFormatter, FormatOptions};

@@ -15,12 +15,14 @@ use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::physical_plan::ExecutionPlan;
 use object_store::{ObjectMeta, ObjectStore};
+use tessera_blob::s3::S3Client;
 
 use super::open::ScanSettings;
 use super::source::NdjsonSource;
 use crate::block_cache::ScanCache;
-use crate::options::{OnError, TesseraOptions, Validation, ValidationSetting};
+use crate::options::{OnError, Pushdown, TesseraOptions, Validation, ValidationSetting};
 use crate::rejects::RejectLog;
+use crate::stores::StoreRegistry;
 
 /// Name of the document column unless a table says otherwise.
 pub const DEFAULT_DOCUMENT_COLUMN: &str = "j";
@@ -162,7 +164,8 @@ impl FileFormat for NdjsonFormat {
         let source = match NdjsonSource::from_dyn(conf.file_source()) {
             Some(source) => source
                 .with_settings(settings)
-                .with_cache(ScanCache::for_scan(state, &conf.object_store_url)),
+                .with_cache(ScanCache::for_scan(state, &conf.object_store_url))
+                .with_select_client(select_client(state, &conf)),
             None => return plan_err!("an NDJSON scan needs the NDJSON file source"),
         };
         let conf = FileScanConfigBuilder::from(conf)
@@ -218,4 +221,19 @@ impl FileFormatFactory for NdjsonFormatFactory {
     fn default(&self) -> Arc<dyn FileFormat> {
         Arc::new(NdjsonFormat::default())
     }
+}
+
+/// The client S3 Select requests of a scan over `conf` go through, when the session
+/// pushes to S3 Select (`tessera.pushdown`) and the files are in S3.
+fn select_client(state: &dyn Session, conf: &FileScanConfig) -> Option<S3Client> {
+    let options = state.config_options().extensions.get::<TesseraOptions>()?;
+    if options.pushdown != Pushdown::S3Select {
+        return None;
+    }
+    let url: &url::Url = conf.object_store_url.as_ref();
+    if url.scheme() != "s3" {
+        return None;
+    }
+    let stores = state.config().get_extension::<StoreRegistry>()?;
+    stores.select_client(url.host_str()?)
 }

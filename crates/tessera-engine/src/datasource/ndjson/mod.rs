@@ -10,6 +10,7 @@ pub mod format;
 pub mod lines;
 pub mod open;
 pub mod read;
+pub mod select;
 pub mod source;
 #[cfg(test)]
 mod validation_tests;

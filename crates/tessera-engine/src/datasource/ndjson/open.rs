@@ -18,6 +18,7 @@ use tessera_cache::block::CachedStore;
 use super::decode::{BatchDecoder, LineError};
 use super::lines::{Line, LineSplitter};
 use super::read::{Chunk, Codec, ReadPlan, count_newlines};
+use super::select::SelectRead;
 use crate::access::extraction::ExtractionPlan;
 use crate::options::{OnError, Validation};
 use crate::rejects::{Reject, RejectLog};
@@ -49,9 +50,12 @@ pub struct ScanMetrics {
 }
 
 /// Opens the files of one partition of an NDJSON scan.
+#[derive(Clone)]
 pub struct NdjsonOpener {
     /// The extraction all files share.
     pub plan: Arc<ExtractionPlan>,
+    /// S3 Select, asked first for each whole object when the scan pushes to it.
+    pub select: Option<SelectRead>,
     /// The store the files are in (through `cache` when there is one).
     pub store: Arc<dyn ObjectStore>,
     /// The block cache's view of `store`, told each file's entity tag from this query's
@@ -69,6 +73,32 @@ pub struct NdjsonOpener {
 
 impl FileOpener for NdjsonOpener {
     fn open(&self, file: PartitionedFile) -> Result<FileOpenFuture> {
+        // S3 Select reads objects whole; the pushdown rule keeps their files unsplit.
+        let whole = file
+            .range
+            .as_ref()
+            .is_none_or(|r| r.start == 0 && r.end as u64 >= file.object_meta.size);
+        let Some(select) = self.select.clone().filter(|_| whole) else {
+            return self.open_read(file);
+        };
+        let opener = self.clone();
+        Ok(Box::pin(async move {
+            let key = file.object_meta.location.to_string();
+            let codec = Codec::from_name(&key);
+            let answered = select
+                .batches(&key, codec, &file.partition_values, opener.batch_size)
+                .await?;
+            match answered {
+                Some(batches) => Ok(futures::stream::iter(batches.into_iter().map(Ok)).boxed()),
+                None => opener.open_read(file)?.await,
+            }
+        }))
+    }
+}
+
+impl NdjsonOpener {
+    /// Reads `file` (or its byte range) from the store and decodes its lines.
+    fn open_read(&self, file: PartitionedFile) -> Result<FileOpenFuture> {
         let name = format!("{}{}", self.name_prefix, file.object_meta.location);
         if let Some(cache) = &self.cache {
             cache.observe(&file.object_meta);

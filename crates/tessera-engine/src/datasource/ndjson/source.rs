@@ -18,9 +18,12 @@ use datafusion::physical_plan::filter_pushdown::{FilterPushdownPropagation, Push
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder};
 use datafusion::physical_plan::{DisplayFormatType, apply_expression_roots};
 use object_store::ObjectStore;
+use tessera_blob::s3::S3Client;
+use tessera_pushdown::select_sql::Condition;
 
 use super::open::{NdjsonOpener, ScanMetrics, ScanSettings};
 use super::read::Codec;
+use super::select::{SelectMetrics, SelectPlan, SelectRead};
 use crate::access::document_filter::{DocPredicate, doc_predicates};
 use crate::access::extraction::ExtractionPlan;
 use crate::block_cache::ScanCache;
@@ -37,6 +40,22 @@ pub struct NdjsonSource {
     filters: Vec<DocPredicate>,
     /// The block cache the files are read through (`tessera.cache_dir`).
     cache: Option<ScanCache>,
+    /// S3 Select for the files (`tessera.pushdown = 's3select'`).
+    select: Option<SelectPushdown>,
+}
+
+/// S3 Select for a scan: the bucket's client, and conditions from the filters above the
+/// scan (the pushdown rule's) besides the scan's own document predicates.
+#[derive(Debug, Clone)]
+pub struct SelectPushdown {
+    /// The client of the scan's bucket.
+    pub client: S3Client,
+    /// What the filters above the scan let the store leave out.
+    pub filter: Option<Condition>,
+    /// The scan's output columns that the plan above reads only for whether they are
+    /// NULL (`IS NOT NULL` of a `->>` access): the store's rendering of their values
+    /// changes nothing read.
+    pub null_tested: Vec<usize>,
 }
 
 impl NdjsonSource {
@@ -51,7 +70,61 @@ impl NdjsonSource {
             settings,
             filters: Vec::new(),
             cache: None,
+            select: None,
         }
+    }
+
+    /// The same source asking S3 Select through `client`, if given.
+    pub(crate) fn with_select_client(&self, client: Option<S3Client>) -> Self {
+        Self {
+            select: client.map(|client| SelectPushdown {
+                client,
+                filter: None,
+                null_tested: Vec::new(),
+            }),
+            ..self.clone()
+        }
+    }
+
+    /// The same source with `filter` pushed to S3 Select too, and the outputs that are
+    /// only `null_tested` above it; `None` when it does not ask S3 Select.
+    pub(crate) fn with_select_filter(
+        &self,
+        filter: Option<Condition>,
+        null_tested: Vec<usize>,
+    ) -> Option<Self> {
+        let select = self.select.as_ref()?;
+        Some(Self {
+            select: Some(SelectPushdown {
+                client: select.client.clone(),
+                filter,
+                null_tested,
+            }),
+            ..self.clone()
+        })
+    }
+
+    /// Whether the scan asks S3 Select (`tessera.pushdown`, an S3 location).
+    pub(crate) fn asks_select(&self) -> bool {
+        self.select.is_some()
+    }
+
+    /// The same source computing `projection` instead (over the table's columns).
+    pub(crate) fn with_projection(&self, projection: ProjectionExprs) -> Self {
+        Self {
+            projection,
+            ..self.clone()
+        }
+    }
+
+    /// What the scan asks S3 Select for, if it does and its extraction lets it.
+    pub(crate) fn select_plan(&self) -> Option<SelectPlan> {
+        let select = self.select.as_ref()?;
+        SelectPlan::new(
+            &self.extraction().ok()?,
+            select.filter.clone(),
+            &select.null_tested,
+        )
     }
 
     /// The same source reading its files through `cache`, if any.
@@ -113,8 +186,20 @@ impl FileSource for NdjsonSource {
             .cache
             .as_ref()
             .map(|c| Arc::new(c.wrap(Arc::clone(&object_store), &self.metrics, Some(partition))));
+        let select = self.select.as_ref().and_then(|pushdown| {
+            Some(SelectRead {
+                client: pushdown.client.clone(),
+                plan: Arc::new(self.select_plan()?),
+                metrics: SelectMetrics::new(
+                    &self.metrics,
+                    partition,
+                    metrics.bytes_scanned.clone(),
+                ),
+            })
+        });
         Ok(Arc::new(NdjsonOpener {
             plan: Arc::new(self.extraction()?),
+            select,
             store: match &cache {
                 Some(cached) => Arc::clone(cached) as Arc<dyn ObjectStore>,
                 None => object_store,
@@ -158,6 +243,9 @@ impl FileSource for NdjsonSource {
         if self.cache.is_some() {
             write!(f, ", cache=block")?;
         }
+        if let Some(select) = self.select_plan() {
+            write!(f, ", {select}")?;
+        }
         if !self.filters.is_empty() {
             let filters: Vec<String> = self.filters.iter().map(|p| p.to_string()).collect();
             write!(f, ", document_filters=[{}]", filters.join(" AND "))?;
@@ -172,6 +260,10 @@ impl FileSource for NdjsonSource {
         output_ordering: Option<LexOrdering>,
         config: &FileScanConfig,
     ) -> Result<Option<FileScanConfig>> {
+        // S3 Select reads objects whole (MinIO's JSON-lines reader takes no scan range).
+        if self.select_plan().is_some() {
+            return Ok(None);
+        }
         // Compressed files cannot be cut into byte ranges; they stay whole, one per group.
         let compressed = config
             .file_groups

@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Storage-side pushdown (issue 20): PushdownDB's experiments ("PushdownDB: Accelerating a
+DBMS using S3 Computation", ICDE 2020) on raw NDJSON in MinIO, the link between Tessera
+and the store capped by toxiproxy (20 ms to the first byte of each response, 100 MiB/s
+per connection), every mode in one run.
+
+Data, two shapes, each generated once and cut into --parts objects of whole lines (as
+PushdownDB partitioned its tables, so that objects load in parallel):
+- tpch: `tessera gen tpch-json --sf SF`, the eight TPC-H tables as one stream of JSON
+  objects (a table's rows are those with its key column);
+- bluesky: `tessera gen bluesky --docs N`, Bluesky events.
+
+Modes: local (`SET tessera.pushdown = 'off'`: Tessera reads every object and filters) and
+s3select (`'s3select'`: MinIO runs the scans' conditions and projections). Each query
+runs --tries times per mode, each a new `tessera sql` process running `EXPLAIN ANALYZE`;
+the table reports the median wall time, the bytes that crossed the link (the scans'
+`bytes_scanned`: objects read, or the records S3 Select returned), the bytes MinIO read
+for S3 Select, the requests MinIO served (its own counters, last try) and the dollars of
+PushdownDB's cost model: requests at $0.0004 per 1,000 GETs (S3 Select requests too) and
+$0.005 per 1,000 LISTs, S3 Select's $0.002/GB scanned and $0.0007/GB returned, and the
+query's seconds at an instance price (a 2-vCPU m6i.large's $0.096 an hour, this
+machine's size, and PushdownDB's r4.8xlarge's $2.128). Each mode's answer is checked against local's
+(floats to a relative 1e-9).
+
+Experiments: a filter selectivity sweep over each shape (lineitem's `l_quantity`, and a
+`time_us` range of the events), string equality filters, and PushdownDB's TPC-H subset
+(Q1, Q3, Q6, Q12, Q14, Q17, Q19, Tessera's dialect of bench/tpch_json/queries).
+
+Usage: bench/pushdown/run.py [--sf 0.3] [--docs 1000000] [--parts 8] [--tries 3] [--tessera PATH]
+"""
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from cache.run import default_tessera, tessera  # noqa: E402
+from common.minio import MinIO  # noqa: E402
+from common.toxiproxy import toxiproxy  # noqa: E402
+from tpch_json.run import queries, same_answer  # noqa: E402
+
+BUCKET = "bench"
+LATENCY_MS = 20
+RATE_KB = round(100 * 2**20 / 1000)  # toxiproxy's rate is in KB/s (1000 bytes)
+MODES = ("off", "s3select")
+TPCH_SUBSET = (1, 3, 6, 12, 14, 17, 19)
+REQUEST_DOLLARS = {"GetObject": 0.0004e-3, "SelectObjectContent": 0.0004e-3,
+                   "HeadObject": 0.0004e-3, "ListObjectsV2": 0.005e-3}
+SCANNED_PER_GB, RETURNED_PER_GB = 0.002, 0.0007
+# Compute at an instance's hourly price: this machine's size, and PushdownDB's instance.
+INSTANCES = {"m6i.large": 0.096, "r4.8xlarge": 2.128}
+METRICS = ("bytes_scanned", "select_store_bytes", "select_returned_bytes",
+           "select_requests", "select_fallbacks", "select_retries")
+SCALES = {"": 1, "K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
+
+
+def metrics(explained: str) -> dict:
+    """Sums each counter over the plan's lines (scans report per partition)."""
+    totals = {}
+    for name in METRICS:
+        found = re.findall(rf"\b{name}=([0-9.]+)(?: ([KMBT]))?\b", explained)
+        totals[name] = sum(float(number) * SCALES[scale] for number, scale in found)
+    return totals
+
+
+def split(source: Path, parts: int, out: Path) -> list:
+    """`source` cut into `parts` files of whole lines and about equal size."""
+    size = source.stat().st_size
+    paths, written = [], 0
+    with open(source, "rb") as f:
+        for i in range(parts):
+            path = out / f"{source.stem}-part{i:02}.json"
+            limit = size * (i + 1) // parts
+            with open(path, "wb") as part:
+                for line in f:
+                    part.write(line)
+                    written += len(line)
+                    if written >= limit:
+                        break
+            paths.append(path)
+    return paths
+
+
+def prepare(binary: str, env: dict, minio: MinIO, work: Path, name: str, gen: list,
+            parts: int) -> int:
+    """Generates a shape, uploads its parts to s3://bench/<name>/; returns its bytes."""
+    local = work / f"{name}.json"
+    tessera(binary, env, "gen", *gen, "--out", str(local))
+    for path in split(local, parts, work):
+        minio.put(BUCKET, f"{name}/{path.name}", path)
+        path.unlink()
+    size = local.stat().st_size
+    local.unlink()
+    return size
+
+
+def ddl(name: str) -> str:
+    return f"CREATE EXTERNAL TABLE {name} STORED AS NDJSON LOCATION 's3://{BUCKET}/{name}/'"
+
+
+def answer(binary: str, env: dict, table: str, mode: str, sql: str) -> list:
+    """The query's rows as JSON objects' values."""
+    script = f"{ddl(table)}; SET tessera.pushdown = '{mode}'; {sql}"
+    out = tessera(binary, env, "sql", "--format", "ndjson", script)
+    return [tuple(json.loads(line).values()) for line in out.splitlines() if line.strip()]
+
+
+def run(binary: str, env: dict, minio: MinIO, table: str, mode: str, sql: str,
+        tries: int) -> dict:
+    """Median seconds of `tries` runs and the last run's bytes, requests and dollars."""
+    script = f"{ddl(table)}; SET tessera.pushdown = '{mode}'; EXPLAIN ANALYZE {sql}"
+    seconds = []
+    for _ in range(tries):
+        before = minio.counters()
+        started = time.perf_counter()
+        explained = tessera(binary, env, "sql", script)
+        seconds.append(time.perf_counter() - started)
+        after = minio.counters()
+    figures = metrics(explained)
+    served = {k: after[k] - before.get(k, 0) for k in after if k != "sent_bytes"}
+    median = statistics.median(seconds)
+    storage = sum(REQUEST_DOLLARS.get(k, 0.0) * n for k, n in served.items())
+    storage += figures["select_store_bytes"] / 1e9 * SCANNED_PER_GB
+    storage += figures["select_returned_bytes"] / 1e9 * RETURNED_PER_GB
+    dollars = {name: storage + median * price / 3600 for name, price in INSTANCES.items()}
+    return {"seconds": median, "requests": sum(served.values()), "dollars": dollars, **figures}
+
+
+def experiments(sf: float, bounds: dict) -> list:
+    """(shape, label, SQL) of every query of the run."""
+    lineitem = "json_get_int(j, 'l_orderkey') IS NOT NULL"
+    out = []
+    for q in (1, 3, 11, 26, 51):  # l_quantity is uniform in 1..50: 0%, 4%, 20%, 50%, 100%
+        out.append(("tpch", f"filter l_quantity < {q}",
+                    f"SELECT count(*), sum(json_get_float(j, 'l_extendedprice')) FROM tpch "
+                    f"WHERE {lineitem} AND json_get_float(j, 'l_quantity') < {q}"))
+    low, high = bounds["low"], bounds["high"]
+    for share in (0.01, 0.1, 0.5, 1.0):
+        cut = low + int((high - low) * share)
+        out.append(("bluesky", f"filter time_us, {share:.0%} of the range",
+                    f"SELECT count(*), count(DISTINCT j->>'did') FROM bluesky "
+                    f"WHERE json_get_int(j, 'time_us') <= {cut}"))
+    out.append(("bluesky", "filter kind = 'identity'",
+                "SELECT count(*), max(j->>'did') FROM bluesky WHERE j->>'kind' = 'identity'"))
+    out.append(("bluesky", "filter collection = post",
+                "SELECT j->'commit'->>'operation' AS op, count(*) FROM bluesky "
+                "WHERE j->'commit'->>'collection' = 'app.bsky.feed.post' GROUP BY op"))
+    texts = queries("tessera", sf)
+    for number in TPCH_SUBSET:
+        out.append(("tpch", f"TPC-H Q{number}", texts[number - 1]))
+    return out
+
+
+def report(rows: list, mode_rows: dict) -> None:
+    names = list(INSTANCES)
+    print("\n| shape | query | mode | s | speed-up | MB over the link | MB S3 Select read "
+          "| requests | fallbacks | " + " | ".join(f"$ ({n}) | vs local" for n in names)
+          + " | same answer |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|" + "---:|---:|" * len(names) + "---|")
+    for shape, label, _ in rows:
+        local = mode_rows[(label, "off")]
+        for mode in MODES:
+            r = mode_rows[(label, mode)]
+            dollars = " | ".join(f"{r['dollars'][n]:.6f} | {r['dollars'][n] / local['dollars'][n]:.2f}"
+                                 for n in names)
+            print(f"| {shape} | {label} | {mode} | {r['seconds']:.2f} | "
+                  f"{local['seconds'] / r['seconds']:.2f}x | {r['bytes_scanned'] / 1e6:.1f} | "
+                  f"{r['select_store_bytes'] / 1e6:.1f} | {r['requests']:.0f} | "
+                  f"{r['select_fallbacks']:.0f} | {dollars} | {r['same']} |")
+    subset = [label for _, label, _ in rows if label.startswith("TPC-H")]
+    for mode in MODES[1:]:
+        speedups = [mode_rows[(q, "off")]["seconds"] / mode_rows[(q, mode)]["seconds"] for q in subset]
+        print(f"- TPC-H subset, {mode}: mean speed-up {statistics.mean(speedups):.2f}x (target >= 6.7x)")
+        for n in names:
+            saving = [1 - mode_rows[(q, mode)]["dollars"][n] / mode_rows[(q, "off")]["dollars"][n]
+                      for q in subset]
+            print(f"- TPC-H subset, {mode}, compute at {n}: mean saving {statistics.mean(saving):.0%} "
+                  f"(target >= 30%)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sf", type=float, default=0.3)
+    parser.add_argument("--docs", type=int, default=1_000_000)
+    parser.add_argument("--parts", type=int, default=8)
+    parser.add_argument("--tries", type=int, default=3)
+    parser.add_argument("--tessera", default=default_tessera())
+    args = parser.parse_args()
+    binary = args.tessera
+    print(f"# pushdown: TPC-H SF {args.sf:g}, {args.docs} Bluesky events, {args.parts} objects each, "
+          f"{LATENCY_MS} ms and {RATE_KB} KB/s per connection (toxiproxy), {args.tries} tries")
+    with MinIO() as minio, toxiproxy(minio.port, LATENCY_MS, RATE_KB) as proxy, \
+            tempfile.TemporaryDirectory(prefix="tessera-pushdown-") as tmp:
+        work = Path(tmp)
+        minio.create_bucket(BUCKET)
+        direct = dict(os.environ, **minio.env(), TESSERA_CACHE_DIR="")
+        sizes = {
+            "tpch": prepare(binary, direct, minio, work, "tpch",
+                            ["tpch-json", "--sf", str(args.sf)], args.parts),
+            "bluesky": prepare(binary, direct, minio, work, "bluesky",
+                               ["bluesky", "--docs", str(args.docs)], args.parts),
+        }
+        print(f"# data: tpch {sizes['tpch'] / 1e6:.0f} MB, bluesky {sizes['bluesky'] / 1e6:.0f} MB")
+        out = tessera(binary, direct, "sql", "--format", "ndjson",
+                      f"{ddl('bluesky')}; SELECT min(json_get_int(j, 'time_us')) AS low, "
+                      "max(json_get_int(j, 'time_us')) AS high FROM bluesky")
+        bounds = json.loads(out.splitlines()[-1])
+        env = dict(direct, AWS_ENDPOINT_URL=proxy)
+        rows = experiments(args.sf, bounds)
+        results = {}
+        for shape, label, sql in rows:
+            expected = answer(binary, direct, shape, "off", sql)
+            for mode in MODES:
+                result = run(binary, env, minio, shape, mode, sql, args.tries)
+                result["same"] = same_answer(answer(binary, direct, shape, mode, sql), expected)
+                results[(label, mode)] = result
+                print(f"  {label} {mode}: {result['seconds']:.2f} s, "
+                      f"{result['bytes_scanned'] / 1e6:.1f} MB", file=sys.stderr)
+        report(rows, results)
+
+
+if __name__ == "__main__":
+    main()

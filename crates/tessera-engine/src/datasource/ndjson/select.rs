@@ -1,0 +1,381 @@
+//! An NDJSON scan's objects read through S3 Select (`SET tessera.pushdown = 's3select'`):
+//! the store parses each object, keeps the documents that may pass the scan's filters
+//! and returns only the paths the scan extracts, as the fields `c0`, `c1`, ... of JSON
+//! records; the scan decodes those records with its own extraction, filters and
+//! projection (over the fields instead of the paths), so its rows are the rows a read
+//! of the object gives.
+//!
+//! An object is read by the scan itself instead when S3 Select cannot answer it
+//! exactly: a codec the store does not read (zstd), an answer that failed (a document
+//! the store refuses, a cut or corrupt stream) even after asking again with only the
+//! conditions that cannot fail on other types, or an answer holding a value whose
+//! rendering may have changed what the scan reads of it ([`rendering`]). A malformed
+//! line is then reported, or skipped, exactly as without pushdown.
+
+use std::fmt;
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::DataType;
+use bytes::Bytes;
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::common::{Result, ScalarValue};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::expressions::{CastExpr, Column, TryCastExpr};
+use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricBuilder};
+use tessera_blob::s3::S3Client;
+use tessera_blob::select::{InputCompression, InputFormat, OutputFormat, SelectRequest};
+use tessera_pushdown::cost::select_nanodollars;
+use tessera_pushdown::rendering::{self, Accept};
+use tessera_pushdown::select_sql::{
+    Condition, FIELDS_MAX, SelectScan, is_pushable_path, only_strings_equal,
+};
+
+use super::decode::BatchDecoder;
+use super::lines::Line;
+use super::read::Codec;
+use crate::access::extraction::ExtractionPlan;
+use crate::json::Output;
+use crate::json::path::{PathElem, PathTrie};
+use crate::options::Validation;
+
+/// What a scan asks S3 Select for, derived from its final extraction.
+#[derive(Debug)]
+pub struct SelectPlan {
+    /// The request.
+    pub scan: SelectScan,
+    /// The request again with only the conditions no document makes fail, if it has
+    /// others.
+    robust: Option<SelectScan>,
+    /// How each field's values are read (field `i` is the extraction's slot `i`).
+    accepts: Vec<Accept>,
+    /// The scan's extraction over the returned fields instead of the paths.
+    answers: Arc<ExtractionPlan>,
+}
+
+impl SelectPlan {
+    /// The request for `extraction` with `filter` (conditions from filters above the
+    /// scan) besides the extraction's own document predicates; `None` when the
+    /// extraction needs what a store does not return as the document has it: the
+    /// whole document, a value's JSON text, `json_each`'s rows, a path S3 Select cannot
+    /// name. The projection's columns `null_tested` are only tested for NULL above the
+    /// scan.
+    pub fn new(
+        extraction: &ExtractionPlan,
+        filter: Option<Condition>,
+        null_tested: &[usize],
+    ) -> Option<Self> {
+        let pushable = !extraction.raw
+            && extraction.elements.is_empty()
+            && extraction.casts.is_empty()
+            && extraction.trie.len() <= FIELDS_MAX
+            && extraction.outputs.iter().all(|(_, o)| *o != Output::Json)
+            && (0..extraction.trie.len()).all(|slot| is_pushable_path(extraction.trie.path(slot)));
+        if !pushable {
+            return None;
+        }
+        let fields: Vec<Vec<PathElem>> = (0..extraction.trie.len())
+            .map(|slot| extraction.trie.path(slot).to_vec())
+            .collect();
+        let mut conditions: Vec<Condition> = extraction
+            .predicates
+            .iter()
+            .filter_map(|(slot, output, accepted)| {
+                document_condition(extraction.trie.path(*slot), *output, accepted)
+            })
+            .collect();
+        conditions.extend(filter);
+        let condition = match conditions.len() {
+            0 => None,
+            1 => conditions.pop(),
+            _ => Some(Condition::And(conditions)),
+        };
+        let scan = SelectScan { fields, condition };
+        let mut answers = extraction.clone();
+        answers.trie = Arc::new(field_trie(extraction.trie.len()));
+        Some(Self {
+            robust: scan.robust(),
+            scan,
+            accepts: accepts(extraction, null_tested),
+            answers: Arc::new(answers),
+        })
+    }
+}
+
+impl fmt::Display for SelectPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "s3_select=[{}]", self.scan.sql())
+    }
+}
+
+/// `path ∈ accepted` as a store condition, when its accepted texts can only be the
+/// texts of strings (`->>` also gives numbers and booleans as text).
+fn document_condition(
+    path: &[PathElem],
+    output: Output,
+    accepted: &std::collections::BTreeSet<Vec<u8>>,
+) -> Option<Condition> {
+    let values = accepted
+        .iter()
+        .map(|v| String::from_utf8(v.clone()).ok())
+        .collect::<Option<Vec<String>>>()?;
+    let strings_only = output == Output::Str || values.iter().all(|v| only_strings_equal(v));
+    (strings_only && !values.is_empty()).then(|| Condition::StringIn {
+        path: path.to_vec(),
+        values,
+    })
+}
+
+/// A trie of the paths `c0` .. `c{n-1}`, whose slots are those of the extraction's
+/// paths (slots number paths in the order they were added).
+fn field_trie(n: usize) -> PathTrie {
+    let mut trie = PathTrie::new();
+    for slot in 0..n {
+        let added = trie.add(&[PathElem::Key(format!("c{slot}"))]);
+        assert_eq!(added, slot, "fields keep the slots' order");
+    }
+    trie
+}
+
+/// How each slot's returned values are read: the strictest of its outputs' reads.
+fn accepts(extraction: &ExtractionPlan, null_tested: &[usize]) -> Vec<Accept> {
+    let mut accepts = vec![Accept::Any; extraction.trie.len()];
+    let mut tighten = |slot: usize, accept: Accept| {
+        let strictness = |a: Accept| match a {
+            Accept::Text => 2,
+            Accept::Integers => 1,
+            Accept::Any => 0,
+        };
+        if strictness(accept) > strictness(accepts[slot]) {
+            accepts[slot] = accept;
+        }
+    };
+    for (k, (slot, output)) in extraction.outputs.iter().enumerate() {
+        let accept = match output {
+            Output::Text => text_reads(extraction, k, null_tested),
+            Output::Int => Accept::Integers,
+            Output::Json => Accept::Text,
+            Output::Str | Output::Float | Output::Bool | Output::ArrayLength => Accept::Any,
+        };
+        tighten(*slot, accept);
+    }
+    for (slot, output, _) in &extraction.predicates {
+        if *output == Output::Text {
+            tighten(*slot, Accept::Text);
+        }
+    }
+    accepts
+}
+
+/// How the text of output `k` is read: as doubles or integers when every expression
+/// reading it casts it to one (or hands it on to be tested for NULL only), else as text.
+fn text_reads(extraction: &ExtractionPlan, k: usize, null_tested: &[usize]) -> Accept {
+    let column = extraction.layout.output(k);
+    let exprs = extraction
+        .projection
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !null_tested.contains(i))
+        .map(|(_, p)| &p.expr)
+        .chain(&extraction.row_filters);
+    let mut reads = Accept::Any;
+    for expr in exprs {
+        let read = cast_reads(expr, column);
+        reads = match (reads, read) {
+            (_, Accept::Text) | (Accept::Text, _) => Accept::Text,
+            (_, Accept::Integers) | (Accept::Integers, _) => Accept::Integers,
+            _ => Accept::Any,
+        };
+    }
+    reads
+}
+
+/// The strictest read of `column` inside `expr`: under a cast to a double, to an
+/// integer, or anything else (text).
+fn cast_reads(expr: &Arc<dyn PhysicalExpr>, column: usize) -> Accept {
+    let is_column = |e: &Arc<dyn PhysicalExpr>| {
+        e.downcast_ref::<Column>()
+            .is_some_and(|c| c.index() == column)
+    };
+    let cast = match (
+        expr.downcast_ref::<CastExpr>(),
+        expr.downcast_ref::<TryCastExpr>(),
+    ) {
+        (Some(cast), _) => Some((cast.expr(), cast.cast_type())),
+        (None, Some(cast)) => Some((cast.expr(), cast.cast_type())),
+        (None, None) => None,
+    };
+    if let Some((operand, to)) = cast
+        && is_column(operand)
+    {
+        return match to {
+            DataType::Float64 | DataType::Float32 => Accept::Any,
+            DataType::Int64 | DataType::Int32 => Accept::Integers,
+            _ => Accept::Text,
+        };
+    }
+    if is_column(expr) {
+        return Accept::Text;
+    }
+    let mut strictest = Accept::Any;
+    let _ = expr.apply_children(|child| {
+        match cast_reads(child, column) {
+            Accept::Text => strictest = Accept::Text,
+            Accept::Integers if strictest == Accept::Any => strictest = Accept::Integers,
+            _ => {}
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    strictest
+}
+
+/// Counters of a scan's S3 Select requests.
+#[derive(Debug, Clone)]
+pub struct SelectMetrics {
+    /// Requests sent (again with robust conditions included).
+    pub select_requests: Count,
+    /// Bytes the store read for them.
+    pub select_store_bytes: Count,
+    /// Bytes of records they returned.
+    pub select_returned_bytes: Count,
+    /// Objects asked again with only the conditions that cannot fail.
+    pub select_retries: Count,
+    /// Objects the scan read itself: S3 Select could not read them (zstd) or answer
+    /// them exactly.
+    pub select_fallbacks: Count,
+    /// What the requests cost (request, scanned and returned bytes), in nanodollars.
+    pub select_cost_nanodollars: Count,
+    /// The scan's bytes from storage, which answers' records add to: what crossed the
+    /// link.
+    pub bytes_scanned: Count,
+}
+
+impl SelectMetrics {
+    /// The counters of `partition` in `set`, answers' bytes also added to
+    /// `bytes_scanned`.
+    pub fn new(set: &ExecutionPlanMetricsSet, partition: usize, bytes_scanned: Count) -> Self {
+        let counter = |name: &'static str| MetricBuilder::new(set).counter(name, partition);
+        Self {
+            bytes_scanned,
+            select_requests: counter("select_requests"),
+            select_store_bytes: counter("select_store_bytes"),
+            select_returned_bytes: counter("select_returned_bytes"),
+            select_retries: counter("select_retries"),
+            select_fallbacks: counter("select_fallbacks"),
+            select_cost_nanodollars: counter("select_cost_nanodollars"),
+        }
+    }
+}
+
+/// Reads objects of one scan partition through S3 Select.
+#[derive(Debug, Clone)]
+pub struct SelectRead {
+    /// The bucket's client.
+    pub client: S3Client,
+    /// What to ask.
+    pub plan: Arc<SelectPlan>,
+    /// Where to count.
+    pub metrics: SelectMetrics,
+}
+
+impl SelectRead {
+    /// The batches of the object `key` (all of them: an answer is complete or not
+    /// used), or `None` when the scan must read the object itself.
+    pub async fn batches(
+        &self,
+        key: &str,
+        codec: Codec,
+        partition_values: &[ScalarValue],
+        batch_size: usize,
+    ) -> Result<Option<Vec<RecordBatch>>> {
+        let compression = match codec {
+            Codec::None => Some(InputCompression::None),
+            Codec::Gzip => Some(InputCompression::Gzip),
+            Codec::Zstd => None,
+        };
+        let attempts = std::iter::once(&self.plan.scan).chain(&self.plan.robust);
+        for (attempt, scan) in attempts.enumerate().filter(|_| compression.is_some()) {
+            let compression = compression.expect("filtered");
+            if attempt > 0 {
+                self.metrics.select_retries.add(1);
+            }
+            let Some(records) = self.answer(key, scan, compression).await else {
+                continue;
+            };
+            if rendering::check(&records, &self.plan.accepts).is_err() {
+                // Asking again changes no value's rendering.
+                break;
+            }
+            if let Some(batches) = self.decode(&records, partition_values, batch_size)? {
+                return Ok(Some(batches));
+            }
+        }
+        self.metrics.select_fallbacks.add(1);
+        Ok(None)
+    }
+
+    /// The records of a complete answer, or `None` when the request failed.
+    async fn answer(
+        &self,
+        key: &str,
+        scan: &SelectScan,
+        compression: InputCompression,
+    ) -> Option<Bytes> {
+        let sql = scan.sql();
+        let request = SelectRequest {
+            expression: &sql,
+            input: InputFormat::JsonLines,
+            compression,
+            output: OutputFormat::JsonLines,
+        };
+        self.metrics.select_requests.add(1);
+        let answer = self.client.select(key, &request).await.ok()?;
+        let records = Bytes::from(answer.records.concat());
+        let stats = answer.stats.unwrap_or_default();
+        self.metrics
+            .select_store_bytes
+            .add(stats.bytes_scanned as usize);
+        self.metrics.select_returned_bytes.add(records.len());
+        self.metrics.bytes_scanned.add(records.len());
+        self.metrics
+            .select_cost_nanodollars
+            .add(select_nanodollars(stats.bytes_scanned, records.len() as u64) as usize);
+        Some(records)
+    }
+
+    /// The answer's records decoded as the scan decodes documents; `None` when a record
+    /// is not what was asked for.
+    fn decode(
+        &self,
+        records: &Bytes,
+        partition_values: &[ScalarValue],
+        batch_size: usize,
+    ) -> Result<Option<Vec<RecordBatch>>> {
+        let mut decoder = BatchDecoder::new(
+            Arc::clone(&self.plan.answers),
+            partition_values.to_vec(),
+            batch_size,
+            Validation::Structure,
+        )?;
+        let mut batches = Vec::new();
+        let mut offset = 0u64;
+        let lines = records.split(|b| *b == b'\n');
+        for (index, bytes) in lines.enumerate() {
+            let line = Line {
+                bytes,
+                chunk: None,
+                offset,
+                index: index as u64,
+                utf8_checked: false,
+            };
+            offset += bytes.len() as u64 + 1;
+            if decoder.decode(&line)?.is_err() {
+                return Ok(None);
+            }
+            batches.extend(std::iter::from_fn(|| decoder.next_batch()));
+        }
+        decoder.flush()?;
+        batches.extend(std::iter::from_fn(|| decoder.next_batch()));
+        Ok(Some(batches))
+    }
+}

@@ -1,0 +1,225 @@
+//! Filters as store conditions: each translated part holds for every document the
+//! filter keeps.
+
+use std::sync::Arc;
+
+use arrow::datatypes::DataType;
+use datafusion::common::ScalarValue;
+use datafusion::logical_expr::Operator;
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::expressions::{
+    BinaryExpr, CastExpr, Column, InListExpr, IsNotNullExpr, Literal, TryCastExpr,
+};
+use datafusion::physical_expr::projection::ProjectionExprs;
+use tessera_pushdown::select_sql::{
+    Condition, NUMBER_MAGNITUDE_MAX, Ordering, is_iso_date, is_pushable_path, only_strings_equal,
+};
+
+use crate::access::pushable::pushable_access;
+use crate::json::Output;
+use crate::json::path::PathElem;
+
+/// How a filter's operand reads the document: a JSON access, or a cast of one.
+pub(super) enum Read {
+    /// An access with its output.
+    Access(Vec<PathElem>, Output),
+    /// A cast of an access's value to `DataType` (`(j->>'n')::DOUBLE`).
+    Cast(Vec<PathElem>, Output, DataType),
+}
+
+impl Read {
+    fn path(&self) -> &[PathElem] {
+        match self {
+            Read::Access(path, _) | Read::Cast(path, _, _) => path,
+        }
+    }
+
+    /// Whether the read is a number: a numeric access, or a numeric cast of a text or
+    /// numeric access (a text that is no number fails the cast, so it passes no filter).
+    fn is_number(&self) -> bool {
+        let numeric = |t: &DataType| {
+            matches!(
+                t,
+                DataType::Int64 | DataType::Int32 | DataType::Float64 | DataType::Float32
+            )
+        };
+        match self {
+            Read::Access(_, output) => matches!(output, Output::Int | Output::Float),
+            Read::Cast(_, output, to) => {
+                numeric(to) && matches!(output, Output::Text | Output::Int | Output::Float)
+            }
+        }
+    }
+}
+
+/// What `expr` (over the scan's output, whose columns are `projection`) reads.
+pub(super) fn read_of(expr: &Arc<dyn PhysicalExpr>, projection: &ProjectionExprs) -> Option<Read> {
+    let resolve = |e: &Arc<dyn PhysicalExpr>| match e.downcast_ref::<Column>() {
+        Some(column) => projection
+            .iter()
+            .nth(column.index())
+            .map(|p| Arc::clone(&p.expr)),
+        None => Some(Arc::clone(e)),
+    };
+    let expr = resolve(expr)?;
+    // A TRY_CAST is NULL where a CAST fails, and NULL passes no comparison: both read
+    // the same numbers.
+    let cast = match (
+        expr.downcast_ref::<CastExpr>(),
+        expr.downcast_ref::<TryCastExpr>(),
+    ) {
+        (Some(cast), _) => Some((cast.expr(), cast.cast_type())),
+        (None, Some(cast)) => Some((cast.expr(), cast.cast_type())),
+        (None, None) => None,
+    };
+    if let Some((operand, to)) = cast {
+        let (path, output) = pushable_access(&resolve(operand)?)?;
+        return is_pushable_path(&path).then(|| Read::Cast(path, output, to.clone()));
+    }
+    let (path, output) = pushable_access(&expr)?;
+    is_pushable_path(&path).then_some(Read::Access(path, output))
+}
+
+/// The store condition of `expr`, holding for every document `expr` keeps.
+pub(super) fn condition(
+    expr: &Arc<dyn PhysicalExpr>,
+    projection: &ProjectionExprs,
+) -> Option<Condition> {
+    if let Some(binary) = expr.downcast_ref::<BinaryExpr>() {
+        return binary_condition(binary, projection);
+    }
+    if let Some(not_null) = expr.downcast_ref::<IsNotNullExpr>() {
+        let read = read_of(not_null.arg(), projection)?;
+        // Not `json_array_length`, which is 0 for a `null`, nor `->`, which gives a
+        // `null` as the JSON text `null`: only NULL for a store's null.
+        let null_is_null = match &read {
+            Read::Access(_, output) | Read::Cast(_, output, _) => matches!(
+                output,
+                Output::Text | Output::Str | Output::Int | Output::Float | Output::Bool
+            ),
+        };
+        return null_is_null.then(|| Condition::NotNull(read.path().to_vec()));
+    }
+    let in_list = expr.downcast_ref::<InListExpr>()?;
+    if in_list.negated() {
+        return None;
+    }
+    let values = in_list
+        .list()
+        .iter()
+        .map(string_literal)
+        .collect::<Option<Vec<String>>>()?;
+    strings_condition(read_of(in_list.expr(), projection)?, values)
+}
+
+fn binary_condition(binary: &BinaryExpr, projection: &ProjectionExprs) -> Option<Condition> {
+    let (left, right) = (binary.left(), binary.right());
+    match binary.op() {
+        Operator::And => {
+            let parts: Vec<Condition> = [left, right]
+                .into_iter()
+                .filter_map(|side| condition(side, projection))
+                .collect();
+            return match parts.len() {
+                0 => None,
+                1 => parts.into_iter().next(),
+                _ => Some(Condition::And(parts)),
+            };
+        }
+        Operator::Or => {
+            let l = condition(left, projection)?;
+            let r = condition(right, projection)?;
+            return Some(Condition::Or(vec![l, r]));
+        }
+        _ => {}
+    }
+    // The read on the left, the constant on the right.
+    let (read, literal, op) = match (read_of(left, projection), literal_of(right)) {
+        (Some(read), Some(literal)) => (read, literal, *binary.op()),
+        _ => (
+            read_of(right, projection)?,
+            literal_of(left)?,
+            binary.op().swap()?,
+        ),
+    };
+    if op == Operator::Eq
+        && let ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s)) = literal
+    {
+        return strings_condition(read, vec![s.clone()]);
+    }
+    let ordering = match op {
+        Operator::Lt => Ordering::Less,
+        Operator::LtEq => Ordering::LessOrEqual,
+        Operator::Gt => Ordering::Greater,
+        Operator::GtEq => Ordering::GreaterOrEqual,
+        Operator::Eq => {
+            let at_least = compare(&read, Ordering::GreaterOrEqual, literal)?;
+            let at_most = compare(&read, Ordering::LessOrEqual, literal)?;
+            return Some(Condition::And(vec![at_least, at_most]));
+        }
+        _ => return None,
+    };
+    compare(&read, ordering, literal)
+}
+
+/// `read ordering literal` as a store condition: numbers, and dates cast from text.
+fn compare(read: &Read, ordering: Ordering, literal: &ScalarValue) -> Option<Condition> {
+    let path = read.path().to_vec();
+    if let (Read::Cast(_, Output::Text, DataType::Date32), ScalarValue::Date32(Some(days))) =
+        (read, literal)
+    {
+        let date = chrono::NaiveDate::from_num_days_from_ce_opt(days.checked_add(719_163)?)?
+            .format("%Y-%m-%d")
+            .to_string();
+        return is_iso_date(&date).then_some(Condition::Date {
+            path,
+            ordering,
+            date,
+        });
+    }
+    let value = number_literal(literal)?;
+    (read.is_number() && value.is_finite() && value.abs() <= NUMBER_MAGNITUDE_MAX).then_some(
+        Condition::Number {
+            path,
+            ordering,
+            value,
+        },
+    )
+}
+
+/// `read ∈ values` as a store condition: a string-only access, or a text access whose
+/// constants only strings can equal.
+fn strings_condition(read: Read, values: Vec<String>) -> Option<Condition> {
+    let Read::Access(path, output) = read else {
+        return None;
+    };
+    let fits = match output {
+        Output::Str => true,
+        Output::Text => values.iter().all(|v| only_strings_equal(v)),
+        _ => false,
+    };
+    (fits && !values.is_empty()).then_some(Condition::StringIn { path, values })
+}
+
+fn literal_of(expr: &Arc<dyn PhysicalExpr>) -> Option<&ScalarValue> {
+    expr.downcast_ref::<Literal>().map(Literal::value)
+}
+
+fn string_literal(expr: &Arc<dyn PhysicalExpr>) -> Option<String> {
+    match literal_of(expr)? {
+        ScalarValue::Utf8(Some(s))
+        | ScalarValue::Utf8View(Some(s))
+        | ScalarValue::LargeUtf8(Some(s)) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+fn number_literal(value: &ScalarValue) -> Option<f64> {
+    Some(match value {
+        ScalarValue::Int64(Some(v)) => *v as f64,
+        ScalarValue::Int32(Some(v)) => f64::from(*v),
+        ScalarValue::Float64(Some(v)) => *v,
+        ScalarValue::Float32(Some(v)) => f64::from(*v),
+        _ => return None,
+    })
+}

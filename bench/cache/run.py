@@ -78,10 +78,10 @@ def tessera(binary: str, env: dict, *args: str) -> str:
 SCALES = {"": 1, "K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
 
 
-def metrics(explained: str) -> dict:
-    """Sums each counter over the plan's lines (scans report per partition, summed)."""
+def metrics(explained: str, names=METRICS) -> dict:
+    """Sums each counter of `names` over the plan's lines (scans report per partition)."""
     totals = {}
-    for name in METRICS:
+    for name in names:
         found = re.findall(rf"\b{name}=([0-9.]+)(?: ([KMBT]))?\b", explained)
         totals[name] = sum(float(number) * SCALES[scale] for number, scale in found)
     return totals

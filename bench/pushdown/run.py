@@ -32,7 +32,6 @@ Usage: bench/pushdown/run.py [--sf 0.3] [--docs 1000000] [--parts 8] [--tries 3]
 import argparse
 import json
 import os
-import re
 import statistics
 import sys
 import tempfile
@@ -41,7 +40,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from cache.run import default_tessera, tessera  # noqa: E402
+from cache.run import default_tessera, metrics, tessera  # noqa: E402
 from common.minio import MinIO  # noqa: E402
 from common.toxiproxy import toxiproxy  # noqa: E402
 from tpch_json.run import queries, same_answer  # noqa: E402
@@ -58,16 +57,6 @@ SCANNED_PER_GB, RETURNED_PER_GB = 0.002, 0.0007
 INSTANCES = {"m6i.large": 0.096, "r4.8xlarge": 2.128}
 METRICS = ("bytes_scanned", "select_store_bytes", "select_returned_bytes",
            "select_requests", "select_fallbacks", "select_retries")
-SCALES = {"": 1, "K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
-
-
-def metrics(explained: str) -> dict:
-    """Sums each counter over the plan's lines (scans report per partition)."""
-    totals = {}
-    for name in METRICS:
-        found = re.findall(rf"\b{name}=([0-9.]+)(?: ([KMBT]))?\b", explained)
-        totals[name] = sum(float(number) * SCALES[scale] for number, scale in found)
-    return totals
 
 
 def split(source: Path, parts: int, out: Path) -> list:
@@ -123,7 +112,7 @@ def run(binary: str, env: dict, minio: MinIO, table: str, mode: str, sql: str,
         explained = tessera(binary, env, "sql", script)
         seconds.append(time.perf_counter() - started)
         after = minio.counters()
-    figures = metrics(explained)
+    figures = metrics(explained, METRICS)
     served = {k: after[k] - before.get(k, 0) for k in after if k != "sent_bytes"}
     median = statistics.median(seconds)
     storage = sum(REQUEST_DOLLARS.get(k, 0.0) * n for k, n in served.items())

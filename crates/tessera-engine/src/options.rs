@@ -560,6 +560,13 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("'postgres' or 'duckdb'"), "{err}");
+        assert_eq!(opts.pushdown, Pushdown::Off);
+        ExtensionOptions::set(&mut opts, "pushdown", "S3Select").unwrap();
+        assert_eq!(opts.pushdown, Pushdown::S3Select);
+        let err = ExtensionOptions::set(&mut opts, "pushdown", "everywhere")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("'off' or 's3select'"), "{err}");
     }
 
     #[test]

@@ -28,14 +28,7 @@ struct Fixture {
 
 /// MinIO with a raw NDJSON object of `docs` documents and a Tessera table of the same.
 async fn fixture(docs: i64) -> Fixture {
-    let minio = MinioServer::start();
-    minio.create_bucket(BUCKET);
-    let env = minio.env();
-    let lookup = |name: &str| env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
-    let s3 = S3Config::resolve(&Default::default(), &lookup).unwrap();
-    let store = tessera_blob::StoreFactory::new(s3.clone())
-        .open(&url::Url::parse("s3://cache/").unwrap())
-        .unwrap();
+    let (minio, s3, store) = common::minio_bucket(BUCKET);
     store
         .put(
             &"raw/docs.json".into(),

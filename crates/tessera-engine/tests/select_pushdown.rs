@@ -43,14 +43,7 @@ struct Fixture {
 }
 
 async fn fixture() -> Fixture {
-    let minio = MinioServer::start();
-    minio.create_bucket(BUCKET);
-    let env = minio.env();
-    let lookup = |name: &str| env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
-    let s3 = S3Config::resolve(&Default::default(), &lookup).unwrap();
-    let store = tessera_blob::StoreFactory::new(s3.clone())
-        .open(&url::Url::parse(&format!("s3://{BUCKET}/")).unwrap())
-        .unwrap();
+    let (minio, s3, store) = common::minio_bucket(BUCKET);
     Fixture {
         _minio: minio,
         s3,

@@ -10,12 +10,11 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 
-use datafusion::common::ScalarValue;
 use datafusion::logical_expr::Operator;
 use datafusion::physical_expr::PhysicalExpr;
-use datafusion::physical_expr::expressions::{BinaryExpr, InListExpr, Literal};
+use datafusion::physical_expr::expressions::{BinaryExpr, InListExpr};
 
-use super::pushable::pushable_access;
+use super::pushable::{pushable_access, string_literal};
 use crate::json::Output;
 use crate::json::path::{PathElem, display_path};
 
@@ -95,10 +94,5 @@ fn predicate(access: &Arc<dyn PhysicalExpr>, accepted: BTreeSet<Vec<u8>>) -> Opt
 }
 
 fn text_literal(expr: &Arc<dyn PhysicalExpr>) -> Option<Vec<u8>> {
-    match expr.downcast_ref::<Literal>()?.value() {
-        ScalarValue::Utf8(Some(s))
-        | ScalarValue::Utf8View(Some(s))
-        | ScalarValue::LargeUtf8(Some(s)) => Some(s.as_bytes().to_vec()),
-        _ => None,
-    }
+    string_literal(expr).map(|s| s.as_bytes().to_vec())
 }

@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 
+use arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
-use datafusion::physical_expr::expressions::{Column, Literal};
+use datafusion::physical_expr::expressions::{CastExpr, Column, Literal, TryCastExpr};
 use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
 
 use crate::functions::access_output;
@@ -20,6 +21,27 @@ pub(crate) fn pushable_access(expr: &Arc<dyn PhysicalExpr>) -> Option<(Vec<PathE
         return None;
     }
     Some((literal_path(path_args)?, output))
+}
+
+/// A string constant's text.
+pub(crate) fn string_literal(expr: &Arc<dyn PhysicalExpr>) -> Option<&str> {
+    match expr.downcast_ref::<Literal>()?.value() {
+        ScalarValue::Utf8(Some(s))
+        | ScalarValue::Utf8View(Some(s))
+        | ScalarValue::LargeUtf8(Some(s)) => Some(s),
+        _ => None,
+    }
+}
+
+/// `CAST(x AS t)` or `TRY_CAST(x AS t)`: `x`, `t`, and whether it is a `TRY_CAST`.
+pub(crate) fn cast_parts(
+    expr: &Arc<dyn PhysicalExpr>,
+) -> Option<(&Arc<dyn PhysicalExpr>, &DataType, bool)> {
+    if let Some(cast) = expr.downcast_ref::<CastExpr>() {
+        return Some((cast.expr(), cast.cast_type(), false));
+    }
+    let cast = expr.downcast_ref::<TryCastExpr>()?;
+    Some((cast.expr(), cast.cast_type(), true))
 }
 
 /// The path of constant path arguments (keys, indexes, JSONPath strings).

@@ -11,7 +11,6 @@ use std::sync::Arc;
 use datafusion::common::Result;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::datasource::physical_plan::FileScanConfig;
-use datafusion::datasource::source::DataSourceExec;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
 use datafusion::physical_expr::expressions::Column;
@@ -217,12 +216,5 @@ pub(super) fn scanned_summaries(config: &FileScanConfig) -> Option<Vec<&FileSumm
 pub(super) fn tessera_scan(
     plan: &Arc<dyn ExecutionPlan>,
 ) -> Option<(&FileScanConfig, &TesseraSource)> {
-    let config = plan
-        .downcast_ref::<DataSourceExec>()?
-        .data_source()
-        .downcast_ref::<FileScanConfig>()?;
-    Some((
-        config,
-        config.file_source().downcast_ref::<TesseraSource>()?,
-    ))
+    super::file_scan(plan)
 }

@@ -18,3 +18,21 @@ pub use cast_pushdown::CastPushdown;
 pub use group_on_codes::GroupOnCodes;
 pub use integer_text_min_max::IntegerTextMinMax;
 pub use select_pushdown::SelectPushdown;
+
+use std::sync::Arc;
+
+use datafusion::datasource::physical_plan::{FileScanConfig, FileSource};
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::physical_plan::ExecutionPlan;
+
+/// The file scan configuration and source of `plan` when it is a scan of files that
+/// `S` reads.
+fn file_scan<S: FileSource + 'static>(
+    plan: &Arc<dyn ExecutionPlan>,
+) -> Option<(&FileScanConfig, &S)> {
+    let config = plan
+        .downcast_ref::<DataSourceExec>()?
+        .data_source()
+        .downcast_ref::<FileScanConfig>()?;
+    Some((config, config.file_source().downcast_ref::<S>()?))
+}

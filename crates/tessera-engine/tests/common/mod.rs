@@ -139,3 +139,23 @@ pub fn write_parts(
         })
         .collect()
 }
+
+/// A MinIO server with bucket `bucket`, the S3 settings that reach it, and the bucket's
+/// store (for uploads).
+pub fn minio_bucket(
+    bucket: &str,
+) -> (
+    tessera_testkit::MinioServer,
+    tessera_blob::S3Config,
+    std::sync::Arc<dyn object_store::ObjectStore>,
+) {
+    let minio = tessera_testkit::MinioServer::start();
+    minio.create_bucket(bucket);
+    let env = minio.env();
+    let lookup = |name: &str| env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
+    let s3 = tessera_blob::S3Config::resolve(&Default::default(), &lookup).unwrap();
+    let store = tessera_blob::StoreFactory::new(s3.clone())
+        .open(&url::Url::parse(&format!("s3://{bucket}/")).unwrap())
+        .unwrap();
+    (minio, s3, store)
+}

@@ -21,7 +21,7 @@ use bytes::Bytes;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::common::{Result, ScalarValue};
 use datafusion::physical_expr::PhysicalExpr;
-use datafusion::physical_expr::expressions::{CastExpr, Column, TryCastExpr};
+use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricBuilder};
 use tessera_blob::s3::S3Client;
 use tessera_blob::select::{InputCompression, InputFormat, OutputFormat, SelectRequest};
@@ -35,6 +35,7 @@ use super::decode::BatchDecoder;
 use super::lines::Line;
 use super::read::Codec;
 use crate::access::extraction::ExtractionPlan;
+use crate::access::pushable::cast_parts;
 use crate::json::Output;
 use crate::json::path::{PathElem, PathTrie};
 use crate::options::Validation;
@@ -197,15 +198,7 @@ fn cast_reads(expr: &Arc<dyn PhysicalExpr>, column: usize) -> Accept {
         e.downcast_ref::<Column>()
             .is_some_and(|c| c.index() == column)
     };
-    let cast = match (
-        expr.downcast_ref::<CastExpr>(),
-        expr.downcast_ref::<TryCastExpr>(),
-    ) {
-        (Some(cast), _) => Some((cast.expr(), cast.cast_type())),
-        (None, Some(cast)) => Some((cast.expr(), cast.cast_type())),
-        (None, None) => None,
-    };
-    if let Some((operand, to)) = cast
+    if let Some((operand, to, _)) = cast_parts(expr)
         && is_column(operand)
     {
         return match to {

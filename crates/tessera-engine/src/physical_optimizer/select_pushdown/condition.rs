@@ -8,14 +8,14 @@ use datafusion::common::ScalarValue;
 use datafusion::logical_expr::Operator;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::{
-    BinaryExpr, CastExpr, Column, InListExpr, IsNotNullExpr, Literal, TryCastExpr,
+    BinaryExpr, Column, InListExpr, IsNotNullExpr, Literal,
 };
 use datafusion::physical_expr::projection::ProjectionExprs;
 use tessera_pushdown::select_sql::{
     Condition, NUMBER_MAGNITUDE_MAX, Ordering, is_iso_date, is_pushable_path, only_strings_equal,
 };
 
-use crate::access::pushable::pushable_access;
+use crate::access::pushable::{cast_parts, pushable_access, string_literal};
 use crate::json::Output;
 use crate::json::path::PathElem;
 
@@ -64,15 +64,7 @@ pub(super) fn read_of(expr: &Arc<dyn PhysicalExpr>, projection: &ProjectionExprs
     let expr = resolve(expr)?;
     // A TRY_CAST is NULL where a CAST fails, and NULL passes no comparison: both read
     // the same numbers.
-    let cast = match (
-        expr.downcast_ref::<CastExpr>(),
-        expr.downcast_ref::<TryCastExpr>(),
-    ) {
-        (Some(cast), _) => Some((cast.expr(), cast.cast_type())),
-        (None, Some(cast)) => Some((cast.expr(), cast.cast_type())),
-        (None, None) => None,
-    };
-    if let Some((operand, to)) = cast {
+    if let Some((operand, to, _)) = cast_parts(&expr) {
         let (path, output) = pushable_access(&resolve(operand)?)?;
         return is_pushable_path(&path).then(|| Read::Cast(path, output, to.clone()));
     }
@@ -107,7 +99,7 @@ pub(super) fn condition(
     let values = in_list
         .list()
         .iter()
-        .map(string_literal)
+        .map(|e| string_literal(e).map(str::to_string))
         .collect::<Option<Vec<String>>>()?;
     strings_condition(read_of(in_list.expr(), projection)?, values)
 }
@@ -203,15 +195,6 @@ fn strings_condition(read: Read, values: Vec<String>) -> Option<Condition> {
 
 fn literal_of(expr: &Arc<dyn PhysicalExpr>) -> Option<&ScalarValue> {
     expr.downcast_ref::<Literal>().map(Literal::value)
-}
-
-fn string_literal(expr: &Arc<dyn PhysicalExpr>) -> Option<String> {
-    match literal_of(expr)? {
-        ScalarValue::Utf8(Some(s))
-        | ScalarValue::Utf8View(Some(s))
-        | ScalarValue::LargeUtf8(Some(s)) => Some(s.clone()),
-        _ => None,
-    }
 }
 
 fn number_literal(value: &ScalarValue) -> Option<f64> {

@@ -120,11 +120,7 @@ fn null_tested(filter: &FilterExec) -> Vec<usize> {
 pub(super) fn ndjson_scan(
     plan: &Arc<dyn ExecutionPlan>,
 ) -> Option<(&FileScanConfig, &NdjsonSource)> {
-    let config = plan
-        .downcast_ref::<DataSourceExec>()?
-        .data_source()
-        .downcast_ref::<FileScanConfig>()?;
-    Some((config, NdjsonSource::from_dyn(config.file_source())?))
+    super::file_scan(plan)
 }
 
 /// The scan of `config` with `source`, each file whole in one group (S3 Select reads an

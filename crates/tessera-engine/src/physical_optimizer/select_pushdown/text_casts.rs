@@ -22,6 +22,7 @@ use datafusion::physical_plan::filter::{FilterExec, FilterExecBuilder};
 use datafusion::physical_plan::projection::ProjectionExec;
 
 use super::condition::{Read, read_of};
+use crate::access::pushable::cast_parts;
 use crate::datasource::ndjson::source::NdjsonSource;
 use crate::json::Output;
 
@@ -35,14 +36,7 @@ struct NumericCast {
 impl NumericCast {
     /// `expr` as a numeric cast of column `column`.
     fn of(expr: &Arc<dyn PhysicalExpr>, column: usize) -> Option<Self> {
-        let (operand, to, try_cast) = match (
-            expr.downcast_ref::<CastExpr>(),
-            expr.downcast_ref::<TryCastExpr>(),
-        ) {
-            (Some(cast), _) => (cast.expr(), cast.cast_type(), false),
-            (None, Some(cast)) => (cast.expr(), cast.cast_type(), true),
-            (None, None) => return None,
-        };
+        let (operand, to, try_cast) = cast_parts(expr)?;
         let numeric = matches!(to, DataType::Float64 | DataType::Int64);
         let of_column = operand
             .downcast_ref::<Column>()

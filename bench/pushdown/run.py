@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Storage-side pushdown (issue 20): PushdownDB's experiments ("PushdownDB: Accelerating a
 DBMS using S3 Computation", ICDE 2020) on raw NDJSON in MinIO, the link between Tessera
-and the store capped by toxiproxy (20 ms to the first byte of each response, 100 MiB/s
-per connection), every mode in one run.
+and the store capped by toxiproxy (20 ms to the first byte of each response, --link-mib
+MiB/s per connection, 100 by default), every mode in one run.
 
 Data, two shapes, each generated once and cut into --parts objects of whole lines (as
 PushdownDB partitioned its tables, so that objects load in parallel):
@@ -26,7 +26,8 @@ Experiments: a filter selectivity sweep over each shape (lineitem's `l_quantity`
 `time_us` range of the events), string equality filters, and PushdownDB's TPC-H subset
 (Q1, Q3, Q6, Q12, Q14, Q17, Q19, Tessera's dialect of bench/tpch_json/queries).
 
-Usage: bench/pushdown/run.py [--sf 0.3] [--docs 1000000] [--parts 8] [--tries 3] [--tessera PATH]
+Usage: bench/pushdown/run.py [--sf 0.3] [--docs 1000000] [--parts 8] [--tries 3] [--link-mib 100]
+                             [--tessera PATH]
 """
 
 import argparse
@@ -47,7 +48,6 @@ from tpch_json.run import queries, same_answer  # noqa: E402
 
 BUCKET = "bench"
 LATENCY_MS = 20
-RATE_KB = round(100 * 2**20 / 1000)  # toxiproxy's rate is in KB/s (1000 bytes)
 MODES = ("off", "s3select")
 TPCH_SUBSET = (1, 3, 6, 12, 14, 17, 19)
 REQUEST_DOLLARS = {"GetObject": 0.0004e-3, "SelectObjectContent": 0.0004e-3,
@@ -180,12 +180,15 @@ def main():
     parser.add_argument("--docs", type=int, default=1_000_000)
     parser.add_argument("--parts", type=int, default=8)
     parser.add_argument("--tries", type=int, default=3)
+    parser.add_argument("--link-mib", type=float, default=100,
+                        help="MiB/s per connection between Tessera and MinIO")
     parser.add_argument("--tessera", default=default_tessera())
     args = parser.parse_args()
     binary = args.tessera
+    rate_kb = round(args.link_mib * 2**20 / 1000)  # toxiproxy's rate is in KB/s (1000 bytes)
     print(f"# pushdown: TPC-H SF {args.sf:g}, {args.docs} Bluesky events, {args.parts} objects each, "
-          f"{LATENCY_MS} ms and {RATE_KB} KB/s per connection (toxiproxy), {args.tries} tries")
-    with MinIO() as minio, toxiproxy(minio.port, LATENCY_MS, RATE_KB) as proxy, \
+          f"{LATENCY_MS} ms and {args.link_mib:g} MiB/s per connection (toxiproxy), {args.tries} tries")
+    with MinIO() as minio, toxiproxy(minio.port, LATENCY_MS, rate_kb) as proxy, \
             tempfile.TemporaryDirectory(prefix="tessera-pushdown-") as tmp:
         work = Path(tmp)
         minio.create_bucket(BUCKET)

@@ -16,18 +16,19 @@ use tessera_json::scanner::{Kind, Scanner};
 /// digits.
 const EXACT_INTEGER_MAX: f64 = 9_007_199_254_740_992.0;
 
-/// Which returned values a field's reads take as the document's own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which returned values a field's reads take as the document's own, ordered from the
+/// weakest requirement to the strictest (a field read several ways takes the `max`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Accept {
-    /// Strings, booleans and nulls: a read of the value's text (`->>`), which a number
-    /// or a container written anew would change.
-    Text,
-    /// Anything but integers beyond 2^53: a read of integers (`json_get_int`, a cast to
-    /// BIGINT).
-    Integers,
     /// Anything: reads whose result the rendering keeps (doubles, strings only,
     /// booleans, array lengths).
     Any,
+    /// Anything but integers beyond 2^53: a read of integers (`json_get_int`, a cast to
+    /// BIGINT).
+    Integers,
+    /// Strings, booleans and nulls: a read of the value's text (`->>`), which a number
+    /// or a container written anew would change.
+    Text,
 }
 
 /// Why an answer cannot be read as the documents would be.

@@ -141,16 +141,7 @@ fn field_trie(n: usize) -> PathTrie {
 /// How each slot's returned values are read: the strictest of its outputs' reads.
 fn accepts(extraction: &ExtractionPlan, null_tested: &[usize]) -> Vec<Accept> {
     let mut accepts = vec![Accept::Any; extraction.trie.len()];
-    let mut tighten = |slot: usize, accept: Accept| {
-        let strictness = |a: Accept| match a {
-            Accept::Text => 2,
-            Accept::Integers => 1,
-            Accept::Any => 0,
-        };
-        if strictness(accept) > strictness(accepts[slot]) {
-            accepts[slot] = accept;
-        }
-    };
+    let mut tighten = |slot: usize, accept: Accept| accepts[slot] = accepts[slot].max(accept);
     for (k, (slot, output)) in extraction.outputs.iter().enumerate() {
         let accept = match output {
             Output::Text => text_reads(extraction, k, null_tested),
@@ -179,16 +170,10 @@ fn text_reads(extraction: &ExtractionPlan, k: usize, null_tested: &[usize]) -> A
         .filter(|(i, _)| !null_tested.contains(i))
         .map(|(_, p)| &p.expr)
         .chain(&extraction.row_filters);
-    let mut reads = Accept::Any;
-    for expr in exprs {
-        let read = cast_reads(expr, column);
-        reads = match (reads, read) {
-            (_, Accept::Text) | (Accept::Text, _) => Accept::Text,
-            (_, Accept::Integers) | (Accept::Integers, _) => Accept::Integers,
-            _ => Accept::Any,
-        };
-    }
-    reads
+    exprs
+        .map(|expr| cast_reads(expr, column))
+        .max()
+        .unwrap_or(Accept::Any)
 }
 
 /// The strictest read of `column` inside `expr`: under a cast to a double, to an
@@ -212,11 +197,7 @@ fn cast_reads(expr: &Arc<dyn PhysicalExpr>, column: usize) -> Accept {
     }
     let mut strictest = Accept::Any;
     let _ = expr.apply_children(|child| {
-        match cast_reads(child, column) {
-            Accept::Text => strictest = Accept::Text,
-            Accept::Integers if strictest == Accept::Any => strictest = Accept::Integers,
-            _ => {}
-        }
+        strictest = strictest.max(cast_reads(child, column));
         Ok(TreeNodeRecursion::Continue)
     });
     strictest
@@ -282,13 +263,15 @@ impl SelectRead {
         batch_size: usize,
     ) -> Result<Option<Vec<RecordBatch>>> {
         let compression = match codec {
-            Codec::None => Some(InputCompression::None),
-            Codec::Gzip => Some(InputCompression::Gzip),
-            Codec::Zstd => None,
+            Codec::None => InputCompression::None,
+            Codec::Gzip => InputCompression::Gzip,
+            Codec::Zstd => {
+                self.metrics.select_fallbacks.add(1);
+                return Ok(None);
+            }
         };
         let attempts = std::iter::once(&self.plan.scan).chain(&self.plan.robust);
-        for (attempt, scan) in attempts.enumerate().filter(|_| compression.is_some()) {
-            let compression = compression.expect("filtered");
+        for (attempt, scan) in attempts.enumerate() {
             if attempt > 0 {
                 self.metrics.select_retries.add(1);
             }

@@ -119,12 +119,13 @@ impl NdjsonSource {
 
     /// What the scan asks S3 Select for, if it does and its extraction lets it.
     pub(crate) fn select_plan(&self) -> Option<SelectPlan> {
+        self.select_plan_of(&self.extraction().ok()?)
+    }
+
+    /// What the scan asks S3 Select for with `extraction`, its own.
+    fn select_plan_of(&self, extraction: &ExtractionPlan) -> Option<SelectPlan> {
         let select = self.select.as_ref()?;
-        SelectPlan::new(
-            &self.extraction().ok()?,
-            select.filter.clone(),
-            &select.null_tested,
-        )
+        SelectPlan::new(extraction, select.filter.clone(), &select.null_tested)
     }
 
     /// The same source reading its files through `cache`, if any.
@@ -186,19 +187,15 @@ impl FileSource for NdjsonSource {
             .cache
             .as_ref()
             .map(|c| Arc::new(c.wrap(Arc::clone(&object_store), &self.metrics, Some(partition))));
-        let select = self.select.as_ref().and_then(|pushdown| {
-            Some(SelectRead {
-                client: pushdown.client.clone(),
-                plan: Arc::new(self.select_plan()?),
-                metrics: SelectMetrics::new(
-                    &self.metrics,
-                    partition,
-                    metrics.bytes_scanned.clone(),
-                ),
-            })
+        let extraction = self.extraction()?;
+        let planned = self.select.as_ref().zip(self.select_plan_of(&extraction));
+        let select = planned.map(|(pushdown, plan)| SelectRead {
+            client: pushdown.client.clone(),
+            plan: Arc::new(plan),
+            metrics: SelectMetrics::new(&self.metrics, partition, metrics.bytes_scanned.clone()),
         });
         Ok(Arc::new(NdjsonOpener {
-            plan: Arc::new(self.extraction()?),
+            plan: Arc::new(extraction),
             select,
             store: match &cache {
                 Some(cached) => Arc::clone(cached) as Arc<dyn ObjectStore>,

@@ -211,19 +211,11 @@ fn uncast(
         .transform_down(|node| {
             let moved = casts
                 .iter()
-                .find(|(i, cast)| NumericCast::of(&node, *i).as_ref() == Some(cast));
-            Ok(match moved {
-                Some((i, _)) => {
-                    let column = node
-                        .children()
-                        .first()
-                        .and_then(|c| c.downcast_ref::<Column>())
-                        .map_or_else(|| format!("c{i}"), |c| c.name().to_string());
-                    Transformed::new(
-                        Arc::new(Column::new(&column, *i)) as Arc<dyn PhysicalExpr>,
-                        true,
-                        TreeNodeRecursion::Jump,
-                    )
+                .any(|(i, cast)| NumericCast::of(&node, *i).as_ref() == Some(cast));
+            // The cast's operand is the column, which the scan now outputs typed.
+            Ok(match cast_parts(&node).filter(|_| moved) {
+                Some((column, _, _)) => {
+                    Transformed::new(Arc::clone(column), true, TreeNodeRecursion::Jump)
                 }
                 None => Transformed::no(node),
             })

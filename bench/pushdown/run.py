@@ -10,16 +10,21 @@ PushdownDB partitioned its tables, so that objects load in parallel):
   objects (a table's rows are those with its key column);
 - bluesky: `tessera gen bluesky --docs N`, Bluesky events.
 
-Modes: local (`SET tessera.pushdown = 'off'`: Tessera reads every object and filters) and
-s3select (`'s3select'`: MinIO runs the scans' conditions and projections). Each query
+Modes: local (`SET tessera.pushdown = 'off'`: Tessera reads every object and filters),
+s3select (`'s3select'`: MinIO runs the scans' conditions and projections) and worker
+(`'worker'`: a `tessera serve --storage-side` process beside MinIO, reading it directly,
+runs the scans with the filters, projections, partial aggregates and top-K sorts above
+them; its answers cross a link capped like MinIO's). Each query
 runs --tries times per mode, each a new `tessera sql` process running `EXPLAIN ANALYZE`;
 the table reports the median wall time, the bytes that crossed the link (the scans'
-`bytes_scanned`: objects read, or the records S3 Select returned), the bytes MinIO read
-for S3 Select, the requests MinIO served (its own counters, last try) and the dollars of
+`bytes_scanned`: objects read, or the records S3 Select returned; and the worker's
+`worker_bytes`), the bytes MinIO sent (to Tessera or the worker) and read for S3 Select,
+the requests MinIO served (its own counters, last try) and the dollars of
 PushdownDB's cost model: requests at $0.0004 per 1,000 GETs (S3 Select requests too) and
 $0.005 per 1,000 LISTs, S3 Select's $0.002/GB scanned and $0.0007/GB returned, and the
 query's seconds at an instance price (a 2-vCPU m6i.large's $0.096 an hour, this
-machine's size, and PushdownDB's r4.8xlarge's $2.128). Each mode's answer is checked against local's
+machine's size, and PushdownDB's r4.8xlarge's $2.128), plus in worker mode the worker's
+m6i.large for the query's seconds. Each mode's answer is checked against local's
 (floats to a relative 1e-9).
 
 Experiments: a filter selectivity sweep over each shape (lineitem's `l_quantity`, and a
@@ -31,9 +36,12 @@ Usage: bench/pushdown/run.py [--sf 0.3] [--docs 1000000] [--parts 8] [--tries 3]
 """
 
 import argparse
+import contextlib
 import json
 import os
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -43,20 +51,24 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 from cache.run import default_tessera, metrics, tessera  # noqa: E402
 from common.minio import MinIO  # noqa: E402
-from common.toxiproxy import toxiproxy  # noqa: E402
+from common.minio import _free_port  # noqa: E402
+from common.toxiproxy import links  # noqa: E402
 from tpch_json.run import queries, same_answer  # noqa: E402
 
 BUCKET = "bench"
 LATENCY_MS = 20
-MODES = ("off", "s3select")
+MODES = ("off", "s3select", "worker")
+WORKER_TOKEN = "bench-worker-token"
 TPCH_SUBSET = (1, 3, 6, 12, 14, 17, 19)
 REQUEST_DOLLARS = {"GetObject": 0.0004e-3, "SelectObjectContent": 0.0004e-3,
                    "HeadObject": 0.0004e-3, "ListObjectsV2": 0.005e-3}
 SCANNED_PER_GB, RETURNED_PER_GB = 0.002, 0.0007
 # Compute at an instance's hourly price: this machine's size, and PushdownDB's instance.
 INSTANCES = {"m6i.large": 0.096, "r4.8xlarge": 2.128}
+WORKER_PER_HOUR = INSTANCES["m6i.large"]
 METRICS = ("bytes_scanned", "select_store_bytes", "select_returned_bytes",
-           "select_requests", "select_fallbacks", "select_retries")
+           "select_requests", "select_fallbacks", "select_retries",
+           "worker_bytes", "worker_requests", "worker_fallbacks")
 
 
 def split(source: Path, parts: int, out: Path) -> list:
@@ -94,9 +106,33 @@ def ddl(name: str) -> str:
     return f"CREATE EXTERNAL TABLE {name} STORED AS NDJSON LOCATION 's3://{BUCKET}/{name}/'"
 
 
+@contextlib.contextmanager
+def storage_side(binary: str, env: dict):
+    """A `tessera serve --storage-side` process on a free port; yields its port."""
+    port = _free_port()
+    worker = subprocess.Popen(
+        [binary, "serve", "--storage-side", "--worker-address", f"127.0.0.1:{port}"],
+        env=dict(env, TESSERA_WORKER_TOKEN=WORKER_TOKEN), stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        yield port
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+
+
+def settings(mode: str, worker: str) -> str:
+    """The statements choosing `mode`, the worker at URL `worker`."""
+    return f"SET tessera.pushdown = '{mode}'; SET tessera.worker = '{worker}'"
+
+
 def answer(binary: str, env: dict, table: str, mode: str, sql: str) -> list:
     """The query's rows as JSON objects' values."""
-    script = f"{ddl(table)}; SET tessera.pushdown = '{mode}'; {sql}"
+    script = f"{ddl(table)}; {settings(mode, env['WORKER'])}; {sql}"
     out = tessera(binary, env, "sql", "--format", "ndjson", script)
     return [tuple(json.loads(line).values()) for line in out.splitlines() if line.strip()]
 
@@ -104,7 +140,7 @@ def answer(binary: str, env: dict, table: str, mode: str, sql: str) -> list:
 def run(binary: str, env: dict, minio: MinIO, table: str, mode: str, sql: str,
         tries: int) -> dict:
     """Median seconds of `tries` runs and the last run's bytes, requests and dollars."""
-    script = f"{ddl(table)}; SET tessera.pushdown = '{mode}'; EXPLAIN ANALYZE {sql}"
+    script = f"{ddl(table)}; {settings(mode, env['WORKER'])}; EXPLAIN ANALYZE {sql}"
     seconds = []
     for _ in range(tries):
         before = minio.counters()
@@ -114,12 +150,17 @@ def run(binary: str, env: dict, minio: MinIO, table: str, mode: str, sql: str,
         after = minio.counters()
     figures = metrics(explained, METRICS)
     served = {k: after[k] - before.get(k, 0) for k in after if k != "sent_bytes"}
+    sent = after["sent_bytes"] - before.get("sent_bytes", 0)
     median = statistics.median(seconds)
     storage = sum(REQUEST_DOLLARS.get(k, 0.0) * n for k, n in served.items())
     storage += figures["select_store_bytes"] / 1e9 * SCANNED_PER_GB
     storage += figures["select_returned_bytes"] / 1e9 * RETURNED_PER_GB
+    if mode == "worker":
+        storage += median * WORKER_PER_HOUR / 3600
     dollars = {name: storage + median * price / 3600 for name, price in INSTANCES.items()}
-    return {"seconds": median, "requests": sum(served.values()), "dollars": dollars, **figures}
+    return {"seconds": median, "requests": sum(served.values()), "dollars": dollars,
+            "link_bytes": figures["bytes_scanned"] + figures["worker_bytes"],
+            "store_sent_bytes": sent, **figures}
 
 
 def experiments(sf: float, bounds: dict) -> list:
@@ -149,20 +190,21 @@ def experiments(sf: float, bounds: dict) -> list:
 
 def report(rows: list, mode_rows: dict) -> None:
     names = list(INSTANCES)
-    print("\n| shape | query | mode | s | speed-up | MB over the link | MB S3 Select read "
-          "| requests | fallbacks | " + " | ".join(f"$ ({n}) | vs local" for n in names)
-          + " | same answer |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|" + "---:|---:|" * len(names) + "---|")
+    print("\n| shape | query | mode | s | speed-up | MB over the link | MB MinIO sent "
+          "| MB S3 Select read | requests | fallbacks | "
+          + " | ".join(f"$ ({n}) | vs local" for n in names) + " | same answer |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|" + "---:|---:|" * len(names) + "---|")
     for shape, label, _ in rows:
         local = mode_rows[(label, "off")]
         for mode in MODES:
             r = mode_rows[(label, mode)]
             dollars = " | ".join(f"{r['dollars'][n]:.6f} | {r['dollars'][n] / local['dollars'][n]:.2f}"
                                  for n in names)
+            fallbacks = r["select_fallbacks"] + r["worker_fallbacks"]
             print(f"| {shape} | {label} | {mode} | {r['seconds']:.2f} | "
-                  f"{local['seconds'] / r['seconds']:.2f}x | {r['bytes_scanned'] / 1e6:.1f} | "
-                  f"{r['select_store_bytes'] / 1e6:.1f} | {r['requests']:.0f} | "
-                  f"{r['select_fallbacks']:.0f} | {dollars} | {r['same']} |")
+                  f"{local['seconds'] / r['seconds']:.2f}x | {r['link_bytes'] / 1e6:.1f} | "
+                  f"{r['store_sent_bytes'] / 1e6:.1f} | {r['select_store_bytes'] / 1e6:.1f} | "
+                  f"{r['requests']:.0f} | {fallbacks:.0f} | {dollars} | {r['same']} |")
     subset = [label for _, label, _ in rows if label.startswith("TPC-H")]
     for mode in MODES[1:]:
         speedups = [mode_rows[(q, "off")]["seconds"] / mode_rows[(q, mode)]["seconds"] for q in subset]
@@ -188,11 +230,14 @@ def main():
     rate_kb = round(args.link_mib * 2**20 / 1000)  # toxiproxy's rate is in KB/s (1000 bytes)
     print(f"# pushdown: TPC-H SF {args.sf:g}, {args.docs} Bluesky events, {args.parts} objects each, "
           f"{LATENCY_MS} ms and {args.link_mib:g} MiB/s per connection (toxiproxy), {args.tries} tries")
-    with MinIO() as minio, toxiproxy(minio.port, LATENCY_MS, rate_kb) as proxy, \
+    with contextlib.ExitStack() as stack, MinIO() as minio, links(LATENCY_MS, rate_kb) as proxies, \
             tempfile.TemporaryDirectory(prefix="tessera-pushdown-") as tmp:
         work = Path(tmp)
         minio.create_bucket(BUCKET)
-        direct = dict(os.environ, **minio.env(), TESSERA_CACHE_DIR="")
+        direct = dict(os.environ, **minio.env(), TESSERA_CACHE_DIR="",
+                      TESSERA_WORKER_TOKEN=WORKER_TOKEN)
+        worker_port = stack.enter_context(storage_side(binary, direct))
+        direct["WORKER"] = f"http://127.0.0.1:{worker_port}"
         sizes = {
             "tpch": prepare(binary, direct, minio, work, "tpch",
                             ["tpch-json", "--sf", str(args.sf)], args.parts),
@@ -204,7 +249,8 @@ def main():
                       f"{ddl('bluesky')}; SELECT min(json_get_int(j, 'time_us')) AS low, "
                       "max(json_get_int(j, 'time_us')) AS high FROM bluesky")
         bounds = json.loads(out.splitlines()[-1])
-        env = dict(direct, AWS_ENDPOINT_URL=proxy)
+        env = dict(direct, AWS_ENDPOINT_URL=proxies.add("minio", minio.port),
+                   WORKER=proxies.add("worker", worker_port))
         rows = experiments(args.sf, bounds)
         results = {}
         for shape, label, sql in rows:

@@ -290,6 +290,7 @@ fn session_settings(global: &GlobalArgs) -> anyhow::Result<(S3Config, SessionOpt
         memory_limit: global.memory_limit,
         dialect: global.dialect,
         cache_dir: tessera_engine::default_cache_dir(&|k| std::env::var(k).ok()),
+        worker_token: tessera_engine::default_worker_token(&|k| std::env::var(k).ok()),
     };
     Ok((s3, options))
 }

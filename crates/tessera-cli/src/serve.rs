@@ -1,5 +1,5 @@
-//! `tessera serve`: the PostgreSQL wire and Arrow Flight SQL servers in one process,
-//! stopped cleanly by SIGTERM or Ctrl-C.
+//! `tessera serve`: the PostgreSQL wire and Arrow Flight SQL servers in one process, or
+//! with `--storage-side` the near-data worker; stopped cleanly by SIGTERM or Ctrl-C.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use clap::Args;
 use tessera_blob::S3Config;
-use tessera_engine::SessionOptions;
+use tessera_engine::{SessionOptions, TesseraSession, WorkerToken};
+use tessera_server::storage_side::WorkerConfig;
 use tessera_server::{Credentials, ServerConfig, Sessions, TlsFiles};
 
 /// Options of `tessera serve`.
@@ -30,7 +31,27 @@ pub struct ServeArgs {
         hide_env_values = true,
         hide = true
     )]
-    password: String,
+    password: Option<String>,
+    /// Run the storage-side worker instead: one process beside the object store that
+    /// runs the sub-plans of clients with `SET tessera.pushdown = 'worker'` (they
+    /// present the token in TESSERA_WORKER_TOKEN).
+    #[arg(long)]
+    storage_side: bool,
+    /// Address of the storage-side worker's Arrow Flight server.
+    #[arg(long, default_value = "127.0.0.1:50071")]
+    worker_address: SocketAddr,
+    /// Partitions the storage-side worker runs at once; clients compute more themselves.
+    #[arg(long, default_value_t = 32)]
+    streams_max: usize,
+    /// The token clients of the storage-side worker present (from the environment
+    /// only).
+    #[arg(
+        long = "worker-token",
+        env = "TESSERA_WORKER_TOKEN",
+        hide_env_values = true,
+        hide = true
+    )]
+    worker_token: Option<String>,
     /// Serve over TLS with this PEM certificate chain (with --tls-key).
     #[arg(long, requires = "tls_key")]
     tls_cert: Option<PathBuf>,
@@ -60,13 +81,17 @@ fn parse_address(text: &str) -> Result<Listen, String> {
 
 /// Serves until SIGTERM or Ctrl-C.
 pub async fn run(s3: S3Config, options: SessionOptions, args: ServeArgs) -> anyhow::Result<()> {
+    if args.storage_side {
+        return run_storage_side(s3, options, args).await;
+    }
     anyhow::ensure!(args.sessions_max > 0, "--sessions-max must be at least 1");
     anyhow::ensure!(
         args.postgres.0.is_some() || args.flight_sql.0.is_some(),
         "nothing to serve: --postgres and --flight-sql are both off"
     );
+    let password = args.password.unwrap_or_default();
     anyhow::ensure!(
-        !args.password.is_empty(),
+        !password.is_empty(),
         "set TESSERA_PASSWORD to the password clients log in with"
     );
     let config = ServerConfig {
@@ -74,7 +99,7 @@ pub async fn run(s3: S3Config, options: SessionOptions, args: ServeArgs) -> anyh
         flight_sql: args.flight_sql.0,
         credentials: Credentials {
             user: args.user,
-            password: args.password,
+            password,
         },
         tls: args
             .tls_cert
@@ -85,6 +110,33 @@ pub async fn run(s3: S3Config, options: SessionOptions, args: ServeArgs) -> anyh
     };
     let sessions = Sessions::new(s3, options, args.sessions_max);
     tessera_server::serve(config, sessions, stop_signal()).await?;
+    eprintln!("stopped");
+    Ok(())
+}
+
+/// Runs the storage-side worker until SIGTERM or Ctrl-C.
+async fn run_storage_side(
+    s3: S3Config,
+    options: SessionOptions,
+    args: ServeArgs,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(args.streams_max > 0, "--streams-max must be at least 1");
+    let token = args.worker_token.unwrap_or_default();
+    anyhow::ensure!(
+        !token.is_empty(),
+        "set TESSERA_WORKER_TOKEN to the token clients of the worker present"
+    );
+    let config = WorkerConfig {
+        token: WorkerToken::new(&token),
+        streams_max: args.streams_max,
+    };
+    let session = TesseraSession::new(s3, options)?;
+    let listener = tessera_server::bind(args.worker_address).await?;
+    eprintln!(
+        "storage-side worker (Arrow Flight) on {}",
+        tessera_server::listener_address(&listener)
+    );
+    tessera_server::storage_side::serve(listener, config, session, stop_signal()).await?;
     eprintln!("stopped");
     Ok(())
 }

@@ -81,7 +81,11 @@ impl fmt::Display for SqlDialect {
 /// `tessera.pushdown`: where the filters and projections of raw NDJSON scans of S3 run.
 /// 'off' (default): Tessera reads the objects and filters them itself; 's3select': the
 /// store runs them (S3 Select, as PushdownDB: "PushdownDB: Accelerating a DBMS using S3
-/// Computation") and sends back only the fields of the documents that may pass.
+/// Computation") and sends back only the fields of the documents that may pass;
+/// 'worker': Tessera's storage-side worker (`tessera.worker`) runs the scans with the
+/// filters, projections and partial aggregates above them and sends back their output;
+/// 'auto': each scan goes where PushdownDB's cost model, fed a sample of its input,
+/// expects it to finish first.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Pushdown {
     /// Every scan reads its objects.
@@ -89,6 +93,10 @@ pub enum Pushdown {
     Off,
     /// Scans that can ask S3 Select do.
     S3Select,
+    /// Scans and the per-partition operators above them run on the storage-side worker.
+    Worker,
+    /// Each scan goes where a cost model over a sample of its input says it is fastest.
+    Auto,
 }
 
 impl FromStr for Pushdown {
@@ -98,8 +106,10 @@ impl FromStr for Pushdown {
         match s.trim().to_ascii_lowercase().as_str() {
             "off" => Ok(Pushdown::Off),
             "s3select" => Ok(Pushdown::S3Select),
+            "worker" => Ok(Pushdown::Worker),
+            "auto" => Ok(Pushdown::Auto),
             other => Err(DataFusionError::Configuration(format!(
-                "pushdown must be 'off' or 's3select', not '{other}'"
+                "pushdown must be 'off', 's3select', 'worker' or 'auto', not '{other}'"
             ))),
         }
     }
@@ -110,6 +120,8 @@ impl fmt::Display for Pushdown {
         f.write_str(match self {
             Pushdown::Off => "off",
             Pushdown::S3Select => "s3select",
+            Pushdown::Worker => "worker",
+            Pushdown::Auto => "auto",
         })
     }
 }
@@ -510,9 +522,17 @@ extensions_options! {
         /// filesystem ('on'), or only those in object storage ('off', default).
         pub cache_local_tables: CacheLocalTablesSwitch, default = CacheLocalTablesSwitch(false)
         /// Where the filters and projections of raw NDJSON scans of S3 run: 'off'
-        /// (default, Tessera reads the objects) or 's3select' (the store runs them with
-        /// S3 Select and returns only what may pass; answers stay exactly the same).
+        /// (default, Tessera reads the objects), 's3select' (the store runs them with
+        /// S3 Select and returns only what may pass), 'worker' (the storage-side worker
+        /// at `worker` runs them with the partial aggregates above) or 'auto' (each scan
+        /// where a cost model expects it to finish first); answers stay exactly the same.
         pub pushdown: Pushdown, default = Pushdown::Off
+        /// The address of the storage-side worker (`tessera serve --storage-side`), as
+        /// `http://HOST:PORT`, for `pushdown = 'worker'`.
+        pub worker: String, default = String::new()
+        /// The bandwidth of one connection between Tessera and the object store (or the
+        /// worker), in MiB/s, for `pushdown = 'auto'`'s cost model.
+        pub link_mib: f64, default = 100.0
     }
 }
 
@@ -566,7 +586,14 @@ mod tests {
         let err = ExtensionOptions::set(&mut opts, "pushdown", "everywhere")
             .unwrap_err()
             .to_string();
-        assert!(err.contains("'off' or 's3select'"), "{err}");
+        assert!(
+            err.contains("'off', 's3select', 'worker' or 'auto'"),
+            "{err}"
+        );
+        ExtensionOptions::set(&mut opts, "pushdown", "worker").unwrap();
+        assert_eq!(opts.pushdown, Pushdown::Worker);
+        ExtensionOptions::set(&mut opts, "pushdown", "AUTO").unwrap();
+        assert_eq!(opts.pushdown, Pushdown::Auto);
     }
 
     #[test]

@@ -42,7 +42,10 @@ use crate::functions::{compat, json as json_functions};
 use crate::group_keys;
 use crate::options::{MemoryLimit, OnError, SqlDialect, TesseraOptions};
 use crate::output_names;
-use crate::physical_optimizer::{CastPushdown, GroupOnCodes, IntegerTextMinMax, SelectPushdown};
+use crate::physical_optimizer::{
+    CastPushdown, GroupOnCodes, IntegerTextMinMax, PushdownChoice, SelectPushdown, WorkerPushdown,
+};
+use crate::physical_plan::worker_exec::WorkerToken;
 use crate::rejects::{RejectLog, RejectSummary};
 use crate::stores::StoreRegistry;
 use crate::type_planner::SqlTypePlanner;
@@ -62,6 +65,9 @@ pub struct SessionOptions {
     /// Initial `tessera.cache_dir` (the front ends pass [`crate::default_cache_dir`]:
     /// the caches are on unless the user turns them off).
     pub cache_dir: Option<String>,
+    /// The token the storage-side worker admits (`tessera.pushdown = 'worker'`); a
+    /// session option rather than a setting, so that no statement or log shows it.
+    pub worker_token: Option<WorkerToken>,
 }
 
 /// A SQL session over JSON and tables in object storage.
@@ -118,6 +124,10 @@ impl TesseraSession {
             .with_extension(Arc::clone(&rejects))
             .with_extension(Arc::new(endpoint))
             .with_extension(Arc::clone(&stores));
+        let worker_token = options.worker_token.is_some();
+        if let Some(token) = options.worker_token {
+            config = config.with_extension(Arc::new(token));
+        }
         dialect::configure(config.options_mut());
         if let Some(n) = options.target_partitions {
             config = config.with_target_partitions(n.max(1));
@@ -128,7 +138,7 @@ impl TesseraSession {
             .build_arc()?;
         let mut state = SessionStateBuilder::new()
             .with_config(config)
-            .with_runtime_env(runtime)
+            .with_runtime_env(Arc::clone(&runtime))
             .with_default_features()
             .build();
         let json = crate::functions::json_scalar_functions();
@@ -197,9 +207,15 @@ impl TesseraSession {
             .with_physical_optimizer_rule(Arc::new(IntegerTextMinMax))
             .with_physical_optimizer_rule(Arc::new(CastPushdown))
             .with_physical_optimizer_rule(Arc::new(GroupOnCodes))
+            .with_physical_optimizer_rule(Arc::new(PushdownChoice::new(
+                Arc::clone(&runtime),
+                worker_token,
+            )))
             .with_physical_optimizer_rule(Arc::new(SelectPushdown))
             // Last: it needs the scans' final filters and projections.
             .with_physical_optimizer_rule(Arc::new(crate::region_cache::RegionCacheRule))
+            // After the region cache: a sub-plan the cache answers is not sent.
+            .with_physical_optimizer_rule(Arc::new(WorkerPushdown))
             .build();
         let ctx = SessionContext::new_with_state(state);
         locations.attach(ctx.state_weak_ref());

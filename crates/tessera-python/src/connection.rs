@@ -46,6 +46,7 @@ impl Connection {
             memory_limit: setting::<MemoryLimit>(memory_limit)?,
             dialect: setting::<SqlDialect>(dialect)?,
             cache_dir: tessera_engine::default_cache_dir(&|k| std::env::var(k).ok()),
+            worker_token: tessera_engine::default_worker_token(&|k| std::env::var(k).ok()),
         };
         let overrides = S3Overrides {
             endpoint: endpoint_url,

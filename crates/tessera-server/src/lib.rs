@@ -1,6 +1,9 @@
 //! `tessera serve`: Tessera behind the protocols users' tools already speak.
 //!
-//! One process answers two protocols, each in its own module:
+//! `tessera serve --storage-side` runs [`storage_side`] instead: the near-data worker
+//! that runs sub-plans beside the object store.
+//!
+//! Otherwise one process answers two protocols, each in its own module:
 //!
 //! - [`postgres`]: the PostgreSQL wire protocol (psql, psycopg, JDBC, DBeaver, Metabase).
 //! - [`flight_sql`]: Arrow Flight SQL (ADBC, JDBC Flight SQL, Superset), which streams
@@ -14,6 +17,7 @@
 
 pub mod flight_sql;
 pub mod postgres;
+pub mod storage_side;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -252,13 +256,15 @@ fn flatten(
     })?
 }
 
-async fn bind(address: SocketAddr) -> Result<TcpListener, ServerError> {
+/// A listener on `address`.
+pub async fn bind(address: SocketAddr) -> Result<TcpListener, ServerError> {
     TcpListener::bind(address)
         .await
         .map_err(|source| ServerError::Bind { address, source })
 }
 
-fn listener_address(listener: &TcpListener) -> String {
+/// The address `listener` listens on, as text.
+pub fn listener_address(listener: &TcpListener) -> String {
     listener
         .local_addr()
         .map_or_else(|e| e.to_string(), |a| a.to_string())

@@ -5,6 +5,10 @@
 //! - [`group_on_codes`]: GROUP BY on low-cardinality strings becomes `CodeAggregateExec`.
 //! - [`integer_text_min_max`]: MIN/MAX of integer texts aggregate the integers.
 //! - [`select_pushdown`]: filters over raw NDJSON scans of S3 pushed to S3 Select.
+//! - [`worker_pushdown`]: sub-plans over raw NDJSON scans of S3 sent to the
+//!   storage-side worker.
+//! - [`pushdown_choice`]: `tessera.pushdown = 'auto'`, each such sub-plan placed by a
+//!   cost model.
 //! - [`aggregate_rewrite`]: the bottom-up rewrite of an aggregate over a Tessera scan
 //!   that the three rules share.
 
@@ -12,12 +16,16 @@ mod aggregate_rewrite;
 pub mod cast_pushdown;
 pub mod group_on_codes;
 pub mod integer_text_min_max;
+pub mod pushdown_choice;
 pub mod select_pushdown;
+pub mod worker_pushdown;
 
 pub use cast_pushdown::CastPushdown;
 pub use group_on_codes::GroupOnCodes;
 pub use integer_text_min_max::IntegerTextMinMax;
+pub use pushdown_choice::PushdownChoice;
 pub use select_pushdown::SelectPushdown;
+pub use worker_pushdown::WorkerPushdown;
 
 use std::sync::Arc;
 

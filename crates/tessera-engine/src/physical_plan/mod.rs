@@ -2,5 +2,13 @@
 //!
 //! - [`code_aggregate`]: `CodeAggregateExec`, grouping on the dictionary codes a Tessera
 //!   table stores instead of hashing strings.
+//! - [`codec`]: the `datafusion-proto` codec of Tessera's plan nodes, for plans run in
+//!   another process.
+//! - [`worker_exec`]: `WorkerExec`, a sub-plan run by the storage-side worker.
+//! - [`pushdown_choice`]: `PushdownChoiceExec`, where `tessera.pushdown = 'auto'` sent
+//!   a sub-plan and why.
 
 pub mod code_aggregate;
+pub mod codec;
+pub mod pushdown_choice;
+pub mod worker_exec;

@@ -224,10 +224,11 @@ impl FileFormatFactory for NdjsonFormatFactory {
 }
 
 /// The client S3 Select requests of a scan over `conf` go through, when the session
-/// pushes to S3 Select (`tessera.pushdown`) and the files are in S3.
+/// may push to S3 Select (`tessera.pushdown` 's3select' or 'auto') and the files are in
+/// S3.
 fn select_client(state: &dyn Session, conf: &FileScanConfig) -> Option<S3Client> {
     let options = state.config_options().extensions.get::<TesseraOptions>()?;
-    if options.pushdown != Pushdown::S3Select {
+    if !matches!(options.pushdown, Pushdown::S3Select | Pushdown::Auto) {
         return None;
     }
     let url: &url::Url = conf.object_store_url.as_ref();

@@ -144,6 +144,24 @@ impl NdjsonSource {
         }
     }
 
+    /// The scan's settings.
+    pub(crate) fn settings(&self) -> &ScanSettings {
+        &self.settings
+    }
+
+    /// The document filters the scan decides while parsing.
+    pub(crate) fn filters(&self) -> &[DocPredicate] {
+        &self.filters
+    }
+
+    /// The same source deciding `filters` while parsing instead.
+    pub(crate) fn with_filters(&self, filters: Vec<DocPredicate>) -> Self {
+        Self {
+            filters,
+            ..self.clone()
+        }
+    }
+
     fn extraction(&self) -> Result<ExtractionPlan> {
         let schema = self.table_schema.table_schema();
         ExtractionPlan::new(

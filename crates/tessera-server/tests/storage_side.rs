@@ -1,0 +1,301 @@
+//! The storage-side worker (`tessera serve --storage-side`, `SET tessera.pushdown =
+//! 'worker'`) against a real MinIO, over Arrow Flight on loopback: over randomized
+//! filter and aggregate workloads on generated NDJSON with type outliers, NULLs and
+//! missing paths, every answer the worker computes equals the local one, and the
+//! worker really computed it (its requests counted, no fallbacks). A worker that is
+//! down or saturated leaves the partition to the client; a wrong token, a malformed
+//! line or a link cut mid-answer is an error in one sentence, never a short answer.
+
+use std::sync::Arc;
+
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use tessera_blob::S3Config;
+use tessera_engine::{SessionOptions, TesseraSession, WorkerToken};
+use tessera_server::storage_side::{self, WorkerConfig};
+use tessera_testkit::{Direction, MinioServer, Toxic, Toxiproxy};
+use tokio::sync::oneshot;
+
+// The engine's test helpers: data sets, random filters, answers as sorted lines. This
+// test uses a part of them.
+#[allow(dead_code)]
+#[path = "../../tessera-engine/tests/common/mod.rs"]
+mod common;
+
+use common::data_sets::{DataSet, bluesky, bounds, events};
+use common::random_filters::query;
+use common::{Rng, analyze, metric, rows};
+
+const BUCKET: &str = "worker";
+const TOKEN: &str = "s3cr3t-worker-token";
+/// Random queries per data set.
+const QUERIES: usize = 24;
+
+/// MinIO with the test's bucket, and a worker reading it.
+struct Fixture {
+    _minio: MinioServer,
+    s3: S3Config,
+    store: Arc<dyn ObjectStore>,
+    worker: Worker,
+}
+
+/// A worker serving on loopback until dropped.
+struct Worker {
+    endpoint: String,
+    port: u16,
+    _stop: oneshot::Sender<()>,
+}
+
+impl Worker {
+    async fn start(s3: &S3Config, streams_max: usize) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let session = TesseraSession::new(s3.clone(), SessionOptions::default()).unwrap();
+        let config = WorkerConfig {
+            token: WorkerToken::new(TOKEN),
+            streams_max,
+        };
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(storage_side::serve(listener, config, session, async move {
+            let _ = stopped.await;
+        }));
+        Self {
+            endpoint: format!("http://127.0.0.1:{port}"),
+            port,
+            _stop: stop,
+        }
+    }
+}
+
+async fn fixture() -> Fixture {
+    let (minio, s3, store) = common::minio_bucket(BUCKET);
+    let worker = Worker::start(&s3, 32).await;
+    Fixture {
+        _minio: minio,
+        s3,
+        store,
+        worker,
+    }
+}
+
+impl Fixture {
+    async fn put(&self, key: &str, bytes: Vec<u8>) {
+        self.store
+            .put(&key.into(), PutPayload::from(bytes))
+            .await
+            .unwrap();
+    }
+
+    /// A client session on 2 partitions presenting `token`, sending to `endpoint`.
+    async fn session(&self, endpoint: &str, token: &str) -> TesseraSession {
+        let options = SessionOptions {
+            target_partitions: Some(2),
+            worker_token: Some(WorkerToken::new(token)),
+            ..Default::default()
+        };
+        let session = TesseraSession::new(self.s3.clone(), options).unwrap();
+        rows(&session, &format!("SET tessera.worker = '{endpoint}'")).await;
+        session
+    }
+}
+
+/// `sql`'s rows computed here and on the worker, and the plan of the worker's run.
+async fn both(session: &TesseraSession, sql: &str) -> (Vec<String>, Vec<String>, String) {
+    pushed_as(session, sql, "worker").await
+}
+
+/// `sql`'s rows computed here and under `tessera.pushdown = mode`, and the plan of the
+/// pushed run.
+async fn pushed_as(
+    session: &TesseraSession,
+    sql: &str,
+    mode: &str,
+) -> (Vec<String>, Vec<String>, String) {
+    rows(session, "SET tessera.pushdown = 'off'").await;
+    let local = rows(session, sql).await;
+    rows(session, &format!("SET tessera.pushdown = '{mode}'")).await;
+    let pushed = rows(session, sql).await;
+    let plan = analyze(session, sql).await;
+    (local, pushed, plan)
+}
+
+/// A random query of one of three shapes: rows, an aggregate per group, a top-K.
+fn random_sql(data: &DataSet, rng: &mut Rng, bounds: &[(i64, i64)]) -> String {
+    let (select, where_) = query(data, rng, bounds);
+    let (group, _) = &data.texts[rng.below(data.texts.len() as u64) as usize];
+    let number = data.integers[rng.below(data.integers.len() as u64) as usize];
+    match rng.below(3) {
+        0 => format!("SELECT {select} FROM t WHERE {where_}"),
+        1 => format!(
+            "SELECT {group} AS g, count(*), sum(TRY_CAST({number} AS BIGINT)), \
+             min({number}) FROM t WHERE {where_} GROUP BY 1"
+        ),
+        _ => format!(
+            "SELECT {select}, TRY_CAST({number} AS BIGINT) AS n FROM t WHERE {where_} \
+             ORDER BY n DESC NULLS LAST, 1, 2 LIMIT 7"
+        ),
+    }
+}
+
+async fn differential(fixture: &Fixture, data: DataSet, rng: &mut Rng) -> (u64, u64) {
+    let prefix = data.name;
+    for (at, part) in data.parts.iter().enumerate() {
+        let bytes = std::fs::read(part).unwrap();
+        fixture.put(&format!("{prefix}/{at}.json"), bytes).await;
+    }
+    let session = fixture.session(&fixture.worker.endpoint, TOKEN).await;
+    let create =
+        format!("CREATE EXTERNAL TABLE t STORED AS NDJSON LOCATION 's3://{BUCKET}/{prefix}/'");
+    rows(&session, &create).await;
+    let bounds = bounds(&session, &data).await;
+    let (mut requests, mut fallbacks) = (0, 0);
+    for _ in 0..QUERIES {
+        let sql = random_sql(&data, rng, &bounds);
+        let (local, pushed, plan) = both(&session, &sql).await;
+        assert_eq!(pushed, local, "{}: {sql}\n{plan}", data.name);
+        assert!(plan.contains("WorkerExec"), "{sql}\n{plan}");
+        requests += metric(&plan, "worker_requests");
+        fallbacks += metric(&plan, "worker_fallbacks");
+        let (_, chosen, plan) = pushed_as(&session, &sql, "auto").await;
+        assert_eq!(chosen, local, "{}: {sql} (auto)\n{plan}", data.name);
+        assert!(
+            plan.contains("PushdownChoiceExec: choice="),
+            "{sql}\n{plan}"
+        );
+    }
+    (requests, fallbacks)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_answers_equal_local_answers_over_random_queries() {
+    let fixture = fixture().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x3a7e5);
+    for data in [bluesky(dir.path(), 3_000), events(dir.path(), 2_000)] {
+        let name = data.name;
+        let (requests, fallbacks) = differential(&fixture, data, &mut rng).await;
+        println!("{name}: {requests} requests, {fallbacks} fallbacks");
+        assert!(requests >= QUERIES as u64, "{name}: {requests} requests");
+        assert_eq!(fallbacks, 0, "{name}");
+    }
+}
+
+/// Bluesky documents at `worker/cut/a.json`; a query returning many of their rows.
+async fn many_rows(fixture: &Fixture) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let data = bluesky(dir.path(), 20_000);
+    fixture
+        .put("cut/a.json", std::fs::read(&data.parts[0]).unwrap())
+        .await;
+    format!(
+        "SELECT j->>'did', j->'commit'->>'collection' FROM 's3://{BUCKET}/cut/a.json' \
+         WHERE j->>'kind' = 'commit'"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partitions_a_worker_cannot_take_are_computed_here() {
+    let fixture = fixture().await;
+    let sql = many_rows(&fixture).await;
+    // Nothing listens on the stopped worker's port.
+    let gone = {
+        let worker = Worker::start(&fixture.s3, 1).await;
+        worker.endpoint.clone()
+    };
+    let session = fixture.session(&gone, TOKEN).await;
+    let (local, pushed, plan) = both(&session, &sql).await;
+    assert_eq!(pushed, local);
+    assert_eq!(
+        metric(&plan, "worker_fallbacks"),
+        metric(&plan, "worker_requests"),
+        "{plan}"
+    );
+    assert!(metric(&plan, "worker_requests") > 0, "{plan}");
+}
+
+/// The choice `tessera.pushdown = 'auto'` shows for `sql` in `session`.
+async fn choice(session: &TesseraSession, sql: &str) -> String {
+    rows(session, "SET tessera.pushdown = 'auto'").await;
+    let plan = analyze(session, sql).await;
+    let at = plan
+        .find("choice=")
+        .unwrap_or_else(|| panic!("no choice:\n{plan}"));
+    plan[at + "choice=".len()..]
+        .split(',')
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_sends_what_the_link_would_slow_down() {
+    let fixture = fixture().await;
+    let sql = many_rows(&fixture).await;
+    let counted = format!("SELECT j->>'kind', count(*) FROM 's3://{BUCKET}/cut/a.json' GROUP BY 1");
+    let session = fixture.session(&fixture.worker.endpoint, TOKEN).await;
+    // A thin link: the aggregate's few rows beat the document bytes.
+    rows(&session, "SET tessera.link_mib = 1").await;
+    assert_eq!(choice(&session, &counted).await, "worker");
+    // A link wider than Tessera parses: nothing is gained by sending the plan away.
+    rows(&session, "SET tessera.link_mib = 100000").await;
+    assert_eq!(choice(&session, &sql).await, "local");
+    // Without a worker, the thin link makes S3 Select worth its slower scan.
+    let alone = fixture.session("", TOKEN).await;
+    rows(&alone, "SET tessera.link_mib = 1").await;
+    assert_eq!(choice(&alone, &sql).await, "s3select");
+    let (local, chosen, plan) = pushed_as(&alone, &sql, "auto").await;
+    assert_eq!(chosen, local, "{plan}");
+    assert!(metric(&plan, "select_requests") > 0, "{plan}");
+}
+
+/// The error of `sql` in `session`.
+async fn error(session: &TesseraSession, sql: &str) -> String {
+    let answer = session.sql(sql).await.unwrap().collect().await;
+    answer.expect_err("an error").to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_token_or_a_malformed_line_is_one_sentence() {
+    let fixture = fixture().await;
+    let sql = many_rows(&fixture).await;
+    let session = fixture.session(&fixture.worker.endpoint, "wrong").await;
+    rows(&session, "SET tessera.pushdown = 'worker'").await;
+    let refused = error(&session, &sql).await;
+    assert!(refused.contains("refused the plan"), "{refused}");
+    assert!(refused.contains("token is missing or wrong"), "{refused}");
+    assert!(!refused.contains(TOKEN), "{refused}");
+
+    let text = "{\"k\":\"a\",\"n\":1}\n{\"k\":\"b\",\"n\":2}\n{\"k\":\"a\",\"n\":3,}\n";
+    fixture.put("bad/x.json", text.into()).await;
+    let session = fixture.session(&fixture.worker.endpoint, TOKEN).await;
+    let bad = format!("SELECT json_get_int(j, 'n') FROM 's3://{BUCKET}/bad/x.json'");
+    rows(&session, "SET tessera.pushdown = 'worker'").await;
+    let remote = error(&session, &bad).await;
+    rows(&session, "SET tessera.pushdown = 'off'").await;
+    let local = error(&session, &bad).await;
+    assert!(local.contains("line 3"), "{local}");
+    assert!(remote.contains("line 3"), "{remote}");
+    assert!(remote.contains("bad/x.json"), "{remote}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_cut_mid_stream_is_never_a_short_result() {
+    let fixture = fixture().await;
+    let sql = many_rows(&fixture).await;
+    let toxiproxy = Toxiproxy::start();
+    let proxy = toxiproxy.proxy("worker", fixture.worker.port);
+    let session = fixture.session(&proxy.endpoint(), TOKEN).await;
+    let (local, pushed, plan) = both(&session, &sql).await;
+    assert_eq!(pushed, local);
+    assert!(metric(&plan, "worker_bytes") > 64 * 1024, "{plan}");
+    proxy.add(
+        "cut",
+        Direction::Downstream,
+        Toxic::LimitData { bytes: 64 * 1024 },
+    );
+    let cut = error(&session, &sql).await;
+    assert!(cut.contains("stopped mid-answer"), "{cut}");
+    assert!(cut.contains("no partial answer"), "{cut}");
+    // MinIO is untouched by the cut: the same session computes the answer itself.
+    rows(&session, "SET tessera.pushdown = 'off'").await;
+    assert_eq!(rows(&session, &sql).await, local);
+}

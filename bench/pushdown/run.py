@@ -14,7 +14,8 @@ Modes: local (`SET tessera.pushdown = 'off'`: Tessera reads every object and fil
 s3select (`'s3select'`: MinIO runs the scans' conditions and projections) and worker
 (`'worker'`: a `tessera serve --storage-side` process beside MinIO, reading it directly,
 runs the scans with the filters, projections, partial aggregates and top-K sorts above
-them; its answers cross a link capped like MinIO's). Each query
+them; its answers cross a link capped like MinIO's) and auto (`'auto'`: each scan where
+the cost model, told the link's bandwidth, expects it to finish first). Each query
 runs --tries times per mode, each a new `tessera sql` process running `EXPLAIN ANALYZE`;
 the table reports the median wall time, the bytes that crossed the link (the scans'
 `bytes_scanned`: objects read, or the records S3 Select returned; and the worker's
@@ -28,8 +29,9 @@ m6i.large for the query's seconds. Each mode's answer is checked against local's
 (floats to a relative 1e-9).
 
 Experiments: a filter selectivity sweep over each shape (lineitem's `l_quantity`, and a
-`time_us` range of the events), string equality filters, and PushdownDB's TPC-H subset
-(Q1, Q3, Q6, Q12, Q14, Q17, Q19, Tessera's dialect of bench/tpch_json/queries).
+`time_us` range of the events), string equality filters, a group-by with 2, 8 and 32
+groups, a top-K with K of 1, 100 and 10,000, and PushdownDB's TPC-H subset (Q1, Q3, Q6,
+Q12, Q14, Q17, Q19, Tessera's dialect of bench/tpch_json/queries).
 
 Usage: bench/pushdown/run.py [--sf 0.3] [--docs 1000000] [--parts 8] [--tries 3] [--link-mib 100]
                              [--tessera PATH]
@@ -57,7 +59,7 @@ from tpch_json.run import queries, same_answer  # noqa: E402
 
 BUCKET = "bench"
 LATENCY_MS = 20
-MODES = ("off", "s3select", "worker")
+MODES = ("off", "s3select", "worker", "auto")
 WORKER_TOKEN = "bench-worker-token"
 TPCH_SUBSET = (1, 3, 6, 12, 14, 17, 19)
 REQUEST_DOLLARS = {"GetObject": 0.0004e-3, "SelectObjectContent": 0.0004e-3,
@@ -125,14 +127,15 @@ def storage_side(binary: str, env: dict):
         worker.wait(timeout=30)
 
 
-def settings(mode: str, worker: str) -> str:
-    """The statements choosing `mode`, the worker at URL `worker`."""
-    return f"SET tessera.pushdown = '{mode}'; SET tessera.worker = '{worker}'"
+def settings(mode: str, env: dict) -> str:
+    """The statements choosing `mode`, with the worker and link bandwidth of `env`."""
+    return (f"SET tessera.pushdown = '{mode}'; SET tessera.worker = '{env['WORKER']}'; "
+            f"SET tessera.link_mib = {env['LINK_MIB']}")
 
 
 def answer(binary: str, env: dict, table: str, mode: str, sql: str) -> list:
     """The query's rows as JSON objects' values."""
-    script = f"{ddl(table)}; {settings(mode, env['WORKER'])}; {sql}"
+    script = f"{ddl(table)}; {settings(mode, env)}; {sql}"
     out = tessera(binary, env, "sql", "--format", "ndjson", script)
     return [tuple(json.loads(line).values()) for line in out.splitlines() if line.strip()]
 
@@ -140,7 +143,7 @@ def answer(binary: str, env: dict, table: str, mode: str, sql: str) -> list:
 def run(binary: str, env: dict, minio: MinIO, table: str, mode: str, sql: str,
         tries: int) -> dict:
     """Median seconds of `tries` runs and the last run's bytes, requests and dollars."""
-    script = f"{ddl(table)}; {settings(mode, env['WORKER'])}; EXPLAIN ANALYZE {sql}"
+    script = f"{ddl(table)}; {settings(mode, env)}; EXPLAIN ANALYZE {sql}"
     seconds = []
     for _ in range(tries):
         before = minio.counters()
@@ -182,6 +185,15 @@ def experiments(sf: float, bounds: dict) -> list:
     out.append(("bluesky", "filter collection = post",
                 "SELECT j->'commit'->>'operation' AS op, count(*) FROM bluesky "
                 "WHERE j->'commit'->>'collection' = 'app.bsky.feed.post' GROUP BY op"))
+    price = "json_get_float(j, 'l_extendedprice')"
+    for groups in (2, 8, 32):
+        out.append(("tpch", f"group-by, {groups} groups",
+                    f"SELECT json_get_int(j, 'l_orderkey') % {groups} AS g, count(*), "
+                    f"sum({price}) FROM tpch WHERE {lineitem} GROUP BY g"))
+    for k in (1, 100, 10_000):
+        out.append(("tpch", f"top-K, K = {k}",
+                    f"SELECT json_get_int(j, 'l_orderkey') AS o, {price} AS p FROM tpch "
+                    f"WHERE {lineitem} ORDER BY p DESC, o LIMIT {k}"))
     texts = queries("tessera", sf)
     for number in TPCH_SUBSET:
         out.append(("tpch", f"TPC-H Q{number}", texts[number - 1]))
@@ -214,6 +226,15 @@ def report(rows: list, mode_rows: dict) -> None:
                       for q in subset]
             print(f"- TPC-H subset, {mode}, compute at {n}: mean saving {statistics.mean(saving):.0%} "
                   f"(target >= 30%)")
+    forced = [m for m in MODES if m != "auto"]
+    behind = []
+    for _, label, _ in rows:
+        best = min(mode_rows[(label, m)]["seconds"] for m in forced)
+        ratio = mode_rows[(label, "auto")]["seconds"] / best
+        if ratio > 1.10:
+            behind.append(f"{label} ({ratio:.2f}x)")
+    print(f"- auto more than 10% slower than the best forced mode: {len(behind)} of {len(rows)} "
+          f"queries{': ' + ', '.join(behind) if behind else ''} (target: none)")
 
 
 def main():
@@ -238,6 +259,7 @@ def main():
                       TESSERA_WORKER_TOKEN=WORKER_TOKEN)
         worker_port = stack.enter_context(storage_side(binary, direct))
         direct["WORKER"] = f"http://127.0.0.1:{worker_port}"
+        direct["LINK_MIB"] = str(args.link_mib)
         sizes = {
             "tpch": prepare(binary, direct, minio, work, "tpch",
                             ["tpch-json", "--sf", str(args.sf)], args.parts),

@@ -10,7 +10,7 @@
 
 use std::io::Write;
 
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::ObjectStore;
 use tessera_blob::S3Config;
 use tessera_engine::{SessionOptions, TesseraSession};
 use tessera_testkit::{Direction, MinioServer, Toxic, Toxiproxy};
@@ -53,10 +53,7 @@ async fn fixture() -> Fixture {
 
 impl Fixture {
     async fn put(&self, key: &str, bytes: Vec<u8>) {
-        self.store
-            .put(&key.into(), PutPayload::from(bytes))
-            .await
-            .unwrap();
+        common::put(self.store.as_ref(), key, bytes).await;
     }
 
     /// A session on 2 partitions without the caches.

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::ObjectStore;
 use tessera_blob::S3Config;
 use tessera_engine::{SessionOptions, TesseraSession, WorkerToken};
 use tessera_server::storage_side::{self, WorkerConfig};
@@ -79,10 +79,7 @@ async fn fixture() -> Fixture {
 
 impl Fixture {
     async fn put(&self, key: &str, bytes: Vec<u8>) {
-        self.store
-            .put(&key.into(), PutPayload::from(bytes))
-            .await
-            .unwrap();
+        common::put(self.store.as_ref(), key, bytes).await;
     }
 
     /// A client session on 2 partitions presenting `token`, sending to `endpoint`.

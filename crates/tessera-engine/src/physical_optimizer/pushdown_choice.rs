@@ -212,18 +212,14 @@ fn over_sample(
     plan: &Arc<dyn ExecutionPlan>,
     file: &PartitionedFile,
 ) -> Result<Arc<dyn ExecutionPlan>> {
-    Arc::clone(plan)
-        .transform_up(|node| {
-            let Some((config, source)) = ndjson_scan(&node) else {
-                return Ok(Transformed::no(node));
-            };
-            let one = FileScanConfigBuilder::from(config.clone())
+    map_scans(Arc::clone(plan), |config, source| {
+        Some(
+            FileScanConfigBuilder::from(config.clone())
                 .with_file_groups(vec![FileGroup::new(vec![file.clone()])])
                 .with_source(Arc::new(source.with_select_client(None)))
-                .build();
-            Ok(Transformed::yes(DataSourceExec::from_data_source(one) as _))
-        })
-        .map(|t| t.data)
+                .build(),
+        )
+    })
 }
 
 /// The bytes of the first partition of `plan`'s output, as the worker would send them.
@@ -238,18 +234,26 @@ async fn output_bytes(plan: &Arc<dyn ExecutionPlan>, ctx: &Arc<TaskContext>) -> 
 
 /// `plan` with its scans no longer asking S3 Select.
 fn without_select(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+    map_scans(plan, |config, source| {
+        source.asks_select().then(|| {
+            FileScanConfigBuilder::from(config.clone())
+                .with_source(Arc::new(source.with_select_client(None)))
+                .build()
+        })
+    })
+}
+
+/// `plan` with each NDJSON scan for which `f` gives a new configuration scanning that.
+fn map_scans(
+    plan: Arc<dyn ExecutionPlan>,
+    f: impl Fn(&FileScanConfig, &NdjsonSource) -> Option<FileScanConfig>,
+) -> Result<Arc<dyn ExecutionPlan>> {
     plan.transform_up(|node| {
-        let Some((config, source)) = ndjson_scan(&node) else {
+        let Some(config) = ndjson_scan(&node).and_then(|(config, source)| f(config, source)) else {
             return Ok(Transformed::no(node));
         };
-        if !source.asks_select() {
-            return Ok(Transformed::no(node));
-        }
-        let local = FileScanConfigBuilder::from(config.clone())
-            .with_source(Arc::new(source.with_select_client(None)))
-            .build();
         Ok(Transformed::yes(
-            DataSourceExec::from_data_source(local) as _
+            DataSourceExec::from_data_source(config) as _
         ))
     })
     .map(|t| t.data)

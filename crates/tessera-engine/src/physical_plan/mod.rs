@@ -12,3 +12,19 @@ pub mod code_aggregate;
 pub mod codec;
 pub mod pushdown_choice;
 pub mod worker_exec;
+
+use std::sync::Arc;
+
+use datafusion::common::{DataFusionError, Result};
+use datafusion::physical_plan::ExecutionPlan;
+
+/// The one child of the single-input plan `name` (for `with_new_children`).
+pub(crate) fn only_child(
+    mut children: Vec<Arc<dyn ExecutionPlan>>,
+    name: &str,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    match (children.pop(), children.is_empty()) {
+        (Some(input), true) => Ok(input),
+        _ => Err(DataFusionError::Internal(format!("{name} has one input"))),
+    }
+}

@@ -4,8 +4,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use datafusion::common::Result;
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::common::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
@@ -147,13 +147,9 @@ impl ExecutionPlan for PushdownChoiceExec {
 
     fn with_new_children(
         self: Arc<Self>,
-        mut children: Vec<Arc<dyn ExecutionPlan>>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let (Some(input), true) = (children.pop(), children.is_empty()) else {
-            return Err(DataFusionError::Internal(
-                "PushdownChoiceExec has one input".into(),
-            ));
-        };
+        let input = super::only_child(children, self.name())?;
         Ok(Arc::new(Self::new(input, self.choice, self.estimates)))
     }
 

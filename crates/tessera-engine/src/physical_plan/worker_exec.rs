@@ -265,11 +265,9 @@ impl ExecutionPlan for WorkerExec {
 
     fn with_new_children(
         self: Arc<Self>,
-        mut children: Vec<Arc<dyn ExecutionPlan>>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let (Some(input), true) = (children.pop(), children.is_empty()) else {
-            return Err(DataFusionError::Internal("WorkerExec has one input".into()));
-        };
+        let input = super::only_child(children, self.name())?;
         Ok(Arc::new(Self::new(input, self.endpoint.clone())))
     }
 

@@ -59,10 +59,6 @@ pub(crate) mod store;
 pub(crate) mod write_exec;
 
 use std::path::PathBuf;
-use std::sync::Arc;
-
-use datafusion::common::{DataFusionError, Result};
-use datafusion::physical_plan::ExecutionPlan;
 
 pub use dir::{RegionDirStats, clear_regions};
 pub use rule::RegionCacheRule;
@@ -97,16 +93,5 @@ impl From<tessera_cache::CacheError> for RegionCacheError {
                 source: std::io::Error::other(other.to_string()),
             },
         }
-    }
-}
-
-/// The one child of the pass-through plan `name` (for `with_new_children`).
-fn only_child(
-    mut children: Vec<Arc<dyn ExecutionPlan>>,
-    name: &str,
-) -> Result<Arc<dyn ExecutionPlan>> {
-    match (children.pop(), children.is_empty()) {
-        (Some(input), true) => Ok(input),
-        _ => Err(DataFusionError::Internal(format!("{name} has one input"))),
     }
 }

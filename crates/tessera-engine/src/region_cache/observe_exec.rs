@@ -13,9 +13,9 @@ use datafusion::physical_plan::{
 
 use tessera_cache::semantic::region::Request;
 
-use super::only_child;
 use super::oracle::{self, RegionOracle, Template};
 use super::store::RegionStore;
+use crate::physical_plan::only_child;
 
 /// A scan (as it runs: remotely, from regions or writing one) that the oracle sees.
 #[derive(Debug)]

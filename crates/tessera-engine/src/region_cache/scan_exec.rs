@@ -19,9 +19,9 @@ use futures::StreamExt;
 use object_store::ObjectMeta;
 use object_store::path::Path as ObjectPath;
 
-use super::only_child;
 use super::store::StoredRegion;
 use crate::block_cache::GET_NANODOLLARS;
+use crate::physical_plan::only_child;
 
 /// DataFusion's Parquet scan of `region`'s files over `partitions` partitions (those of
 /// the scan it replaces, so that the plan above keeps its distribution), the files

@@ -27,8 +27,8 @@ use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 use tessera_cache::semantic::region::RegionId;
 
-use super::only_child;
 use super::store::{Destination, RegionStore, Sidecar, StoredRegion, remove_quietly};
+use crate::physical_plan::only_child;
 
 /// Bytes a partition's writer buffers before it writes a row group out.
 const BUFFERED_BYTES_MAX: usize = 16 << 20;

@@ -140,6 +140,15 @@ pub fn write_parts(
         .collect()
 }
 
+/// Uploads `bytes` to `key` of `store`.
+pub async fn put(store: &dyn object_store::ObjectStore, key: &str, bytes: Vec<u8>) {
+    use object_store::ObjectStoreExt;
+    store
+        .put(&key.into(), object_store::PutPayload::from(bytes))
+        .await
+        .unwrap();
+}
+
 /// A MinIO server with bucket `bucket`, the S3 settings that reach it, and the bucket's
 /// store (for uploads).
 pub fn minio_bucket(

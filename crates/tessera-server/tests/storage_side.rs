@@ -258,6 +258,12 @@ async fn a_wrong_token_or_a_malformed_line_is_one_sentence() {
     rows(&session, "SET tessera.pushdown = 'worker'").await;
     let refused = error(&session, &sql).await;
     assert!(refused.contains("refused the plan"), "{refused}");
+    // Settings go in any order; only a scan sent without an address is an error.
+    let unset = fixture.session("", TOKEN).await;
+    rows(&unset, "SET tessera.pushdown = 'worker'").await;
+    rows(&unset, "SELECT 1").await;
+    let nowhere = error(&unset, &sql).await;
+    assert!(nowhere.contains("needs tessera.worker"), "{nowhere}");
     assert!(refused.contains("token is missing or wrong"), "{refused}");
     assert!(!refused.contains(TOKEN), "{refused}");
 

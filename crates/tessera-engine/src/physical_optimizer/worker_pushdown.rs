@@ -41,13 +41,6 @@ impl PhysicalOptimizerRule for WorkerPushdown {
             return Ok(plan);
         }
         let endpoint = options.worker.trim().to_string();
-        if endpoint.is_empty() && options.pushdown == Pushdown::Worker {
-            return Err(DataFusionError::Configuration(
-                "tessera.pushdown = 'worker' needs tessera.worker, the address of \
-                 `tessera serve --storage-side` (http://HOST:PORT)"
-                    .into(),
-            ));
-        }
         let auto = options.pushdown == Pushdown::Auto;
         plan.transform_down(|node| {
             let sent = match node.downcast_ref::<PushdownChoiceExec>() {
@@ -56,6 +49,14 @@ impl PhysicalOptimizerRule for WorkerPushdown {
                 None if !auto && runs_on_worker(&node) => &node,
                 None => return Ok(Transformed::no(node)),
             };
+            // Checked only where a scan goes: `SET`s in any order must still plan.
+            if endpoint.is_empty() {
+                return Err(DataFusionError::Configuration(
+                    "tessera.pushdown = 'worker' needs tessera.worker, the address of \
+                     `tessera serve --storage-side` (http://HOST:PORT)"
+                        .into(),
+                ));
+            }
             let worker = Arc::new(WorkerExec::new(Arc::clone(sent), endpoint.clone()));
             let done = match node.downcast_ref::<PushdownChoiceExec>() {
                 Some(_) => replace_children_if_necessary(node, vec![worker])?,

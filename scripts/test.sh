@@ -2,7 +2,7 @@
 # The whole test suite, on a fresh machine too: installs MinIO, toxiproxy and the Python
 # venv when missing, checks formatting and lints, runs the Rust tests (unit, sqllogictest,
 # CLI, MinIO integration), the differential suite against DuckDB, the servers with real
-# clients, and the Python package from its wheel.
+# clients, a Ballista cluster of real processes, and the Python package from its wheel.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -34,6 +34,9 @@ TESSERA_BIN="$CARGO_TARGET_DIR/debug/tessera" "$TESSERA_VENV/bin/python" -m pyte
 
 echo "== front ends: PostgreSQL wire (psql, psycopg) and Flight SQL (ADBC)"
 TESSERA_BIN="$CARGO_TARGET_DIR/debug/tessera" "$TESSERA_VENV/bin/python" -m pytest -q tests/frontends
+
+echo "== a Ballista cluster: scheduler and executors as processes on loopback, against DuckDB"
+TESSERA_BIN="$CARGO_TARGET_DIR/debug/tessera" "$TESSERA_VENV/bin/python" -m pytest -q tests/cluster
 
 echo "== the Python package, built as a wheel and installed into a fresh venv"
 scripts/python_package.sh

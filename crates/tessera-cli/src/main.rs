@@ -5,6 +5,7 @@
 
 mod bench;
 mod cache;
+mod cluster;
 mod demo;
 mod generate;
 mod ingest;
@@ -62,6 +63,10 @@ struct GlobalArgs {
     /// semantics: `/` with a fractional result, `IN [...]` lists, NULLs sorted last).
     #[arg(long, global = true, value_parser = parse_dialect)]
     dialect: Option<SqlDialect>,
+    /// Run queries on the Ballista cluster whose scheduler is here (df://HOST:PORT, a
+    /// `tessera cluster scheduler`); sets `tessera.cluster`.
+    #[arg(long, global = true, env = "TESSERA_CLUSTER")]
+    cluster: Option<String>,
 }
 
 fn parse_memory_limit(text: &str) -> Result<MemoryLimit, String> {
@@ -114,6 +119,12 @@ enum Command {
     /// Serve SQL over the PostgreSQL wire protocol and Arrow Flight SQL (clients log in
     /// with --user and the password in TESSERA_PASSWORD).
     Serve(serve::ServeArgs),
+    /// A Ballista cluster that runs Tessera's plans: scheduler, executor, or a local
+    /// try-out of both.
+    Cluster {
+        #[command(subcommand)]
+        command: cluster::ClusterCommand,
+    },
     /// The block cache's directory (`SET tessera.cache_dir`): statistics, clearing.
     Cache {
         #[command(subcommand)]
@@ -257,6 +268,9 @@ async fn run_command(session: &TesseraSession, command: Command) -> anyhow::Resu
             .await
             .map(|()| ExitCode::SUCCESS),
         Command::Cache { command } => cache::run(command).map(|()| ExitCode::SUCCESS),
+        Command::Cluster { command } => cluster::run(session, command)
+            .await
+            .map(|()| ExitCode::SUCCESS),
         Command::Serve(_) => unreachable!("dispatch serves before opening a session"),
         Command::Vacuum {
             table,
@@ -291,6 +305,7 @@ fn session_settings(global: &GlobalArgs) -> anyhow::Result<(S3Config, SessionOpt
         dialect: global.dialect,
         cache_dir: tessera_engine::default_cache_dir(&|k| std::env::var(k).ok()),
         worker_token: tessera_engine::default_worker_token(&|k| std::env::var(k).ok()),
+        cluster: global.cluster.clone(),
     };
     Ok((s3, options))
 }

@@ -142,7 +142,7 @@ async fn run_storage_side(
 }
 
 /// Resolves on SIGTERM or Ctrl-C (SIGINT).
-async fn stop_signal() {
+pub(crate) async fn stop_signal() {
     let terminate = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             Ok(mut signal) => {

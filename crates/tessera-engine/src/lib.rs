@@ -46,6 +46,7 @@ mod region_cache;
 pub mod rejects;
 mod select_aliases;
 pub mod session;
+mod single_row_subqueries;
 mod statement_walk;
 mod stores;
 mod struct_constructors;

@@ -533,6 +533,9 @@ extensions_options! {
         /// The bandwidth of one connection between Tessera and the object store (or the
         /// worker), in MiB/s, for `pushdown = 'auto'`'s cost model.
         pub link_mib: f64, default = 100.0
+        /// The Ballista scheduler queries run on (`tessera cluster scheduler`), as
+        /// `df://HOST:PORT` or `http://HOST:PORT`; empty (default) runs them here.
+        pub cluster: String, default = String::new()
     }
 }
 

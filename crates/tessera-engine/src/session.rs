@@ -43,7 +43,8 @@ use crate::group_keys;
 use crate::options::{MemoryLimit, OnError, SqlDialect, TesseraOptions};
 use crate::output_names;
 use crate::physical_optimizer::{
-    CastPushdown, GroupOnCodes, IntegerTextMinMax, PushdownChoice, SelectPushdown, WorkerPushdown,
+    CastPushdown, ClusterPlacement, GroupOnCodes, IntegerTextMinMax, PushdownChoice,
+    SelectPushdown, WorkerPushdown,
 };
 use crate::physical_plan::worker_exec::WorkerToken;
 use crate::rejects::{RejectLog, RejectSummary};
@@ -68,6 +69,8 @@ pub struct SessionOptions {
     /// The token the storage-side worker admits (`tessera.pushdown = 'worker'`); a
     /// session option rather than a setting, so that no statement or log shows it.
     pub worker_token: Option<WorkerToken>,
+    /// Initial `tessera.cluster` (the CLI's `--cluster`).
+    pub cluster: Option<String>,
 }
 
 /// A SQL session over JSON and tables in object storage.
@@ -115,6 +118,9 @@ impl TesseraSession {
         }
         if let Some(dir) = options.cache_dir {
             tessera.cache_dir = dir;
+        }
+        if let Some(cluster) = options.cluster {
+            tessera.cluster = cluster;
         }
         let memory_limit = tessera.memory_limit;
         let mut config = SessionConfig::new()
@@ -174,6 +180,7 @@ impl TesseraSession {
         state.register_function_rewrite(Arc::new(crate::functions::variant_cast::VariantCasts))?;
         state.add_analyzer_rule(Arc::new(crate::functions::geometry::GeometryInserts));
         state.add_analyzer_rule(Arc::new(crate::element_accesses::ElementAccessesInLambdas));
+        state.add_analyzer_rule(Arc::new(crate::single_row_subqueries::SingleRowSubqueries));
         state.register_expr_planner(Arc::new(JsonOperatorPlanner::new(
             find(json_functions::JSON_GET)?,
             find(json_functions::JSON_GET_TEXT)?,
@@ -216,6 +223,8 @@ impl TesseraSession {
             .with_physical_optimizer_rule(Arc::new(crate::region_cache::RegionCacheRule))
             // After the region cache: a sub-plan the cache answers is not sent.
             .with_physical_optimizer_rule(Arc::new(WorkerPushdown))
+            // Very last: the whole finished plan goes to the cluster.
+            .with_physical_optimizer_rule(Arc::new(ClusterPlacement))
             .build();
         let ctx = SessionContext::new_with_state(state);
         locations.attach(ctx.state_weak_ref());
@@ -225,6 +234,26 @@ impl TesseraSession {
             rejects,
             user_types,
         })
+    }
+
+    /// Plans for a cluster once `tessera.cluster` is set: dynamic filters off, scalar
+    /// subqueries as joins. Dynamic filters tie operators of one process together (a join's build side prunes its probe side's scan while it is
+    /// built); a plan cut into stages on several executors cannot keep them, and
+    /// Ballista's scheduler refuses to reorder the joins that carry them.
+    fn plan_for_placement(&self) {
+        if self.options().cluster.trim().is_empty() {
+            return;
+        }
+        let state = self.ctx.state_ref();
+        let mut state = state.write();
+        let optimizer = &mut state.config_mut().options_mut().optimizer;
+        optimizer.enable_dynamic_filter_pushdown = false;
+        optimizer.enable_join_dynamic_filter_pushdown = false;
+        optimizer.enable_topk_dynamic_filter_pushdown = false;
+        optimizer.enable_aggregate_dynamic_filter_pushdown = false;
+        // Ballista cannot cut `ScalarSubqueryExec` into stages: the subqueries become
+        // joins, and `SingleRowSubqueries` refuses those that could repeat rows.
+        optimizer.enable_physical_uncorrelated_scalar_subquery = false;
     }
 
     /// The DataFusion context, for registering tables or running plans directly.
@@ -257,6 +286,7 @@ impl TesseraSession {
     /// Plans one parsed statement; DDL and `SET` take effect at once, queries run when
     /// the returned frame is collected or streamed.
     pub async fn execute(&self, mut statement: Statement) -> Result<DataFrame> {
+        self.plan_for_placement();
         if let Some(name) = described_table(&statement)
             && let Some(provider) = self.ctx.table_provider(name).await.ok()
             && let Some(table) = provider.downcast_ref::<TesseraTable>()

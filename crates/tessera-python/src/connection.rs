@@ -47,6 +47,7 @@ impl Connection {
             dialect: setting::<SqlDialect>(dialect)?,
             cache_dir: tessera_engine::default_cache_dir(&|k| std::env::var(k).ok()),
             worker_token: tessera_engine::default_worker_token(&|k| std::env::var(k).ok()),
+            cluster: None,
         };
         let overrides = S3Overrides {
             endpoint: endpoint_url,

@@ -9,11 +9,14 @@
 //!   storage-side worker.
 //! - [`pushdown_choice`]: `tessera.pushdown = 'auto'`, each such sub-plan placed by a
 //!   cost model.
+//! - [`cluster_placement`]: `tessera.cluster` set, the finished plan runs on a Ballista
+//!   cluster.
 //! - [`aggregate_rewrite`]: the bottom-up rewrite of an aggregate over a Tessera scan
 //!   that the three rules share.
 
 mod aggregate_rewrite;
 pub mod cast_pushdown;
+pub mod cluster_placement;
 pub mod group_on_codes;
 pub mod integer_text_min_max;
 pub mod pushdown_choice;
@@ -21,6 +24,7 @@ pub mod select_pushdown;
 pub mod worker_pushdown;
 
 pub use cast_pushdown::CastPushdown;
+pub use cluster_placement::ClusterPlacement;
 pub use group_on_codes::GroupOnCodes;
 pub use integer_text_min_max::IntegerTextMinMax;
 pub use pushdown_choice::PushdownChoice;

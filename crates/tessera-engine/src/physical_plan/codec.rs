@@ -13,6 +13,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use ballista_core::serde::BallistaPhysicalExtensionCodec;
 use datafusion::common::{DataFusionError, Result, internal_err, not_impl_err};
 use datafusion::datasource::physical_plan::FileScanConfig;
 use datafusion::datasource::source::DataSourceExec;
@@ -146,6 +147,66 @@ impl PhysicalExtensionCodec for TesseraCodec {
         }
         .encode(buf)
         .map_err(|e| DataFusionError::Internal(format!("encoding a Tessera plan node: {e}")))
+    }
+}
+
+/// The codec of plans a Ballista cluster runs: Tessera's nodes, and Ballista's own
+/// shuffle nodes (which the scheduler adds when it cuts a plan into stages), each
+/// message tagged with whose it is.
+///
+/// Ballista's codec cannot hand a node it does not know to another codec, so this one
+/// sits above both. The client, the scheduler and every executor use it.
+#[derive(Debug, Default)]
+pub struct ClusterCodec {
+    ballista: BallistaPhysicalExtensionCodec,
+}
+
+/// The first byte of a [`ClusterCodec`] message: whose node follows.
+const TESSERA_NODE: u8 = 0;
+const BALLISTA_NODE: u8 = 1;
+
+impl PhysicalExtensionCodec for ClusterCodec {
+    fn try_decode(
+        &self,
+        buf: &[u8],
+        inputs: &[Arc<dyn ExecutionPlan>],
+        ctx: &TaskContext,
+        proto_converter: &dyn PhysicalProtoConverterExtension,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        match buf.split_first() {
+            Some((&TESSERA_NODE, node)) => {
+                TesseraCodec.try_decode(node, inputs, ctx, proto_converter)
+            }
+            Some((&BALLISTA_NODE, node)) => {
+                self.ballista.try_decode(node, inputs, ctx, proto_converter)
+            }
+            Some((tag, _)) => internal_err!("a cluster plan node tagged {tag}"),
+            None => internal_err!("an empty cluster plan node"),
+        }
+    }
+
+    fn try_encode(
+        &self,
+        node: Arc<dyn ExecutionPlan>,
+        buf: &mut Vec<u8>,
+        proto_converter: &dyn PhysicalProtoConverterExtension,
+    ) -> Result<()> {
+        let mut body = Vec::new();
+        let tessera = TesseraCodec.try_encode(Arc::clone(&node), &mut body, proto_converter);
+        let tag = match tessera {
+            Ok(()) => TESSERA_NODE,
+            Err(unknown) => {
+                body.clear();
+                // Tessera's sentence names the node, Ballista's would not.
+                self.ballista
+                    .try_encode(node, &mut body, proto_converter)
+                    .map_err(|_| unknown)?;
+                BALLISTA_NODE
+            }
+        };
+        buf.push(tag);
+        buf.extend_from_slice(&body);
+        Ok(())
     }
 }
 

@@ -2,12 +2,14 @@
 //!
 //! - [`code_aggregate`]: `CodeAggregateExec`, grouping on the dictionary codes a Tessera
 //!   table stores instead of hashing strings.
-//! - [`codec`]: the `datafusion-proto` codec of Tessera's plan nodes, for plans run in
-//!   another process.
+//! - [`codec`]: the `datafusion-proto` codecs of Tessera's plan nodes, for plans run in
+//!   another process (alone for the storage-side worker, with Ballista's for a cluster).
+//! - [`cluster_exec`]: `ClusterExec`, a whole plan run on a Ballista cluster.
 //! - [`worker_exec`]: `WorkerExec`, a sub-plan run by the storage-side worker.
 //! - [`pushdown_choice`]: `PushdownChoiceExec`, where `tessera.pushdown = 'auto'` sent
 //!   a sub-plan and why.
 
+pub mod cluster_exec;
 pub mod code_aggregate;
 pub mod codec;
 pub mod pushdown_choice;

@@ -1,0 +1,79 @@
+//! Cluster placement (`SET tessera.cluster = 'df://HOST:PORT'`): the finished plan of a
+//! query runs on a Ballista cluster, in one [`ClusterExec`] at its root.
+//!
+//! Registered after every other rule, so that the cluster runs exactly the plan this
+//! session would have run itself. Plans that read no files stay here. `EXPLAIN` stays here and shows the plan sent;
+//! `EXPLAIN ANALYZE` sends the plan below its analysis, so that the metrics shown are
+//! what came back.
+
+use std::sync::Arc;
+
+use datafusion::common::Result;
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::TreeNode;
+use datafusion::datasource::physical_plan::FileScanConfig;
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_plan::analyze::AnalyzeExec;
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::explain::ExplainExec;
+use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
+
+use crate::options::TesseraOptions;
+use crate::physical_plan::cluster_exec::{ClusterExec, scheduler_url};
+
+/// The rule; a no-op while `tessera.cluster` is empty.
+#[derive(Debug, Default)]
+pub struct ClusterPlacement;
+
+impl PhysicalOptimizerRule for ClusterPlacement {
+    fn optimize(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        config: &ConfigOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let Some(options) = config.extensions.get::<TesseraOptions>() else {
+            return Ok(plan);
+        };
+        if options.cluster.trim().is_empty() || plan.is::<ExplainExec>() || plan.is::<ClusterExec>()
+        {
+            return Ok(plan);
+        }
+        let scheduler = scheduler_url(&options.cluster)?;
+        // SET, DDL, constants and in-memory tables: the executors have nothing to read.
+        if !plan.exists(|node| Ok(node.children().is_empty() && reads_files(node)))? {
+            return Ok(plan);
+        }
+        if plan.is::<AnalyzeExec>() {
+            let input = Arc::clone(plan.children()[0]);
+            return replace_children_if_necessary(plan, vec![sent(input, scheduler)]);
+        }
+        Ok(sent(plan, scheduler))
+    }
+
+    fn name(&self) -> &str {
+        "tessera_cluster_placement"
+    }
+
+    fn schema_check(&self) -> bool {
+        true
+    }
+}
+
+/// Whether the leaf `plan` scans files (of any format).
+fn reads_files(plan: &Arc<dyn ExecutionPlan>) -> bool {
+    plan.downcast_ref::<DataSourceExec>().is_some_and(|scan| {
+        scan.data_source()
+            .downcast_ref::<FileScanConfig>()
+            .is_some()
+    })
+}
+
+/// `plan` run by the cluster at `scheduler`, its partitions merged there.
+fn sent(plan: Arc<dyn ExecutionPlan>, scheduler: String) -> Arc<dyn ExecutionPlan> {
+    let single = match plan.properties().partitioning.partition_count() {
+        1 => plan,
+        _ => Arc::new(CoalescePartitionsExec::new(plan)),
+    };
+    Arc::new(ClusterExec::new(single, scheduler))
+}

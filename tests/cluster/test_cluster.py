@@ -1,0 +1,123 @@
+"""One plan, three places: JSONBench and the 22 JSON TPC-H queries over raw NDJSON in
+MinIO give DuckDB's rows embedded, on a cluster of one executor, and on a cluster of two
+(Ballista cutting the plan into stages, tasks per object); a lost executor ends a query
+with exact rows or one clear sentence, never a wrong answer or a hang."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO / "tests"))
+from common.canon import canon_rows, same_rows  # noqa: E402
+from support import jsonbench_queries, tessera_binary  # noqa: E402
+from tpch_json.run import normalize, queries, same_answer  # noqa: E402
+
+from conftest import TPCH_SF, Cluster, tessera_env  # noqa: E402
+
+BLUESKY = "CREATE EXTERNAL TABLE bluesky STORED AS NDJSON LOCATION 's3://data/bluesky/*.json';\n"
+TPCH = "CREATE EXTERNAL TABLE tpch STORED AS NDJSON LOCATION 's3://data/tpch/*.json';\n"
+# Partitions per query: more than one executor's slot, so that two executors share tasks.
+THREADS = "4"
+# Seconds a query may take before the test calls it a hang.
+QUERY_S_MAX = 300
+# ORDER BY key columns of JSONBench's five queries (ties may come in either order).
+JSONBENCH_KEYS = [[1], [1], [1, 0], [1], [1]]
+MODES = ["embedded", "one executor", "two executors"]
+
+
+def tessera(minio, cluster: str | None, script: str) -> subprocess.CompletedProcess:
+    placement = ["--cluster", cluster] if cluster else []
+    return subprocess.run(
+        [tessera_binary(), "--threads", THREADS, *placement, "sql", "--format", "json", script],
+        env=tessera_env(minio),
+        capture_output=True,
+        text=True,
+        timeout=QUERY_S_MAX,
+    )
+
+
+def rows(minio, cluster: str | None, script: str) -> list:
+    out = tessera(minio, cluster, script)
+    assert out.returncode == 0, f"tessera failed ({cluster or 'embedded'}):\n{out.stderr}"
+    return json.loads(out.stdout)
+
+
+@pytest.fixture(params=MODES)
+def cluster(request) -> str | None:
+    """The cluster a mode sends queries to (`None`: embedded)."""
+    fixture = {"one executor": "cluster_one", "two executors": "cluster_two"}.get(request.param)
+    return request.getfixturevalue(fixture).url if fixture else None
+
+
+@pytest.mark.parametrize("number", range(1, 6))
+def test_jsonbench_as_duckdb(minio, cluster, duck_bluesky, number):
+    duck_sql, tessera_sql = jsonbench_queries("duckdb")[number - 1], jsonbench_queries("tessera")[number - 1]
+    expected = canon_rows(duck_bluesky.execute(duck_sql).fetchall())
+    got = canon_rows(rows(minio, cluster, BLUESKY + tessera_sql))
+    assert len(expected) > 0, "the query selects nothing, so it tests nothing"
+    assert same_rows(got, expected)
+    key = JSONBENCH_KEYS[number - 1]
+    assert [tuple(r[i] for i in key) for r in got] == [tuple(r[i] for i in key) for r in expected]
+
+
+@pytest.mark.parametrize("number", range(1, 23))
+def test_tpch_as_duckdb(minio, cluster, duck_tpch, number):
+    duck_sql, tessera_sql = queries("duckdb", TPCH_SF)[number - 1], queries("tessera", TPCH_SF)[number - 1]
+    expected = normalize(duck_tpch.execute(duck_sql).fetchall())
+    got = normalize(rows(minio, cluster, TPCH + tessera_sql))
+    assert same_answer(got, expected), f"Q{number}: {got[:5]} != {expected[:5]}"
+
+
+def test_plans_go_to_the_cluster(minio, cluster_two):
+    sql = BLUESKY + "EXPLAIN SELECT count(*) FROM bluesky"
+    plan = "\n".join(str(r) for r in rows(minio, cluster_two.url, sql))
+    assert f"ClusterExec: scheduler=http://127.0.0.1:{cluster_two.port}" in plan
+    embedded = "\n".join(str(r) for r in rows(minio, None, sql))
+    assert "ClusterExec" not in embedded
+
+
+def test_an_absent_cluster_is_one_sentence(minio):
+    from conftest import free_port
+
+    out = tessera(minio, f"df://127.0.0.1:{free_port()}", BLUESKY + "SELECT count(*) FROM bluesky")
+    assert out.returncode != 0
+    errors = [line for line in out.stderr.splitlines() if line.startswith("Error")]
+    assert len(errors) == 1 and "the cluster at http://127.0.0.1:" in errors[0], out.stderr
+
+
+def test_a_bad_cluster_setting_is_refused(minio):
+    out = tessera(minio, "127.0.0.1", BLUESKY + "SELECT count(*) FROM bluesky")
+    assert out.returncode != 0 and "tessera.cluster must be df://HOST:PORT" in out.stderr, out.stderr
+
+
+def test_losing_an_executor_mid_query(minio):
+    """An executor killed while the query runs: exact rows (its tasks ran again on the
+    other) or one sentence, within the time limit."""
+    sql = TPCH + queries("tessera", TPCH_SF)[8]  # Q9: six-way join, the longest here.
+    expected = normalize(rows(minio, None, sql))
+    with Cluster(tessera_env(minio), 2) as cluster:
+        placement = ["--cluster", cluster.url]
+        query = subprocess.Popen(
+            [tessera_binary(), "--threads", THREADS, *placement, "sql", "--format", "json", sql],
+            env=tessera_env(minio),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(1.0)
+        victim = cluster.executor_procs[0]
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()
+        stdout, stderr = query.communicate(timeout=QUERY_S_MAX)
+    if query.returncode == 0:
+        assert same_answer(normalize(json.loads(stdout)), expected)
+    else:
+        errors = [line for line in stderr.splitlines() if line.startswith("Error")]
+        assert len(errors) == 1 and "the cluster at" in errors[0], stderr

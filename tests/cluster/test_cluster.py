@@ -121,3 +121,15 @@ def test_losing_an_executor_mid_query(minio):
     else:
         errors = [line for line in stderr.splitlines() if line.startswith("Error")]
         assert len(errors) == 1 and "the cluster at" in errors[0], stderr
+
+
+def test_skipping_lines_is_refused_on_a_cluster(minio, cluster_one):
+    """Lines skipped on an executor would miss this session's report: refused, not lost."""
+    out = subprocess.run(
+        [tessera_binary(), "--on-error", "skip", "--cluster", cluster_one.url, "sql", BLUESKY + "SELECT count(*) FROM bluesky"],
+        env=tessera_env(minio),
+        capture_output=True,
+        text=True,
+        timeout=QUERY_S_MAX,
+    )
+    assert out.returncode != 0 and "cannot yet report the lines it skips" in out.stderr, out.stderr

@@ -19,7 +19,8 @@ from common.canon import canon_rows, same_rows  # noqa: E402
 from support import jsonbench_queries, tessera_binary  # noqa: E402
 from tpch_json.run import normalize, queries, same_answer  # noqa: E402
 
-from conftest import TPCH_SF, Cluster, tessera_env  # noqa: E402
+from common.cluster import Cluster, free_port  # noqa: E402
+from conftest import TPCH_SF, tessera_env  # noqa: E402
 
 BLUESKY = "CREATE EXTERNAL TABLE bluesky STORED AS NDJSON LOCATION 's3://data/bluesky/*.json';\n"
 TPCH = "CREATE EXTERNAL TABLE tpch STORED AS NDJSON LOCATION 's3://data/tpch/*.json';\n"
@@ -84,8 +85,6 @@ def test_plans_go_to_the_cluster(minio, cluster_two):
 
 
 def test_an_absent_cluster_is_one_sentence(minio):
-    from conftest import free_port
-
     out = tessera(minio, f"df://127.0.0.1:{free_port()}", BLUESKY + "SELECT count(*) FROM bluesky")
     assert out.returncode != 0
     errors = [line for line in out.stderr.splitlines() if line.startswith("Error")]
@@ -102,7 +101,7 @@ def test_losing_an_executor_mid_query(minio):
     other) or one sentence, within the time limit."""
     sql = TPCH + queries("tessera", TPCH_SF)[8]  # Q9: six-way join, the longest here.
     expected = normalize(rows(minio, None, sql))
-    with Cluster(tessera_env(minio), 2) as cluster:
+    with Cluster(tessera_binary(), tessera_env(minio), 2) as cluster:
         placement = ["--cluster", cluster.url]
         query = subprocess.Popen(
             [tessera_binary(), "--threads", THREADS, *placement, "sql", "--format", "json", sql],

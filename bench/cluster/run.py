@@ -31,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 from common.cluster import Cluster  # noqa: E402
-from common.minio import MinIO  # noqa: E402
+from common.minio import MinIO, split_lines  # noqa: E402
 from jsonbench.run import default_tessera, geomean  # noqa: E402
 from jsonbench.run import queries as jsonbench_queries  # noqa: E402
 from tpch_json.run import normalize, same_answer  # noqa: E402
@@ -41,26 +41,6 @@ from tpch_json.run import queries as tpch_queries  # noqa: E402
 MODES = [("embedded 1 thread", 0, 1), ("cluster 1x1", 1, 1), ("cluster 2x1", 2, 2)]
 # Seconds one client process may take.
 PROCESS_S_MAX = 3600
-
-
-def split_lines(path: Path, parts: int, out: Path) -> list[Path]:
-    """`path` cut into `parts` files of whole lines, streamed."""
-    total = path.stat().st_size
-    out.mkdir(parents=True, exist_ok=True)
-    pieces, written = [], 0
-    with path.open("rb") as source:
-        for i in range(parts):
-            piece = out / f"{path.stem}-{i}.json"
-            limit = total * (i + 1) // parts
-            with piece.open("wb") as sink:
-                while written < limit or i == parts - 1:
-                    line = source.readline()
-                    if not line:
-                        break
-                    sink.write(line)
-                    written += len(line)
-            pieces.append(piece)
-    return pieces
 
 
 def generate(tessera: str, args, data: Path) -> dict:

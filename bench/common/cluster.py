@@ -3,20 +3,15 @@ process, started with the environment given (an executor reads the files with it
 credentials) and stopped on exit. Shared by bench/cluster and tests/cluster."""
 
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
 import urllib.request
 
+from common.minio import free_port
+
 # Seconds a cluster may take to register its executors.
 READY_S_MAX = 60
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class ClusterDidNotStart(RuntimeError):

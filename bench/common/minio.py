@@ -28,10 +28,31 @@ def _binary() -> str:
     return str(cache / "bin" / "minio")
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port that was free a moment ago."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def split_lines(source: Path, parts: int, out: Path) -> list:
+    """`source` cut into `parts` files of whole lines and about equal size, in `out`
+    (objects for a store, so that scans get several)."""
+    size = source.stat().st_size
+    out.mkdir(parents=True, exist_ok=True)
+    paths, written = [], 0
+    with open(source, "rb") as f:
+        for i in range(parts):
+            path = out / f"{source.stem}-part{i:02}.json"
+            limit = size * (i + 1) // parts
+            with open(path, "wb") as part:
+                for line in f:
+                    part.write(line)
+                    written += len(line)
+                    if written >= limit:
+                        break
+            paths.append(path)
+    return paths
 
 
 def _sign(method: str, host: str, path: str, payload: str = "") -> dict:
@@ -62,7 +83,7 @@ class MinIO:
 
     def __enter__(self):
         self.dir = tempfile.TemporaryDirectory(prefix="tessera-minio-")
-        self.port = _free_port()
+        self.port = free_port()
         # Public metrics: `counters` reads them without signing.
         env = dict(os.environ, MINIO_ROOT_USER=USER, MINIO_ROOT_PASSWORD=SECRET,
                    MINIO_PROMETHEUS_AUTH_TYPE="public")

@@ -13,7 +13,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from common.minio import _free_port
+from common.minio import free_port
 
 
 def api(port: int, path: str, body: dict) -> None:
@@ -35,7 +35,7 @@ class Links:
         """A proxy to 127.0.0.1:upstream adding `latency_ms` to the first byte of each
         response and limiting each connection to `rate_kb` KB/s (1000 bytes) downstream;
         its endpoint URL."""
-        address = f"127.0.0.1:{_free_port()}"
+        address = f"127.0.0.1:{free_port()}"
         api(self.api_port, "/proxies", {"name": name, "listen": address,
                                         "upstream": f"127.0.0.1:{upstream}", "enabled": True})
         toxics = {"latency": {"latency": self.latency_ms, "jitter": 0},
@@ -50,7 +50,7 @@ class Links:
 def links(latency_ms: int, rate_kb: int):
     """A toxiproxy whose proxies (`Links.add`) all get `latency_ms` and `rate_kb`."""
     binary = Path(os.environ.get("TESSERA_CACHE", Path.home() / ".cache/tessera")) / "bin/server"
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [str(binary), "-host", "127.0.0.1", "-port", str(port)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -52,8 +52,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 from cache.run import default_tessera, metrics, tessera  # noqa: E402
-from common.minio import MinIO  # noqa: E402
-from common.minio import _free_port  # noqa: E402
+from common.minio import MinIO, free_port, split_lines  # noqa: E402
 from common.toxiproxy import links  # noqa: E402
 from tpch_json.run import queries, same_answer  # noqa: E402
 
@@ -73,30 +72,12 @@ METRICS = ("bytes_scanned", "select_store_bytes", "select_returned_bytes",
            "worker_bytes", "worker_requests", "worker_fallbacks")
 
 
-def split(source: Path, parts: int, out: Path) -> list:
-    """`source` cut into `parts` files of whole lines and about equal size."""
-    size = source.stat().st_size
-    paths, written = [], 0
-    with open(source, "rb") as f:
-        for i in range(parts):
-            path = out / f"{source.stem}-part{i:02}.json"
-            limit = size * (i + 1) // parts
-            with open(path, "wb") as part:
-                for line in f:
-                    part.write(line)
-                    written += len(line)
-                    if written >= limit:
-                        break
-            paths.append(path)
-    return paths
-
-
 def prepare(binary: str, env: dict, minio: MinIO, work: Path, name: str, gen: list,
             parts: int) -> int:
     """Generates a shape, uploads its parts to s3://bench/<name>/; returns its bytes."""
     local = work / f"{name}.json"
     tessera(binary, env, "gen", *gen, "--out", str(local))
-    for path in split(local, parts, work):
+    for path in split_lines(local, parts, work):
         minio.put(BUCKET, f"{name}/{path.name}", path)
         path.unlink()
     size = local.stat().st_size
@@ -111,7 +92,7 @@ def ddl(name: str) -> str:
 @contextlib.contextmanager
 def storage_side(binary: str, env: dict):
     """A `tessera serve --storage-side` process on a free port; yields its port."""
-    port = _free_port()
+    port = free_port()
     worker = subprocess.Popen(
         [binary, "serve", "--storage-side", "--worker-address", f"127.0.0.1:{port}"],
         env=dict(env, TESSERA_WORKER_TOKEN=WORKER_TOKEN), stderr=subprocess.DEVNULL)

@@ -14,25 +14,12 @@ sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "bench"))
 from support import duckdb_bluesky, generate_bluesky, tessera_binary  # noqa: E402
 from common.cluster import Cluster  # noqa: E402
-from common.minio import MinIO  # noqa: E402
+from common.minio import MinIO, split_lines  # noqa: E402
 
 DOCS = int(os.environ.get("TESSERA_CLUSTER_DOCS", "40000"))
 TPCH_SF = 0.01
 # Objects per data set: tasks are cut per object (and per byte range of a large one).
 OBJECTS = 4
-def split_lines(path: Path, parts: int, out: Path) -> list[Path]:
-    """`path` cut into `parts` files of whole lines, in order."""
-    lines = path.read_bytes().splitlines(keepends=True)
-    size = -(-len(lines) // parts)
-    out.mkdir(parents=True, exist_ok=True)
-    pieces = []
-    for i in range(parts):
-        piece = out / f"{path.stem}-{i}.json"
-        piece.write_bytes(b"".join(lines[i * size : (i + 1) * size]))
-        pieces.append(piece)
-    return pieces
-
-
 @pytest.fixture(scope="session")
 def data_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("data")

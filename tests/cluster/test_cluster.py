@@ -19,7 +19,8 @@ from common.canon import canon_rows, same_rows  # noqa: E402
 from support import jsonbench_queries, tessera_binary  # noqa: E402
 from tpch_json.run import normalize, queries, same_answer  # noqa: E402
 
-from common.cluster import Cluster, free_port  # noqa: E402
+from common.cluster import Cluster  # noqa: E402
+from common.minio import free_port  # noqa: E402
 from conftest import TPCH_SF, tessera_env  # noqa: E402
 
 BLUESKY = "CREATE EXTERNAL TABLE bluesky STORED AS NDJSON LOCATION 's3://data/bluesky/*.json';\n"

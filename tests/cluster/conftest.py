@@ -20,6 +20,8 @@ DOCS = int(os.environ.get("TESSERA_CLUSTER_DOCS", "40000"))
 TPCH_SF = 0.01
 # Objects per data set: tasks are cut per object (and per byte range of a large one).
 OBJECTS = 4
+
+
 @pytest.fixture(scope="session")
 def data_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("data")
@@ -50,6 +52,19 @@ def minio(bluesky_file, tpch_file, data_dir):
             for piece in split_lines(path, OBJECTS, data_dir / name):
                 server.put("data", f"{name}/{piece.name}", piece)
         yield server
+
+
+@pytest.fixture(scope="session")
+def tables(minio):
+    """The same objects ingested (embedded) into Tessera tables s3://data/tables/NAME."""
+    for name in ["bluesky", "tpch"]:
+        subprocess.run(
+            [tessera_binary(), "ingest", f"s3://data/{name}/*.json", "--table", f"s3://data/tables/{name}"],
+            env=tessera_env(minio),
+            check=True,
+            capture_output=True,
+        )
+    return minio
 
 
 @pytest.fixture(scope="session")

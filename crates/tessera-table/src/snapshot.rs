@@ -66,6 +66,11 @@ impl Snapshot {
         child_key(&self.prefix, relative)
     }
 
+    /// The key prefix of the table (what [`Table::pinned`](crate::Table::pinned) takes).
+    pub fn prefix(&self) -> &Path {
+        &self.prefix
+    }
+
     /// The version number.
     pub fn version(&self) -> u64 {
         self.manifest.version

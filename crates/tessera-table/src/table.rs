@@ -128,13 +128,7 @@ pub struct Table {
 impl Table {
     /// Opens the table under `prefix`; [`TableError::NotFound`] when there is none.
     pub async fn open(store: Arc<dyn ObjectStore>, prefix: Path) -> Result<Self, TableError> {
-        let table = Self {
-            store,
-            prefix,
-            json_column: String::new(),
-            columns: Vec::new(),
-            local_root: None,
-        };
+        let table = Self::unread(store, prefix);
         let manifest = table.latest().await?;
         let columns =
             table_columns(&manifest.json_column, manifest.columns.clone()).map_err(|e| {
@@ -148,6 +142,28 @@ impl Table {
             columns,
             ..table
         })
+    }
+
+    /// Version `version` of the table under `prefix`, read without looking for newer
+    /// ones: a scan sent to another process reads exactly the version its client
+    /// planned on, and reads one manifest to find it.
+    pub async fn pinned(
+        store: Arc<dyn ObjectStore>,
+        prefix: Path,
+        version: u64,
+    ) -> Result<Snapshot, TableError> {
+        Self::unread(store, prefix).snapshot_at(version).await
+    }
+
+    /// The table under `prefix` before its manifest is read: enough to read a manifest.
+    fn unread(store: Arc<dyn ObjectStore>, prefix: Path) -> Self {
+        Self {
+            store,
+            prefix,
+            json_column: String::new(),
+            columns: Vec::new(),
+            local_root: None,
+        }
     }
 
     /// Creates an empty table (version 0) under `prefix`; fails if one exists.

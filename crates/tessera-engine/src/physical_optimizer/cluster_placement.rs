@@ -2,9 +2,10 @@
 //! query runs on a Ballista cluster, in one [`ClusterExec`] at its root.
 //!
 //! Registered after every other rule, so that the cluster runs exactly the plan this
-//! session would have run itself. Plans that read no files stay here. `EXPLAIN` stays here and shows the plan sent;
-//! `EXPLAIN ANALYZE` sends the plan below its analysis, so that the metrics shown are
-//! what came back.
+//! session would have run itself. Plans that read no files stay here. `EXPLAIN` stays
+//! here and shows the plan sent; `EXPLAIN ANALYZE` sends the plan below its analysis,
+//! so that the metrics shown are what came back; a write (`INSERT`, `COPY`) sends what
+//! it reads and writes and commits here.
 
 use std::sync::Arc;
 
@@ -12,6 +13,7 @@ use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::TreeNode;
 use datafusion::common::{DataFusionError, Result};
 use datafusion::datasource::physical_plan::FileScanConfig;
+use datafusion::datasource::sink::DataSinkExec;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::analyze::AnalyzeExec;
@@ -56,7 +58,8 @@ impl PhysicalOptimizerRule for ClusterPlacement {
                     .into(),
             ));
         }
-        if plan.is::<AnalyzeExec>() {
+        // The analysis, and a write's sink (its commit is this session's), stay here.
+        if plan.is::<AnalyzeExec>() || plan.is::<DataSinkExec>() {
             let input = Arc::clone(plan.children()[0]);
             return replace_children_if_necessary(plan, vec![sent(input, scheduler)]);
         }

@@ -141,6 +141,28 @@ impl CodeAggregateExec {
     }
 }
 
+impl CodeAggregateExec {
+    /// The group key expressions over the input, with their output names.
+    pub fn keys(&self) -> &[(Arc<dyn PhysicalExpr>, String)] {
+        &self.keys
+    }
+
+    /// The aggregate functions whose partial states the operator computes.
+    pub fn aggregates(&self) -> &[Arc<AggregateFunctionExpr>] {
+        &self.aggregates
+    }
+
+    /// Per aggregate, its `FILTER (WHERE ...)` over the input.
+    pub fn filters(&self) -> &[Option<Arc<dyn PhysicalExpr>>] {
+        &self.filters
+    }
+
+    /// Groups held before the partial states are emitted.
+    pub fn max_groups(&self) -> usize {
+        self.max_groups
+    }
+}
+
 impl DisplayAs for CodeAggregateExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
         let keys: Vec<String> = self

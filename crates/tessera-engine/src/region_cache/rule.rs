@@ -84,7 +84,10 @@ impl PhysicalOptimizerRule for RegionCacheRule {
 /// `tessera.cache_dir` set).
 fn region_options(config: &ConfigOptions) -> Option<&TesseraOptions> {
     let options = config.extensions.get::<TesseraOptions>()?;
-    (options.region_cache.0 && !options.cache_dir.is_empty()).then_some(options)
+    // A region lives in this machine's cache directory, which a cluster's executors
+    // cannot read.
+    let placed_here = options.cluster.trim().is_empty();
+    (options.region_cache.0 && !options.cache_dir.is_empty() && placed_here).then_some(options)
 }
 
 /// The region store of the session's cache directory, opened on the first scan it serves

@@ -28,6 +28,7 @@ mod members;
 mod metrics;
 mod opener;
 mod output_source;
+mod pinned;
 mod predicate_cache;
 mod prune;
 mod schedule;
@@ -35,5 +36,6 @@ mod side;
 mod source;
 
 pub use opener::{SHARE_ROWS_ALIGN, SnapshotFile};
+pub use pinned::PinnedSnapshot;
 pub(crate) use predicate_cache::ScanPredicateCache;
 pub use source::TesseraSource;

@@ -9,13 +9,14 @@ use std::sync::Arc;
 use arrow::array::{BooleanArray, RecordBatch};
 use arrow::datatypes::{DataType, Field};
 use arrow::error::ArrowError;
+use datafusion::common::Result;
 use datafusion::common::tree_node::TreeNode;
-use datafusion::common::{DataFusionError, Result};
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::{FileOpenFuture, FileOpener};
 use datafusion::physical_expr::expressions::Column;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
+use object_store::ObjectStore;
 use parquet::arrow::arrow_reader::RowSelection;
 use parquet::basic::Encoding;
 use parquet::file::metadata::ParquetMetaData;
@@ -30,6 +31,7 @@ use super::elements::ElementSource;
 use super::leaves::{LeafKind, ShreddedLeaf};
 use super::metrics::TesseraScanMetrics;
 use super::output_source::OutputSource;
+use super::pinned::FileEntry;
 use super::predicate_cache::{Consulted, PlannedRead, Recorder, ScanPredicates};
 use super::prune::{Constraint, intersect_ranges, page_bounds, row_group_bounds};
 use super::schedule::ScanPace;
@@ -60,16 +62,14 @@ pub(super) struct TesseraOpener {
     pub(super) metrics: TesseraScanMetrics,
     /// The predicate cache under the scan's filters (`None`: not used).
     pub(super) predicates: Option<Arc<ScanPredicates>>,
+    /// The store of the scan's table, which reads a pinned snapshot's manifest.
+    pub(super) store: Arc<dyn ObjectStore>,
 }
 
 impl FileOpener for TesseraOpener {
     fn open(&self, file: PartitionedFile) -> Result<FileOpenFuture> {
-        let Some(entry) = file.extensions.get_arc::<SnapshotFile>() else {
-            return Err(DataFusionError::Internal(format!(
-                "{} is not a file of a Tessera table snapshot",
-                file.object_meta.location
-            )));
-        };
+        let found = FileEntry::of(&file)?;
+        let store = Arc::clone(&self.store);
         let plan = Arc::clone(&self.plan);
         let coded = Arc::clone(&self.coded);
         let constraints = Arc::clone(&self.constraints);
@@ -81,6 +81,7 @@ impl FileOpener for TesseraOpener {
         let predicates = self.predicates.clone();
         let share = Share::of(&file);
         Ok(Box::pin(async move {
+            let entry = found.resolve(&store, &file.object_meta.location).await?;
             let summary = &entry.file.summary;
             // A file split over partitions is counted once, by its first share.
             let counted_once = usize::from(share.is_first());

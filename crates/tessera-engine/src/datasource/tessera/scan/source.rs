@@ -94,6 +94,17 @@ impl TesseraSource {
         &self.filters
     }
 
+    /// The same source with `filters` (over the table schema) pushed into it: a scan
+    /// decoded in another process, whose filters travelled with it.
+    pub(crate) fn with_filters(self, filters: Vec<Arc<dyn PhysicalExpr>>) -> Self {
+        Self { filters, ..self }
+    }
+
+    /// Whether shredded paths are read from typed columns.
+    pub(crate) fn typed_reads(&self) -> bool {
+        self.typed_reads
+    }
+
     /// The same scan of the same files computing `projection` (over the table schema)
     /// under only `filters`: the region cache's writing scan, which outputs a region's
     /// columns and rows. Its metrics and fetch-ahead state are its own.
@@ -164,7 +175,7 @@ impl fmt::Debug for TesseraSource {
 impl FileSource for TesseraSource {
     fn create_file_opener(
         &self,
-        _object_store: Arc<dyn ObjectStore>,
+        object_store: Arc<dyn ObjectStore>,
         _base_config: &FileScanConfig,
         partition: usize,
     ) -> Result<Arc<dyn FileOpener>> {
@@ -187,6 +198,7 @@ impl FileSource for TesseraSource {
                 .as_ref()
                 .and_then(|cache| cache.for_filters(&self.filters))
                 .map(Arc::new),
+            store: object_store,
         }))
     }
 

@@ -106,16 +106,15 @@ def test_plans_go_to_the_cluster(minio, source, cluster_two):
     assert "ClusterExec" not in embedded
 
 
-def test_an_insert_reads_on_the_cluster_and_commits_once(minio, cluster_two, duck_bluesky):
-    """INSERT ... SELECT on a cluster: the executors read, this session commits one
-    version holding every document."""
+def test_an_insert_writes_on_the_cluster_and_commits_once(minio, cluster_two, duck_bluesky):
+    """INSERT ... SELECT on a cluster: the executors read and write the files, this
+    session commits them as one version holding every document."""
     location = f"s3://data/tables/insert_{free_port()}"
-    script = (
-        BLUESKY
-        + f"CREATE EXTERNAL TABLE copy STORED AS TESSERA LOCATION '{location}';\n"
-        + "INSERT INTO copy SELECT j FROM bluesky WHERE j->>'kind' = 'commit';\n"
-        + "SELECT count(*), count(DISTINCT j->>'did') FROM copy;"
-    )
+    table = BLUESKY + f"CREATE EXTERNAL TABLE copy STORED AS TESSERA LOCATION '{location}';\n"
+    insert = "INSERT INTO copy SELECT j FROM bluesky WHERE j->>'kind' = 'commit';\n"
+    plan = "\n".join(str(r) for r in rows(minio, cluster_two.url, table + "EXPLAIN " + insert))
+    assert plan.index("CommitSink") < plan.index("ClusterExec") < plan.index("WriteFilesExec"), plan
+    script = table + insert + "SELECT count(*), count(DISTINCT j->>'did') FROM copy;"
     out = tessera(minio, cluster_two.url, script)
     assert out.returncode == 0, out.stderr
     # One JSON array per statement that returns rows: the INSERT's count, then the check.
@@ -176,3 +175,25 @@ def test_skipping_lines_is_refused_on_a_cluster(minio, cluster_one):
         timeout=QUERY_S_MAX,
     )
     assert out.returncode != 0 and "cannot yet report the lines it skips" in out.stderr, out.stderr
+
+
+def test_a_distributed_ingest_commits_one_version(minio, cluster_two, duck_bluesky):
+    """`tessera ingest --cluster`: every object shredded on the executors, one version."""
+    location = f"s3://data/tables/ingest_{free_port()}"
+    out = subprocess.run(
+        [tessera_binary(), "--threads", THREADS, "--cluster", cluster_two.url, "ingest",
+         "s3://data/bluesky/*.json", "--table", location, "--report", "json", "--quiet"],
+        env=tessera_env(minio),
+        capture_output=True,
+        text=True,
+        timeout=QUERY_S_MAX,
+    )
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    (documents,) = duck_bluesky.execute("SELECT count(*) FROM bluesky").fetchone()
+    assert report["documents"] == documents and report["version"] == 1, report
+    # Files written by more than one task: the objects were shared out.
+    assert report["files"] > 1, report
+    query = INGESTED.replace("{name}", "t").replace("s3://data/tables/t", location)
+    check = rows(minio, None, query + "SELECT count(*) AS n FROM t")
+    assert check == [{"n": documents}]

@@ -98,8 +98,9 @@ fn table_columns(
     Ok(columns)
 }
 
-/// A data file written by [`Table::write_data_file`], to be committed.
-#[derive(Debug, Clone)]
+/// A data file written by [`Table::write_data_file`], to be committed. It serializes so
+/// that files written in other processes (a cluster's executors) are committed by one.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct NewFile {
     /// Key relative to the table prefix.
     pub path: String,

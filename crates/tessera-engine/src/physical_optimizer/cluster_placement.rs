@@ -4,8 +4,9 @@
 //! Registered after every other rule, so that the cluster runs exactly the plan this
 //! session would have run itself. Plans that read no files stay here. `EXPLAIN` stays
 //! here and shows the plan sent; `EXPLAIN ANALYZE` sends the plan below its analysis,
-//! so that the metrics shown are what came back; a write (`INSERT`, `COPY`) sends what
-//! it reads and writes and commits here.
+//! so that the metrics shown are what came back. A write into a Tessera table (`INSERT`,
+//! ingest) shreds and uploads its files on the executors and commits once here; another
+//! write (`COPY`) sends what it reads and writes here.
 
 use std::sync::Arc;
 
@@ -22,6 +23,7 @@ use datafusion::physical_plan::explain::ExplainExec;
 use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 
 use super::select_pushdown::ndjson_scan;
+use crate::datasource::tessera::write::distributed::split_write;
 use crate::options::{OnError, TesseraOptions};
 use crate::physical_plan::cluster_exec::{ClusterExec, scheduler_url};
 
@@ -58,7 +60,11 @@ impl PhysicalOptimizerRule for ClusterPlacement {
                     .into(),
             ));
         }
-        // The analysis, and a write's sink (its commit is this session's), stay here.
+        // A write into a Tessera table: files written on the executors, committed here.
+        if let Some(split) = split_write(&plan, |files| sent(files, scheduler.clone())) {
+            return Ok(split);
+        }
+        // The analysis, and another write's sink, stay here.
         if plan.is::<AnalyzeExec>() || plan.is::<DataSinkExec>() {
             let input = Arc::clone(plan.children()[0]);
             return replace_children_if_necessary(plan, vec![sent(input, scheduler)]);

@@ -249,6 +249,7 @@ impl TableProvider for TesseraTable {
         }
         let sink = TesseraSink::new(
             Arc::clone(&self.table),
+            self.url.clone(),
             Arc::clone(&self.schema),
             Arc::clone(&self.progress),
             Arc::clone(&self.last_write),

@@ -6,13 +6,15 @@
 //! expressions encode themselves; functions travel by name and resolve against the
 //! receiving session's registry, which is a Tessera session with the same functions.
 //! This codec adds the raw NDJSON scan ([`ndjson_scan`]), the Tessera table scan pinned
-//! to its client's table version ([`tessera_scan`]) and the aggregation on dictionary
-//! codes ([`code_aggregate`]). A plan never carries credentials: the receiver reads the
+//! to its client's table version ([`tessera_scan`]), the aggregation on dictionary
+//! codes ([`code_aggregate`]) and the data files of a distributed write
+//! ([`write_files`]). A plan never carries credentials: the receiver reads the
 //! files with its own stores, and rejected lines go to its own reject log.
 
 mod code_aggregate;
 mod ndjson_scan;
 mod tessera_scan;
+mod write_files;
 
 use std::sync::Arc;
 
@@ -28,8 +30,10 @@ use prost::Message;
 use self::code_aggregate::{CodeAggregateNode, decode_code_aggregate, encode_code_aggregate};
 use self::ndjson_scan::{NdjsonScanNode, decode_ndjson_scan, encode_ndjson_scan};
 use self::tessera_scan::{TesseraScanNode, decode_tessera_scan, encode_tessera_scan};
+use self::write_files::{WriteFilesNode, decode_write_files, encode_write_files};
 use crate::datasource::ndjson::source::NdjsonSource;
 use crate::datasource::tessera::scan::TesseraSource;
+use crate::datasource::tessera::write::distributed::WriteFilesExec;
 use crate::physical_plan::code_aggregate::CodeAggregateExec;
 
 /// Encodes and decodes Tessera's plan nodes for `datafusion-proto`.
@@ -39,7 +43,7 @@ pub struct TesseraCodec;
 /// One Tessera node.
 #[derive(Clone, PartialEq, Message)]
 struct TesseraNode {
-    #[prost(oneof = "Node", tags = "1, 2, 3")]
+    #[prost(oneof = "Node", tags = "1, 2, 3, 4")]
     node: Option<Node>,
 }
 
@@ -51,6 +55,8 @@ enum Node {
     TesseraScan(TesseraScanNode),
     #[prost(message, tag = "3")]
     CodeAggregate(Box<CodeAggregateNode>),
+    #[prost(message, tag = "4")]
+    WriteFiles(WriteFilesNode),
 }
 
 impl PhysicalExtensionCodec for TesseraCodec {
@@ -78,6 +84,7 @@ impl PhysicalExtensionCodec for TesseraCodec {
             Some(Node::CodeAggregate(code)) => {
                 decode_code_aggregate(&code, inputs, ctx, self, proto_converter)
             }
+            Some(Node::WriteFiles(write)) => decode_write_files(&write, inputs),
             None => internal_err!("an empty Tessera plan node"),
         }
     }
@@ -88,13 +95,13 @@ impl PhysicalExtensionCodec for TesseraCodec {
         buf: &mut Vec<u8>,
         proto_converter: &dyn PhysicalProtoConverterExtension,
     ) -> Result<()> {
-        let encoded = match node.downcast_ref::<CodeAggregateExec>() {
-            Some(code) => Node::CodeAggregate(Box::new(encode_code_aggregate(
-                code,
-                self,
-                proto_converter,
-            )?)),
-            None => encode_scan(&node, self, proto_converter)?,
+        let encoded = if let Some(code) = node.downcast_ref::<CodeAggregateExec>() {
+            let code = encode_code_aggregate(code, self, proto_converter)?;
+            Node::CodeAggregate(Box::new(code))
+        } else if let Some(write) = node.downcast_ref::<WriteFilesExec>() {
+            Node::WriteFiles(encode_write_files(write)?)
+        } else {
+            encode_scan(&node, self, proto_converter)?
         };
         TesseraNode {
             node: Some(encoded),

@@ -2,9 +2,12 @@
 //! committed atomically.
 //!
 //! - [`sink`]: `INSERT INTO` / `CREATE TABLE AS` (a DataFusion `DataSink`).
+//! - [`distributed`]: the same write on a cluster: files written on the executors, one
+//!   commit here.
 //! - [`ingest`]: `tessera ingest`: NDJSON files (or stdin) into a table, with rejects.
 //! - [`delete`]: `DELETE FROM`, as deletion vectors.
 
 pub mod delete;
+pub mod distributed;
 pub mod ingest;
 pub mod sink;

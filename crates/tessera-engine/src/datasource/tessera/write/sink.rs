@@ -11,6 +11,7 @@ use arrow::datatypes::{DataType, SchemaRef};
 use async_trait::async_trait;
 use datafusion::common::{DataFusionError, Result};
 use datafusion::datasource::sink::DataSink;
+use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType};
 use futures::StreamExt;
@@ -60,8 +61,11 @@ pub struct WriteReport {
 
 /// A DataFusion sink that appends its input's rows to a table: the document column as
 /// JSON tiles, the relational columns next to it.
+#[derive(Clone)]
 pub struct TesseraSink {
     table: Arc<Table>,
+    /// The store holding the table, as the session's registry knows it.
+    url: ObjectStoreUrl,
     schema: SchemaRef,
     /// Position of the document column in `schema`.
     document: usize,
@@ -90,6 +94,7 @@ impl TesseraSink {
     /// order; the document column is its only non-nullable column).
     pub fn new(
         table: Arc<Table>,
+        url: ObjectStoreUrl,
         schema: SchemaRef,
         progress: Arc<WriteProgress>,
         report: Arc<parking_lot::Mutex<Option<WriteReport>>>,
@@ -105,6 +110,7 @@ impl TesseraSink {
         let relational_schema = Arc::new(schema.project(&relational)?);
         Ok(Self {
             table,
+            url,
             schema,
             document,
             relational,
@@ -112,6 +118,82 @@ impl TesseraSink {
             progress,
             report,
         })
+    }
+
+    /// The table written to.
+    pub fn table(&self) -> &Arc<Table> {
+        &self.table
+    }
+
+    /// The URL of the store holding the table.
+    pub fn url(&self) -> &ObjectStoreUrl {
+        &self.url
+    }
+
+    /// Shreds and uploads the documents of `data` as data files, none committed yet:
+    /// the files and the rows they hold.
+    pub(super) async fn write_files(
+        &self,
+        mut data: SendableRecordBatchStream,
+        context: &Arc<TaskContext>,
+    ) -> Result<(Vec<NewFile>, u64)> {
+        let max_in_flight = context.session_config().target_partitions().max(1);
+        let options = tiles_options(context);
+        let mut running = JoinSet::new();
+        let mut done = Vec::new();
+        let mut chunk = Chunk::default();
+        let mut rows = 0u64;
+        while let Some(batch) = data.next().await {
+            let batch = batch?;
+            let column = batch.column(self.document);
+            for_each_document(column.as_ref(), rows, |doc| {
+                chunk.push(doc);
+                self.progress
+                    .bytes_in
+                    .fetch_add(doc.len() as u64, Ordering::Relaxed);
+            })?;
+            if let Some(columns) = self.relational_columns(&batch)? {
+                chunk.columns.push(columns);
+            }
+            rows += batch.num_rows() as u64;
+            self.progress
+                .documents
+                .fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
+            if chunk.is_full() {
+                let next = Chunk {
+                    first_row: rows,
+                    ..Chunk::default()
+                };
+                let full = std::mem::replace(&mut chunk, next);
+                self.flush(full, &mut running, &mut done, max_in_flight, &options)
+                    .await?;
+            }
+        }
+        // No input arrives while the last chunk is shredded: split it so that the free
+        // cores share it instead of one core shredding it alone.
+        if !chunk.ends.is_empty() {
+            for part in chunk.split(max_in_flight)? {
+                self.flush(part, &mut running, &mut done, max_in_flight, &options)
+                    .await?;
+            }
+        }
+        while !running.is_empty() {
+            done.push(join_next(&mut running).await?);
+        }
+        Ok((done, rows))
+    }
+
+    /// Commits `files` as one new version, and reports it as this sink's last write.
+    pub(super) async fn commit(&self, files: Vec<NewFile>) -> Result<()> {
+        // Nothing is visible until this commit; files of a failed statement are left for
+        // vacuum, unreferenced.
+        let version = self
+            .table
+            .commit_append(files.clone())
+            .await
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        *self.report.lock() = Some(WriteReport { version, files });
+        Ok(())
     }
 
     /// The relational columns of `batch` as stored (empty when the table has none).
@@ -306,74 +388,27 @@ impl DataSink for TesseraSink {
 
     async fn write_all(
         &self,
-        mut data: SendableRecordBatchStream,
+        data: SendableRecordBatchStream,
         context: &Arc<TaskContext>,
     ) -> Result<u64> {
-        let max_in_flight = context.session_config().target_partitions().max(1);
-        let settings = context
-            .session_config()
-            .options()
-            .extensions
-            .get::<TesseraOptions>();
-        let defaults = TilesOptions::default();
-        let options = TilesOptions {
-            side_arrays: settings.is_none_or(|o| o.side_arrays),
-            row_group_docs: settings.map_or(defaults.row_group_docs, |o| o.row_group_rows.max(1)),
-            ..defaults
-        };
-        let mut running = JoinSet::new();
-        let mut done = Vec::new();
-        let mut chunk = Chunk::default();
-        let mut rows = 0u64;
-        while let Some(batch) = data.next().await {
-            let batch = batch?;
-            let column = batch.column(self.document);
-            for_each_document(column.as_ref(), rows, |doc| {
-                chunk.push(doc);
-                self.progress
-                    .bytes_in
-                    .fetch_add(doc.len() as u64, Ordering::Relaxed);
-            })?;
-            if let Some(columns) = self.relational_columns(&batch)? {
-                chunk.columns.push(columns);
-            }
-            rows += batch.num_rows() as u64;
-            self.progress
-                .documents
-                .fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
-            if chunk.is_full() {
-                let next = Chunk {
-                    first_row: rows,
-                    ..Chunk::default()
-                };
-                let full = std::mem::replace(&mut chunk, next);
-                self.flush(full, &mut running, &mut done, max_in_flight, &options)
-                    .await?;
-            }
-        }
-        // No input arrives while the last chunk is shredded: split it so that the free
-        // cores share it instead of one core shredding it alone.
-        if !chunk.ends.is_empty() {
-            for part in chunk.split(max_in_flight)? {
-                self.flush(part, &mut running, &mut done, max_in_flight, &options)
-                    .await?;
-            }
-        }
-        while !running.is_empty() {
-            done.push(join_next(&mut running).await?);
-        }
-        // Nothing is visible until this commit; files of a failed statement are left for
-        // vacuum, unreferenced.
-        let version = self
-            .table
-            .commit_append(done.clone())
-            .await
-            .map_err(|e| DataFusionError::External(Box::new(e)))?;
-        *self.report.lock() = Some(WriteReport {
-            version,
-            files: done,
-        });
+        let (files, rows) = self.write_files(data, context).await?;
+        self.commit(files).await?;
         Ok(rows)
+    }
+}
+
+/// How the session's settings shape the written files.
+fn tiles_options(context: &TaskContext) -> TilesOptions {
+    let settings = context
+        .session_config()
+        .options()
+        .extensions
+        .get::<TesseraOptions>();
+    let defaults = TilesOptions::default();
+    TilesOptions {
+        side_arrays: settings.is_none_or(|o| o.side_arrays),
+        row_group_docs: settings.map_or(defaults.row_group_docs, |o| o.row_group_rows.max(1)),
+        ..defaults
     }
 }
 

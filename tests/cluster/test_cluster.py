@@ -5,6 +5,7 @@ tasks per object or share of a table's file); a lost executor ends a query with 
 rows or one clear sentence, never a wrong answer or a hang."""
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -197,3 +198,21 @@ def test_a_distributed_ingest_commits_one_version(minio, cluster_two, duck_blues
     query = INGESTED.replace("{name}", "t").replace("s3://data/tables/t", location)
     check = rows(minio, None, query + "SELECT count(*) AS n FROM t")
     assert check == [{"n": documents}]
+
+
+def test_explain_analyze_reports_the_job(minio, tables, cluster_two):
+    """EXPLAIN ANALYZE on a cluster: the job's stages and tasks, and the object-store
+    bytes, requests and price summed over the executors' tasks."""
+    query = "EXPLAIN ANALYZE SELECT j->>'kind', count(*) FROM bluesky GROUP BY 1"
+    plan = "\n".join(str(r) for r in rows(minio, cluster_two.url, table("ingested", "bluesky") + query))
+    line = next(l for l in plan.splitlines() if "ClusterExec" in l)
+    assert "job=" in line and "tasks" in line, line
+
+    def metric(name: str) -> int:
+        match = re.search(rf"\b{name}=(\d+)", line)
+        assert match, f"{name} missing: {line}"
+        return int(match.group(1))
+
+    assert metric("stages") >= 2 and metric("tasks") > metric("stages"), line
+    assert metric("bytes_scanned") > 0 and metric("requests") > 0, line
+    assert metric("request_cost_nanodollars") > 0, line

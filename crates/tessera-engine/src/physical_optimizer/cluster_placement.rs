@@ -92,9 +92,9 @@ fn reads_files(plan: &Arc<dyn ExecutionPlan>) -> bool {
 
 /// `plan` run by the cluster at `scheduler`, its partitions merged there.
 fn sent(plan: Arc<dyn ExecutionPlan>, scheduler: String) -> Arc<dyn ExecutionPlan> {
-    let single = match plan.properties().partitioning.partition_count() {
+    let merged = match plan.properties().partitioning.partition_count() {
         1 => plan,
         _ => Arc::new(CoalescePartitionsExec::new(plan)),
     };
-    Arc::new(ClusterExec::new(single, scheduler))
+    Arc::new(ClusterExec::new(merged, scheduler))
 }

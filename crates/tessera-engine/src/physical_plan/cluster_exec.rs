@@ -10,8 +10,6 @@
 use std::fmt;
 use std::sync::Arc;
 
-use ballista_core::execution_plans::execute_physical_plan;
-use ballista_core::extension::SessionConfigExt;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
@@ -19,10 +17,10 @@ use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
-use datafusion_proto::protobuf::PhysicalPlanNode;
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
+use parking_lot::Mutex;
 
-use super::codec::ClusterCodec;
+use super::cluster_job::{Job, JobReport};
 
 /// Runs its single-partition input on the Ballista cluster whose scheduler is at
 /// `scheduler` (`http://host:port`), and streams back the rows.
@@ -30,6 +28,9 @@ use super::codec::ClusterCodec;
 pub struct ClusterExec {
     input: Arc<dyn ExecutionPlan>,
     scheduler: String,
+    /// The last job's report, fetched after its rows (one more request to the
+    /// scheduler), for `EXPLAIN ANALYZE` and progress counters.
+    report: Arc<Mutex<Option<JobReport>>>,
     metrics: ExecutionPlanMetricsSet,
 }
 
@@ -44,6 +45,7 @@ impl ClusterExec {
         Self {
             input,
             scheduler,
+            report: Arc::default(),
             metrics: ExecutionPlanMetricsSet::new(),
         }
     }
@@ -75,7 +77,16 @@ pub fn scheduler_url(cluster: &str) -> Result<String> {
 
 impl DisplayAs for ClusterExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "ClusterExec: scheduler={}", self.scheduler)
+        write!(f, "ClusterExec: scheduler={}", self.scheduler)?;
+        if let Some(report) = self.report.lock().as_ref() {
+            let stages: Vec<String> = report
+                .stages
+                .iter()
+                .map(|(stage, tasks)| format!("{stage}: {tasks} tasks"))
+                .collect();
+            write!(f, ", job={}, stages=[{}]", report.id, stages.join(", "))?;
+        }
+        Ok(())
     }
 }
 
@@ -118,20 +129,24 @@ impl ExecutionPlan for ClusterExec {
             )));
         }
         let config = context.session_config().clone();
-        let ballista = config.ballista_config();
         let input = Arc::clone(&self.input);
         let scheduler = self.scheduler.clone();
         let session_id = context.session_id();
         let rows = MetricBuilder::new(&self.metrics).output_rows(partition);
         let named = self.scheduler.clone();
+        let (shown, metrics) = (Arc::clone(&self.report), self.metrics.clone());
         let stream = futures::stream::once(async move {
-            let codec = ClusterCodec::default();
-            execute_physical_plan::<PhysicalPlanNode>(
-                scheduler, &ballista, input, &codec, session_id, config,
-            )
-            .await
+            let mut job = Job::submit(&scheduler, input, session_id, config).await?;
+            let finished = job.finished().await?;
+            let results = job.rows(finished).map_ok(Some);
+            let report = futures::stream::once(async move {
+                record(job.report().await?, &shown, &metrics);
+                Ok(None)
+            });
+            Ok::<_, DataFusionError>(results.chain(report))
         })
         .try_flatten()
+        .try_filter_map(|batch| futures::future::ready(Ok(batch)))
         .map_err(move |e| cluster_error(&named, e))
         .inspect_ok(move |batch| rows.add(batch.num_rows()));
         Ok(Box::pin(RecordBatchStreamAdapter::new(
@@ -143,6 +158,22 @@ impl ExecutionPlan for ClusterExec {
     fn metrics(&self) -> Option<MetricsSet> {
         Some(self.metrics.clone_inner())
     }
+}
+
+/// Keeps `report` for the display and adds its totals to `metrics`.
+fn record(report: JobReport, shown: &Mutex<Option<JobReport>>, metrics: &ExecutionPlanMetricsSet) {
+    let counter = |name: &'static str| MetricBuilder::new(metrics).counter(name, 0);
+    counter("stages").add(report.stages.len());
+    let tasks: u64 = report
+        .stages
+        .iter()
+        .map(|&(_, tasks)| u64::from(tasks))
+        .sum();
+    counter("tasks").add(usize::try_from(tasks).unwrap_or(usize::MAX));
+    for (&name, &total) in &report.totals {
+        counter(name).add(usize::try_from(total).unwrap_or(usize::MAX));
+    }
+    *shown.lock() = Some(report);
 }
 
 /// `error` from the cluster at `scheduler`, said as one sentence naming the cluster.

@@ -5,11 +5,14 @@
 //! - [`codec`]: the `datafusion-proto` codecs of Tessera's plan nodes, for plans run in
 //!   another process (alone for the storage-side worker, with Ballista's for a cluster).
 //! - [`cluster_exec`]: `ClusterExec`, a whole plan run on a Ballista cluster.
+//! - [`cluster_job`]: that plan's job: submitted, waited for, its rows fetched, its
+//!   report (stages, tasks, counters over all executors) for `EXPLAIN ANALYZE`.
 //! - [`worker_exec`]: `WorkerExec`, a sub-plan run by the storage-side worker.
 //! - [`pushdown_choice`]: `PushdownChoiceExec`, where `tessera.pushdown = 'auto'` sent
 //!   a sub-plan and why.
 
 pub mod cluster_exec;
+pub mod cluster_job;
 pub mod code_aggregate;
 pub mod codec;
 pub mod pushdown_choice;

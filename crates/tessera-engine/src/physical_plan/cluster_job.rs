@@ -1,0 +1,337 @@
+//! One query's job on a Ballista cluster, driven by the client: submitted with the plan
+//! and the session's settings, waited for, its result partitions fetched from the
+//! executors holding them, and on request what the job did, stage by stage. Ballista's
+//! own `execute_physical_plan` does the first three but keeps the job to itself, and
+//! `EXPLAIN ANALYZE` needs it; it also polls every 50 ms, which a short query pays whole,
+//! where this wait starts at 2 ms and backs off.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use arrow::array::RecordBatch;
+use ballista_core::client::BallistaClient;
+use ballista_core::extension::{BallistaGrpcMetadataInterceptor, SessionConfigExt};
+use ballista_core::serde::protobuf::execute_query_params::Query;
+use ballista_core::serde::protobuf::get_job_status_result::FlightProxy;
+use ballista_core::serde::protobuf::operator_metric::Metric;
+use ballista_core::serde::protobuf::scheduler_grpc_client::SchedulerGrpcClient;
+use ballista_core::serde::protobuf::{
+    CancelJobParams, ExecuteQueryParams, GetJobMetricsParams, GetJobMetricsResult,
+    GetJobStatusParams, KeyValuePair, PartitionLocation, execute_query_result, job_status,
+};
+use ballista_core::utils::{GrpcClientConfig, create_grpc_client_endpoint};
+use datafusion::common::{DataFusionError, Result};
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::prelude::SessionConfig;
+use datafusion_proto::physical_plan::AsExecutionPlan;
+use datafusion_proto::protobuf::PhysicalPlanNode;
+use futures::{Stream, StreamExt, TryStreamExt};
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::Channel;
+
+use super::codec::ClusterCodec;
+
+type Scheduler = SchedulerGrpcClient<InterceptedService<Channel, BallistaGrpcMetadataInterceptor>>;
+
+/// Longest a client waits for its job: a query still running then is cancelled.
+pub const JOB_WAIT_S_MAX: u64 = 6 * 3600;
+
+/// First and longest pause between two looks at a running job's status.
+const POLL_MS_MIN: u64 = 2;
+const POLL_MS_MAX: u64 = 50;
+
+/// A submitted job.
+pub(crate) struct Job {
+    scheduler: Scheduler,
+    url: String,
+    id: String,
+    config: SessionConfig,
+}
+
+/// Where a finished job's result partitions are, and who serves them.
+pub(crate) struct Finished {
+    locations: Vec<PartitionLocation>,
+    proxy: Option<FlightProxy>,
+}
+
+impl Job {
+    /// Submits `plan` to the scheduler at `url` (`http://HOST:PORT`) for the session
+    /// `session_id` with the settings of `config`.
+    pub async fn submit(
+        url: &str,
+        plan: Arc<dyn ExecutionPlan>,
+        session_id: String,
+        config: SessionConfig,
+    ) -> Result<Self> {
+        let mut scheduler = connect(url, &config).await?;
+        let node = PhysicalPlanNode::try_from_physical_plan(plan, &ClusterCodec::default())?;
+        let mut plan_bytes = Vec::new();
+        node.try_encode(&mut plan_bytes)?;
+        let settings = config
+            .options()
+            .entries()
+            .into_iter()
+            .map(|entry| KeyValuePair {
+                key: entry.key,
+                value: entry.value,
+            })
+            .collect();
+        let params = ExecuteQueryParams {
+            session_id: session_id.clone(),
+            settings,
+            operation_id: operation_id(&session_id),
+            query: Some(Query::PhysicalPlan(plan_bytes)),
+        };
+        let mut request = tonic::Request::new(params);
+        ballista_core::version::insert_version_header(request.metadata_mut());
+        let response = scheduler.execute_query(request).await.map_err(status)?;
+        let answer = response.into_inner().result;
+        let id = match answer {
+            Some(execute_query_result::Result::Success(success)) => success.job_id,
+            Some(execute_query_result::Result::Failure(failure)) => {
+                return Err(DataFusionError::Execution(format!(
+                    "the scheduler refused the job: {:?}",
+                    failure.failure
+                )));
+            }
+            None => {
+                return Err(DataFusionError::Execution(
+                    "the scheduler said nothing".into(),
+                ));
+            }
+        };
+        Ok(Self {
+            scheduler,
+            url: url.to_string(),
+            id,
+            config,
+        })
+    }
+
+    /// Waits until the job succeeds (its result partitions) or fails (its error); a
+    /// job still running after [`JOB_WAIT_S_MAX`] is cancelled.
+    pub async fn finished(&mut self) -> Result<Finished> {
+        let started = Instant::now();
+        let mut pause_ms = POLL_MS_MIN;
+        while started.elapsed() < Duration::from_secs(JOB_WAIT_S_MAX) {
+            let params = GetJobStatusParams {
+                job_id: self.id.clone(),
+            };
+            let answer = self
+                .scheduler
+                .get_job_status(params)
+                .await
+                .map_err(status)?;
+            let answer = answer.into_inner();
+            match answer.status.and_then(|s| s.status) {
+                Some(job_status::Status::Successful(done)) => {
+                    return Ok(Finished {
+                        locations: done.partition_location,
+                        proxy: answer.flight_proxy,
+                    });
+                }
+                Some(job_status::Status::Failed(failed)) => {
+                    return Err(DataFusionError::Execution(failed.error));
+                }
+                None | Some(job_status::Status::Queued(_) | job_status::Status::Running(_)) => {
+                    tokio::time::sleep(Duration::from_millis(pause_ms)).await;
+                    pause_ms = (pause_ms * 2).min(POLL_MS_MAX);
+                }
+            }
+        }
+        let cancel = CancelJobParams {
+            job_id: self.id.clone(),
+        };
+        // The job is abandoned either way; a failed cancel changes nothing here.
+        let _ = self.scheduler.cancel_job(cancel).await;
+        Err(DataFusionError::Execution(format!(
+            "job {} did not finish within {JOB_WAIT_S_MAX} s and was cancelled",
+            self.id
+        )))
+    }
+
+    /// The rows of the finished job's result partitions, in order.
+    pub fn rows(
+        &self,
+        finished: Finished,
+    ) -> impl Stream<Item = Result<RecordBatch>> + Send + use<> {
+        let url = self.url.clone();
+        let config = self.config.clone();
+        let proxy = finished.proxy;
+        futures::stream::iter(finished.locations)
+            .then(move |location| fetch(location, url.clone(), proxy.clone(), config.clone()))
+            .try_flatten()
+    }
+
+    /// What the job did: its stages with their tasks and their operators' counters.
+    pub async fn report(&mut self) -> Result<JobReport> {
+        let params = GetJobMetricsParams {
+            job_id: self.id.clone(),
+        };
+        let metrics = self
+            .scheduler
+            .get_job_metrics(params)
+            .await
+            .map_err(status)?;
+        Ok(JobReport::of(&self.id, &metrics.into_inner()))
+    }
+}
+
+async fn connect(url: &str, config: &SessionConfig) -> Result<Scheduler> {
+    let ballista = config.ballista_config();
+    let grpc = GrpcClientConfig::from(&ballista);
+    let mut endpoint = create_grpc_client_endpoint(url.to_string(), Some(&grpc))
+        .map_err(|e| DataFusionError::Execution(e.to_string()))?;
+    if let Some(customize) = config.ballista_override_create_grpc_client_endpoint() {
+        endpoint = customize
+            .configure_endpoint(endpoint)
+            .map_err(|e| DataFusionError::Execution(e.to_string()))?;
+    }
+    let channel = endpoint
+        .connect()
+        .await
+        .map_err(|e| DataFusionError::Execution(format!("cannot connect: {e}")))?;
+    let size_max = ballista.grpc_client_max_message_size();
+    let interceptor = config.ballista_grpc_interceptor().as_ref().clone();
+    Ok(SchedulerGrpcClient::with_interceptor(channel, interceptor)
+        .max_encoding_message_size(size_max)
+        .max_decoding_message_size(size_max))
+}
+
+/// A request id the scheduler has not seen from this session.
+fn operation_id(session_id: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{session_id}-{nanos}-{}",
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn status(status: tonic::Status) -> DataFusionError {
+    DataFusionError::Execution(status.message().to_string())
+}
+
+/// One result partition, from the executor holding it or the scheduler's proxy.
+async fn fetch(
+    location: PartitionLocation,
+    url: String,
+    proxy: Option<FlightProxy>,
+    config: SessionConfig,
+) -> Result<SendableRecordBatchStream> {
+    let layout = location.layout();
+    let (Some(executor), Some(partition)) = (location.executor_meta, location.partition_id) else {
+        return Err(DataFusionError::Execution(
+            "the scheduler named a result partition without its executor".into(),
+        ));
+    };
+    let (host, port) = match &proxy {
+        Some(FlightProxy::External(address)) => host_port(&format!("http://{address}"))?,
+        Some(FlightProxy::Local(true)) => host_port(&url)?,
+        Some(FlightProxy::Local(false)) | None => {
+            let port = u16::try_from(executor.port).map_err(|_| {
+                DataFusionError::Execution(format!("executor port {}", executor.port))
+            })?;
+            (executor.host.clone(), port)
+        }
+    };
+    let ballista = config.ballista_config();
+    let grpc = GrpcClientConfig::from(&ballista);
+    let mut client = BallistaClient::try_new(
+        &host,
+        port,
+        grpc.max_message_size,
+        grpc.use_tls,
+        config.ballista_override_create_grpc_client_endpoint(),
+        grpc.io_retries_times,
+        grpc.io_retry_wait_time_ms,
+        0,
+        0,
+    )
+    .await
+    .map_err(|e| DataFusionError::Execution(format!("{host}:{port}: {e}")))?;
+    let executor_port = u16::try_from(executor.port).unwrap_or(port);
+    client
+        .fetch_partition_proxied(
+            &executor.id,
+            &partition.into(),
+            location.file_id,
+            layout,
+            &executor.host,
+            executor_port,
+            true,
+        )
+        .await
+        .map_err(|e| DataFusionError::Execution(e.to_string()))
+}
+
+fn host_port(address: &str) -> Result<(String, u16)> {
+    let parsed = url::Url::parse(address)
+        .map_err(|e| DataFusionError::Execution(format!("{address}: {e}")))?;
+    match (parsed.host_str(), parsed.port()) {
+        (Some(host), Some(port)) => Ok((host.to_string(), port)),
+        _ => Err(DataFusionError::Execution(format!(
+            "{address} names no HOST:PORT"
+        ))),
+    }
+}
+
+/// What a job did: tasks per stage, and Tessera's and Ballista's counters summed over
+/// every task on every executor.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JobReport {
+    /// The job's id at the scheduler.
+    pub id: String,
+    /// `(stage id, tasks)`, by stage id.
+    pub stages: Vec<(u32, u32)>,
+    /// Counter totals by name, for the names in [`JobReport::SUMMED`].
+    pub totals: BTreeMap<&'static str, u64>,
+}
+
+impl JobReport {
+    /// The counters summed: object-store traffic and its price (table scans, S3
+    /// Select), and the bytes stages read from other stages' shuffle files.
+    pub const SUMMED: [&'static str; 7] = [
+        "bytes_scanned",
+        "requests",
+        "retries",
+        "request_cost_nanodollars",
+        "select_requests",
+        "select_cost_nanodollars",
+        "decoded_bytes",
+    ];
+
+    fn of(id: &str, metrics: &GetJobMetricsResult) -> Self {
+        let mut totals: BTreeMap<&'static str, u64> = BTreeMap::new();
+        let counts = metrics
+            .stages
+            .iter()
+            .flat_map(|stage| &stage.operators)
+            .flat_map(|operator| &operator.metrics)
+            .filter_map(|metric| match &metric.metric {
+                Some(Metric::Count(count)) => Some(count),
+                _ => None,
+            });
+        for count in counts {
+            if let Some(name) = Self::SUMMED.iter().find(|&&n| n == count.name) {
+                *totals.entry(name).or_default() += count.value;
+            }
+        }
+        let mut stages: Vec<(u32, u32)> = metrics
+            .stages
+            .iter()
+            .map(|s| (s.stage_id, s.partitions))
+            .collect();
+        stages.sort_unstable();
+        Self {
+            id: id.to_string(),
+            stages,
+            totals,
+        }
+    }
+}

@@ -230,15 +230,12 @@ async fn fetch(
             "the scheduler named a result partition without its executor".into(),
         ));
     };
+    let executor_port = u16::try_from(executor.port)
+        .map_err(|_| DataFusionError::Execution(format!("executor port {}", executor.port)))?;
     let (host, port) = match &proxy {
         Some(FlightProxy::External(address)) => host_port(&format!("http://{address}"))?,
         Some(FlightProxy::Local(true)) => host_port(&url)?,
-        Some(FlightProxy::Local(false)) | None => {
-            let port = u16::try_from(executor.port).map_err(|_| {
-                DataFusionError::Execution(format!("executor port {}", executor.port))
-            })?;
-            (executor.host.clone(), port)
-        }
+        Some(FlightProxy::Local(false)) | None => (executor.host.clone(), executor_port),
     };
     let ballista = config.ballista_config();
     let grpc = GrpcClientConfig::from(&ballista);
@@ -255,7 +252,6 @@ async fn fetch(
     )
     .await
     .map_err(|e| DataFusionError::Execution(format!("{host}:{port}: {e}")))?;
-    let executor_port = u16::try_from(executor.port).unwrap_or(port);
     client
         .fetch_partition_proxied(
             &executor.id,

@@ -35,7 +35,7 @@ mod schedule;
 mod side;
 mod source;
 
-pub use opener::{SHARE_ROWS_ALIGN, SnapshotFile};
-pub use pinned::PinnedSnapshot;
+pub use opener::SHARE_ROWS_ALIGN;
+pub use pinned::{PinnedSnapshot, SnapshotFile};
 pub(crate) use predicate_cache::ScanPredicateCache;
 pub use source::TesseraSource;

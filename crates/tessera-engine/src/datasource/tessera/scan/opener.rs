@@ -21,9 +21,7 @@ use parquet::arrow::arrow_reader::RowSelection;
 use parquet::basic::Encoding;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::schema::types::SchemaDescriptor;
-use tessera_table::{
-    DataFile, FilePredicate, FileRead, OpenFile, Pacer, Snapshot, TableError, Traffic,
-};
+use tessera_table::{FilePredicate, FileRead, OpenFile, Pacer, TableError, Traffic};
 
 use super::coded_filters::CodedOutput;
 use super::decoder::FileDecoder;
@@ -31,7 +29,7 @@ use super::elements::ElementSource;
 use super::leaves::{LeafKind, ShreddedLeaf};
 use super::metrics::TesseraScanMetrics;
 use super::output_source::OutputSource;
-use super::pinned::FileEntry;
+use super::pinned::{FileEntry, SnapshotFile};
 use super::predicate_cache::{Consulted, PlannedRead, Recorder, ScanPredicates};
 use super::prune::{Constraint, intersect_ranges, page_bounds, row_group_bounds};
 use super::schedule::ScanPace;
@@ -39,15 +37,6 @@ use super::side::SideLoads;
 use crate::access::extraction::{ExtractionPlan, dictionary_text};
 use crate::datasource::tessera::provider::external;
 use crate::json::path::PathElem;
-
-/// The snapshot a data file belongs to, attached to its [`PartitionedFile`].
-#[derive(Debug, Clone)]
-pub struct SnapshotFile {
-    /// The table version being read.
-    pub snapshot: Arc<Snapshot>,
-    /// The file, with its deletion vector and summary.
-    pub file: DataFile,
-}
 
 /// Opens the files of one partition of a Tessera table scan.
 pub(super) struct TesseraOpener {

@@ -1,4 +1,5 @@
-//! The files of a scan decoded in another process (a Ballista executor): they name the
+//! The snapshot entry of a scan's files: held ([`SnapshotFile`], a scan planned here), or,
+//! for a scan decoded in another process (a Ballista executor), named: they name the
 //! table version the client planned on, by its key prefix and number, instead of
 //! holding the client's snapshot. The first file a task opens reads that version's
 //! manifest through the receiving process's own store (its own credentials), so that
@@ -12,11 +13,19 @@ use datafusion::common::{DataFusionError, Result};
 use datafusion::datasource::listing::PartitionedFile;
 use object_store::ObjectStore;
 use object_store::path::Path;
-use tessera_table::Table;
+use tessera_table::{DataFile, Snapshot, Table};
 use tokio::sync::OnceCell;
 
-use super::opener::SnapshotFile;
 use crate::datasource::tessera::provider::external;
+
+/// The snapshot a data file belongs to, attached to its [`PartitionedFile`].
+#[derive(Debug, Clone)]
+pub struct SnapshotFile {
+    /// The table version being read.
+    pub snapshot: Arc<Snapshot>,
+    /// The file, with its deletion vector and summary.
+    pub file: DataFile,
+}
 
 /// A table version named, and read once when first needed.
 #[derive(Debug)]

@@ -3,7 +3,9 @@
 executors, side by side in one run.
 
 Data: generated Bluesky events (JSONBench's five queries) and combined JSON TPC-H (its 22
-queries), each cut into --parts objects of whole lines in one MinIO, read as raw NDJSON.
+queries), each cut into --parts objects of whole lines in one MinIO, read as raw NDJSON
+(source `raw`) and as the Tessera table ingested from those objects (source `ingested`,
+`tessera ingest` embedded, once per run; its time is reported).
 Modes, all on this machine:
 - embedded, 1 thread (`tessera --threads 1 sql`);
 - a cluster of 1 executor x 1 slot (`tessera cluster` processes on loopback), plans of
@@ -15,6 +17,7 @@ executor against embedded) and the speed-up of the second executor, their geomet
 per shape, and whether every mode returned embedded's rows.
 
 Usage: bench/cluster/run.py [--docs 1000000] [--sf 0.1] [--parts 8] [--tries 4]
+                            [--sources raw,ingested]
 """
 
 import argparse
@@ -25,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -41,17 +45,34 @@ from tpch_json.run import queries as tpch_queries  # noqa: E402
 MODES = [("embedded 1 thread", 0, 1), ("cluster 1x1", 1, 1), ("cluster 2x1", 2, 2)]
 # Seconds one client process may take.
 PROCESS_S_MAX = 3600
+# How each source names its table.
+DDL = {
+    "raw": "CREATE EXTERNAL TABLE {name} STORED AS NDJSON LOCATION 's3://data/{name}/*.json'",
+    "ingested": "CREATE EXTERNAL TABLE {name} STORED AS TESSERA LOCATION 's3://data/tables/{name}'",
+}
 
 
-def generate(tessera: str, args, data: Path) -> dict:
+def generate(tessera: str, args, data: Path, wanted: list[str]) -> dict:
+    """The generated file of each data set in `wanted`, made once per size."""
     files = {
         "bluesky": (data / f"bluesky-{args.docs}.json", ["gen", "bluesky", "--docs", str(args.docs), "--seed", "1"]),
         "tpch": (data / f"tpch-sf{args.sf:g}.json", ["gen", "tpch-json", "--sf", str(args.sf), "--seed", "1"]),
     }
+    files = {name: spec for name, spec in files.items() if name in wanted}
     for path, command in files.values():
         if not path.exists():
             subprocess.run([tessera, *command, "--out", str(path)], check=True, capture_output=True)
     return {name: path for name, (path, _) in files.items()}
+
+
+def ingest(tessera: str, env: dict, name: str) -> float:
+    """Ingests s3://data/NAME/*.json into the Tessera table s3://data/tables/NAME; seconds."""
+    start = time.monotonic()
+    subprocess.run(
+        [tessera, "ingest", f"s3://data/{name}/*.json", "--table", f"s3://data/tables/{name}"],
+        env=env, check=True, capture_output=True, timeout=PROCESS_S_MAX,
+    )
+    return time.monotonic() - start
 
 
 def run_queries(tessera: str, env: dict, cluster, threads: int, ddl: str, sqls: list[str], tries: int):
@@ -98,22 +119,44 @@ def table(shape: str, names: list[str], results: list[list[dict]]) -> tuple[list
     return lines, overheads, speedups
 
 
+def run_shape(args, env: dict, shape: str, ddl: str, names: list[str], sqls: list[str], heading: str) -> list[str]:
+    """One shape from one source in every mode: its table and geometric means."""
+    results = []
+    for _, executors, threads in MODES:
+        if executors == 0:
+            results.append(run_queries(args.tessera, env, None, threads, ddl, sqls, args.tries))
+            continue
+        with Cluster(args.tessera, env, executors) as cluster:
+            results.append(run_queries(args.tessera, env, cluster.url, threads, ddl, sqls, args.tries))
+    lines, overheads, speedups = table(shape, names, results)
+    report = [heading, "", *lines, ""]
+    if overheads:
+        report.append(f"- {shape}: geometric mean overhead of 1 executor over embedded {geomean(overheads):.2f}x "
+                      f"(target <= 1.3x); speed-up of the second executor {geomean(speedups):.2f}x "
+                      f"(target >= 1.7x)")
+    return report + [""]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--docs", type=int, default=1_000_000)
     parser.add_argument("--sf", type=float, default=0.1)
     parser.add_argument("--parts", type=int, default=8)
     parser.add_argument("--tries", type=int, default=4)
+    parser.add_argument("--sources", default="raw,ingested", help="comma-separated: raw, ingested")
+    parser.add_argument("--shapes", default="JSONBench,TPC-H", help="comma-separated: JSONBench, TPC-H")
     parser.add_argument("--data", type=Path, default=REPO / "bench/data")
     parser.add_argument("--tessera", default=default_tessera())
     args = parser.parse_args()
     args.data.mkdir(parents=True, exist_ok=True)
-    files = generate(args.tessera, args, args.data)
     shapes = [
         ("JSONBench", "bluesky", [f"Q{i + 1}" for i in range(5)], jsonbench_queries("tessera")),
         ("TPC-H", "tpch", [f"Q{i + 1}" for i in range(22)], tpch_queries("tessera", args.sf)),
     ]
-    report = []
+    shapes = [s for s in shapes if s[0] in args.shapes.split(",")]
+    files = generate(args.tessera, args, args.data, [s[1] for s in shapes])
+    version = subprocess.run([args.tessera, "--version"], capture_output=True, text=True).stdout.strip()
+    print(f"{version}, {platform.machine()}, {os.cpu_count()} cores, {args.tries} tries (first left out)\n", flush=True)
     with MinIO() as minio, tempfile.TemporaryDirectory(dir=args.data) as work:
         minio.create_bucket("data")
         for name, path in files.items():
@@ -122,26 +165,15 @@ def main() -> int:
                 piece.unlink()
         env = dict(os.environ, **minio.env())
         env.pop("TESSERA_CLUSTER", None)
-        for shape, table_name, names, sqls in shapes:
-            ddl = f"CREATE EXTERNAL TABLE {table_name} STORED AS NDJSON LOCATION 's3://data/{table_name}/*.json'"
-            results = []
-            for _, executors, threads in MODES:
-                if executors == 0:
-                    results.append(run_queries(args.tessera, env, None, threads, ddl, sqls, args.tries))
-                    continue
-                with Cluster(args.tessera, env, executors) as cluster:
-                    results.append(run_queries(args.tessera, env, cluster.url, threads, ddl, sqls, args.tries))
-            lines, overheads, speedups = table(shape, names, results)
-            size = files[table_name].stat().st_size / 1e6
-            report += [f"{shape}: {files[table_name].name} ({size:.0f} MB in {args.parts} objects)", "", *lines, ""]
-            if overheads:
-                report.append(f"- {shape}: geometric mean overhead of 1 executor over embedded {geomean(overheads):.2f}x "
-                              f"(target <= 1.3x); speed-up of the second executor {geomean(speedups):.2f}x "
-                              f"(target >= 1.7x)")
-            report.append("")
-    version = subprocess.run([args.tessera, "--version"], capture_output=True, text=True).stdout.strip()
-    print(f"{version}, {platform.machine()}, {os.cpu_count()} cores, {args.tries} tries (first left out)\n")
-    print("\n".join(report))
+        for source in args.sources.split(","):
+            for shape, table_name, names, sqls in shapes:
+                heading = f"{shape} {source}: {files[table_name].name} "
+                heading += f"({files[table_name].stat().st_size / 1e6:.0f} MB in {args.parts} objects"
+                if source == "ingested":
+                    heading += f", ingested in {ingest(args.tessera, env, table_name):.1f} s"
+                report = run_shape(args, env, f"{shape} {source}", DDL[source].format(name=table_name),
+                                   names, sqls, heading + ")")
+                print("\n".join(report), flush=True)
     return 0
 
 

@@ -31,6 +31,8 @@ class Cluster:
         self.port = free_port()
         self.procs = []
         self.executor_procs = []
+        # The port each executor serves shuffled data on; with 127.0.0.1, its address.
+        self.flight_ports = []
 
     @property
     def url(self) -> str:
@@ -51,10 +53,11 @@ class Cluster:
     def __enter__(self):
         self._start("scheduler", "--bind", f"127.0.0.1:{self.port}", "--executor-timeout-s", "6",
                     "--ready-executors", str(self.executors))
+        self.flight_ports = [free_port() for _ in range(self.executors)]
         self.executor_procs = [
-            self._start("executor", "--scheduler", self.url, "--flight-port", str(free_port()),
+            self._start("executor", "--scheduler", self.url, "--flight-port", str(port),
                         "--grpc-port", str(free_port()), "--slots", str(self.slots), "--heartbeat-s", "1")
-            for _ in range(self.executors)
+            for port in self.flight_ports
         ]
         deadline = time.monotonic() + READY_S_MAX
         while time.monotonic() < deadline:

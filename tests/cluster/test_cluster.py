@@ -201,8 +201,8 @@ def test_a_distributed_ingest_commits_one_version(minio, cluster_two, duck_blues
 
 
 def test_explain_analyze_reports_the_job(minio, tables, cluster_two):
-    """EXPLAIN ANALYZE on a cluster: the job's stages and tasks, and the object-store
-    bytes, requests and price summed over the executors' tasks."""
+    """EXPLAIN ANALYZE on a cluster: the job's stages, their tasks per executor, and the
+    object-store bytes, requests and price summed over the executors' tasks."""
     query = "EXPLAIN ANALYZE SELECT j->>'kind', count(*) FROM bluesky GROUP BY 1"
     plan = "\n".join(str(r) for r in rows(minio, cluster_two.url, table("ingested", "bluesky") + query))
     line = next(l for l in plan.splitlines() if "ClusterExec" in l)
@@ -214,5 +214,14 @@ def test_explain_analyze_reports_the_job(minio, tables, cluster_two):
         return int(match.group(1))
 
     assert metric("stages") >= 2 and metric("tasks") > metric("stages"), line
+    stages = re.findall(r"\b\d+: (\d+) tasks \(([^)]*)\)", line)
+    assert len(stages) == metric("stages"), f"a stage without its executors: {line}"
+    ran = {}
+    for tasks, spread in stages:
+        counts = dict(part.rsplit(" ", 1) for part in spread.split(", "))
+        assert sum(int(n) for n in counts.values()) == int(tasks), line
+        for executor, n in counts.items():
+            ran[executor] = ran.get(executor, 0) + int(n)
+    assert set(ran) == {f"127.0.0.1:{port}" for port in cluster_two.flight_ports}, line
     assert metric("bytes_scanned") > 0 and metric("requests") > 0, line
     assert metric("request_cost_nanodollars") > 0, line

@@ -9,6 +9,7 @@ use tessera_engine::physical_plan::codec::ClusterCodec;
 
 use crate::error::ClusterError;
 use crate::parts;
+use crate::task_count::CountingEngine;
 
 /// Where an executor listens and which scheduler it serves.
 #[derive(Debug, Clone)]
@@ -42,6 +43,7 @@ pub async fn run_executor(
     }
     let state = session.context().state();
     let runtime = state.runtime_env().clone();
+    let address = format!("{}:{}", settings.host, settings.flight_port);
     let config = ExecutorProcessConfig {
         bind_host: settings.host.clone(),
         external_host: Some(settings.host),
@@ -58,6 +60,7 @@ pub async fn run_executor(
         override_config_producer: Some(parts::settings(session)),
         override_runtime_producer: Some(Arc::new(move |_| Ok(Arc::clone(&runtime)))),
         override_physical_codec: Some(Arc::new(ClusterCodec::default())),
+        override_execution_engine: Some(Arc::new(CountingEngine::new(&address))),
         ..ExecutorProcessConfig::default()
     };
     start_executor_process(Arc::new(config))

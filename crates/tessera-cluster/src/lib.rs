@@ -18,6 +18,7 @@ pub mod error;
 pub mod executor;
 mod parts;
 pub mod scheduler;
+mod task_count;
 
 pub use error::ClusterError;
 

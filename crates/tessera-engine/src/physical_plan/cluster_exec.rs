@@ -79,11 +79,7 @@ impl DisplayAs for ClusterExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
         write!(f, "ClusterExec: scheduler={}", self.scheduler)?;
         if let Some(report) = self.report.lock().as_ref() {
-            let stages: Vec<String> = report
-                .stages
-                .iter()
-                .map(|(stage, tasks)| format!("{stage}: {tasks} tasks"))
-                .collect();
+            let stages: Vec<String> = report.stages.iter().map(ToString::to_string).collect();
             write!(f, ", job={}, stages=[{}]", report.id, stages.join(", "))?;
         }
         Ok(())
@@ -167,7 +163,7 @@ fn record(report: JobReport, shown: &Mutex<Option<JobReport>>, metrics: &Executi
     let tasks: u64 = report
         .stages
         .iter()
-        .map(|&(_, tasks)| u64::from(tasks))
+        .map(|stage| u64::from(stage.tasks))
         .sum();
     counter("tasks").add(usize::try_from(tasks).unwrap_or(usize::MAX));
     for (&name, &total) in &report.totals {

@@ -6,6 +6,7 @@
 //! where this wait starts at 2 ms and backs off.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -19,7 +20,8 @@ use ballista_core::serde::protobuf::operator_metric::Metric;
 use ballista_core::serde::protobuf::scheduler_grpc_client::SchedulerGrpcClient;
 use ballista_core::serde::protobuf::{
     CancelJobParams, ExecuteQueryParams, GetJobMetricsParams, GetJobMetricsResult,
-    GetJobStatusParams, KeyValuePair, PartitionLocation, execute_query_result, job_status,
+    GetJobStatusParams, JobStageMetrics, KeyValuePair, NamedCount, PartitionLocation,
+    execute_query_result, job_status,
 };
 use ballista_core::utils::{GrpcClientConfig, create_grpc_client_endpoint};
 use datafusion::common::{DataFusionError, Result};
@@ -283,8 +285,8 @@ fn host_port(address: &str) -> Result<(String, u16)> {
 pub struct JobReport {
     /// The job's id at the scheduler.
     pub id: String,
-    /// `(stage id, tasks)`, by stage id.
-    pub stages: Vec<(u32, u32)>,
+    /// The job's stages, by id.
+    pub stages: Vec<StageReport>,
     /// Counter totals by name, for the names in [`JobReport::SUMMED`].
     pub totals: BTreeMap<&'static str, u64>,
 }
@@ -304,30 +306,76 @@ impl JobReport {
 
     fn of(id: &str, metrics: &GetJobMetricsResult) -> Self {
         let mut totals: BTreeMap<&'static str, u64> = BTreeMap::new();
-        let counts = metrics
-            .stages
-            .iter()
-            .flat_map(|stage| &stage.operators)
-            .flat_map(|operator| &operator.metrics)
-            .filter_map(|metric| match &metric.metric {
-                Some(Metric::Count(count)) => Some(count),
-                _ => None,
-            });
-        for count in counts {
+        for count in metrics.stages.iter().flat_map(counts) {
             if let Some(name) = Self::SUMMED.iter().find(|&&n| n == count.name) {
                 *totals.entry(name).or_default() += count.value;
             }
         }
-        let mut stages: Vec<(u32, u32)> = metrics
-            .stages
-            .iter()
-            .map(|s| (s.stage_id, s.partitions))
-            .collect();
-        stages.sort_unstable();
+        let mut stages: Vec<StageReport> = metrics.stages.iter().map(StageReport::of).collect();
+        stages.sort_unstable_by_key(|stage| stage.id);
         Self {
             id: id.to_string(),
             stages,
             totals,
         }
     }
+}
+
+/// The prefix of the counter each executor adds to every task it runs, followed by the
+/// executor's address: `tasks@127.0.0.1:50051`.
+pub const TASKS_ON: &str = "tasks@";
+
+/// One stage of a job: how many tasks it had and which executors ran them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StageReport {
+    /// The stage's id at the scheduler.
+    pub id: u32,
+    /// Its tasks (one per partition).
+    pub tasks: u32,
+    /// Tasks run, by executor address; a task run again after its executor was lost
+    /// counts on each executor that ran it.
+    pub tasks_by_executor: BTreeMap<String, u64>,
+}
+
+impl StageReport {
+    fn of(stage: &JobStageMetrics) -> Self {
+        let mut tasks_by_executor = BTreeMap::new();
+        for count in counts(stage) {
+            if let Some(executor) = count.name.strip_prefix(TASKS_ON) {
+                *tasks_by_executor.entry(executor.to_string()).or_default() += count.value;
+            }
+        }
+        Self {
+            id: stage.stage_id,
+            tasks: stage.partitions,
+            tasks_by_executor,
+        }
+    }
+}
+
+impl fmt::Display for StageReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} tasks", self.id, self.tasks)?;
+        let spread: Vec<String> = self
+            .tasks_by_executor
+            .iter()
+            .map(|(executor, tasks)| format!("{executor} {tasks}"))
+            .collect();
+        if !spread.is_empty() {
+            write!(f, " ({})", spread.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// The counters of a stage's operators.
+fn counts(stage: &JobStageMetrics) -> impl Iterator<Item = &NamedCount> {
+    stage
+        .operators
+        .iter()
+        .flat_map(|operator| &operator.metrics)
+        .filter_map(|metric| match &metric.metric {
+            Some(Metric::Count(count)) => Some(count),
+            _ => None,
+        })
 }

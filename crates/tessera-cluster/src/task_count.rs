@@ -1,0 +1,118 @@
+//! Which executor ran which task: each task a counter `tasks@HOST:PORT` in its stage's
+//! metrics, so that the job's metrics (summed by name per stage at the scheduler) say
+//! how many of a stage's tasks each executor ran. Ballista's own metrics name no
+//! executor, and `EXPLAIN ANALYZE` on a cluster shows the spread of tasks from these.
+
+use std::fmt;
+use std::sync::Arc;
+
+use ballista_core::JobId;
+use ballista_core::serde::protobuf::{
+    RuntimeStatsReport, ShuffleWritePartition, TaskColumnStats, WindowStateReport,
+};
+use ballista_executor::execution_engine::{
+    DefaultExecutionEngine, ExecutionEngine, QueryStageExecutor,
+};
+use datafusion::error::Result;
+use datafusion::execution::TaskContext;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::metrics::{Count, Metric, MetricValue, MetricsSet};
+use datafusion::prelude::SessionConfig;
+use tessera_engine::physical_plan::cluster_job::TASKS_ON;
+
+/// Ballista's stage executor, with every task counted under this executor's address.
+/// Its shuffle readers connect once per fetch: the pool of Flight clients that
+/// Ballista's own default keeps is private to its executor crate.
+pub(crate) struct CountingEngine {
+    inner: DefaultExecutionEngine,
+    counter: String,
+}
+
+impl CountingEngine {
+    /// Counts tasks under `address` (the host and Flight port others fetch from).
+    pub(crate) fn new(address: &str) -> Self {
+        Self {
+            inner: DefaultExecutionEngine::new(),
+            counter: format!("{TASKS_ON}{address}"),
+        }
+    }
+}
+
+impl ExecutionEngine for CountingEngine {
+    fn create_query_stage_exec(
+        &self,
+        job_id: JobId,
+        stage_id: usize,
+        task_id: usize,
+        global_output_partition_ids: Vec<usize>,
+        plan: Arc<dyn ExecutionPlan>,
+        work_dir: &str,
+        config: &SessionConfig,
+    ) -> Result<Arc<dyn QueryStageExecutor>> {
+        let stage = self.inner.create_query_stage_exec(
+            job_id,
+            stage_id,
+            task_id,
+            global_output_partition_ids,
+            plan,
+            work_dir,
+            config,
+        )?;
+        Ok(Arc::new(CountedStage {
+            stage,
+            counter: self.counter.clone(),
+        }))
+    }
+}
+
+/// One task's stage: Ballista's, plus the count of 1 in its root operator's metrics.
+#[derive(Debug)]
+struct CountedStage {
+    stage: Arc<dyn QueryStageExecutor>,
+    counter: String,
+}
+
+impl fmt::Display for CountedStage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.stage.fmt(f)
+    }
+}
+
+#[async_trait::async_trait]
+impl QueryStageExecutor for CountedStage {
+    async fn execute_query_stage(
+        &self,
+        task_id: usize,
+        context: Arc<TaskContext>,
+    ) -> Result<Vec<ShuffleWritePartition>> {
+        self.stage.execute_query_stage(task_id, context).await
+    }
+
+    /// The metric sets stay one per operator (the scheduler matches them to the stage's
+    /// operators by position); the count joins the first, the shuffle writer's.
+    fn collect_plan_metrics(&self) -> Vec<MetricsSet> {
+        let mut sets = self.stage.collect_plan_metrics();
+        if let Some(root) = sets.first_mut() {
+            let count = Count::new();
+            count.add(1);
+            let value = MetricValue::Count {
+                name: self.counter.clone().into(),
+                count,
+            };
+            root.push(Arc::new(Metric::new(value, None)));
+        }
+        sets
+    }
+
+    fn collect_runtime_stats_reports(&self) -> Vec<RuntimeStatsReport> {
+        self.stage.collect_runtime_stats_reports()
+    }
+
+    fn collect_window_state_reports(&self) -> Result<Vec<WindowStateReport>> {
+        self.stage.collect_window_state_reports()
+    }
+
+    fn collect_column_stats(&self) -> Vec<TaskColumnStats> {
+        self.stage.collect_column_stats()
+    }
+}

@@ -165,6 +165,9 @@ def main() -> int:
                 piece.unlink()
         env = dict(os.environ, **minio.env())
         env.pop("TESSERA_CLUSTER", None)
+        # Caches off in every process: repeated tries measure the distribution, not the
+        # block or region cache (the cluster has no region cache).
+        env["TESSERA_CACHE_DIR"] = ""
         for source in args.sources.split(","):
             for shape, table_name, names, sqls in shapes:
                 heading = f"{shape} {source}: {files[table_name].name} "

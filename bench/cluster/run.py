@@ -17,7 +17,7 @@ executor against embedded) and the speed-up of the second executor, their geomet
 per shape, and whether every mode returned embedded's rows.
 
 Usage: bench/cluster/run.py [--docs 1000000] [--sf 0.1] [--parts 8] [--tries 4]
-                            [--sources raw,ingested]
+                            [--sources raw,ingested] [--shapes JSONBench,TPC-H]
 """
 
 import argparse

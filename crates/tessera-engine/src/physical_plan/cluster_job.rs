@@ -332,8 +332,8 @@ pub struct StageReport {
     pub id: u32,
     /// Its tasks (one per partition).
     pub tasks: u32,
-    /// Tasks run, by executor address; a task run again after its executor was lost
-    /// counts on each executor that ran it.
+    /// Tasks run, by executor address, from the task attempts that succeeded (the
+    /// scheduler keeps only their metrics), so they sum to `tasks`.
     pub tasks_by_executor: BTreeMap<String, u64>,
 }
 

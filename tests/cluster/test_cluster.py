@@ -166,16 +166,68 @@ def test_losing_an_executor_mid_query(minio):
         assert len(errors) == 1 and "the cluster at" in errors[0], stderr
 
 
-def test_skipping_lines_is_refused_on_a_cluster(minio, cluster_one):
-    """Lines skipped on an executor would miss this session's report: refused, not lost."""
+# Malformed lines put into every object of s3://data/broken/: a cut-off document, text
+# that is not JSON, and an unclosed string.
+MALFORMED = [b'{"kind": "commit", "did": ', b"not json at all", b'{"kind": "unclosed']
+BROKEN = "CREATE EXTERNAL TABLE broken STORED AS NDJSON LOCATION 's3://data/broken/*.json';\n"
+SKIPPING = "SELECT j->>'kind' AS kind, count(*) AS n FROM broken GROUP BY 1 ORDER BY 1"
+
+
+@pytest.fixture(scope="module")
+def broken(minio, data_dir) -> int:
+    """s3://data/broken/: the JSONBench objects with MALFORMED lines spread through each;
+    the number of lines put in."""
+    put = 0
+    for piece in sorted((data_dir / "bluesky").glob("*.json")):
+        lines = piece.read_bytes().splitlines()
+        for i, bad in enumerate(MALFORMED):
+            lines.insert((i + 1) * len(lines) // (len(MALFORMED) + 1), bad)
+            put += 1
+        target = data_dir / f"broken-{piece.name}"
+        target.write_bytes(b"\n".join(lines) + b"\n")
+        minio.put("data", f"broken/{piece.name}", target)
+    return put
+
+
+def skip_report(minio, cluster: str | None) -> tuple[list, list[str]]:
+    """The rows of SKIPPING with lines skipped, and the warning that reports them."""
+    placement = ["--cluster", cluster] if cluster else []
     out = subprocess.run(
-        [tessera_binary(), "--on-error", "skip", "--cluster", cluster_one.url, "sql", BLUESKY + "SELECT count(*) FROM bluesky"],
+        [tessera_binary(), "--threads", THREADS, "--on-error", "skip", *placement, "sql", "--format", "json",
+         BROKEN + SKIPPING],
         env=tessera_env(minio),
         capture_output=True,
         text=True,
         timeout=QUERY_S_MAX,
     )
-    assert out.returncode != 0 and "cannot yet report the lines it skips" in out.stderr, out.stderr
+    assert out.returncode == 0, out.stderr
+    warning = out.stderr[out.stderr.index("warning: skipped"):].splitlines() if "warning: skipped" in out.stderr else []
+    return json.loads(out.stdout), warning
+
+
+def test_skipped_lines_are_reported_as_embedded(minio, broken, cluster):
+    """Lines skipped on the executors reach the client's report: every one counted, and
+    the same places as embedded, beside the same rows."""
+    got, warning = skip_report(minio, cluster)
+    assert warning and warning[0] == f"warning: skipped {broken} malformed lines", warning
+    # One place per skipped line (fewer than the samples kept), each naming its object.
+    places = warning[1:]
+    assert len(places) == broken and all(p.strip().startswith("s3://data/broken/") for p in places), warning
+    assert (got, warning) == skip_report(minio, None)
+
+
+def test_a_write_that_skips_lines_is_refused_on_a_cluster(minio, broken, cluster_one):
+    """An ingest keeps every skipped line in full in its reject file, which the executors
+    cannot yet send back: refused, not lost."""
+    out = subprocess.run(
+        [tessera_binary(), "--on-error", "skip", "--cluster", cluster_one.url, "ingest",
+         "s3://data/broken/*.json", "--table", f"s3://data/tables/skipping_{free_port()}"],
+        env=tessera_env(minio),
+        capture_output=True,
+        text=True,
+        timeout=QUERY_S_MAX,
+    )
+    assert out.returncode != 0 and "cannot yet keep the reject file" in out.stderr, out.stderr
 
 
 def test_a_distributed_ingest_commits_one_version(minio, cluster_two, duck_bluesky):

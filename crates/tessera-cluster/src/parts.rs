@@ -8,6 +8,7 @@ use ballista_core::extension::SessionConfigExt;
 use ballista_core::registry::BallistaFunctionRegistry;
 use datafusion::execution::SessionState;
 use tessera_engine::TesseraSession;
+use tessera_engine::rejects::RejectLog;
 
 /// The session's functions, by every name they answer to.
 pub(crate) fn functions(state: &SessionState) -> BallistaFunctionRegistry {
@@ -20,7 +21,8 @@ pub(crate) fn functions(state: &SessionState) -> BallistaFunctionRegistry {
 }
 
 /// The session's settings, Tessera's among them, so that a client's `tessera.*`
-/// settings reach the tasks; each call gives a fresh copy for one job or task.
+/// settings reach the tasks; each call gives a fresh copy for one job or task, with a
+/// reject log of its own, so that a task reports exactly the lines it skipped.
 pub(crate) fn settings(session: &TesseraSession) -> ConfigProducer {
     let config = session
         .context()
@@ -28,5 +30,9 @@ pub(crate) fn settings(session: &TesseraSession) -> ConfigProducer {
         .config()
         .clone()
         .upgrade_for_ballista();
-    Arc::new(move || config.clone())
+    Arc::new(move || {
+        config
+            .clone()
+            .with_extension(Arc::new(RejectLog::default()))
+    })
 }

@@ -1,7 +1,8 @@
-//! Which executor ran which task: each task a counter `tasks@HOST:PORT` in its stage's
-//! metrics, so that the job's metrics (summed by name per stage at the scheduler) say
-//! how many of a stage's tasks each executor ran. Ballista's own metrics name no
-//! executor, and `EXPLAIN ANALYZE` on a cluster shows the spread of tasks from these.
+//! What a task tells the client beyond Ballista's own metrics, as counters in its
+//! stage's metrics (summed by name per stage at the scheduler): which executor ran it
+//! (`tasks@HOST:PORT`, so the job's metrics say how many of a stage's tasks each
+//! executor ran, which `EXPLAIN ANALYZE` on a cluster shows), and the lines its scans
+//! skipped as malformed, so the client reports them as an embedded query would.
 
 use std::fmt;
 use std::sync::Arc;
@@ -18,9 +19,11 @@ use datafusion::execution::TaskContext;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::metrics::{Count, Metric, MetricValue, MetricsSet};
 use datafusion::prelude::SessionConfig;
-use tessera_engine::physical_plan::cluster_job::TASKS_ON;
+use tessera_engine::physical_plan::cluster_job::{TASKS_ON, reject_counters};
+use tessera_engine::rejects::RejectLog;
 
-/// Ballista's stage executor, with every task counted under this executor's address.
+/// Ballista's stage executor, with every task counted under this executor's address and
+/// its skipped lines added.
 /// Its shuffle readers connect once per fetch: the pool of Flight clients that
 /// Ballista's own default keeps is private to its executor crate.
 pub(crate) struct CountingEngine {
@@ -61,15 +64,19 @@ impl ExecutionEngine for CountingEngine {
         Ok(Arc::new(CountedStage {
             stage,
             counter: self.counter.clone(),
+            rejects: config.get_extension::<RejectLog>(),
         }))
     }
 }
 
-/// One task's stage: Ballista's, plus the count of 1 in its root operator's metrics.
+/// One task's stage: Ballista's, plus the count of 1 and the skipped lines in its root
+/// operator's metrics.
 #[derive(Debug)]
 struct CountedStage {
     stage: Arc<dyn QueryStageExecutor>,
     counter: String,
+    /// The task's own log (see `parts::settings`), which its scans were decoded with.
+    rejects: Option<Arc<RejectLog>>,
 }
 
 impl fmt::Display for CountedStage {
@@ -89,17 +96,24 @@ impl QueryStageExecutor for CountedStage {
     }
 
     /// The metric sets stay one per operator (the scheduler matches them to the stage's
-    /// operators by position); the count joins the first, the shuffle writer's.
+    /// operators by position); the counters join the first, the shuffle writer's.
     fn collect_plan_metrics(&self) -> Vec<MetricsSet> {
         let mut sets = self.stage.collect_plan_metrics();
         if let Some(root) = sets.first_mut() {
-            let count = Count::new();
-            count.add(1);
-            let value = MetricValue::Count {
-                name: self.counter.clone().into(),
-                count,
-            };
-            root.push(Arc::new(Metric::new(value, None)));
+            let skipped = self.rejects.as_ref().map(|log| log.summary());
+            let rejects = skipped
+                .iter()
+                .filter(|s| s.count > 0)
+                .flat_map(reject_counters);
+            for (name, value) in std::iter::once((self.counter.clone(), 1)).chain(rejects) {
+                let count = Count::new();
+                count.add(usize::try_from(value).unwrap_or(usize::MAX));
+                let value = MetricValue::Count {
+                    name: name.into(),
+                    count,
+                };
+                root.push(Arc::new(Metric::new(value, None)));
+            }
         }
         sets
     }

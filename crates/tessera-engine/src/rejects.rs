@@ -7,11 +7,13 @@ use std::fmt;
 use std::io::Write;
 use std::sync::Mutex;
 
+use serde::{Deserialize, Serialize};
+
 /// At most this many rejected records are kept with details; all are counted.
 pub const MAX_SAMPLES: usize = 100;
 
 /// One rejected record.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Reject {
     /// The file (or object URL) it came from.
     pub file: String,
@@ -134,10 +136,31 @@ impl RejectLog {
         }
     }
 
+    /// Adds what another log recorded (a cluster task's, on an executor): the counts add
+    /// up, and of both sets of samples the first [`MAX_SAMPLES`] in file and line order
+    /// are kept.
+    pub fn absorb(&self, other: RejectSummary) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.count += other.count;
+        inner.samples.extend(other.samples);
+        if inner.samples.len() > MAX_SAMPLES {
+            inner.samples.sort();
+            inner.samples.truncate(MAX_SAMPLES);
+        }
+        debug_assert!(inner.samples.len() as u64 <= inner.count);
+    }
+
     /// Returns and clears what was recorded.
     pub fn take(&self) -> RejectSummary {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let mut summary = std::mem::take(&mut *inner);
+        summary.samples.sort();
+        summary
+    }
+
+    /// What was recorded so far, left in place.
+    pub fn summary(&self) -> RejectSummary {
+        let mut summary = self.inner.lock().unwrap_or_else(|e| e.into_inner()).clone();
         summary.samples.sort();
         summary
     }
@@ -202,6 +225,21 @@ mod tests {
         assert_eq!(lines[149]["text"], "{\"n\":150");
         assert_eq!(lines[0]["line"], 1);
         assert_eq!(lines[0]["reason"], "expected ':'");
+    }
+
+    #[test]
+    fn absorbing_adds_counts_and_keeps_the_first_samples() {
+        let (log, other) = (RejectLog::default(), RejectLog::default());
+        for line in 1..=80 {
+            log.record(reject(line * 2), b"{");
+            other.record(reject(line * 2 - 1), b"{");
+        }
+        other.record(reject(1000), b"{");
+        log.absorb(other.take());
+        let summary = log.take();
+        assert_eq!(summary.count, 161);
+        let lines: Vec<u64> = summary.samples.iter().map(|r| r.line).collect();
+        assert_eq!(lines, (1..=MAX_SAMPLES as u64).collect::<Vec<_>>());
     }
 
     #[test]

@@ -407,6 +407,44 @@ async fn torn_regions_are_dropped_at_startup() {
     }
 }
 
+/// A table dropped and made again at the same location starts again at version 1: the
+/// regions of the first table's version 1 must not answer for the second's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_made_again_is_not_answered_from_the_first_ones_regions() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let sql = "SELECT j->>'did' FROM t WHERE j->>'kind' = 'commit'";
+    let first = write_region(dir.path(), &cache, sql).await;
+    let old = run(&first, sql).await;
+    assert!(old.from_region);
+    let table = dir.path().join("table");
+    std::fs::remove_dir_all(&table).unwrap();
+    let again = session();
+    let create = format!(
+        "CREATE EXTERNAL TABLE t (j VARCHAR) STORED AS TESSERA LOCATION '{}'",
+        table.display()
+    );
+    rows(&again, &create).await;
+    rows(&again, LOCAL_TABLES).await;
+    let other = dir.path().join("bluesky2.json");
+    let insert = format!("INSERT INTO t SELECT j FROM '{}'", other.display());
+    rows(&again, &insert).await;
+    let expected = run(&again, sql).await.rows;
+    assert_ne!(expected, old.rows, "the second table must answer otherwise");
+    rows(
+        &again,
+        &format!("SET tessera.cache_dir = '{}'", cache.display()),
+    )
+    .await;
+    let answer = run(&again, sql).await;
+    assert_eq!(
+        answer.versions,
+        Vec::<u64>::new(),
+        "a region of the first table answered"
+    );
+    assert_eq!(answer.rows, expected);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stats_count_regions_and_answers_and_explain_analyze_shows_savings() {
     let dir = tempfile::tempdir().unwrap();

@@ -49,19 +49,18 @@ impl PhysicalOptimizerRule for ClusterPlacement {
         if !plan.exists(|node| Ok(node.children().is_empty() && reads_files(node)))? {
             return Ok(plan);
         }
-        let skips = |node: &Arc<dyn ExecutionPlan>| {
-            ndjson_scan(node).is_some_and(|(_, source)| source.settings().on_error == OnError::Skip)
-        };
-        if plan.exists(|node| Ok(skips(node)))? {
-            // The executors would count the skipped lines, out of this session's report.
-            return Err(DataFusionError::NotImplemented(
-                "a cluster cannot yet report the lines it skips: SET tessera.on_error = \
-                 'fail', or run embedded (SET tessera.cluster = '')"
-                    .into(),
-            ));
-        }
         // A write into a Tessera table: files written on the executors, committed here.
         if let Some(split) = split_write(&plan, |files| sent(files, scheduler.clone())) {
+            if plan.exists(|node| Ok(skips(node)))? {
+                // An ingest keeps every skipped line in full in its reject file; the
+                // executors send back only the count and the first places.
+                return Err(DataFusionError::NotImplemented(
+                    "a cluster cannot yet keep the reject file of a write that skips \
+                     lines: SET tessera.on_error = 'fail', or write embedded (SET \
+                     tessera.cluster = '')"
+                        .into(),
+                ));
+            }
             return Ok(split);
         }
         // The analysis, and another write's sink, stay here.
@@ -79,6 +78,11 @@ impl PhysicalOptimizerRule for ClusterPlacement {
     fn schema_check(&self) -> bool {
         true
     }
+}
+
+/// Whether `plan` is a raw NDJSON scan that skips malformed lines.
+fn skips(plan: &Arc<dyn ExecutionPlan>) -> bool {
+    ndjson_scan(plan).is_some_and(|(_, source)| source.settings().on_error == OnError::Skip)
 }
 
 /// Whether the leaf `plan` scans files (of any format).

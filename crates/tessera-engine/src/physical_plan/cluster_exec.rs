@@ -21,6 +21,7 @@ use futures::{StreamExt, TryStreamExt};
 use parking_lot::Mutex;
 
 use super::cluster_job::{Job, JobReport};
+use crate::rejects::RejectLog;
 
 /// Runs its single-partition input on the Ballista cluster whose scheduler is at
 /// `scheduler` (`http://host:port`), and streams back the rows.
@@ -131,12 +132,17 @@ impl ExecutionPlan for ClusterExec {
         let rows = MetricBuilder::new(&self.metrics).output_rows(partition);
         let named = self.scheduler.clone();
         let (shown, metrics) = (Arc::clone(&self.report), self.metrics.clone());
+        let rejects = context.session_config().get_extension::<RejectLog>();
         let stream = futures::stream::once(async move {
             let mut job = Job::submit(&scheduler, input, session_id, config).await?;
             let finished = job.finished().await?;
             let results = job.rows(finished).map_ok(Some);
             let report = futures::stream::once(async move {
-                record(job.report().await?, &shown, &metrics);
+                let report = job.report().await?;
+                if let Some(rejects) = &rejects {
+                    rejects.absorb(report.rejects.clone());
+                }
+                record(report, &shown, &metrics);
                 Ok(None)
             });
             Ok::<_, DataFusionError>(results.chain(report))

@@ -3,7 +3,7 @@
 //! executors holding them, and on request what the job did, stage by stage. Ballista's
 //! own `execute_physical_plan` does the first three but keeps the job to itself, and
 //! `EXPLAIN ANALYZE` needs it; it also polls every 50 ms, which a short query pays whole,
-//! where this wait starts at 2 ms and backs off.
+//! where this wait looks again after a twentieth of the time the job has run.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -35,15 +35,21 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 
 use super::codec::ClusterCodec;
+use crate::rejects::{MAX_SAMPLES, Reject, RejectSummary};
 
 type Scheduler = SchedulerGrpcClient<InterceptedService<Channel, BallistaGrpcMetadataInterceptor>>;
 
 /// Longest a client waits for its job: a query still running then is cancelled.
 pub const JOB_WAIT_S_MAX: u64 = 6 * 3600;
 
-/// First and longest pause between two looks at a running job's status.
-const POLL_MS_MIN: u64 = 2;
+/// Shortest and longest pause between two looks at a running job's status.
+const POLL_MS_MIN: u64 = 1;
 const POLL_MS_MAX: u64 = 50;
+
+/// Between the two, a running job is looked at again after this fraction of the time it
+/// has run, so that noticing its end adds about 5% to a query at most: a doubling pause
+/// can add nearly all of a short query again.
+const POLL_FRACTION_INVERSE: u64 = 20;
 
 /// A submitted job.
 pub(crate) struct Job {
@@ -117,7 +123,6 @@ impl Job {
     /// job still running after [`JOB_WAIT_S_MAX`] is cancelled.
     pub async fn finished(&mut self) -> Result<Finished> {
         let started = Instant::now();
-        let mut pause_ms = POLL_MS_MIN;
         while started.elapsed() < Duration::from_secs(JOB_WAIT_S_MAX) {
             let params = GetJobStatusParams {
                 job_id: self.id.clone(),
@@ -139,8 +144,9 @@ impl Job {
                     return Err(DataFusionError::Execution(failed.error));
                 }
                 None | Some(job_status::Status::Queued(_) | job_status::Status::Running(_)) => {
+                    let run_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                    let pause_ms = (run_ms / POLL_FRACTION_INVERSE).clamp(POLL_MS_MIN, POLL_MS_MAX);
                     tokio::time::sleep(Duration::from_millis(pause_ms)).await;
-                    pause_ms = (pause_ms * 2).min(POLL_MS_MAX);
                 }
             }
         }
@@ -289,12 +295,16 @@ pub struct JobReport {
     pub stages: Vec<StageReport>,
     /// Counter totals by name, for the names in [`JobReport::SUMMED`].
     pub totals: BTreeMap<&'static str, u64>,
+    /// The lines the job's scans skipped as malformed (`on_error = skip`), over every
+    /// task: all counted, up to [`MAX_SAMPLES`] with their places.
+    pub rejects: RejectSummary,
 }
 
 impl JobReport {
     /// The counters summed: object-store traffic and its price (table scans, S3
     /// Select), and the bytes stages read from other stages' shuffle files.
-    pub const SUMMED: [&'static str; 7] = [
+    pub const SUMMED: [&'static str; 8] = [
+        REJECTED_LINES,
         "bytes_scanned",
         "requests",
         "retries",
@@ -306,19 +316,51 @@ impl JobReport {
 
     fn of(id: &str, metrics: &GetJobMetricsResult) -> Self {
         let mut totals: BTreeMap<&'static str, u64> = BTreeMap::new();
+        let mut samples = Vec::new();
         for count in metrics.stages.iter().flat_map(counts) {
             if let Some(name) = Self::SUMMED.iter().find(|&&n| n == count.name) {
                 *totals.entry(name).or_default() += count.value;
+            } else if let Some(sample) = decode_reject(&count.name) {
+                // Two scans of one file (a self-join) skip the same line twice.
+                let copies = usize::try_from(count.value).unwrap_or(MAX_SAMPLES);
+                samples.extend(std::iter::repeat_n(sample, copies.min(MAX_SAMPLES)));
             }
         }
+        samples.sort();
+        samples.truncate(MAX_SAMPLES);
+        let count = totals.get(REJECTED_LINES).copied().unwrap_or_default();
         let mut stages: Vec<StageReport> = metrics.stages.iter().map(StageReport::of).collect();
         stages.sort_unstable_by_key(|stage| stage.id);
         Self {
             id: id.to_string(),
             stages,
             totals,
+            rejects: RejectSummary { count, samples },
         }
     }
+}
+
+/// The counter of lines a task's scans skipped as malformed.
+pub const REJECTED_LINES: &str = "rejected_lines";
+
+/// The prefix of the counters that carry a skipped line's place, one counter per line
+/// followed by the [`Reject`] as JSON: Ballista's metrics carry names and numbers only.
+const REJECTED_AT: &str = "rejected@";
+
+/// The counters (name, value) that carry `rejects` from a task to the client: the count
+/// under [`REJECTED_LINES`], and a counter of 1 per sample.
+pub fn reject_counters(rejects: &RejectSummary) -> Vec<(String, u64)> {
+    let samples = rejects.samples.iter().filter_map(|reject| {
+        let json = serde_json::to_string(reject).ok()?;
+        Some((format!("{REJECTED_AT}{json}"), 1))
+    });
+    std::iter::once((REJECTED_LINES.to_string(), rejects.count))
+        .chain(samples)
+        .collect()
+}
+
+fn decode_reject(name: &str) -> Option<Reject> {
+    serde_json::from_str(name.strip_prefix(REJECTED_AT)?).ok()
 }
 
 /// The prefix of the counter each executor adds to every task it runs, followed by the
@@ -378,4 +420,74 @@ fn counts(stage: &JobStageMetrics) -> impl Iterator<Item = &NamedCount> {
             Some(Metric::Count(count)) => Some(count),
             _ => None,
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use ballista_core::serde::protobuf::{OperatorMetric, OperatorWithMetrics};
+
+    use super::*;
+
+    fn reject(file: &str, line: u64) -> Reject {
+        Reject {
+            file: file.into(),
+            line,
+            offset: line * 7,
+            reason: "expected ',' or '}' at byte 3".into(),
+        }
+    }
+
+    /// A stage whose one operator carries `counters`.
+    fn stage(id: u32, counters: Vec<(String, u64)>) -> JobStageMetrics {
+        let metrics = counters
+            .into_iter()
+            .map(|(name, value)| OperatorMetric {
+                partition: None,
+                metric: Some(Metric::Count(NamedCount { name, value })),
+            })
+            .collect();
+        JobStageMetrics {
+            stage_id: id,
+            partitions: 1,
+            operators: vec![OperatorWithMetrics {
+                metrics,
+                ..OperatorWithMetrics::default()
+            }],
+        }
+    }
+
+    #[test]
+    fn rejects_cross_from_tasks_to_the_report() {
+        let first = RejectSummary {
+            count: 3,
+            samples: vec![reject("s3://b/a.json", 9), reject("s3://b/a.json", 2)],
+        };
+        let second = RejectSummary {
+            count: 1,
+            samples: vec![reject("s3://b/\"odd\" name\u{1f}.json", 1)],
+        };
+        let metrics = GetJobMetricsResult {
+            stages: vec![
+                stage(1, reject_counters(&first)),
+                stage(2, reject_counters(&second)),
+            ],
+        };
+        let report = JobReport::of("job", &metrics);
+        assert_eq!(report.rejects.count, 4);
+        assert_eq!(report.totals[REJECTED_LINES], 4);
+        let mut expected = [first.samples, second.samples].concat();
+        expected.sort();
+        assert_eq!(report.rejects.samples, expected);
+    }
+
+    #[test]
+    fn a_job_that_skipped_nothing_reports_nothing() {
+        let metrics = GetJobMetricsResult {
+            stages: vec![stage(1, reject_counters(&RejectSummary::default()))],
+        };
+        assert_eq!(
+            JobReport::of("job", &metrics).rejects,
+            RejectSummary::default()
+        );
+    }
 }

@@ -5,7 +5,9 @@
 //! the same deletion vector, so the region still holds exactly their rows, and only the
 //! new files need scanning. A version that deleted rows (a changed deletion vector) or
 //! removed files (vacuum, compaction) makes the region stale: answering from it would
-//! return deleted rows, so it is dropped ("a cached answer is never stale").
+//! return deleted rows, so it is dropped ("a cached answer is never stale"). So does the
+//! same version number of another table made at the same location (the first dropped):
+//! a version number names a table's state only together with its files.
 
 use std::collections::{HashMap, HashSet};
 
@@ -54,9 +56,6 @@ pub(crate) fn freshness(
     scanned_version: u64,
     scanned: &[SourceFile],
 ) -> Freshness {
-    if scanned_version == version {
-        return Freshness::Current;
-    }
     if scanned_version < version {
         return Freshness::Older;
     }
@@ -69,6 +68,15 @@ pub(crate) fn freshness(
         .all(|f| now.get(f.path.as_str()) == Some(&&f.deleted));
     if !kept {
         return Freshness::Stale;
+    }
+    if scanned_version == version {
+        // Data file names are unique, so a version holding every file of the region's
+        // and no other is the region's.
+        return if now.len() == source.len() {
+            Freshness::Current
+        } else {
+            Freshness::Stale
+        };
     }
     let old: HashSet<&str> = source.iter().map(|f| f.path.as_str()).collect();
     let added = scanned
@@ -105,5 +113,16 @@ mod tests {
         assert_eq!(freshness(1, &source, 3, &deleted), Freshness::Stale);
         let removed = [file("b", &[3]), file("c", &[])];
         assert_eq!(freshness(1, &source, 3, &removed), Freshness::Stale);
+    }
+
+    #[test]
+    fn the_same_version_of_a_table_made_again_is_stale() {
+        let source = [file("a", &[]), file("b", &[3])].to_vec();
+        let again = [file("x", &[])];
+        assert_eq!(freshness(1, &source, 1, &again), Freshness::Stale);
+        let more = [file("a", &[]), file("b", &[3]), file("x", &[])];
+        assert_eq!(freshness(1, &source, 1, &more), Freshness::Stale);
+        let deleted = [file("a", &[1]), file("b", &[3])];
+        assert_eq!(freshness(1, &source, 1, &deleted), Freshness::Stale);
     }
 }

@@ -308,22 +308,23 @@ async fn cached_answers_equal_uncached_ones_across_appends_and_deletes() {
     }
 }
 
-/// A region written by the engine under `cache`, for `sql` over a new table in `dir`.
-async fn write_region(dir: &Path, cache: &Path, sql: &str) -> TesseraSession {
-    let data = bluesky(dir, 1500);
+/// A session whose table `t` at `table` holds the documents of the file `data`.
+async fn table_session(table: &Path, data: &str) -> TesseraSession {
     let session = session();
-    let table = dir.join("table");
     let create = format!(
         "CREATE EXTERNAL TABLE t (j VARCHAR) STORED AS TESSERA LOCATION '{}'",
         table.display()
     );
     rows(&session, &create).await;
     rows(&session, LOCAL_TABLES).await;
-    rows(
-        &session,
-        &format!("INSERT INTO t SELECT j FROM '{}'", data.parts[0]),
-    )
-    .await;
+    rows(&session, &format!("INSERT INTO t SELECT j FROM '{data}'")).await;
+    session
+}
+
+/// A region written by the engine under `cache`, for `sql` over a new table in `dir`.
+async fn write_region(dir: &Path, cache: &Path, sql: &str) -> TesseraSession {
+    let data = bluesky(dir, 1500);
+    let session = table_session(&dir.join("table"), &data.parts[0]).await;
     rows(
         &session,
         &format!("SET tessera.cache_dir = '{}'", cache.display()),
@@ -419,16 +420,8 @@ async fn a_table_made_again_is_not_answered_from_the_first_ones_regions() {
     assert!(old.from_region);
     let table = dir.path().join("table");
     std::fs::remove_dir_all(&table).unwrap();
-    let again = session();
-    let create = format!(
-        "CREATE EXTERNAL TABLE t (j VARCHAR) STORED AS TESSERA LOCATION '{}'",
-        table.display()
-    );
-    rows(&again, &create).await;
-    rows(&again, LOCAL_TABLES).await;
     let other = dir.path().join("bluesky2.json");
-    let insert = format!("INSERT INTO t SELECT j FROM '{}'", other.display());
-    rows(&again, &insert).await;
+    let again = table_session(&table, &other.display().to_string()).await;
     let expected = run(&again, sql).await.rows;
     assert_ne!(expected, old.rows, "the second table must answer otherwise");
     rows(

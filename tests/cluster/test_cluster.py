@@ -277,3 +277,64 @@ def test_explain_analyze_reports_the_job(minio, tables, cluster_two):
     assert set(ran) == {f"127.0.0.1:{port}" for port in cluster_two.flight_ports}, line
     assert metric("bytes_scanned") > 0 and metric("requests") > 0, line
     assert metric("request_cost_nanodollars") > 0, line
+
+
+# Joins that keep build rows no probe row matched, over a small build side and a probe
+# side cut into OUTER_OBJECTS objects, each holding keys the others lack.
+OUTER_KEYS = 100
+OUTER_OBJECTS = 4
+OUTER = (
+    "CREATE EXTERNAL TABLE build STORED AS NDJSON LOCATION 's3://data/outer/build.json';\n"
+    "CREATE EXTERNAL TABLE probe STORED AS NDJSON LOCATION 's3://data/outer/probe/*.json';\n"
+)
+OUTER_JOINS = {
+    "not in": "SELECT count(*) AS n FROM build WHERE CAST(j->>'k' AS BIGINT) NOT IN "
+    "(SELECT CAST(j->>'k' AS BIGINT) FROM probe)",
+    "not exists": "SELECT count(*) AS n FROM build b WHERE NOT EXISTS "
+    "(SELECT 1 FROM probe p WHERE p.j->>'k' = b.j->>'k')",
+    "left join": "SELECT count(*) AS n, count(p.j) AS matched FROM build b "
+    "LEFT JOIN probe p ON p.j->>'k' = b.j->>'k'",
+    "full join": "SELECT count(*) AS n, count(b.j) AS built, count(p.j) AS probed FROM build b "
+    "FULL JOIN probe p ON p.j->>'k' = b.j->>'k'",
+}
+
+
+@pytest.fixture(scope="module")
+def outer(minio, data_dir) -> dict:
+    """s3://data/outer/: OUTER_KEYS build keys, the first 80% of them probed, and probe
+    keys the build side lacks, each key in one probe object only; the rows each query of
+    OUTER_JOINS must give."""
+    build = data_dir / "outer-build.json"
+    build.write_text("".join(json.dumps({"k": k}) + "\n" for k in range(OUTER_KEYS)))
+    minio.put("data", "outer/build.json", build)
+    matched, unbuilt = OUTER_KEYS * 8 // 10, 10
+    probed = [*range(matched), *range(OUTER_KEYS, OUTER_KEYS + unbuilt)]
+    for i in range(OUTER_OBJECTS):
+        piece = data_dir / f"outer-probe-{i}.json"
+        piece.write_text("".join(json.dumps({"k": k}) + "\n" for k in probed if k % OUTER_OBJECTS == i))
+        minio.put("data", f"outer/probe/{piece.name}", piece)
+    missed = OUTER_KEYS - matched
+    return {
+        "not in": [{"n": missed}],
+        "not exists": [{"n": missed}],
+        "left join": [{"n": OUTER_KEYS, "matched": matched}],
+        "full join": [{"n": OUTER_KEYS + unbuilt, "built": OUTER_KEYS, "probed": len(probed)}],
+    }
+
+
+@pytest.mark.parametrize("join", OUTER_JOINS)
+def test_unmatched_build_rows_are_kept_once(minio, outer, cluster, join):
+    """A join that keeps unmatched build rows gives one answer wherever it runs: a build
+    row counts as unmatched only when no probe object matched it, not per task."""
+    got = rows(minio, cluster, OUTER + OUTER_JOINS[join])
+    assert got == outer[join], f"{join}: {got} != {outer[join]}"
+
+
+def test_a_not_in_join_runs_here_over_sent_inputs(minio, outer, cluster_two):
+    """Ballista shares a null-aware anti join's probe side out whatever the plan says, so
+    the join stays in this session and each of its inputs goes to the cluster."""
+    script = OUTER + "EXPLAIN " + OUTER_JOINS["not in"]
+    plan = "\n".join(str(r) for r in rows(minio, cluster_two.url, script))
+    physical = plan[plan.index("physical_plan"):]
+    assert physical.count("ClusterExec") == 2, plan
+    assert physical.index("null_aware") < physical.index("ClusterExec"), plan

@@ -1,5 +1,7 @@
 //! Cluster placement (`SET tessera.cluster = 'df://HOST:PORT'`): the finished plan of a
-//! query runs on a Ballista cluster, in one [`ClusterExec`] at its root.
+//! query runs on a Ballista cluster, in one [`ClusterExec`] at its root. A `NOT IN` join
+//! the cluster cannot run in parallel stays here, with what is above it; what it reads
+//! goes to the cluster, one [`ClusterExec`] per input.
 //!
 //! Registered after every other rule, so that the cluster runs exactly the plan this
 //! session would have run itself. Plans that read no files stay here. `EXPLAIN` stays
@@ -20,6 +22,7 @@ use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::analyze::AnalyzeExec;
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::explain::ExplainExec;
+use datafusion::physical_plan::joins::HashJoinExec;
 use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 
 use super::select_pushdown::ndjson_scan;
@@ -61,14 +64,16 @@ impl PhysicalOptimizerRule for ClusterPlacement {
                         .into(),
                 ));
             }
-            return Ok(split);
+            if !plan.exists(|node| Ok(runs_here(node)))? {
+                return Ok(split);
+            }
         }
         // The analysis, and another write's sink, stay here.
         if plan.is::<AnalyzeExec>() || plan.is::<DataSinkExec>() {
             let input = Arc::clone(plan.children()[0]);
-            return replace_children_if_necessary(plan, vec![sent(input, scheduler)]);
+            return replace_children_if_necessary(plan, vec![placed(input, &scheduler)?]);
         }
-        Ok(sent(plan, scheduler))
+        placed(plan, &scheduler)
     }
 
     fn name(&self) -> &str {
@@ -92,6 +97,36 @@ fn reads_files(plan: &Arc<dyn ExecutionPlan>) -> bool {
             .downcast_ref::<FileScanConfig>()
             .is_some()
     })
+}
+
+/// Whether `plan` is a join the cluster cannot run: a null-aware anti join (`NOT IN`).
+///
+/// Its probe partitions share one record of the build rows they matched and of the
+/// nulls they saw, so it is only right in one process. Ballista plans it with one probe
+/// partition, but then runs DataFusion's distribution enforcement on each stage, which
+/// takes the merge away and shares the probe out again: each task then keeps the build
+/// rows *its* probe rows missed (TPC-H Q16 kept suppliers another task had excluded).
+fn runs_here(plan: &Arc<dyn ExecutionPlan>) -> bool {
+    plan.downcast_ref::<HashJoinExec>()
+        .is_some_and(|join| join.null_aware)
+}
+
+/// `plan` with every subtree that reads files and holds no join that [`runs_here`]
+/// sent to the cluster at `scheduler`; those joins, and the operators above them, run
+/// here over their sent inputs.
+fn placed(plan: Arc<dyn ExecutionPlan>, scheduler: &str) -> Result<Arc<dyn ExecutionPlan>> {
+    if !plan.exists(|node| Ok(node.children().is_empty() && reads_files(node)))? {
+        return Ok(plan);
+    }
+    if !plan.exists(|node| Ok(runs_here(node)))? {
+        return Ok(sent(plan, scheduler.to_string()));
+    }
+    let children = plan
+        .children()
+        .into_iter()
+        .map(|child| placed(Arc::clone(child), scheduler))
+        .collect::<Result<Vec<_>>>()?;
+    replace_children_if_necessary(plan, children)
 }
 
 /// `plan` run by the cluster at `scheduler`, its partitions merged there.

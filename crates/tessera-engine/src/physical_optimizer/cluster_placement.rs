@@ -49,7 +49,7 @@ impl PhysicalOptimizerRule for ClusterPlacement {
         }
         let scheduler = scheduler_url(&options.cluster)?;
         // SET, DDL, constants and in-memory tables: the executors have nothing to read.
-        if !plan.exists(|node| Ok(node.children().is_empty() && reads_files(node)))? {
+        if !reads_any_files(&plan)? {
             return Ok(plan);
         }
         // A write into a Tessera table: files written on the executors, committed here.
@@ -90,6 +90,11 @@ fn skips(plan: &Arc<dyn ExecutionPlan>) -> bool {
     ndjson_scan(plan).is_some_and(|(_, source)| source.settings().on_error == OnError::Skip)
 }
 
+/// Whether any leaf of `plan` scans files: otherwise the executors have nothing to read.
+fn reads_any_files(plan: &Arc<dyn ExecutionPlan>) -> Result<bool> {
+    plan.exists(|node| Ok(node.children().is_empty() && reads_files(node)))
+}
+
 /// Whether the leaf `plan` scans files (of any format).
 fn reads_files(plan: &Arc<dyn ExecutionPlan>) -> bool {
     plan.downcast_ref::<DataSourceExec>().is_some_and(|scan| {
@@ -115,7 +120,7 @@ fn runs_here(plan: &Arc<dyn ExecutionPlan>) -> bool {
 /// sent to the cluster at `scheduler`; those joins, and the operators above them, run
 /// here over their sent inputs.
 fn placed(plan: Arc<dyn ExecutionPlan>, scheduler: &str) -> Result<Arc<dyn ExecutionPlan>> {
-    if !plan.exists(|node| Ok(node.children().is_empty() && reads_files(node)))? {
+    if !reads_any_files(&plan)? {
         return Ok(plan);
     }
     if !plan.exists(|node| Ok(runs_here(node)))? {

@@ -24,8 +24,8 @@ the requests MinIO served (its own counters, last try) and the dollars of
 PushdownDB's cost model: requests at $0.0004 per 1,000 GETs (S3 Select requests too) and
 $0.005 per 1,000 LISTs, S3 Select's $0.002/GB scanned and $0.0007/GB returned, and the
 query's seconds at an instance price (a 2-vCPU m6i.large's $0.096 an hour, this
-machine's size, and PushdownDB's r4.8xlarge's $2.128), plus in worker mode the worker's
-m6i.large for the query's seconds. Each mode's answer is checked against local's
+machine's size, and PushdownDB's r4.8xlarge's $2.128), plus, whenever the worker ran a
+sub-plan (forced or chosen), the worker's m6i.large for the query's seconds. Each mode's answer is checked against local's
 (floats to a relative 1e-9).
 
 Experiments: a filter selectivity sweep over each shape (lineitem's `l_quantity`, and a
@@ -139,7 +139,7 @@ def run(binary: str, env: dict, minio: MinIO, table: str, mode: str, sql: str,
     storage = sum(REQUEST_DOLLARS.get(k, 0.0) * n for k, n in served.items())
     storage += figures["select_store_bytes"] / 1e9 * SCANNED_PER_GB
     storage += figures["select_returned_bytes"] / 1e9 * RETURNED_PER_GB
-    if mode == "worker":
+    if figures["worker_requests"] > 0:  # forced, or chosen by auto
         storage += median * WORKER_PER_HOUR / 3600
     dollars = {name: storage + median * price / 3600 for name, price in INSTANCES.items()}
     return {"seconds": median, "requests": sum(served.values()), "dollars": dollars,

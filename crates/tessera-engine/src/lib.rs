@@ -62,6 +62,7 @@ mod user_types;
 pub use datasource::tessera::write::ingest::IngestOutcome;
 pub use datasource::tessera::write::sink::WriteProgress;
 pub use options::{OnError, default_cache_dir};
+pub use physical_optimizer::pushdown_choice::SAMPLE_BYTES;
 pub use physical_plan::worker_exec::{WorkerToken, default_worker_token};
 pub use region_cache::{RegionCacheError, RegionDirStats, clear_regions};
 pub use rejects::{Reject, RejectSummary};

@@ -130,7 +130,7 @@ impl TesseraSession {
             .with_extension(Arc::clone(&rejects))
             .with_extension(Arc::new(endpoint))
             .with_extension(Arc::clone(&stores));
-        let worker_token = options.worker_token.is_some();
+        let worker_token = options.worker_token.clone();
         if let Some(token) = options.worker_token {
             config = config.with_extension(Arc::new(token));
         }

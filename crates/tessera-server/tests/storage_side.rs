@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use object_store::ObjectStore;
 use tessera_blob::S3Config;
-use tessera_engine::{SessionOptions, TesseraSession, WorkerToken};
+use tessera_engine::{SAMPLE_BYTES, SessionOptions, TesseraSession, WorkerToken};
 use tessera_server::storage_side::{self, WorkerConfig};
 use tessera_testkit::{Direction, MinioServer, Toxic, Toxiproxy};
 use tokio::sync::oneshot;
@@ -189,16 +189,19 @@ async fn many_rows(fixture: &Fixture) -> String {
     )
 }
 
+/// The address of a worker that was started and stopped: nothing listens on it.
+async fn stopped_worker(fixture: &Fixture) -> String {
+    let worker = Worker::start(&fixture.s3, 1).await;
+    worker.endpoint.clone()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn partitions_a_worker_cannot_take_are_computed_here() {
     let fixture = fixture().await;
     let sql = many_rows(&fixture).await;
-    // Nothing listens on the stopped worker's port.
-    let gone = {
-        let worker = Worker::start(&fixture.s3, 1).await;
-        worker.endpoint.clone()
-    };
-    let session = fixture.session(&gone, TOKEN).await;
+    let session = fixture
+        .session(&stopped_worker(&fixture).await, TOKEN)
+        .await;
     let (local, pushed, plan) = both(&session, &sql).await;
     assert_eq!(pushed, local);
     assert_eq!(
@@ -242,6 +245,62 @@ async fn auto_sends_what_the_link_would_slow_down() {
     let (local, chosen, plan) = pushed_as(&alone, &sql, "auto").await;
     assert_eq!(chosen, local, "{plan}");
     assert!(metric(&plan, "select_requests") > 0, "{plan}");
+}
+
+/// `EXPLAIN sql` under `tessera.pushdown = 'auto'` in `session`, and the bytes the
+/// session read from the store meanwhile: what sampling cost it.
+async fn planned(session: &TesseraSession, sql: &str) -> (String, u64) {
+    rows(session, "SET tessera.pushdown = 'auto'").await;
+    let before = session.stores().stats().snapshot();
+    let plan = rows(session, &format!("EXPLAIN {sql}")).await.join("\n");
+    let read = session.stores().stats().snapshot().since(&before);
+    (plan, read.bytes_received)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_samples_where_it_costs_least() {
+    let fixture = fixture().await;
+    let sql = many_rows(&fixture).await;
+    let counted = format!("SELECT j->>'kind', count(*) FROM 's3://{BUCKET}/cut/a.json' GROUP BY 1");
+    let session = fixture.session(&fixture.worker.endpoint, TOKEN).await;
+    rows(&session, "SET tessera.link_mib = 1").await;
+    // The worker reads the sample beside the store; only its few rows come back.
+    let (plan, read) = planned(&session, &counted).await;
+    assert!(plan.contains("choice=worker"), "{plan}");
+    assert!(!plan.contains("sampled_share=[plan=none"), "{plan}");
+    assert!(
+        read < SAMPLE_BYTES / 4,
+        "{read} bytes read to plan:\n{plan}"
+    );
+    // S3 Select's scan alone is slower than the worker here: its sample is not taken.
+    assert!(plan.contains("s3select>="), "{plan}");
+    assert!(plan.contains("scan=none"), "{plan}");
+    // Without a worker the sample is read here, once.
+    let alone = fixture.session("", TOKEN).await;
+    rows(&alone, "SET tessera.link_mib = 1").await;
+    let (plan, read) = planned(&alone, &sql).await;
+    assert!(plan.contains("choice=s3select"), "{plan}");
+    assert!(!plan.contains("scan=none"), "{plan}");
+    assert!(
+        (SAMPLE_BYTES..2 * SAMPLE_BYTES).contains(&read),
+        "{read} bytes read to plan:\n{plan}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_leaves_out_a_worker_that_is_down() {
+    let fixture = fixture().await;
+    let sql = many_rows(&fixture).await;
+    let session = fixture
+        .session(&stopped_worker(&fixture).await, TOKEN)
+        .await;
+    rows(&session, "SET tessera.link_mib = 1").await;
+    let (plan, _) = planned(&session, &sql).await;
+    assert!(
+        !plan.contains("worker="),
+        "a worker that is down was estimated:\n{plan}"
+    );
+    assert!(plan.contains("choice=s3select"), "{plan}");
 }
 
 /// The error of `sql` in `session`.

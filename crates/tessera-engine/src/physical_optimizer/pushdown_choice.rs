@@ -8,17 +8,26 @@
 //! connection per partition), Tessera's scan parsing at its rate per partition, and S3
 //! Select scanning at the store's rate. What crosses the link is the input times the
 //! share of it the sub-plan returns, sampled by running the sub-plan over the first
-//! [`SAMPLE_BYTES`] of its first file here (the filter and projection alone for S3
-//! Select, which cannot aggregate). Without a sample (compressed files, no
-//! multi-threaded runtime to wait on it) the share is taken as one, so the scan stays
-//! local. The choice and its estimates show in `EXPLAIN` on a [`PushdownChoiceExec`].
+//! [`SAMPLE_BYTES`] of its first file (the filter and projection alone for S3 Select,
+//! which cannot aggregate).
+//!
+//! The evidence must cost less than it saves, so each sample runs where it is cheapest
+//! to take, and only where it can change the choice: the whole sub-plan on the worker,
+//! which reads the sample beside the store and sends back only the sub-plan's output (as
+//! the worker itself would), and only when the link is slower than parsing; the filtered
+//! scan only when S3 Select could still win on its scan rate alone; and the sub-plans
+//! of one query at once. A worker that falls back during its
+//! sample (down or saturated, as in FlexPushdownDB) is no candidate. Without a sample
+//! (compressed files, no multi-threaded runtime to wait on it) the share is taken as
+//! one, so the scan stays local. The choice and its estimates show in `EXPLAIN` on a
+//! [`PushdownChoiceExec`].
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
-use datafusion::common::{DataFusionError, Result};
+use datafusion::common::{Result, internal_datafusion_err};
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::{FileGroup, FileScanConfig, FileScanConfigBuilder};
 use datafusion::datasource::source::DataSourceExec;
@@ -36,9 +45,9 @@ use crate::datasource::ndjson::read::Codec;
 use crate::datasource::ndjson::source::NdjsonSource;
 use crate::options::{Pushdown, TesseraOptions};
 use crate::physical_plan::pushdown_choice::{Choice, Estimates, PushdownChoiceExec};
-use crate::physical_plan::worker_exec::compact_views;
+use crate::physical_plan::worker_exec::{WorkerExec, WorkerToken, compact_views};
 
-/// Bytes of the first file the sample reads.
+/// Bytes of the first file a sample reads.
 pub const SAMPLE_BYTES: u64 = 1 << 20;
 /// How long a sample may take before the scan is planned without it.
 const SAMPLE_TIMEOUT_MS: u64 = 5_000;
@@ -54,13 +63,14 @@ const SELECT_BYTES_PER_S: f64 = 100e6;
 #[derive(Debug)]
 pub struct PushdownChoice {
     runtime: Arc<RuntimeEnv>,
-    /// Whether the session has a worker token (a worker is a candidate only then).
-    worker_token: bool,
+    /// The session's worker token (a worker is a candidate only with one).
+    worker_token: Option<WorkerToken>,
 }
 
 impl PushdownChoice {
-    /// The rule of a session whose stores `runtime` holds.
-    pub fn new(runtime: Arc<RuntimeEnv>, worker_token: bool) -> Self {
+    /// The rule of a session whose stores `runtime` holds, presenting `worker_token`
+    /// to the worker its samples run on.
+    pub fn new(runtime: Arc<RuntimeEnv>, worker_token: Option<WorkerToken>) -> Self {
         Self {
             runtime,
             worker_token,
@@ -80,13 +90,26 @@ impl PhysicalOptimizerRule for PushdownChoice {
         if options.pushdown != Pushdown::Auto {
             return Ok(plan);
         }
-        let link = options.link_mib.max(0.01) * f64::from(1u32 << 20);
-        let worker = self.worker_token && !options.worker.trim().is_empty();
+        let mut sent = Vec::new();
+        plan.apply(|node| {
+            if !runs_on_worker(node) {
+                return Ok(TreeNodeRecursion::Continue);
+            }
+            sent.push(Arc::clone(node));
+            Ok(TreeNodeRecursion::Jump)
+        })?;
+        if sent.is_empty() {
+            return Ok(plan);
+        }
+        let mut estimates = self.estimate_all(&sent, config, options).into_iter();
+        // The same walk as the one that found `sent`, so the estimates come in order.
         plan.transform_down(|node| {
             if !runs_on_worker(&node) {
                 return Ok(Transformed::no(node));
             }
-            let estimates = self.estimate(&node, config, link, worker);
+            let estimates = estimates
+                .next()
+                .ok_or_else(|| internal_datafusion_err!("a sub-plan found twice"))?;
             let choice = estimates.fastest();
             let input = match choice {
                 Choice::S3Select => node,
@@ -108,18 +131,74 @@ impl PhysicalOptimizerRule for PushdownChoice {
 }
 
 impl PushdownChoice {
-    /// The seconds each candidate is expected to take for `plan`.
-    fn estimate(
+    /// The estimates of each of `sent`, their samples taken at once.
+    fn estimate_all(
         &self,
-        plan: &Arc<dyn ExecutionPlan>,
+        sent: &[Arc<dyn ExecutionPlan>],
         config: &ConfigOptions,
-        link: f64,
-        worker: bool,
-    ) -> Estimates {
-        let Some((scan, source)) = scan_of(plan) else {
-            return Estimates::local_only();
+        options: &TesseraOptions,
+    ) -> Vec<Estimates> {
+        let endpoint = options.worker.trim();
+        let worker = (self.worker_token.is_some() && !endpoint.is_empty()).then_some(endpoint);
+        let handle = Handle::try_current()
+            .ok()
+            .filter(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
+        let sampler = Sampler {
+            ctx: self.task_context(config),
+            worker,
+            sampling: handle.is_some(),
         };
-        let bytes: f64 = scan
+        let link = options.link_mib.max(0.01) * f64::from(1u32 << 20);
+        let all = futures::future::join_all(sent.iter().map(|plan| sampler.estimate(plan, link)));
+        match handle {
+            Some(handle) => tokio::task::block_in_place(|| handle.block_on(all)),
+            // Nothing is sampled, so nothing waits on the runtime.
+            None => futures::executor::block_on(all),
+        }
+    }
+
+    fn task_context(&self, config: &ConfigOptions) -> Arc<TaskContext> {
+        let mut session = SessionConfig::from(config.clone());
+        if let Some(token) = &self.worker_token {
+            session = session.with_extension(Arc::new(token.clone()));
+        }
+        let state = SessionStateBuilder::new()
+            .with_config(session)
+            .with_runtime_env(Arc::clone(&self.runtime))
+            .build();
+        state.task_ctx()
+    }
+}
+
+/// Takes the samples of one query's sub-plans.
+struct Sampler<'a> {
+    ctx: Arc<TaskContext>,
+    /// The worker's address, if it is a candidate.
+    worker: Option<&'a str>,
+    /// Whether samples can be waited on.
+    sampling: bool,
+}
+
+/// What a sample found.
+#[derive(Debug, Clone, Copy)]
+struct Sampled {
+    /// The share of the bytes read that the sampled plan returned.
+    share: f64,
+    /// Whether the worker computed it (it was asked and did not fall back).
+    on_worker: bool,
+}
+
+/// The size of a sub-plan's input and the seconds each candidate needs for it.
+struct Model {
+    bytes: f64,
+    partitions: f64,
+    link: f64,
+}
+
+impl Model {
+    /// The model of reading what `scan` reads over a link of `link` bytes/s.
+    fn of(scan: &FileScanConfig, link: f64) -> Self {
+        let bytes = scan
             .file_groups
             .iter()
             .flat_map(|g| g.files())
@@ -128,60 +207,129 @@ impl PushdownChoice {
                 None => f.object_meta.size as f64,
             })
             .sum();
-        let partitions = scan.file_groups.len().max(1) as f64;
-        let shares = self.sample(plan, config);
-        let (worker_share, select_share) = shares.unwrap_or((1.0, 1.0));
-        let parse = bytes / (partitions * PARSE_BYTES_PER_S);
-        let over_link = |share: f64| share * bytes / (partitions * link);
-        Estimates {
-            local_s: parse.max(bytes / (partitions * link)),
-            select_s: source.select_plan().map(|_| {
-                (bytes / SELECT_BYTES_PER_S).max(over_link(select_share)) + select_share * parse
-            }),
-            worker_s: worker.then(|| parse.max(over_link(worker_share))),
-            worker_share: shares.map(|s| s.0),
-            select_share: shares.map(|s| s.1),
+        Self {
+            bytes,
+            partitions: scan.file_groups.len().max(1) as f64,
+            link,
         }
     }
 
-    /// The shares of its input that `plan` and its filtered scan return over a sample,
-    /// if one can be taken.
-    fn sample(&self, plan: &Arc<dyn ExecutionPlan>, config: &ConfigOptions) -> Option<(f64, f64)> {
-        let handle = Handle::try_current().ok()?;
-        if handle.runtime_flavor() != RuntimeFlavor::MultiThread {
-            return None;
+    fn parse_s(&self) -> f64 {
+        self.bytes / (self.partitions * PARSE_BYTES_PER_S)
+    }
+
+    fn over_link_s(&self, share: f64) -> f64 {
+        share * self.bytes / (self.partitions * self.link)
+    }
+
+    fn local_s(&self) -> f64 {
+        self.parse_s().max(self.over_link_s(1.0))
+    }
+
+    fn worker_s(&self, share: f64) -> f64 {
+        self.parse_s().max(self.over_link_s(share))
+    }
+
+    /// What S3 Select needs at least, whatever the filter keeps: its scan.
+    fn select_floor_s(&self) -> f64 {
+        self.bytes / SELECT_BYTES_PER_S
+    }
+
+    fn select_s(&self, share: f64) -> f64 {
+        self.select_floor_s().max(self.over_link_s(share)) + share * self.parse_s()
+    }
+}
+
+impl Sampler<'_> {
+    /// The seconds each candidate is expected to take for `plan`.
+    async fn estimate(&self, plan: &Arc<dyn ExecutionPlan>, link: f64) -> Estimates {
+        let Some((scan, source)) = scan_of(plan) else {
+            return Estimates::local_only();
+        };
+        let model = Model::of(scan, link);
+        let sample = self.sample_of(scan);
+        // The worker saves only link time: with the link faster than parsing, it cannot win.
+        let worker = match (self.worker, &sample) {
+            (Some(endpoint), Some(file)) if model.over_link_s(1.0) > model.parse_s() => {
+                self.sample(plan, file, Some(endpoint)).await
+            }
+            _ => None,
+        };
+        let worker_up = self.worker.is_some() && worker.is_none_or(|s| s.on_worker);
+        let worker_s = worker_up.then(|| model.worker_s(worker.map_or(1.0, |s| s.share)));
+        let best_s = worker_s.map_or(model.local_s(), |s| s.min(model.local_s()));
+        let mut estimates = Estimates {
+            local_s: model.local_s(),
+            select_s: None,
+            select_floor: false,
+            worker_s,
+            worker_share: worker.filter(|_| worker_up).map(|s| s.share),
+            select_share: None,
+        };
+        if source.select_plan().is_none() {
+            return estimates;
         }
-        let (scan, _) = scan_of(plan)?;
+        if model.select_floor_s() >= best_s {
+            estimates.select_s = Some(model.select_floor_s());
+            estimates.select_floor = true;
+            return estimates;
+        }
+        let at = self.worker.filter(|_| worker_up);
+        let select = match &sample {
+            Some(file) => self.sample(&filtered_scan(plan), file, at).await,
+            None => None,
+        };
+        estimates.select_share = select.map(|s| s.share);
+        estimates.select_s = Some(model.select_s(select.map_or(1.0, |s| s.share)));
+        estimates
+    }
+
+    /// The first [`SAMPLE_BYTES`] of the first file of `scan`, if it can be sampled.
+    fn sample_of(&self, scan: &FileScanConfig) -> Option<PartitionedFile> {
         let file = scan.file_groups.first()?.files().first()?;
-        if Codec::from_name(file.object_meta.location.as_ref()).is_compressed() {
+        if !self.sampling || Codec::from_name(file.object_meta.location.as_ref()).is_compressed() {
             return None;
         }
         let read = file.object_meta.size.min(SAMPLE_BYTES);
         let mut first = PartitionedFile::new_from_meta(file.object_meta.clone());
         first.range = None;
-        let first = first.with_range(0, read as i64);
-        let sampled = over_sample(plan, &first).ok()?;
-        let filtered = over_sample(&filtered_scan(plan), &first).ok()?;
-        let ctx = self.task_context(config);
-        let run = async {
-            let whole = output_bytes(&sampled, &ctx).await?;
-            let scan = output_bytes(&filtered, &ctx).await?;
-            Ok::<_, DataFusionError>((whole, scan))
-        };
-        let timed = tokio::time::timeout(Duration::from_millis(SAMPLE_TIMEOUT_MS), run);
-        let (whole, scan) = tokio::task::block_in_place(|| handle.block_on(timed))
-            .ok()?
-            .ok()?;
-        let read = read.max(1) as f64;
-        Some((whole as f64 / read, scan as f64 / read))
+        Some(first.with_range(0, read as i64))
     }
 
-    fn task_context(&self, config: &ConfigOptions) -> Arc<TaskContext> {
-        let state = SessionStateBuilder::new()
-            .with_config(SessionConfig::from(config.clone()))
-            .with_runtime_env(Arc::clone(&self.runtime))
-            .build();
-        state.task_ctx()
+    /// What `plan` returns of `file`, computed on the worker at `endpoint` or here.
+    async fn sample(
+        &self,
+        plan: &Arc<dyn ExecutionPlan>,
+        file: &PartitionedFile,
+        endpoint: Option<&str>,
+    ) -> Option<Sampled> {
+        let mut sampled = over_sample(plan, file).ok()?;
+        if let Some(endpoint) = endpoint {
+            sampled = Arc::new(WorkerExec::new(sampled, endpoint.to_string()));
+        }
+        let run = output_bytes(&sampled, &self.ctx);
+        let bytes = tokio::time::timeout(Duration::from_millis(SAMPLE_TIMEOUT_MS), run)
+            .await
+            .ok()?
+            .ok()?;
+        let metric = |name| {
+            sampled
+                .metrics()
+                .and_then(|m| m.sum_by_name(name))
+                .map_or(0, |v| v.as_usize())
+        };
+        let on_worker = endpoint.is_some() && metric("worker_fallbacks") == 0;
+        // What crossed the link when the worker sent it; else what it would send.
+        let sent = if on_worker {
+            metric("worker_bytes")
+        } else {
+            bytes
+        };
+        let read = file.range.as_ref().map_or(1, |r| (r.end - r.start).max(1));
+        Some(Sampled {
+            share: sent as f64 / read as f64,
+            on_worker,
+        })
     }
 }
 
@@ -222,14 +370,18 @@ fn over_sample(
     })
 }
 
-/// The bytes of the first partition of `plan`'s output, as the worker would send them.
+/// The bytes of the first partition of `plan`'s output, as the worker would send them:
+/// the bytes its arrays use, not the (often larger) buffers they were cut from.
 async fn output_bytes(plan: &Arc<dyn ExecutionPlan>, ctx: &Arc<TaskContext>) -> Result<usize> {
     let stream = plan.execute(0, Arc::clone(ctx))?;
     let batches = datafusion::physical_plan::common::collect(stream).await?;
-    batches
-        .iter()
-        .map(|b| compact_views(b).map(|b| b.get_array_memory_size()))
-        .sum()
+    let mut bytes = 0;
+    for batch in &batches {
+        for column in compact_views(batch)?.columns() {
+            bytes += column.to_data().get_slice_memory_size()?;
+        }
+    }
+    Ok(bytes)
 }
 
 /// `plan` with its scans no longer asking S3 Select.

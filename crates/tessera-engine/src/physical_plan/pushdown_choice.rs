@@ -39,6 +39,9 @@ pub struct Estimates {
     pub local_s: f64,
     /// S3 Select, if the scan can ask it.
     pub select_s: Option<f64>,
+    /// Whether `select_s` is only what S3 Select's scan alone needs: not sampled, since
+    /// another candidate is faster than that already.
+    pub select_floor: bool,
     /// The worker, if one is configured.
     pub worker_s: Option<f64>,
     /// The share of the input the whole sub-plan returns, if sampled.
@@ -53,6 +56,7 @@ impl Estimates {
         Self {
             local_s: 0.0,
             select_s: None,
+            select_floor: false,
             worker_s: None,
             worker_share: None,
             select_share: None,
@@ -78,16 +82,19 @@ impl fmt::Display for Estimates {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "estimated_s=[local={:.3}", self.local_s)?;
         if let Some(s) = self.select_s {
-            write!(f, ", s3select={s:.3}")?;
+            let at_least = if self.select_floor { ">=" } else { "=" };
+            write!(f, ", s3select{at_least}{s:.3}")?;
         }
         if let Some(s) = self.worker_s {
             write!(f, ", worker={s:.3}")?;
         }
-        f.write_str("]")?;
-        match (self.worker_share, self.select_share) {
-            (Some(w), Some(s)) => write!(f, ", sampled_share=[plan={w:.4}, scan={s:.4}]"),
-            _ => f.write_str(", sampled_share=none"),
-        }
+        let share = |share: Option<f64>| share.map_or("none".to_string(), |s| format!("{s:.4}"));
+        write!(
+            f,
+            "], sampled_share=[plan={}, scan={}]",
+            share(self.worker_share),
+            share(self.select_share)
+        )
     }
 }
 

@@ -25,8 +25,8 @@ PushdownDB's cost model: requests at $0.0004 per 1,000 GETs (S3 Select requests 
 $0.005 per 1,000 LISTs, S3 Select's $0.002/GB scanned and $0.0007/GB returned, and the
 query's seconds at an instance price (a 2-vCPU m6i.large's $0.096 an hour, this
 machine's size, and PushdownDB's r4.8xlarge's $2.128), plus, whenever the worker ran a
-sub-plan (forced or chosen), the worker's m6i.large for the query's seconds. Each mode's answer is checked against local's
-(floats to a relative 1e-9).
+sub-plan (forced or chosen), the worker's m6i.large for the query's seconds. Each mode's
+answer is checked against local's (floats to a relative 1e-9).
 
 Experiments: a filter selectivity sweep over each shape (lineitem's `l_quantity`, and a
 `time_us` range of the events), string equality filters, a group-by with 2, 8 and 32

@@ -16,10 +16,10 @@
 //! which reads the sample beside the store and sends back only the sub-plan's output (as
 //! the worker itself would), and only when the link is slower than parsing; the filtered
 //! scan only when S3 Select could still win on its scan rate alone; and the sub-plans
-//! of one query at once. A worker that falls back during its
-//! sample (down or saturated, as in FlexPushdownDB) is no candidate. Without a sample
-//! (compressed files, no multi-threaded runtime to wait on it) the share is taken as
-//! one, so the scan stays local. The choice and its estimates show in `EXPLAIN` on a
+//! of one query at once. A worker that falls back during its sample (down or
+//! saturated, as in FlexPushdownDB) is no candidate. Without a sample (compressed files,
+//! no multi-threaded runtime to wait on it) the share is taken as one, so the scan
+//! stays local. The choice and its estimates show in `EXPLAIN` on a
 //! [`PushdownChoiceExec`].
 
 use std::sync::Arc;
@@ -263,7 +263,7 @@ impl Sampler<'_> {
             select_s: None,
             select_floor: false,
             worker_s,
-            worker_share: worker.filter(|_| worker_up).map(|s| s.share),
+            worker_share: worker.filter(|s| s.on_worker).map(|s| s.share),
             select_share: None,
         };
         if source.select_plan().is_none() {

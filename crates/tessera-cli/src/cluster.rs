@@ -60,15 +60,12 @@ pub struct ExecutorArgs {
     /// The port shuffled data is fetched from (Arrow Flight).
     #[arg(long, default_value_t = 50051)]
     flight_port: u16,
-    /// The port the scheduler sends tasks to.
+    /// The port the executor registers for the scheduler's calls.
     #[arg(long, default_value_t = 50052)]
     grpc_port: u16,
     /// Tasks run at once.
     #[arg(long, default_value_t = 1)]
     slots: usize,
-    /// Seconds between the heartbeats that tell the scheduler this executor is alive.
-    #[arg(long, default_value_t = 5)]
-    heartbeat_s: u64,
 }
 
 /// Ballista's log lines at or above `TESSERA_LOG` (error, warn (default), info, debug,
@@ -131,7 +128,7 @@ pub async fn run(session: &TesseraSession, command: ClusterCommand) -> anyhow::R
                 settings.scheduler_host,
                 settings.scheduler_port
             );
-            Ok(tessera_cluster::run_executor(settings, session).await?)
+            Ok(tessera_cluster::run_executor(settings, session, stop_signal()).await?)
         }
         ClusterCommand::Local {
             executors,
@@ -157,7 +154,6 @@ fn executor_settings(args: ExecutorArgs) -> anyhow::Result<ExecutorSettings> {
         flight_port: args.flight_port,
         grpc_port: args.grpc_port,
         slots: args.slots,
-        heartbeat_s: args.heartbeat_s,
     })
 }
 

@@ -11,6 +11,7 @@
 //!
 //! - [`scheduler`]: `tessera cluster scheduler`.
 //! - [`executor`]: `tessera cluster executor`.
+//! - `wake`: how an idle executor learns at once that there is work.
 //!
 //! [`TesseraSession`]: tessera_engine::TesseraSession
 
@@ -19,6 +20,7 @@ pub mod executor;
 mod parts;
 pub mod scheduler;
 mod task_count;
+mod wake;
 
 pub use error::ClusterError;
 

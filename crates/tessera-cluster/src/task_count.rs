@@ -2,7 +2,8 @@
 //! stage's metrics (summed by name per stage at the scheduler): which executor ran it
 //! (`tasks@HOST:PORT`, so the job's metrics say how many of a stage's tasks each
 //! executor ran, which `EXPLAIN ANALYZE` on a cluster shows), and the lines its scans
-//! skipped as malformed, so the client reports them as an embedded query would.
+//! skipped as malformed, so the client reports them as an embedded query would. A task's
+//! end is also signalled, so the executor's loop reports it at once (see `crate::wake`).
 
 use std::fmt;
 use std::sync::Arc;
@@ -21,22 +22,26 @@ use datafusion::physical_plan::metrics::{Count, Metric, MetricValue, MetricsSet}
 use datafusion::prelude::SessionConfig;
 use tessera_engine::physical_plan::cluster_job::{TASKS_ON, reject_counters};
 use tessera_engine::rejects::RejectLog;
+use tokio::sync::Notify;
 
-/// Ballista's stage executor, with every task counted under this executor's address and
-/// its skipped lines added.
+/// Ballista's stage executor, with every task counted under this executor's address, its
+/// skipped lines added, and its end signalled.
 /// Its shuffle readers connect once per fetch: the pool of Flight clients that
 /// Ballista's own default keeps is private to its executor crate.
 pub(crate) struct CountingEngine {
     inner: DefaultExecutionEngine,
     counter: String,
+    task_ended: Arc<Notify>,
 }
 
 impl CountingEngine {
-    /// Counts tasks under `address` (the host and Flight port others fetch from).
-    pub(crate) fn new(address: &str) -> Self {
+    /// Counts tasks under `address` (the host and Flight port others fetch from) and
+    /// notifies `task_ended` as each one ends.
+    pub(crate) fn new(address: &str, task_ended: Arc<Notify>) -> Self {
         Self {
             inner: DefaultExecutionEngine::new(),
             counter: format!("{TASKS_ON}{address}"),
+            task_ended,
         }
     }
 }
@@ -65,6 +70,7 @@ impl ExecutionEngine for CountingEngine {
             stage,
             counter: self.counter.clone(),
             rejects: config.get_extension::<RejectLog>(),
+            task_ended: Arc::clone(&self.task_ended),
         }))
     }
 }
@@ -77,6 +83,7 @@ struct CountedStage {
     counter: String,
     /// The task's own log (see `parts::settings`), which its scans were decoded with.
     rejects: Option<Arc<RejectLog>>,
+    task_ended: Arc<Notify>,
 }
 
 impl fmt::Display for CountedStage {
@@ -92,7 +99,9 @@ impl QueryStageExecutor for CountedStage {
         task_id: usize,
         context: Arc<TaskContext>,
     ) -> Result<Vec<ShuffleWritePartition>> {
-        self.stage.execute_query_stage(task_id, context).await
+        let written = self.stage.execute_query_stage(task_id, context).await;
+        self.task_ended.notify_one();
+        written
     }
 
     /// The metric sets stay one per operator (the scheduler matches them to the stage's

@@ -32,7 +32,7 @@ use tessera_engine::TesseraSession;
 use tessera_engine::physical_plan::worker_exec::{
     MESSAGE_BYTES_MAX, WorkerToken, compact_views, decode_ticket, partitions_kept,
 };
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::{Request, Response, Status, Streaming};
@@ -78,12 +78,21 @@ pub async fn serve(
         .max_encoding_message_size(MESSAGE_BYTES_MAX);
     tonic::transport::Server::builder()
         .add_service(service)
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), stop)
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener).map(no_delay), stop)
         .await
         .map_err(|e| ServerError::Protocol {
             protocol: "storage-side worker",
             message: e.to_string(),
         })
+}
+
+/// `accepted`, with Nagle's algorithm off: tonic sets it only on sockets it accepts
+/// itself, and otherwise a reply's last small frame waits for the client's delayed ACK
+/// (40 ms on Linux), on every sample and sub-plan a client sends.
+fn no_delay(accepted: std::io::Result<TcpStream>) -> std::io::Result<TcpStream> {
+    let stream = accepted?;
+    stream.set_nodelay(true)?;
+    Ok(stream)
 }
 
 impl Worker {
@@ -234,4 +243,19 @@ fn unsupported(call: &str) -> Status {
     Status::unimplemented(format!(
         "the storage-side worker answers DoGet of plan tickets only, not {call}"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn accepted_connections_send_small_frames_at_once() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let _client = TcpStream::connect(address).await.unwrap();
+        let mut accepted = TcpListenerStream::new(listener).map(no_delay);
+        let stream = accepted.next().await.unwrap().unwrap();
+        assert!(stream.nodelay().unwrap());
+    }
 }

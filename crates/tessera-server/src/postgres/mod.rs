@@ -115,6 +115,9 @@ async fn accept(
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) if connections.len() < connections_max => {
+                    // A reply is several small writes; Nagle's algorithm would hold the
+                    // last one for the client's delayed ACK.
+                    let _ = stream.set_nodelay(true);
                     connections.spawn(connection::run(stream, Arc::clone(server)));
                 }
                 // Over the limit: closing the socket at once is the cheapest answer.

@@ -222,9 +222,9 @@ impl Restriction {
         if self.range_empty() {
             return true;
         }
-        self.eq
-            .as_ref()
-            .is_some_and(|e| !self.in_range(e) || self.not_eq.contains(e))
+        // A pinned value (`x = a`, or `x >= a AND x <= a`) that is excluded or out of range.
+        self.point()
+            .is_some_and(|p| !self.in_range(p) || self.not_eq.contains(p))
     }
 
     /// A single value the merged part pins the column to (`=` or `[a, a]`).
@@ -496,6 +496,14 @@ mod tests {
         assert!(r(&[cmp(CmpOp::Eq, 1), AtomTest::IsNull]).is_empty());
         assert!(r(&[cmp(CmpOp::Eq, 1), cmp(CmpOp::Eq, 2)]).is_empty());
         assert!(r(&[cmp(CmpOp::Eq, 1), cmp(CmpOp::NotEq, 1)]).is_empty());
+        assert!(
+            r(&[
+                cmp(CmpOp::GtEq, 1),
+                cmp(CmpOp::LtEq, 1),
+                cmp(CmpOp::NotEq, 1)
+            ])
+            .is_empty()
+        );
         assert!(r(&[cmp(CmpOp::GtEq, 1), cmp(CmpOp::Lt, 1)]).is_empty());
         assert!(!r(&[cmp(CmpOp::GtEq, 1), cmp(CmpOp::LtEq, 1)]).is_empty());
     }

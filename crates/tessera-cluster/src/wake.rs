@@ -65,10 +65,12 @@ pub(crate) fn work_available(
 pub(crate) async fn listen(socket: UdpSocket, poll_now: Arc<Notify>) {
     let mut datagram = [0_u8; 16];
     loop {
-        match socket.recv_from(&mut datagram).await {
-            Ok((length, _)) if is_wake(&datagram[..length]) => poll_now.notify_one(),
-            // Not a wake-up (or an ICMP error surfacing on the socket): nothing to do.
-            _ => continue,
+        // Anything else (another datagram, an error surfacing on the socket) is ignored,
+        // after the same pause, so that neither a flood nor a failing socket spins.
+        if let Ok((length, _)) = socket.recv_from(&mut datagram).await
+            && is_wake(&datagram[..length])
+        {
+            poll_now.notify_one();
         }
         tokio::time::sleep(Duration::from_millis(WAKE_GAP_MS_MIN)).await;
     }

@@ -81,10 +81,17 @@ pub async fn run_executor(
     let dir = tempfile::TempDir::new()
         .map_err(|e| ClusterError::Settings(format!("the executor's work directory: {e}")))?;
     let work_dir = work_dir_path(&dir)?;
+    let address = flight_address(&settings)?;
     let poll_now = Arc::new(Notify::new());
     let task_ended = Arc::new(Notify::new());
     let free_slots = Arc::new(Semaphore::new(settings.slots));
-    let executor = Arc::new(executor(&settings, session, &work_dir, &task_ended));
+    let executor = Arc::new(executor(
+        &settings,
+        address,
+        session,
+        &work_dir,
+        &task_ended,
+    ));
     let registration = executor.metadata.clone();
     let scheduler = connect(&settings).await?;
 
@@ -106,7 +113,7 @@ pub async fn run_executor(
             .await
             .map_err(ClusterError::ballista("the executor's task loop"))
     });
-    services.spawn(serve_shuffles(flight_address(&settings)?, work_dir));
+    services.spawn(serve_shuffles(address, work_dir));
     start_wakes(&mut services, &settings, poll_now, task_ended, free_slots).await;
 
     tokio::select! {
@@ -142,13 +149,13 @@ fn flight_address(settings: &ExecutorSettings) -> Result<SocketAddr, ClusterErro
 /// from `session`, and its stages count their tasks and say when each one ends.
 fn executor(
     settings: &ExecutorSettings,
+    address: SocketAddr,
     session: &TesseraSession,
     work_dir: &str,
     task_ended: &Arc<Notify>,
 ) -> Executor {
     let state = session.context().state();
     let runtime = state.runtime_env().clone();
-    let address = format!("{}:{}", settings.host, settings.flight_port);
     Executor::new(
         registration(settings),
         work_dir,
@@ -157,7 +164,10 @@ fn executor(
         Arc::new(parts::functions(&state)),
         Arc::new(LoggingMetricsCollector::default()),
         settings.slots,
-        Arc::new(CountingEngine::new(&address, Arc::clone(task_ended))),
+        Arc::new(CountingEngine::new(
+            &address.to_string(),
+            Arc::clone(task_ended),
+        )),
     )
 }
 

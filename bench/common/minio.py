@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -55,16 +56,16 @@ def split_lines(source: Path, parts: int, out: Path) -> list:
     return paths
 
 
-def _sign(method: str, host: str, path: str, payload: str = "") -> dict:
+def _sign(method: str, host: str, path: str, payload: str = "", query: str = "") -> dict:
     """SigV4 headers of a request; `payload` is the body's SHA-256 (empty: no body), or
-    `UNSIGNED-PAYLOAD`."""
+    `UNSIGNED-PAYLOAD`; `query` is the canonical query string (sorted, encoded)."""
     now = dt.datetime.now(dt.timezone.utc)
     stamp, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
     payload = payload or hashlib.sha256(b"").hexdigest()
     headers = {"host": host, "x-amz-content-sha256": payload, "x-amz-date": stamp}
     names = ";".join(sorted(headers))
     canonical = "\n".join(
-        [method, path, "", *(f"{k}:{headers[k]}" for k in sorted(headers)), "", names, payload]
+        [method, path, query, *(f"{k}:{headers[k]}" for k in sorted(headers)), "", names, payload]
     )
     scope = f"{day}/{REGION}/s3/aws4_request"
     to_sign = "\n".join(["AWS4-HMAC-SHA256", stamp, scope, hashlib.sha256(canonical.encode()).hexdigest()])
@@ -145,6 +146,16 @@ class MinIO:
                 self.endpoint + target, data=body, method="PUT", headers=headers
             )
             urllib.request.urlopen(request, timeout=600).read()
+
+    def keys(self, bucket: str, prefix: str) -> list[str]:
+        """The keys in `bucket` that start with `prefix` (the first 1000)."""
+        query = "&".join(
+            f"{k}={urllib.parse.quote(v, safe='-_.~')}" for k, v in sorted({"list-type": "2", "prefix": prefix}.items())
+        )
+        headers = _sign("GET", f"127.0.0.1:{self.port}", f"/{bucket}", query=query)
+        request = urllib.request.Request(f"{self.endpoint}/{bucket}?{query}", headers=headers)
+        text = urllib.request.urlopen(request, timeout=30).read().decode()
+        return re.findall(r"<Key>([^<]*)</Key>", text)
 
     def counters(self) -> dict:
         """MinIO's S3 counters: requests per API (`GetObject`, `SelectObjectContent`, ...)

@@ -216,18 +216,60 @@ def test_skipped_lines_are_reported_as_embedded(minio, broken, cluster):
     assert (got, warning) == skip_report(minio, None)
 
 
-def test_a_write_that_skips_lines_is_refused_on_a_cluster(minio, broken, cluster_one):
-    """An ingest keeps every skipped line in full in its reject file, which the executors
-    cannot yet send back: refused, not lost."""
+def skipping_ingest(minio, cluster: str | None) -> tuple[dict, list]:
+    """An ingest of s3://data/broken/ that skips lines, embedded or on `cluster`: its
+    report, and the records of its reject file, read back as NDJSON."""
+    location = f"s3://data/tables/skipping_{free_port()}"
+    placement = ["--cluster", cluster] if cluster else []
     out = subprocess.run(
-        [tessera_binary(), "--on-error", "skip", "--cluster", cluster_one.url, "ingest",
-         "s3://data/broken/*.json", "--table", f"s3://data/tables/skipping_{free_port()}"],
+        [tessera_binary(), "--threads", THREADS, "--on-error", "skip", *placement, "ingest",
+         "s3://data/broken/*.json", "--table", location, "--report", "json", "--quiet"],
         env=tessera_env(minio),
         capture_output=True,
         text=True,
         timeout=QUERY_S_MAX,
     )
-    assert out.returncode != 0 and "cannot yet keep the reject file" in out.stderr, out.stderr
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["reject_file"], report
+    records = rows(minio, None, f"SELECT j FROM '{report['reject_file']}'")
+    left = minio.keys("data", location.removeprefix("s3://data/") + "/_rejects/parts/")
+    assert left == [], f"reject parts left behind: {left}"
+    documents = (r["j"] if isinstance(r["j"], dict) else json.loads(r["j"]) for r in records)
+    return report, sorted(json.dumps(d, sort_keys=True) for d in documents)
+
+
+def test_a_write_that_skips_lines_keeps_them_all(minio, broken, cluster):
+    """An ingest that skips lines keeps every one, in full, in its one reject file, as
+    embedded does, whichever executor read it."""
+    report, records = skipping_ingest(minio, cluster)
+    assert report["rejected"] == broken and len(records) == broken, (report, records)
+    texts = sorted(json.loads(r)["text"].encode() for r in records)
+    assert texts == sorted(MALFORMED * (broken // len(MALFORMED))), texts
+    embedded_report, embedded_records = skipping_ingest(minio, None)
+    assert records == embedded_records
+    assert report["documents"] == embedded_report["documents"] > 0, (report, embedded_report)
+
+
+def test_an_insert_that_skips_lines_reports_them_and_leaves_no_parts(minio, broken, cluster_two):
+    """INSERT ... SELECT that skips lines on a cluster: the lines are counted as embedded,
+    and the executors' reject parts (no reject file without an ingest) are deleted."""
+    location = f"s3://data/tables/insert_skipping_{free_port()}"
+    script = (BROKEN + f"CREATE EXTERNAL TABLE copy STORED AS TESSERA LOCATION '{location}';\n"
+              "INSERT INTO copy SELECT j FROM broken;")
+    out = subprocess.run(
+        [tessera_binary(), "--threads", THREADS, "--on-error", "skip", "--cluster", cluster_two.url, "sql",
+         "--format", "json", script],
+        env=tessera_env(minio),
+        capture_output=True,
+        text=True,
+        timeout=QUERY_S_MAX,
+    )
+    assert out.returncode == 0, out.stderr
+    assert f"warning: skipped {broken} malformed lines" in out.stderr, out.stderr
+    prefix = location.removeprefix("s3://data/")
+    assert any("/data/" in key for key in minio.keys("data", prefix + "/")), "nothing was written"
+    assert minio.keys("data", prefix + "/_rejects/") == []
 
 
 def test_a_distributed_ingest_commits_one_version(minio, cluster_two, duck_bluesky):

@@ -126,6 +126,28 @@ impl RejectLog {
             Some(SpillState { out, error: None });
     }
 
+    /// Whether records go to a spill too (see [`RejectLog::start_spill`]).
+    pub fn is_spilling(&self) -> bool {
+        self.spill
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
+    /// Appends `lines`, records that another log spilled in full (a cluster task's), to
+    /// the spill if there is one; that log counted them. Nothing else may record while
+    /// they are appended, or its lines could land between two of theirs.
+    pub fn spill_raw(&self, lines: &[u8]) -> std::io::Result<()> {
+        let mut spill = self.spill.lock().unwrap_or_else(|e| e.into_inner());
+        match spill.as_mut() {
+            None => Ok(()),
+            Some(SpillState { error: Some(e), .. }) => {
+                Err(std::io::Error::new(e.kind(), e.to_string()))
+            }
+            Some(state) => state.out.write_all(lines),
+        }
+    }
+
     /// Stops spilling and flushes; the first write error, if any, is returned.
     pub fn finish_spill(&self) -> std::io::Result<()> {
         let state = self.spill.lock().unwrap_or_else(|e| e.into_inner()).take();

@@ -12,6 +12,9 @@ pub const VERSIONS: &str = "_tessera";
 pub const CLAIMS: &str = "_claims";
 /// The directory of rejected lines, one file per ingest.
 pub const REJECTS: &str = "_rejects";
+/// The directory of reject parts: the lines one task of a distributed write rejected,
+/// until its commit gathers them into the write's reject file and deletes them.
+pub const REJECT_PARTS: &str = "_rejects/parts";
 /// Every directory a table keeps below its prefix.
 pub const TABLE_DIRS: [&str; 4] = [DATA, VERSIONS, CLAIMS, REJECTS];
 

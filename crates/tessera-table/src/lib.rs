@@ -38,7 +38,7 @@ mod traffic;
 pub mod vacuum;
 
 pub use error::TableError;
-pub use layout::REJECTS;
+pub use layout::{REJECT_PARTS, REJECTS};
 pub use manifest::{DataFile, DeletionVector, JSON_TYPE, Manifest, SideFile, TableColumn};
 pub use readahead::Pacer;
 pub use snapshot::{FilePredicate, FileRead, OpenFile, ROW_NUMBER, Snapshot, dictionary_type};

@@ -24,7 +24,7 @@ use tessera_tiles::summary::FileSummary;
 use crate::cache;
 use crate::claims::{self, Holder, MAX_CLAIM_HOLD, Taken};
 use crate::error::TableError;
-use crate::layout::{DATA, TABLE_DIRS, VERSIONS, child_key};
+use crate::layout::{DATA, REJECT_PARTS, TABLE_DIRS, VERSIONS, child_key};
 use crate::manifest::{
     self, DataFile, DeletionVector, FORMAT, Manifest, SideFile, TableColumn, manifest_key,
     version_of,
@@ -696,6 +696,12 @@ impl Table {
     /// table prefix.
     pub fn key(&self, relative: &str) -> Path {
         child_key(&self.prefix, relative)
+    }
+
+    /// The key of a new reject part (see [`REJECT_PARTS`]), named as no other writer
+    /// names one.
+    pub fn new_reject_part(&self) -> Path {
+        self.key(&format!("{REJECT_PARTS}/{}.ndjson", unique_id()))
     }
 
     /// `key` relative to the table prefix (as manifests name data files).

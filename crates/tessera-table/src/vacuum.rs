@@ -46,7 +46,7 @@ pub use crate::claims::{CLAIM_LEASE, MAX_CLAIM_HOLD};
 
 use crate::claims::{self, Holder, Taken, claimed_file};
 use crate::error::TableError;
-use crate::layout::{CLAIMS, DATA};
+use crate::layout::{CLAIMS, DATA, REJECT_PARTS};
 use crate::manifest::DataFile;
 use crate::table::{Table, unique_id};
 
@@ -64,14 +64,22 @@ pub struct VacuumReport {
     /// Half-written data files of killed writers removed (local file systems, see
     /// [`Table::with_local_root`]).
     pub partial: u64,
+    /// Reject parts of distributed writes that never gathered them (see
+    /// [`REJECT_PARTS`](crate::REJECT_PARTS)) removed.
+    pub reject_parts: u64,
 }
 
 impl std::fmt::Display for VacuumReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "removed {} unreferenced data files ({} bytes) and {} half-written ones; kept {} younger than the retention period and {} being committed",
-            self.files, self.bytes, self.partial, self.kept_recent, self.kept_claimed
+            "removed {} unreferenced data files ({} bytes), {} half-written ones and {} reject parts of failed writes; kept {} younger than the retention period and {} being committed",
+            self.files,
+            self.bytes,
+            self.partial,
+            self.reject_parts,
+            self.kept_recent,
+            self.kept_claimed
         )
     }
 }
@@ -132,6 +140,7 @@ impl Table {
         }
         self.sweep_claims(&referenced).await?;
         report.partial = self.sweep_partials(cutoff.into()).await?;
+        report.reject_parts = self.sweep_reject_parts(cutoff).await?;
         Ok(report)
     }
 
@@ -184,6 +193,25 @@ impl Table {
             }
         }
         Ok(())
+    }
+
+    /// Deletes the reject parts older than `cutoff`: a distributed write gathers and
+    /// deletes its own as it commits, so an old one is left by a write that failed.
+    async fn sweep_reject_parts(
+        &self,
+        cutoff: chrono::DateTime<chrono::Utc>,
+    ) -> Result<u64, TableError> {
+        let dir = self.key(REJECT_PARTS);
+        let parts: Vec<ObjectMeta> = self.store().list(Some(&dir)).try_collect().await?;
+        let mut removed = 0;
+        for part in parts.iter().filter(|part| part.last_modified <= cutoff) {
+            match self.store().delete(&part.location).await {
+                Ok(()) => removed += 1,
+                Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(removed)
     }
 
     async fn is_gone(&self, file: &str) -> Result<bool, TableError> {

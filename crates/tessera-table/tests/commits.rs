@@ -384,6 +384,34 @@ async fn vacuum_keeps_recent_unreferenced_files() {
     assert_eq!((report.files, report.kept_recent), (1, 0));
 }
 
+/// A reject part is gathered and deleted by its write's commit; one a failed write left
+/// is deleted by vacuum once older than the retention, and a reject file never is.
+#[tokio::test]
+async fn vacuum_removes_the_reject_parts_failed_writes_left() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let table = Table::create(store.clone(), Path::from("t"), TableOptions::default())
+        .await
+        .unwrap();
+    let part = table.new_reject_part();
+    assert_ne!(
+        part,
+        table.new_reject_part(),
+        "each part has a name of its own"
+    );
+    store.put(&part, "{}\n".into()).await.unwrap();
+    let reject_file = table.key("_rejects/00000000000000000001.ndjson");
+    store.put(&reject_file, "{}\n".into()).await.unwrap();
+    let report = table.vacuum(Duration::from_secs(3600)).await.unwrap();
+    assert_eq!(report.reject_parts, 0, "a write may still gather it");
+    let report = table.vacuum(Duration::ZERO).await.unwrap();
+    assert_eq!(report.reject_parts, 1, "{report:?}");
+    assert!(matches!(
+        store.head(&part).await,
+        Err(object_store::Error::NotFound { .. })
+    ));
+    store.head(&reject_file).await.unwrap();
+}
+
 /// Side files are referenced with their data file: vacuum keeps them while a version
 /// lists the data file, and a commit claims them with it.
 #[tokio::test]

@@ -12,9 +12,9 @@
 
 use std::sync::Arc;
 
+use datafusion::common::Result;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::TreeNode;
-use datafusion::common::{DataFusionError, Result};
 use datafusion::datasource::physical_plan::FileScanConfig;
 use datafusion::datasource::sink::DataSinkExec;
 use datafusion::datasource::source::DataSourceExec;
@@ -25,9 +25,8 @@ use datafusion::physical_plan::explain::ExplainExec;
 use datafusion::physical_plan::joins::HashJoinExec;
 use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 
-use super::select_pushdown::ndjson_scan;
 use crate::datasource::tessera::write::distributed::split_write;
-use crate::options::{OnError, TesseraOptions};
+use crate::options::TesseraOptions;
 use crate::physical_plan::cluster_exec::{ClusterExec, scheduler_url};
 
 /// The rule; a no-op while `tessera.cluster` is empty.
@@ -53,20 +52,10 @@ impl PhysicalOptimizerRule for ClusterPlacement {
             return Ok(plan);
         }
         // A write into a Tessera table: files written on the executors, committed here.
-        if let Some(split) = split_write(&plan, |files| sent(files, scheduler.clone())) {
-            if plan.exists(|node| Ok(skips(node)))? {
-                // An ingest keeps every skipped line in full in its reject file; the
-                // executors send back only the count and the first places.
-                return Err(DataFusionError::NotImplemented(
-                    "a cluster cannot yet keep the reject file of a write that skips \
-                     lines: SET tessera.on_error = 'fail', or write embedded (SET \
-                     tessera.cluster = '')"
-                        .into(),
-                ));
-            }
-            if !plan.exists(|node| Ok(runs_here(node)))? {
-                return Ok(split);
-            }
+        if let Some(split) = split_write(&plan, |files| sent(files, scheduler.clone()))
+            && !plan.exists(|node| Ok(runs_here(node)))?
+        {
+            return Ok(split);
         }
         // The analysis, and another write's sink, stay here.
         if plan.is::<AnalyzeExec>() || plan.is::<DataSinkExec>() {
@@ -83,11 +72,6 @@ impl PhysicalOptimizerRule for ClusterPlacement {
     fn schema_check(&self) -> bool {
         true
     }
-}
-
-/// Whether `plan` is a raw NDJSON scan that skips malformed lines.
-fn skips(plan: &Arc<dyn ExecutionPlan>) -> bool {
-    ndjson_scan(plan).is_some_and(|(_, source)| source.settings().on_error == OnError::Skip)
 }
 
 /// Whether any leaf of `plan` scans files: otherwise the executors have nothing to read.

@@ -4,6 +4,8 @@
 //! ([`CommitSink`]), so a distributed `INSERT` or ingest is as atomic as an embedded one.
 //! A task that runs again after a lost executor writes its files again; only the files
 //! of the attempts whose rows arrive are committed, the others are left for vacuum.
+//! Lines a task's scans skip go, in full, to a reject part of its own, which the commit
+//! gathers into the session's reject file (see [`reject_file`](super::reject_file)).
 
 use std::any::Any;
 use std::fmt;
@@ -24,16 +26,28 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 use futures::StreamExt;
 use object_store::path::Path;
+use serde::{Deserialize, Serialize};
 use tessera_table::{NewFile, Table};
 
+use super::reject_file::{self, TaskRejects};
 use super::sink::TesseraSink;
 use crate::datasource::tessera::provider::external;
+use crate::rejects::RejectLog;
 
-/// The column of [`WriteFilesExec`]'s rows: one written file each, as JSON.
+/// The column of [`WriteFilesExec`]'s rows: one [`Written`] each, as JSON.
 const FILE_COLUMN: &str = "file";
 
+/// What one row of [`WriteFilesExec`] says its task wrote.
+#[derive(Debug, Serialize, Deserialize)]
+enum Written {
+    /// A data file, uncommitted.
+    File(NewFile),
+    /// A reject part: the key of every line the task's scans skipped, in full.
+    Rejects(String),
+}
+
 /// Writes each input partition's documents as data files of a table, uncommitted, and
-/// outputs one row per file written.
+/// outputs one row per file written, and one for the lines it skipped, if any.
 #[derive(Debug)]
 pub struct WriteFilesExec {
     input: Arc<dyn ExecutionPlan>,
@@ -139,16 +153,24 @@ impl ExecutionPlan for WriteFilesExec {
         let table_schema = Arc::clone(&self.table_schema);
         let written = async move {
             let store = context.runtime_env().object_store(&url)?;
-            let table = Table::open(store, prefix).await.map_err(external)?;
+            let table = Arc::new(Table::open(store, prefix).await.map_err(external)?);
+            let rejects = context.session_config().get_extension::<RejectLog>();
+            let rejects = rejects.map(TaskRejects::start).transpose()?;
             let sink = TesseraSink::new(
-                Arc::new(table),
+                Arc::clone(&table),
                 url,
                 table_schema,
                 Arc::default(),
                 Arc::default(),
             )?;
+            // A failed task's spill ends with its log, unread.
             let (files, _) = sink.write_files(input, &context).await?;
-            files_batch(&files)
+            let part = match rejects {
+                Some(rejects) => rejects.finish(&table).await?,
+                None => None,
+            };
+            let part = part.map(|key| Written::Rejects(key.to_string()));
+            written_batch(files.into_iter().map(Written::File).chain(part))
         };
         let stream = futures::stream::once(written);
         Ok(Box::pin(RecordBatchStreamAdapter::new(
@@ -158,10 +180,9 @@ impl ExecutionPlan for WriteFilesExec {
     }
 }
 
-fn files_batch(files: &[NewFile]) -> Result<RecordBatch> {
-    let encoded = files
-        .iter()
-        .map(serde_json::to_string)
+fn written_batch(written: impl Iterator<Item = Written>) -> Result<RecordBatch> {
+    let encoded = written
+        .map(|written| serde_json::to_string(&written))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| DataFusionError::Internal(format!("a written file as JSON: {e}")))?;
     let column = Arc::new(StringArray::from(encoded));
@@ -200,9 +221,9 @@ impl DataSink for CommitSink {
     async fn write_all(
         &self,
         mut data: SendableRecordBatchStream,
-        _context: &Arc<TaskContext>,
+        context: &Arc<TaskContext>,
     ) -> Result<u64> {
-        let mut files = Vec::new();
+        let (mut files, mut parts) = (Vec::new(), Vec::new());
         while let Some(batch) = data.next().await {
             let batch = batch?;
             let Some(column) = batch.column(0).as_string_opt::<i32>() else {
@@ -210,17 +231,38 @@ impl DataSink for CommitSink {
                     "written files come as JSON text".into(),
                 ));
             };
-            for file in column.iter().flatten() {
-                let file: NewFile = serde_json::from_str(file).map_err(|e| {
-                    DataFusionError::Internal(format!("a written file's description: {e}"))
-                })?;
-                files.push(file);
+            for written in column.iter().flatten() {
+                match serde_json::from_str(written) {
+                    Ok(Written::File(file)) => files.push(file),
+                    Ok(Written::Rejects(key)) => parts.push(reject_part(&key)?),
+                    Err(e) => {
+                        return Err(DataFusionError::Internal(format!(
+                            "a written file's description: {e}"
+                        )));
+                    }
+                }
             }
         }
         let rows = files.iter().map(|f| f.summary.rows).sum();
-        self.sink.commit(files).await?;
+        let committed = self.sink.commit(files).await;
+        // Gathered whether or not the commit landed, so that no part outlives the write.
+        let log = context.session_config().get_extension::<RejectLog>();
+        let gathered = reject_file::gather(
+            self.sink.table().store().as_ref(),
+            &parts,
+            &log.unwrap_or_default(),
+        )
+        .await;
+        committed?;
+        gathered?;
         Ok(rows)
     }
+}
+
+/// The reject part at `key`, as [`WriteFilesExec`] named it.
+fn reject_part(key: &str) -> Result<Path> {
+    Path::parse(key)
+        .map_err(|e| DataFusionError::Internal(format!("a reject part's key {key:?}: {e}")))
 }
 
 /// `plan` with its write into a Tessera table cut in two, the files written by what

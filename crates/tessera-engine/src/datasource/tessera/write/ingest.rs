@@ -2,7 +2,7 @@
 //! one commit, with every rejected line written, with its reason, to a reject file next
 //! to the table.
 
-use std::io::{BufWriter, Read, Seek, SeekFrom};
+use std::io::BufWriter;
 use std::sync::Arc;
 
 use arrow::array::AsArray;
@@ -13,13 +13,12 @@ use datafusion::datasource::provider_as_source;
 use datafusion::logical_expr::LogicalPlanBuilder;
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::prelude::{SessionContext, col};
-use object_store::{ObjectStoreExt, WriteMultipart};
 
+use super::reject_file;
 use super::sink::WriteReport;
 use crate::datasource::location::table_for_locations;
 use crate::datasource::ndjson::NdjsonFormat;
 use crate::datasource::ndjson::format::NdjsonOptions;
-use crate::datasource::tessera::provider::external;
 use crate::datasource::tessera::{TesseraTable, table_root};
 use crate::rejects::{RejectLog, RejectSummary};
 
@@ -110,33 +109,18 @@ pub async fn ingest(
     })
 }
 
-/// Streams the spilled reject records to `<table>/_rejects/<version>.ndjson`, a part at
-/// a time, so a large reject file never sits in memory whole.
+/// Uploads the spilled reject records as `<table>/_rejects/<version>.ndjson`: the
+/// reject file's location.
 async fn upload_rejects(
     state: &dyn datafusion::catalog::Session,
     location: &str,
     version: u64,
-    mut spill: std::fs::File,
+    spill: std::fs::File,
 ) -> Result<String> {
-    const PART: usize = 8 << 20;
     let (store, prefix) = table_root(state, location)?;
     let name = format!("{version:020}.ndjson");
     let path = prefix.join(tessera_table::REJECTS).join(name.as_str());
-    spill
-        .seek(SeekFrom::Start(0))
-        .map_err(DataFusionError::IoError)?;
-    let upload = store.put_multipart(&path).await.map_err(external)?;
-    let mut writer = WriteMultipart::new_with_chunk_size(upload, PART);
-    let mut buffer = vec![0; PART];
-    loop {
-        let n = spill.read(&mut buffer).map_err(DataFusionError::IoError)?;
-        if n == 0 {
-            break;
-        }
-        writer.wait_for_capacity(2).await.map_err(external)?;
-        writer.write(&buffer[..n]);
-    }
-    writer.finish().await.map_err(external)?;
+    reject_file::upload(store.as_ref(), &path, spill).await?;
     Ok(format!(
         "{}/_rejects/{name}",
         location.trim_end_matches('/')

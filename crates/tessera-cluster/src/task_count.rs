@@ -4,11 +4,16 @@
 //! executor ran, which `EXPLAIN ANALYZE` on a cluster shows), and the lines its scans
 //! skipped as malformed, so the client reports them as an embedded query would. A task's
 //! end is also signalled, so the executor's loop reports it at once (see `crate::wake`).
+//! A stage that writes its input's partitions through (a join's build side, a merge's
+//! input, the job's result) has its view columns compacted first: Ballista's
+//! pass-through shuffle writer writes every buffer a view references, so twenty rows of
+//! a top-K would carry the whole scan's strings to disk and to the client.
 
 use std::fmt;
 use std::sync::Arc;
 
 use ballista_core::JobId;
+use ballista_core::execution_plans::ShuffleWriterExec;
 use ballista_core::serde::protobuf::{
     RuntimeStatsReport, ShuffleWritePartition, TaskColumnStats, WindowStateReport,
 };
@@ -17,10 +22,11 @@ use ballista_executor::execution_engine::{
 };
 use datafusion::error::Result;
 use datafusion::execution::TaskContext;
-use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::metrics::{Count, Metric, MetricValue, MetricsSet};
+use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 use datafusion::prelude::SessionConfig;
 use tessera_engine::physical_plan::cluster_job::{TASKS_ON, reject_counters};
+use tessera_engine::physical_plan::compact_views::{CompactViewsExec, has_views};
 use tessera_engine::rejects::RejectLog;
 use tokio::sync::Notify;
 
@@ -62,7 +68,7 @@ impl ExecutionEngine for CountingEngine {
             stage_id,
             task_id,
             global_output_partition_ids,
-            plan,
+            compacted_before_writing(plan)?,
             work_dir,
             config,
         )?;
@@ -73,6 +79,19 @@ impl ExecutionEngine for CountingEngine {
             task_ended: Arc::clone(&self.task_ended),
         }))
     }
+}
+
+/// The stage `plan` with the input of a pass-through shuffle writer compacted (the
+/// sort-based writer of hash shuffles compacts what it writes itself).
+fn compacted_before_writing(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+    let Some(writer) = plan.downcast_ref::<ShuffleWriterExec>() else {
+        return Ok(plan);
+    };
+    let input = Arc::clone(writer.children()[0]);
+    if !has_views(&input.schema()) {
+        return Ok(plan);
+    }
+    replace_children_if_necessary(plan, vec![Arc::new(CompactViewsExec::new(input))])
 }
 
 /// One task's stage: Ballista's, plus the count of 1 and the skipped lines in its root
@@ -137,5 +156,59 @@ impl QueryStageExecutor for CountedStage {
 
     fn collect_column_stats(&self) -> Vec<TaskColumnStats> {
         self.stage.collect_column_stats()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ballista_core::execution_plans::SortShuffleWriterExec;
+    use ballista_core::execution_plans::sort_shuffle::SortShuffleConfig;
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::physical_expr::expressions::col;
+    use datafusion::physical_plan::Partitioning;
+    use datafusion::physical_plan::empty::EmptyExec;
+
+    use super::*;
+
+    fn scan(data_type: DataType) -> Arc<dyn ExecutionPlan> {
+        let schema = Schema::new(vec![Field::new("s", data_type, true)]);
+        Arc::new(EmptyExec::new(Arc::new(schema)))
+    }
+
+    fn written(input: Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
+        let writer = ShuffleWriterExec::try_new(JobId::new("j"), 1, input, "/tmp".into());
+        Arc::new(writer.unwrap())
+    }
+
+    fn below_writer(plan: &Arc<dyn ExecutionPlan>) -> String {
+        plan.children()[0].name().to_string()
+    }
+
+    #[test]
+    fn views_written_through_are_compacted_first() {
+        let plan = compacted_before_writing(written(scan(DataType::Utf8View))).unwrap();
+        assert!(plan.is::<ShuffleWriterExec>());
+        assert_eq!(below_writer(&plan), "CompactViewsExec");
+        // Nothing to compact without views.
+        let plan = compacted_before_writing(written(scan(DataType::Utf8))).unwrap();
+        assert_eq!(below_writer(&plan), "EmptyExec");
+    }
+
+    #[test]
+    fn hash_shuffles_compact_what_they_write_themselves() {
+        let input = scan(DataType::Utf8View);
+        let hashed = Partitioning::Hash(vec![col("s", &input.schema()).unwrap()], 2);
+        let config = SortShuffleConfig::new(true, 4096);
+        let writer = SortShuffleWriterExec::try_new(
+            JobId::new("j"),
+            1,
+            input,
+            "/tmp".into(),
+            hashed,
+            config,
+        );
+        let plan: Arc<dyn ExecutionPlan> = Arc::new(writer.unwrap());
+        let plan = compacted_before_writing(plan).unwrap();
+        assert_eq!(below_writer(&plan), "EmptyExec");
     }
 }

@@ -29,8 +29,9 @@ use arrow_flight::{
 };
 use futures::{Stream, StreamExt};
 use tessera_engine::TesseraSession;
+use tessera_engine::physical_plan::compact_views::compact_views;
 use tessera_engine::physical_plan::worker_exec::{
-    MESSAGE_BYTES_MAX, WorkerToken, compact_views, decode_ticket, partitions_kept,
+    MESSAGE_BYTES_MAX, WorkerToken, decode_ticket, partitions_kept,
 };
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};

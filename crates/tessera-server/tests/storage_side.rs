@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use object_store::ObjectStore;
+use object_store::{ObjectStore, ObjectStoreExt};
 use tessera_blob::S3Config;
 use tessera_engine::{SAMPLE_BYTES, SessionOptions, TesseraSession, WorkerToken};
 use tessera_server::storage_side::{self, WorkerConfig};
@@ -285,6 +285,37 @@ async fn auto_samples_where_it_costs_least() {
         (SAMPLE_BYTES..2 * SAMPLE_BYTES).contains(&read),
         "{read} bytes read to plan:\n{plan}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_samples_a_version_of_an_object_once() {
+    let fixture = fixture().await;
+    let sql = many_rows(&fixture).await;
+    let session = fixture.session("", TOKEN).await;
+    rows(&session, "SET tessera.link_mib = 1").await;
+    let (first, read) = planned(&session, &sql).await;
+    assert!(read >= SAMPLE_BYTES, "{read} bytes read to plan:\n{first}");
+    // The same query again: the sample is remembered, the same choice made.
+    let (again, read) = planned(&session, &sql).await;
+    assert!(
+        read < SAMPLE_BYTES / 4,
+        "{read} bytes read to plan:\n{again}"
+    );
+    assert_eq!(again, first);
+    // The object written anew (another entity tag): sampled again.
+    let mut bytes = fixture
+        .store
+        .get(&"cut/a.json".into())
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap()
+        .to_vec();
+    bytes.extend_from_slice(b"{\"kind\": \"commit\"}\n");
+    fixture.put("cut/a.json", bytes).await;
+    let (_, read) = planned(&session, &sql).await;
+    assert!(read >= SAMPLE_BYTES, "{read} bytes read to plan");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -19,10 +19,13 @@
 //! of one query at once. A worker that falls back during its sample (down or
 //! saturated, as in FlexPushdownDB) is no candidate. Without a sample (compressed files,
 //! no multi-threaded runtime to wait on it) the share is taken as one, so the scan
-//! stays local. The choice and its estimates show in `EXPLAIN` on a
-//! [`PushdownChoiceExec`].
+//! stays local. A sample is taken once: the same sampled plan over the same version of
+//! the same object returns the same share, so a query that comes again (a dashboard's)
+//! plans from [`SampleMemory`] without the sample's round trip. The choice and its
+//! estimates show in `EXPLAIN` on a [`PushdownChoiceExec`].
 
-use std::sync::Arc;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use datafusion::common::config::ConfigOptions;
@@ -44,8 +47,9 @@ use super::worker_pushdown::runs_on_worker;
 use crate::datasource::ndjson::read::Codec;
 use crate::datasource::ndjson::source::NdjsonSource;
 use crate::options::{Pushdown, TesseraOptions};
+use crate::physical_plan::compact_views::compact_views;
 use crate::physical_plan::pushdown_choice::{Choice, Estimates, PushdownChoiceExec};
-use crate::physical_plan::worker_exec::{WorkerExec, WorkerToken, compact_views};
+use crate::physical_plan::worker_exec::{WorkerExec, WorkerToken, encode_ticket};
 
 /// Bytes of the first file a sample reads.
 pub const SAMPLE_BYTES: u64 = 1 << 20;
@@ -58,6 +62,9 @@ const PARSE_BYTES_PER_S: f64 = 300e6;
 /// between 60 and 190 MB/s on two cores (docs/BENCHMARKS.md).
 const SELECT_BYTES_PER_S: f64 = 100e6;
 
+/// Samples remembered, at most; the oldest is forgotten first.
+const REMEMBERED_SAMPLES_MAX: usize = 1024;
+
 /// The rule; registered before [`super::SelectPushdown`], which then translates the
 /// scans left asking S3 Select.
 #[derive(Debug)]
@@ -65,6 +72,40 @@ pub struct PushdownChoice {
     runtime: Arc<RuntimeEnv>,
     /// The session's worker token (a worker is a candidate only with one).
     worker_token: Option<WorkerToken>,
+    /// The samples this session's queries took.
+    memory: SampleMemory,
+}
+
+/// What samples found, by what they ran: the sampled plan (its worker ticket, which
+/// names the object and the range read), the object's version (entity tag) and where it
+/// ran. A worker that was up when its sample was taken may be down later; the query
+/// then runs here, as [`WorkerExec`] falls back.
+#[derive(Debug, Default)]
+struct SampleMemory {
+    entries: Mutex<(HashMap<SampleKey, Sampled>, VecDeque<SampleKey>)>,
+}
+
+type SampleKey = (Vec<u8>, Option<String>, Option<String>);
+
+impl SampleMemory {
+    fn get(&self, key: &SampleKey) -> Option<Sampled> {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.0.get(key).copied()
+    }
+
+    fn keep(&self, key: SampleKey, sampled: Sampled) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let (found, order) = &mut *entries;
+        if found.insert(key.clone(), sampled).is_none() {
+            order.push_back(key);
+        }
+        while order.len() > REMEMBERED_SAMPLES_MAX {
+            if let Some(oldest) = order.pop_front() {
+                found.remove(&oldest);
+            }
+        }
+        debug_assert_eq!(found.len(), order.len());
+    }
 }
 
 impl PushdownChoice {
@@ -74,6 +115,7 @@ impl PushdownChoice {
         Self {
             runtime,
             worker_token,
+            memory: SampleMemory::default(),
         }
     }
 }
@@ -147,6 +189,7 @@ impl PushdownChoice {
             ctx: self.task_context(config),
             worker,
             sampling: handle.is_some(),
+            memory: &self.memory,
         };
         let link = options.link_mib.max(0.01) * f64::from(1u32 << 20);
         let all = futures::future::join_all(sent.iter().map(|plan| sampler.estimate(plan, link)));
@@ -177,6 +220,8 @@ struct Sampler<'a> {
     worker: Option<&'a str>,
     /// Whether samples can be waited on.
     sampling: bool,
+    /// The samples taken before.
+    memory: &'a SampleMemory,
 }
 
 /// What a sample found.
@@ -296,14 +341,38 @@ impl Sampler<'_> {
         Some(first.with_range(0, read as i64))
     }
 
-    /// What `plan` returns of `file`, computed on the worker at `endpoint` or here.
+    /// What `plan` returns of `file`, computed on the worker at `endpoint` or here, or
+    /// remembered from when it was.
     async fn sample(
         &self,
         plan: &Arc<dyn ExecutionPlan>,
         file: &PartitionedFile,
         endpoint: Option<&str>,
     ) -> Option<Sampled> {
-        let mut sampled = over_sample(plan, file).ok()?;
+        let sampled = over_sample(plan, file).ok()?;
+        let key = (
+            encode_ticket(&sampled, 0).ok()?,
+            file.object_meta.e_tag.clone(),
+            endpoint.map(str::to_string),
+        );
+        if let Some(remembered) = self.memory.get(&key) {
+            return Some(remembered);
+        }
+        let found = self.run_sample(sampled, file, endpoint).await?;
+        // A sample the worker left to this session says nothing of the worker later.
+        if endpoint.is_none() || found.on_worker {
+            self.memory.keep(key, found);
+        }
+        Some(found)
+    }
+
+    /// Runs the sampled plan `sampled`, over `file`, on the worker at `endpoint` or here.
+    async fn run_sample(
+        &self,
+        mut sampled: Arc<dyn ExecutionPlan>,
+        file: &PartitionedFile,
+        endpoint: Option<&str>,
+    ) -> Option<Sampled> {
         if let Some(endpoint) = endpoint {
             sampled = Arc::new(WorkerExec::new(sampled, endpoint.to_string()));
         }

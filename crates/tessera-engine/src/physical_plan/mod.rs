@@ -4,6 +4,8 @@
 //!   table stores instead of hashing strings.
 //! - [`codec`]: the `datafusion-proto` codecs of Tessera's plan nodes, for plans run in
 //!   another process (alone for the storage-side worker, with Ballista's for a cluster).
+//! - [`compact_views`]: view columns that hold only their values, before batches are
+//!   written out of the process (to the link, to a cluster's shuffle files).
 //! - [`cluster_exec`]: `ClusterExec`, a whole plan run on a Ballista cluster.
 //! - [`cluster_job`]: that plan's job: submitted, waited for, its rows fetched, its
 //!   report (stages, tasks, counters over all executors) for `EXPLAIN ANALYZE`.
@@ -15,6 +17,7 @@ pub mod cluster_exec;
 pub mod cluster_job;
 pub mod code_aggregate;
 pub mod codec;
+pub mod compact_views;
 pub mod pushdown_choice;
 pub mod worker_exec;
 

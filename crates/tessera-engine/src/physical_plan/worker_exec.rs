@@ -19,8 +19,6 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use arrow::array::{ArrayRef, AsArray, GenericByteViewArray, RecordBatch};
-use arrow::datatypes::ByteViewType;
 use arrow::datatypes::SchemaRef;
 use arrow_flight::decode::FlightRecordBatchStream;
 use arrow_flight::error::FlightError;
@@ -158,34 +156,6 @@ pub fn decode_ticket(bytes: &[u8], ctx: &TaskContext) -> Result<(Arc<dyn Executi
         )));
     }
     Ok((plan, partition))
-}
-
-/// View arrays hold more than this many times the bytes of their values before they are
-/// copied compactly.
-const VIEW_SLACK_MAX: usize = 2;
-
-/// `batch` with each string or binary view column that references much more than its
-/// values (a filter's output keeps the buffers of every row it dropped) copied to hold
-/// only them, so that what crosses the link is the values, not the buffers.
-pub fn compact_views(batch: &RecordBatch) -> Result<RecordBatch> {
-    let columns: Vec<ArrayRef> = batch
-        .columns()
-        .iter()
-        .map(|column| {
-            let compacted = match column.as_string_view_opt() {
-                Some(views) => compacted(views),
-                None => column.as_binary_view_opt().and_then(compacted),
-            };
-            compacted.unwrap_or_else(|| Arc::clone(column))
-        })
-        .collect();
-    Ok(RecordBatch::try_new(batch.schema(), columns)?)
-}
-
-fn compacted<T: ByteViewType + ?Sized>(views: &GenericByteViewArray<T>) -> Option<ArrayRef> {
-    let held: usize = views.data_buffers().iter().map(|b| b.len()).sum();
-    let used: usize = views.lengths().map(|l| l as usize).sum();
-    (held > VIEW_SLACK_MAX * used.max(1)).then(|| Arc::new(views.gc()) as ArrayRef)
 }
 
 /// `ctx` with each partition of a file scan reading only its own files.

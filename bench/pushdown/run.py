@@ -30,11 +30,13 @@ answer is checked against local's (floats to a relative 1e-9).
 
 Experiments: a filter selectivity sweep over each shape (lineitem's `l_quantity`, and a
 `time_us` range of the events), string equality filters, a group-by with 2, 8 and 32
-groups, a top-K with K of 1, 100 and 10,000, and PushdownDB's TPC-H subset (Q1, Q3, Q6,
-Q12, Q14, Q17, Q19, Tessera's dialect of bench/tpch_json/queries).
+groups, a top-K with K of 1, 100 and 10,000, PushdownDB's Bloom-join sweep (customers
+joined with their orders, `c_acctbal <= X` for X from -950 to -450; also run as
+PushdownDB's filtered join, `filtered`: S3 Select without the Bloom filter) and its TPC-H
+subset (Q1, Q3, Q6, Q12, Q14, Q17, Q19, Tessera's dialect of bench/tpch_json/queries).
 
 Usage: bench/pushdown/run.py [--sf 0.3] [--docs 1000000] [--parts 8] [--tries 3] [--link-mib 100]
-                             [--tessera PATH]
+                             [--experiments 'Bloom join,TPC-H'] [--tessera PATH]
 """
 
 import argparse
@@ -59,6 +61,9 @@ from tpch_json.run import queries, same_answer  # noqa: E402
 BUCKET = "bench"
 LATENCY_MS = 20
 MODES = ("off", "s3select", "worker", "auto")
+# PushdownDB's Bloom-join sweep (§V-B1): customers by c_acctbal, from very selective up.
+BLOOM_JOIN = "Bloom join"
+ACCTBAL_BOUNDS = (-950, -900, -800, -700, -600, -450)
 WORKER_TOKEN = "bench-worker-token"
 TPCH_SUBSET = (1, 3, 6, 12, 14, 17, 19)
 REQUEST_DOLLARS = {"GetObject": 0.0004e-3, "SelectObjectContent": 0.0004e-3,
@@ -109,9 +114,16 @@ def storage_side(binary: str, env: dict):
 
 
 def settings(mode: str, env: dict) -> str:
-    """The statements choosing `mode`, with the worker and link bandwidth of `env`."""
-    return (f"SET tessera.pushdown = '{mode}'; SET tessera.worker = '{env['WORKER']}'; "
-            f"SET tessera.link_mib = {env['LINK_MIB']}")
+    """The statements choosing `mode`, with the worker and link bandwidth of `env`;
+    `filtered` is S3 Select without Bloom joins (PushdownDB's filtered join)."""
+    pushdown, bloom = ("s3select", "off") if mode == "filtered" else (mode, "on")
+    return (f"SET tessera.pushdown = '{pushdown}'; SET tessera.bloom_join = '{bloom}'; "
+            f"SET tessera.worker = '{env['WORKER']}'; SET tessera.link_mib = {env['LINK_MIB']}")
+
+
+def modes_of(label: str) -> tuple:
+    """The modes a query runs in: joins also as PushdownDB's filtered join."""
+    return MODES + ("filtered",) if label.startswith(BLOOM_JOIN) else MODES
 
 
 def answer(binary: str, env: dict, table: str, mode: str, sql: str) -> list:
@@ -175,6 +187,11 @@ def experiments(sf: float, bounds: dict) -> list:
         out.append(("tpch", f"top-K, K = {k}",
                     f"SELECT json_get_int(j, 'l_orderkey') AS o, {price} AS p FROM tpch "
                     f"WHERE {lineitem} ORDER BY p DESC, o LIMIT {k}"))
+    for bound in ACCTBAL_BOUNDS:
+        out.append(("tpch", f"{BLOOM_JOIN}, c_acctbal <= {bound}",
+                    "SELECT count(*), sum(json_get_float(o.j, 'o_totalprice')) FROM tpch c "
+                    "JOIN tpch o ON json_get_int(o.j, 'o_custkey') = json_get_int(c.j, 'c_custkey') "
+                    f"WHERE json_get_float(c.j, 'c_acctbal') <= {bound}"))
     texts = queries("tessera", sf)
     for number in TPCH_SUBSET:
         out.append(("tpch", f"TPC-H Q{number}", texts[number - 1]))
@@ -189,7 +206,7 @@ def report(rows: list, mode_rows: dict) -> None:
     print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|" + "---:|---:|" * len(names) + "---|")
     for shape, label, _ in rows:
         local = mode_rows[(label, "off")]
-        for mode in MODES:
+        for mode in modes_of(label):
             r = mode_rows[(label, mode)]
             dollars = " | ".join(f"{r['dollars'][n]:.6f} | {r['dollars'][n] / local['dollars'][n]:.2f}"
                                  for n in names)
@@ -199,7 +216,7 @@ def report(rows: list, mode_rows: dict) -> None:
                   f"{r['store_sent_bytes'] / 1e6:.1f} | {r['select_store_bytes'] / 1e6:.1f} | "
                   f"{r['requests']:.0f} | {fallbacks:.0f} | {dollars} | {r['same']} |")
     subset = [label for _, label, _ in rows if label.startswith("TPC-H")]
-    for mode in MODES[1:]:
+    for mode in MODES[1:] if subset else ():
         speedups = [mode_rows[(q, "off")]["seconds"] / mode_rows[(q, mode)]["seconds"] for q in subset]
         print(f"- TPC-H subset, {mode}: mean speed-up {statistics.mean(speedups):.2f}x (target >= 6.7x)")
         for n in names:
@@ -227,6 +244,8 @@ def main():
     parser.add_argument("--link-mib", type=float, default=100,
                         help="MiB/s per connection between Tessera and MinIO")
     parser.add_argument("--tessera", default=default_tessera())
+    parser.add_argument("--experiments", default="",
+                        help="comma-separated label prefixes of the experiments to run (all)")
     args = parser.parse_args()
     binary = args.tessera
     rate_kb = round(args.link_mib * 2**20 / 1000)  # toxiproxy's rate is in KB/s (1000 bytes)
@@ -254,11 +273,13 @@ def main():
         bounds = json.loads(out.splitlines()[-1])
         env = dict(direct, AWS_ENDPOINT_URL=proxies.add("minio", minio.port),
                    WORKER=proxies.add("worker", worker_port))
-        rows = experiments(args.sf, bounds)
+        chosen = [p.strip() for p in args.experiments.split(",") if p.strip()]
+        rows = [r for r in experiments(args.sf, bounds)
+                if not chosen or any(r[1].startswith(p) for p in chosen)]
         results = {}
         for shape, label, sql in rows:
             expected = answer(binary, direct, shape, "off", sql)
-            for mode in MODES:
+            for mode in modes_of(label):
                 result = run(binary, env, minio, shape, mode, sql, args.tries)
                 result["same"] = same_answer(answer(binary, direct, shape, mode, sql), expected)
                 results[(label, mode)] = result

@@ -300,9 +300,9 @@ impl TesseraOptions {
 /// The default of `tessera.region_cache_size`: 1 GiB.
 pub const REGION_CACHE_BYTES_DEFAULT: u64 = 1 << 30;
 
-/// On/off settings of a cache: 'on' (or 'true') and 'off' (or 'false'), the error naming
-/// the setting.
-macro_rules! cache_switch {
+/// On/off settings: 'on' (or 'true') and 'off' (or 'false'), the error naming the
+/// setting.
+macro_rules! on_off_switch {
     ($($(#[$doc:meta])* $name:ident, $setting:literal;)*) => {$(
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -330,7 +330,7 @@ macro_rules! cache_switch {
         }
     )*};
 }
-cache_switch!(
+on_off_switch!(
     /// `tessera.region_cache`: whether Tessera-table scans use the region cache ('on',
     /// default, when `tessera.cache_dir` is set) or not ('off').
     RegionCacheSwitch, "region_cache";
@@ -350,6 +350,9 @@ cache_switch!(
     /// Tessera tables on the local filesystem ('on'), or only tables in object storage
     /// ('off', default: a local table has the OS page cache and nothing to save).
     CacheLocalTablesSwitch, "cache_local_tables";
+    /// `tessera.bloom_join`: whether a join whose probe side S3 Select reads sends the
+    /// build side's keys with it as a Bloom filter ('on', default) or not ('off').
+    BloomJoinSwitch, "bloom_join";
 );
 
 /// `tessera.region_cache_size`: the bytes regions may take on disk ('1GiB', default);
@@ -442,6 +445,7 @@ text_config_field!(
     RegionOracleSwitch,
     BlockCacheSwitch,
     CacheLocalTablesSwitch,
+    BloomJoinSwitch,
     Pushdown
 );
 
@@ -527,6 +531,10 @@ extensions_options! {
         /// at `worker` runs them with the partial aggregates above) or 'auto' (each scan
         /// where a cost model expects it to finish first); answers stay exactly the same.
         pub pushdown: Pushdown, default = Pushdown::Off
+        /// Whether a join whose probe side S3 Select reads sends the keys of its build
+        /// side with the requests as a Bloom filter, so that only the documents that may
+        /// join come back ('on', default), or not ('off').
+        pub bloom_join: BloomJoinSwitch, default = BloomJoinSwitch(true)
         /// The address of the storage-side worker (`tessera serve --storage-side`), as
         /// `http://HOST:PORT`, for `pushdown = 'worker'`.
         pub worker: String, default = String::new()

@@ -43,7 +43,7 @@ use crate::group_keys;
 use crate::options::{MemoryLimit, OnError, SqlDialect, TesseraOptions};
 use crate::output_names;
 use crate::physical_optimizer::{
-    CastPushdown, ClusterPlacement, GroupOnCodes, IntegerTextMinMax, PushdownChoice,
+    BloomJoin, CastPushdown, ClusterPlacement, GroupOnCodes, IntegerTextMinMax, PushdownChoice,
     SelectPushdown, WorkerPushdown,
 };
 use crate::physical_plan::worker_exec::WorkerToken;
@@ -219,6 +219,7 @@ impl TesseraSession {
                 worker_token,
             )))
             .with_physical_optimizer_rule(Arc::new(SelectPushdown))
+            .with_physical_optimizer_rule(Arc::new(BloomJoin))
             // Last: it needs the scans' final filters and projections.
             .with_physical_optimizer_rule(Arc::new(crate::region_cache::RegionCacheRule))
             // After the region cache: a sub-plan the cache answers is not sent.

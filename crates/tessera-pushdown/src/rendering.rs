@@ -24,7 +24,8 @@ pub enum Accept {
     /// booleans, array lengths).
     Any,
     /// Anything but integers beyond 2^53: a read of integers (`json_get_int`, a cast to
-    /// BIGINT).
+    /// BIGINT). The request guards such a field too (`Condition::IntegerGuard`), so that
+    /// an integral double the store wrote as an integer never comes back.
     Integers,
     /// Strings, booleans and nulls: a read of the value's text (`->>`), which a number
     /// or a container written anew would change.

@@ -10,11 +10,15 @@
 //! ordered comparison is written `(p IS MISSING OR COALESCE(p, v) op v)`, which lets
 //! missing values and nulls through (the local filter rejects them), and a request that
 //! still fails on a value of another type is sent again with only the conditions that
-//! cannot fail ([`SelectScan::robust`]).
+//! cannot fail ([`SelectScan::robust`]). A Bloom join's test of the probe side's key
+//! ([`Condition::Bloom`]) is one of those that can.
 
 use std::fmt::{self, Write};
+use std::sync::Arc;
 
 use tessera_json::path::PathElem;
+
+use crate::bloom::BloomFilter;
 
 /// Largest magnitude of a numeric constant a comparison is pushed with: stores compare
 /// numbers as doubles, and a document's integer above 2^53 may round onto the constant.
@@ -82,6 +86,21 @@ pub enum Condition {
         /// The constant, `YYYY-MM-DD`.
         date: String,
     },
+    /// The value at `path`, when present and not null, is an integer: a guard, not a
+    /// filter. A store writes an integral double (`17.0`, `1e3`) as an integer, so what
+    /// it returns to a read of integers (`json_get_int`, which gives NULL for a double)
+    /// must come from integers only. The guard makes the request fail on any other value
+    /// (`SUBSTRING` takes an integer length only, and the request stops), and the scan
+    /// then reads the object itself; it is never left out of a request.
+    IntegerGuard(Vec<PathElem>),
+    /// The integer at `path` may be a key of `filter` (missing values and nulls pass):
+    /// a Bloom join's probe side.
+    Bloom {
+        /// Where the value is.
+        path: Vec<PathElem>,
+        /// The build side's keys.
+        filter: Arc<BloomFilter>,
+    },
     /// All of them hold.
     And(Vec<Condition>),
     /// One of them holds.
@@ -89,12 +108,13 @@ pub enum Condition {
 }
 
 impl Condition {
-    /// Whether a store evaluates this on any document without failing: string
-    /// equality and null tests do, ordered comparisons fail on values of another type.
+    /// Whether a store evaluates this on any document without failing, or it must stay
+    /// (a guard fails where the answer could not be read anyway): string equality and
+    /// null tests do, ordered comparisons fail on values of another type.
     fn is_robust(&self) -> bool {
         match self {
-            Condition::StringIn { .. } | Condition::NotNull(_) => true,
-            Condition::Number { .. } | Condition::Date { .. } => false,
+            Condition::StringIn { .. } | Condition::NotNull(_) | Condition::IntegerGuard(_) => true,
+            Condition::Number { .. } | Condition::Date { .. } | Condition::Bloom { .. } => false,
             Condition::And(parts) | Condition::Or(parts) => parts.iter().all(Self::is_robust),
         }
     }
@@ -133,6 +153,14 @@ impl Condition {
             Condition::NotNull(path) => {
                 write!(out, "{} IS NOT NULL", field(path)).expect("writing to a String");
             }
+            Condition::IntegerGuard(path) => {
+                let path = field(path);
+                write!(
+                    out,
+                    "({path} IS MISSING OR {path} IS NULL OR SUBSTRING('1', 1, {path} - {path} + 1) = '1')"
+                )
+                .expect("writing to a String");
+            }
             Condition::Number {
                 path,
                 ordering,
@@ -162,6 +190,7 @@ impl Condition {
                 )
                 .expect("writing to a String");
             }
+            Condition::Bloom { path, filter } => out.push_str(&filter.test_sql(&field(path))),
             Condition::And(parts) | Condition::Or(parts) => {
                 let joint = if matches!(self, Condition::And(_)) {
                     " AND "
@@ -212,6 +241,22 @@ impl SelectScan {
             condition.write(&mut out);
         }
         out
+    }
+
+    /// The same scan returning only the documents for which `extra` holds too.
+    pub fn with_condition(&self, extra: Condition) -> SelectScan {
+        let condition = match self.condition.clone() {
+            None => extra,
+            Some(Condition::And(mut parts)) => {
+                parts.push(extra);
+                Condition::And(parts)
+            }
+            Some(other) => Condition::And(vec![other, extra]),
+        };
+        SelectScan {
+            fields: self.fields.clone(),
+            condition: Some(condition),
+        }
     }
 
     /// The same scan with only the conditions no document can make fail, or `None` when
@@ -345,6 +390,11 @@ mod tests {
         // A disjunction with a comparison is dropped whole: fewer documents would pass.
         let either = scan(Condition::Or(vec![number.clone(), strings.clone()]));
         assert_eq!(either.robust().unwrap().condition, None);
+        // A guard is never left out.
+        let guard = Condition::IntegerGuard(key("i"));
+        let guarded = scan(Condition::And(vec![number.clone(), guard.clone()]));
+        assert_eq!(guarded.robust(), Some(scan(guard.clone())));
+        assert_eq!(scan(guard).robust(), None);
         // Already robust: nothing to send again.
         assert_eq!(scan(strings).robust(), None);
         assert_eq!(scan(number).robust().unwrap().condition, None);

@@ -5,6 +5,8 @@
 //! - [`group_on_codes`]: GROUP BY on low-cardinality strings becomes `CodeAggregateExec`.
 //! - [`integer_text_min_max`]: MIN/MAX of integer texts aggregate the integers.
 //! - [`select_pushdown`]: filters over raw NDJSON scans of S3 pushed to S3 Select.
+//! - [`bloom_join`]: a join's build-side keys, as a Bloom filter, pushed to S3 Select
+//!   with the scan of its probe side.
 //! - [`worker_pushdown`]: sub-plans over raw NDJSON scans of S3 sent to the
 //!   storage-side worker.
 //! - [`pushdown_choice`]: `tessera.pushdown = 'auto'`, each such sub-plan placed by a
@@ -15,6 +17,7 @@
 //!   that the three rules share.
 
 mod aggregate_rewrite;
+pub mod bloom_join;
 pub mod cast_pushdown;
 pub mod cluster_placement;
 pub mod group_on_codes;
@@ -23,6 +26,7 @@ pub mod pushdown_choice;
 pub mod select_pushdown;
 pub mod worker_pushdown;
 
+pub use bloom_join::BloomJoin;
 pub use cast_pushdown::CastPushdown;
 pub use cluster_placement::ClusterPlacement;
 pub use group_on_codes::GroupOnCodes;

@@ -1,5 +1,7 @@
 //! Tessera's own physical operators.
 //!
+//! - [`build_keys`]: `BuildKeysExec`, a join's build side keeping its keys for the
+//!   probe side's scans (a Bloom join).
 //! - [`code_aggregate`]: `CodeAggregateExec`, grouping on the dictionary codes a Tessera
 //!   table stores instead of hashing strings.
 //! - [`codec`]: the `datafusion-proto` codecs of Tessera's plan nodes, for plans run in
@@ -13,6 +15,7 @@
 //! - [`pushdown_choice`]: `PushdownChoiceExec`, where `tessera.pushdown = 'auto'` sent
 //!   a sub-plan and why.
 
+pub mod build_keys;
 pub mod cluster_exec;
 pub mod cluster_job;
 pub mod code_aggregate;

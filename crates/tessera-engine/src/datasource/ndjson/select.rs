@@ -37,8 +37,9 @@ use super::read::Codec;
 use crate::access::extraction::ExtractionPlan;
 use crate::access::pushable::cast_parts;
 use crate::json::Output;
-use crate::json::path::{PathElem, PathTrie};
+use crate::json::path::{PathElem, PathTrie, display_path};
 use crate::options::Validation;
+use crate::physical_plan::build_keys::BuildKeys;
 
 /// What a scan asks S3 Select for, derived from its final extraction.
 #[derive(Debug)]
@@ -86,6 +87,15 @@ impl SelectPlan {
             })
             .collect();
         conditions.extend(filter);
+        let accepts = accepts(extraction, null_tested);
+        // What a read of integers takes must have been an integer in the document.
+        conditions.extend(
+            accepts
+                .iter()
+                .enumerate()
+                .filter(|(_, accept)| **accept == Accept::Integers)
+                .map(|(slot, _)| Condition::IntegerGuard(fields[slot].clone())),
+        );
         let condition = match conditions.len() {
             0 => None,
             1 => conditions.pop(),
@@ -97,7 +107,7 @@ impl SelectPlan {
         Some(Self {
             robust: scan.robust(),
             scan,
-            accepts: accepts(extraction, null_tested),
+            accepts,
             answers: Arc::new(answers),
         })
     }
@@ -214,6 +224,8 @@ pub struct SelectMetrics {
     pub select_returned_bytes: Count,
     /// Objects asked again with only the conditions that cannot fail.
     pub select_retries: Count,
+    /// Objects asked with a Bloom join's filter of the build side's keys.
+    pub select_bloom_requests: Count,
     /// Objects the scan read itself: S3 Select could not read them (zstd) or answer
     /// them exactly.
     pub select_fallbacks: Count,
@@ -235,9 +247,26 @@ impl SelectMetrics {
             select_store_bytes: counter("select_store_bytes"),
             select_returned_bytes: counter("select_returned_bytes"),
             select_retries: counter("select_retries"),
+            select_bloom_requests: counter("select_bloom_requests"),
             select_fallbacks: counter("select_fallbacks"),
             select_cost_nanodollars: counter("select_cost_nanodollars"),
         }
+    }
+}
+
+/// The probe side of a Bloom join: S3 Select returns the documents whose integer at
+/// `path` may be one of the build side's keys (see [`BuildKeys`]).
+#[derive(Debug, Clone)]
+pub struct SemiJoin {
+    /// Where the probe side's key is in each document.
+    pub path: Vec<PathElem>,
+    /// The build side's keys, once it has ended.
+    pub keys: Arc<BuildKeys>,
+}
+
+impl fmt::Display for SemiJoin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "bloom_join={}", display_path(&self.path))
     }
 }
 
@@ -248,6 +277,8 @@ pub struct SelectRead {
     pub client: S3Client,
     /// What to ask.
     pub plan: Arc<SelectPlan>,
+    /// The Bloom join whose probe side the scan is, if any.
+    pub semi_join: Option<SemiJoin>,
     /// Where to count.
     pub metrics: SelectMetrics,
 }
@@ -270,7 +301,8 @@ impl SelectRead {
                 return Ok(None);
             }
         };
-        let attempts = std::iter::once(&self.plan.scan).chain(&self.plan.robust);
+        let (first, robust) = self.requests().await;
+        let attempts = std::iter::once(&first).chain(&robust);
         for (attempt, scan) in attempts.enumerate() {
             if attempt > 0 {
                 self.metrics.select_retries.add(1);
@@ -288,6 +320,29 @@ impl SelectRead {
         }
         self.metrics.select_fallbacks.add(1);
         Ok(None)
+    }
+
+    /// The request to send first, and the one to send again if it fails: with the
+    /// build side's Bloom filter when the scan is a Bloom join's probe side and the
+    /// build side made one (it is waited for), the plan's own requests otherwise.
+    async fn requests(&self) -> (SelectScan, Option<SelectScan>) {
+        let planned = || (self.plan.scan.clone(), self.plan.robust.clone());
+        let Some(semi) = &self.semi_join else {
+            return planned();
+        };
+        let Some(filter) = semi.keys.filter().await else {
+            return planned();
+        };
+        self.metrics.select_bloom_requests.add(1);
+        let bloom = Condition::Bloom {
+            path: semi.path.clone(),
+            filter,
+        };
+        let scan = self.plan.scan.with_condition(bloom);
+        // The filter's test fails on a key that is no integer; the robust request
+        // leaves it out.
+        let robust = scan.robust();
+        (scan, robust)
     }
 
     /// The records of a complete answer, or `None` when the request failed.

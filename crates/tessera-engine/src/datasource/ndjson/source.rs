@@ -23,7 +23,7 @@ use tessera_pushdown::select_sql::Condition;
 
 use super::open::{NdjsonOpener, ScanMetrics, ScanSettings};
 use super::read::Codec;
-use super::select::{SelectMetrics, SelectPlan, SelectRead};
+use super::select::{SelectMetrics, SelectPlan, SelectRead, SemiJoin};
 use crate::access::document_filter::{DocPredicate, doc_predicates};
 use crate::access::extraction::ExtractionPlan;
 use crate::block_cache::ScanCache;
@@ -56,6 +56,8 @@ pub struct SelectPushdown {
     /// NULL (`IS NOT NULL` of a `->>` access): the store's rendering of their values
     /// changes nothing read.
     pub null_tested: Vec<usize>,
+    /// The Bloom join whose probe side this scan is, if any.
+    pub semi_join: Option<SemiJoin>,
 }
 
 impl NdjsonSource {
@@ -81,6 +83,7 @@ impl NdjsonSource {
                 client,
                 filter: None,
                 null_tested: Vec::new(),
+                semi_join: None,
             }),
             ..self.clone()
         }
@@ -96,12 +99,30 @@ impl NdjsonSource {
         let select = self.select.as_ref()?;
         Some(Self {
             select: Some(SelectPushdown {
-                client: select.client.clone(),
                 filter,
                 null_tested,
+                ..select.clone()
             }),
             ..self.clone()
         })
+    }
+
+    /// The same source as the probe side of the Bloom join `semi` (it asks S3 Select
+    /// only for the documents whose key may be one of the build side's).
+    pub(crate) fn with_semi_join(&self, semi: SemiJoin) -> Self {
+        let select = self.select.as_ref().map(|select| SelectPushdown {
+            semi_join: Some(semi),
+            ..select.clone()
+        });
+        Self {
+            select,
+            ..self.clone()
+        }
+    }
+
+    /// The Bloom join whose probe side this scan is, if any.
+    pub(crate) fn semi_join(&self) -> Option<&SemiJoin> {
+        self.select.as_ref()?.semi_join.as_ref()
     }
 
     /// Whether the scan asks S3 Select (`tessera.pushdown`, an S3 location).
@@ -210,6 +231,7 @@ impl FileSource for NdjsonSource {
         let select = planned.map(|(pushdown, plan)| SelectRead {
             client: pushdown.client.clone(),
             plan: Arc::new(plan),
+            semi_join: pushdown.semi_join.clone(),
             metrics: SelectMetrics::new(&self.metrics, partition, metrics.bytes_scanned.clone()),
         });
         Ok(Arc::new(NdjsonOpener {
@@ -260,6 +282,9 @@ impl FileSource for NdjsonSource {
         }
         if let Some(select) = self.select_plan() {
             write!(f, ", {select}")?;
+        }
+        if let Some(semi) = self.semi_join() {
+            write!(f, ", {semi}")?;
         }
         if !self.filters.is_empty() {
             let filters: Vec<String> = self.filters.iter().map(|p| p.to_string()).collect();

@@ -116,8 +116,9 @@ def storage_side(binary: str, env: dict):
 def settings(mode: str, env: dict) -> str:
     """The statements choosing `mode`, with the worker and link bandwidth of `env`;
     `filtered` is S3 Select without Bloom joins (PushdownDB's filtered join)."""
-    pushdown, bloom = ("s3select", "off") if mode == "filtered" else (mode, "on")
-    return (f"SET tessera.pushdown = '{pushdown}'; SET tessera.bloom_join = '{bloom}'; "
+    pushdown = "s3select" if mode == "filtered" else mode
+    bloom = "SET tessera.bloom_join = 'off'; " if mode == "filtered" else ""
+    return (f"SET tessera.pushdown = '{pushdown}'; {bloom}"
             f"SET tessera.worker = '{env['WORKER']}'; SET tessera.link_mib = {env['LINK_MIB']}")
 
 

@@ -152,10 +152,12 @@ impl BloomFilter {
     }
 
     /// The S3 Select test of the integer `field` (an S3 Select path, such as
-    /// `s."o_custkey"`): true for every key the filter holds, and for missing values
-    /// and nulls, which the join drops itself.
+    /// `s."o_custkey"`): true for every key the filter holds, false for missing values
+    /// and nulls, which join nothing. Stores evaluate every operand of `AND` (a cast of
+    /// a missing value stops the request) but stop an `OR` at its first true operand,
+    /// so the test is written `NOT (missing OR null OR NOT (bits))`.
     pub fn test_sql(&self, field: &str) -> String {
-        let mut out = format!("({field} IS MISSING OR {field} IS NULL OR (");
+        let mut out = format!("NOT ({field} IS MISSING OR {field} IS NULL OR NOT (");
         for (i, &(a, b)) in self.hashes.iter().enumerate() {
             if i > 0 {
                 out.push_str(" AND ");
@@ -254,7 +256,7 @@ mod tests {
         let filter = BloomFilter::from_parts(vec![(3, 5)], 4, vec![false, true, true, false]);
         assert_eq!(
             filter.unwrap().test_sql("s.\"k\""),
-            "(s.\"k\" IS MISSING OR s.\"k\" IS NULL OR (SUBSTRING('0110', \
+            "NOT (s.\"k\" IS MISSING OR s.\"k\" IS NULL OR NOT (SUBSTRING('0110', \
              ((3 * (CAST(s.\"k\" AS INT) + 2147483648) + 5) % 2097143) % 4 + 1, 1) = '1'))"
         );
     }

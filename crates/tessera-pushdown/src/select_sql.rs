@@ -93,8 +93,8 @@ pub enum Condition {
     /// (`SUBSTRING` takes an integer length only, and the request stops), and the scan
     /// then reads the object itself; it is never left out of a request.
     IntegerGuard(Vec<PathElem>),
-    /// The integer at `path` may be a key of `filter` (missing values and nulls pass):
-    /// a Bloom join's probe side.
+    /// The integer at `path` may be a key of `filter` (missing values and nulls, which
+    /// join nothing, do not pass): a Bloom join's probe side.
     Bloom {
         /// Where the value is.
         path: Vec<PathElem>,

@@ -18,7 +18,7 @@
 //! partitions hands each partition a share of a file's rows (`opener`'s `Share`). With
 //! `tessera.cache_dir` set, the rows that passed a scan's filters per row group are
 //! remembered, so a later scan with the same or stronger filters reads only those
-//! ([`predicate_cache`]).
+//! ([`predicate_cache`]). Its expected rows come from the manifest ([`statistics`]).
 
 mod coded_filters;
 mod decoder;
@@ -34,8 +34,10 @@ mod prune;
 mod schedule;
 mod side;
 mod source;
+mod statistics;
 
 pub use opener::SHARE_ROWS_ALIGN;
 pub use pinned::{PinnedSnapshot, SnapshotFile};
 pub(crate) use predicate_cache::ScanPredicateCache;
 pub use source::TesseraSource;
+pub(crate) use statistics::scan_statistics;

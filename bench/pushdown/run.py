@@ -31,9 +31,10 @@ answer is checked against local's (floats to a relative 1e-9).
 Experiments: a filter selectivity sweep over each shape (lineitem's `l_quantity`, and a
 `time_us` range of the events), string equality filters, a group-by with 2, 8 and 32
 groups, a top-K with K of 1, 100 and 10,000, PushdownDB's Bloom-join sweep (customers
-joined with their orders, `c_acctbal <= X` for X from -950 to -450; also run as
-PushdownDB's filtered join, `filtered`: S3 Select without the Bloom filter) and its TPC-H
-subset (Q1, Q3, Q6, Q12, Q14, Q17, Q19, Tessera's dialect of bench/tpch_json/queries).
+joined with their orders, `c_acctbal <= X` for X from -950 to -450; `s3select` runs its
+filtered join, `bloom` its Bloom join: S3 Select with `tessera.bloom_join` on) and its
+TPC-H subset (Q1, Q3, Q6, Q12, Q14, Q17, Q19, Tessera's dialect of
+bench/tpch_json/queries).
 
 Usage: bench/pushdown/run.py [--sf 0.3] [--docs 1000000] [--parts 8] [--tries 3] [--link-mib 100]
                              [--experiments 'Bloom join,TPC-H'] [--tessera PATH]
@@ -115,16 +116,16 @@ def storage_side(binary: str, env: dict):
 
 def settings(mode: str, env: dict) -> str:
     """The statements choosing `mode`, with the worker and link bandwidth of `env`;
-    `filtered` is S3 Select without Bloom joins (PushdownDB's filtered join)."""
-    pushdown = "s3select" if mode == "filtered" else mode
-    bloom = "SET tessera.bloom_join = 'off'; " if mode == "filtered" else ""
+    `bloom` is S3 Select with Bloom joins (`s3select` runs PushdownDB's filtered join)."""
+    pushdown = "s3select" if mode == "bloom" else mode
+    bloom = "SET tessera.bloom_join = 'on'; " if mode == "bloom" else ""
     return (f"SET tessera.pushdown = '{pushdown}'; {bloom}"
             f"SET tessera.worker = '{env['WORKER']}'; SET tessera.link_mib = {env['LINK_MIB']}")
 
 
 def modes_of(label: str) -> tuple:
-    """The modes a query runs in: joins also as PushdownDB's filtered join."""
-    return MODES + ("filtered",) if label.startswith(BLOOM_JOIN) else MODES
+    """The modes a query runs in: joins also as PushdownDB's Bloom join."""
+    return MODES + ("bloom",) if label.startswith(BLOOM_JOIN) else MODES
 
 
 def answer(binary: str, env: dict, table: str, mode: str, sql: str) -> list:

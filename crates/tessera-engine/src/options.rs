@@ -351,7 +351,11 @@ on_off_switch!(
     /// ('off', default: a local table has the OS page cache and nothing to save).
     CacheLocalTablesSwitch, "cache_local_tables";
     /// `tessera.bloom_join`: whether a join whose probe side S3 Select reads sends the
-    /// build side's keys with it as a Bloom filter ('on', default) or not ('off').
+    /// build side's keys with it as a Bloom filter ('on') or not ('off', default). The
+    /// store tests every row it scans against the filter, one `SUBSTRING` of the bits
+    /// per hash function: PushdownDB's S3 ran those on its own fleet, but MinIO runs
+    /// them on the store's cores, and there they cost more than the link time the
+    /// smaller answers saved in every Bloom-join experiment of docs/BENCHMARKS.md.
     BloomJoinSwitch, "bloom_join";
 );
 
@@ -534,7 +538,7 @@ extensions_options! {
         /// Whether a join whose probe side S3 Select reads sends the keys of its build
         /// side with the requests as a Bloom filter, so that only the documents that may
         /// join come back ('on', default), or not ('off').
-        pub bloom_join: BloomJoinSwitch, default = BloomJoinSwitch(true)
+        pub bloom_join: BloomJoinSwitch, default = BloomJoinSwitch(false)
         /// The address of the storage-side worker (`tessera serve --storage-side`), as
         /// `http://HOST:PORT`, for `pushdown = 'worker'`.
         pub worker: String, default = String::new()

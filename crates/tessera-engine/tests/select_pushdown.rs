@@ -346,6 +346,7 @@ async fn a_bloom_join_returns_the_joined_rows_and_little_of_the_probe_side() {
     for statement in tables.split(';') {
         rows(&session, statement).await;
     }
+    rows(&session, "SET tessera.bloom_join = 'on'").await;
     let joins = [
         "SELECT count(*), sum(json_get_float(o.j, 'o_totalprice')) FROM customer c JOIN orders o \
          ON json_get_int(o.j, 'o_custkey') = json_get_int(c.j, 'c_custkey') \

@@ -357,6 +357,10 @@ on_off_switch!(
     /// them on the store's cores, and there they cost more than the link time the
     /// smaller answers saved in every Bloom-join experiment of docs/BENCHMARKS.md.
     BloomJoinSwitch, "bloom_join";
+    /// `tessera.top_k_sampling`: whether a top-K sort by a number of documents S3 Select
+    /// reads samples a threshold first and asks the store only for the documents at or
+    /// beyond it ('on', default) or not ('off').
+    TopKSamplingSwitch, "top_k_sampling";
 );
 
 /// `tessera.region_cache_size`: the bytes regions may take on disk ('1GiB', default);
@@ -450,6 +454,7 @@ text_config_field!(
     BlockCacheSwitch,
     CacheLocalTablesSwitch,
     BloomJoinSwitch,
+    TopKSamplingSwitch,
     Pushdown
 );
 
@@ -537,8 +542,13 @@ extensions_options! {
         pub pushdown: Pushdown, default = Pushdown::Off
         /// Whether a join whose probe side S3 Select reads sends the keys of its build
         /// side with the requests as a Bloom filter, so that only the documents that may
-        /// join come back ('on', default), or not ('off').
+        /// join come back ('on'), or not ('off', default: the store's test of each row
+        /// cost more than it saved on MinIO).
         pub bloom_join: BloomJoinSwitch, default = BloomJoinSwitch(false)
+        /// Whether a top-K sort by a number of documents S3 Select reads samples a
+        /// threshold first, so that only the documents at or beyond it come back ('on',
+        /// default), or not ('off').
+        pub top_k_sampling: TopKSamplingSwitch, default = TopKSamplingSwitch(true)
         /// The address of the storage-side worker (`tessera serve --storage-side`), as
         /// `http://HOST:PORT`, for `pushdown = 'worker'`.
         pub worker: String, default = String::new()

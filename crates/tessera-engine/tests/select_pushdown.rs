@@ -383,3 +383,86 @@ async fn a_bloom_join_returns_the_joined_rows_and_little_of_the_probe_side() {
         rows(&session, "SET tessera.bloom_join = 'on'").await;
     }
 }
+
+/// Documents with a number `p` (integers and fractions, ties, negative) and an `id`; in
+/// the objects but the last, documents whose `p` is missing, null, a string, a boolean
+/// or written `1e3`.
+fn priced(rng: &mut Rng, documents: usize, outliers: bool) -> String {
+    let mut text = String::new();
+    for id in 0..documents {
+        let p = match rng.below(4) {
+            0 => format!("{}", rng.below(50) as i64 - 10),
+            _ => format!("{}.{}", rng.below(100_000), rng.below(100)),
+        };
+        let group = if rng.below(3) == 0 { "a" } else { "b" };
+        text.push_str(&format!("{{\"id\":{id},\"g\":\"{group}\",\"p\":{p}}}\n"));
+    }
+    if outliers {
+        for (at, p) in ["null", "\"abc\"", "\"99999999\"", "true", "1e3"]
+            .iter()
+            .enumerate()
+        {
+            text.push_str(&format!(
+                "{{\"id\":{},\"g\":\"a\",\"p\":{p}}}\n",
+                documents + at
+            ));
+        }
+        text.push_str(&format!("{{\"id\":{},\"g\":\"a\"}}\n", documents + 9));
+    }
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sampled_top_k_returns_the_top_k_rows_and_little_else() {
+    let fixture = fixture().await;
+    let mut rng = Rng(0x70b4);
+    for (name, outliers) in [("a", true), ("b", true), ("c", false)] {
+        let text = priced(&mut rng, 20_000, outliers);
+        fixture.put(&format!("top/{name}.json"), text.into()).await;
+    }
+    let session = fixture.session();
+    rows(
+        &session,
+        &format!("CREATE EXTERNAL TABLE t STORED AS NDJSON LOCATION 's3://{BUCKET}/top/'"),
+    )
+    .await;
+    let keys = [
+        "json_get_float(j, 'p')",
+        "json_get_int(j, 'p')",
+        "TRY_CAST(j->>'p' AS DOUBLE)",
+    ];
+    let orders = ["DESC", "ASC", "DESC NULLS LAST", "ASC NULLS FIRST"];
+    let mut thresholds = 0;
+    for k in [1, 7, 100, 5_000] {
+        for (at, order) in orders.iter().enumerate() {
+            let key = keys[(k + at) % keys.len()];
+            let filter = if at % 2 == 0 {
+                ""
+            } else {
+                "WHERE j->>'g' = 'a'"
+            };
+            let sql = format!(
+                "SELECT json_get_int(j, 'id') AS id, {key} AS p FROM t {filter} \
+                 ORDER BY p {order}, id LIMIT {k}"
+            );
+            let (local, pushed, plan) = both(&session, &sql).await;
+            assert_eq!(pushed, local, "{sql}\n{plan}");
+            assert!(plan.contains("TopKThresholdExec"), "{sql}\n{plan}");
+            thresholds += metric(&plan, "select_top_k_requests");
+        }
+    }
+    assert!(thresholds > 0, "no request carried a threshold");
+    // The clean object's answer shrinks to about the K best and the sample.
+    let sql = "SELECT json_get_int(j, 'id') AS id, json_get_float(j, 'p') AS p \
+               FROM 's3://pushdown/top/c.json' ORDER BY p DESC, id LIMIT 10";
+    let (local, pushed, plan) = both(&session, sql).await;
+    assert_eq!(pushed, local, "{plan}");
+    assert_eq!(metric(&plan, "select_top_k_requests"), 1, "{plan}");
+    let sampled = metric(&plan, "select_returned_bytes");
+    rows(&session, "SET tessera.top_k_sampling = 'off'").await;
+    let (_, whole, plan) = both(&session, sql).await;
+    assert_eq!(whole, local);
+    let returned = metric(&plan, "select_returned_bytes");
+    assert!(sampled * 4 < returned, "{sampled} of {returned}");
+    rows(&session, "SET tessera.top_k_sampling = 'on'").await;
+}

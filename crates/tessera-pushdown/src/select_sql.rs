@@ -243,6 +243,11 @@ impl SelectScan {
         out
     }
 
+    /// The request's SQL returning at most `rows` records: a sample.
+    pub fn limited_sql(&self, rows: u64) -> String {
+        format!("{} LIMIT {rows}", self.sql())
+    }
+
     /// The same scan returning only the documents for which `extra` holds too.
     pub fn with_condition(&self, extra: Condition) -> SelectScan {
         let condition = match self.condition.clone() {

@@ -19,6 +19,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Instant;
 
 use arrow_flight::encode::{DictionaryHandling, FlightDataEncoderBuilder};
 use arrow_flight::error::FlightError;
@@ -33,6 +34,7 @@ use tessera_engine::physical_plan::compact_views::compact_views;
 use tessera_engine::physical_plan::worker_exec::{
     MESSAGE_BYTES_MAX, WorkerToken, decode_ticket, partitions_kept,
 };
+use tessera_engine::physical_plan::worker_spend::WorkerSpend;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_stream::wrappers::TcpListenerStream;
@@ -132,10 +134,15 @@ impl Worker {
         let describe = |e: &datafusion::error::DataFusionError| self.session.describe_error(e);
         let (plan, partition) =
             decode_ticket(ticket, &ctx).map_err(|e| Status::invalid_argument(describe(&e)))?;
+        let started = Instant::now();
         let batches = plan
             .execute(partition, ctx)
             .map_err(|e| Status::invalid_argument(describe(&e)))?;
         let schema = plan.schema();
+        // Polled only once the batches have ended, when the plan's metrics are complete.
+        let spend = futures::stream::once(async move {
+            Ok(WorkerSpend::of(&plan, started.elapsed()).message())
+        });
         let batches = batches.map(|batch| {
             batch
                 .and_then(|b| compact_views(&b))
@@ -146,6 +153,7 @@ impl Worker {
             // The client's plan expects the dictionary types the plan has.
             .with_dictionary_handling(DictionaryHandling::Resend)
             .build(batches)
+            .chain(spend)
             .map(move |message| {
                 let _held = &slot;
                 message.map_err(|e| match e {

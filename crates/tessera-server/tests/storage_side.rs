@@ -212,6 +212,36 @@ async fn partitions_a_worker_cannot_take_are_computed_here() {
     assert!(metric(&plan, "worker_requests") > 0, "{plan}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_analyze_shows_what_the_worker_read_and_spent() {
+    let fixture = fixture().await;
+    let sql = many_rows(&fixture).await;
+    let session = fixture.session(&fixture.worker.endpoint, TOKEN).await;
+    rows(&session, "SET tessera.pushdown = 'off'").await;
+    let local = analyze(&session, &sql).await;
+    let (read, billed) = (
+        metric(&local, "bytes_scanned"),
+        metric(&local, "request_cost_nanodollars"),
+    );
+    // Each ranged read of the object is a GET at $0.0004 per 1,000.
+    assert_eq!(billed, 400 * metric(&local, "requests"), "{local}");
+    assert!(billed > 0, "{local}");
+    rows(&session, "SET tessera.pushdown = 'worker'").await;
+    let pushed = analyze(&session, &sql).await;
+    assert_eq!(metric(&pushed, "worker_fallbacks"), 0, "{pushed}");
+    // The worker read what this session read (EXPLAIN rounds to four digits)...
+    let store_bytes = metric(&pushed, "worker_store_bytes");
+    assert!(
+        store_bytes.abs_diff(read) * 100 <= read,
+        "{store_bytes} of {read}\n{pushed}"
+    );
+    // ...with the same GETs, and its time on top.
+    assert!(
+        metric(&pushed, "worker_cost_nanodollars") > billed,
+        "{pushed}"
+    );
+}
+
 /// The choice `tessera.pushdown = 'auto'` shows for `sql` in `session`.
 async fn choice(session: &TesseraSession, sql: &str) -> String {
     rows(session, "SET tessera.pushdown = 'auto'").await;

@@ -7,6 +7,9 @@
 //! - [`select_pushdown`]: filters over raw NDJSON scans of S3 pushed to S3 Select.
 //! - [`bloom_join`]: a join's build-side keys, as a Bloom filter, pushed to S3 Select
 //!   with the scan of its probe side.
+//! - [`select_top_k`]: a top-K sort's sampled threshold pushed to S3 Select with the
+//!   scan of its input.
+//! - [`select_chain`]: the chain between such an operator and its scan, which both walk.
 //! - [`worker_pushdown`]: sub-plans over raw NDJSON scans of S3 sent to the
 //!   storage-side worker.
 //! - [`pushdown_choice`]: `tessera.pushdown = 'auto'`, each such sub-plan placed by a
@@ -23,7 +26,9 @@ pub mod cluster_placement;
 pub mod group_on_codes;
 pub mod integer_text_min_max;
 pub mod pushdown_choice;
+mod select_chain;
 pub mod select_pushdown;
+pub mod select_top_k;
 pub mod worker_pushdown;
 
 pub use bloom_join::BloomJoin;
@@ -33,6 +38,7 @@ pub use group_on_codes::GroupOnCodes;
 pub use integer_text_min_max::IntegerTextMinMax;
 pub use pushdown_choice::PushdownChoice;
 pub use select_pushdown::SelectPushdown;
+pub use select_top_k::SelectTopK;
 pub use worker_pushdown::WorkerPushdown;
 
 use std::sync::Arc;

@@ -11,7 +11,10 @@
 //! - [`cluster_exec`]: `ClusterExec`, a whole plan run on a Ballista cluster.
 //! - [`cluster_job`]: that plan's job: submitted, waited for, its rows fetched, its
 //!   report (stages, tasks, counters over all executors) for `EXPLAIN ANALYZE`.
+//! - [`top_k_threshold`]: `TopKThresholdExec`, a top-K sort whose input's S3 Select
+//!   requests carry a threshold sampled first.
 //! - [`worker_exec`]: `WorkerExec`, a sub-plan run by the storage-side worker.
+//! - [`worker_spend`]: what a sub-plan spent on the worker (store bytes and dollars).
 //! - [`pushdown_choice`]: `PushdownChoiceExec`, where `tessera.pushdown = 'auto'` sent
 //!   a sub-plan and why.
 
@@ -22,7 +25,9 @@ pub mod code_aggregate;
 pub mod codec;
 pub mod compact_views;
 pub mod pushdown_choice;
+pub mod top_k_threshold;
 pub mod worker_exec;
+pub mod worker_spend;
 
 use std::sync::Arc;
 

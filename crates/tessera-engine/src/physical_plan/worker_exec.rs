@@ -40,6 +40,7 @@ use prost::Message;
 use tonic::transport::{Channel, Endpoint};
 
 use super::codec::TesseraCodec;
+use super::worker_spend::{SpendCounters, WorkerSpend};
 
 /// How long connecting to the worker may take before the partition is computed here.
 pub const CONNECT_TIMEOUT_MS: u64 = 2_000;
@@ -259,6 +260,7 @@ impl ExecutionPlan for WorkerExec {
             ticket,
             schema: self.schema(),
             received_bytes: counters.received_bytes.clone(),
+            spend: counters.spend.clone(),
         };
         let input = Arc::clone(&self.input);
         let stream = futures::stream::once(async move {
@@ -291,6 +293,8 @@ struct Counters {
     fallbacks: Count,
     /// Bytes of Flight messages received: what crossed the link.
     received_bytes: Count,
+    /// What the partitions the worker ran spent there.
+    spend: SpendCounters,
 }
 
 impl Counters {
@@ -300,6 +304,10 @@ impl Counters {
             requests: counter("worker_requests"),
             fallbacks: counter("worker_fallbacks"),
             received_bytes: counter("worker_bytes"),
+            spend: SpendCounters {
+                store_bytes: counter("worker_store_bytes"),
+                cost_nanodollars: counter("worker_cost_nanodollars"),
+            },
         }
     }
 }
@@ -311,6 +319,7 @@ struct Request {
     ticket: Vec<u8>,
     schema: SchemaRef,
     received_bytes: Count,
+    spend: SpendCounters,
 }
 
 impl Request {
@@ -337,11 +346,19 @@ impl Request {
                 }));
             }
         };
-        let received = self.received_bytes;
-        let flight = answer.map(move |data| {
-            let data = data.map_err(|status| FlightError::Tonic(Box::new(status)))?;
-            received.add(data.data_header.len() + data.data_body.len() + data.app_metadata.len());
-            Ok(data)
+        let (received, spend) = (self.received_bytes, self.spend);
+        let flight = answer.filter_map(move |data| {
+            let data = data.map_err(|status| FlightError::Tonic(Box::new(status)));
+            if let Ok(data) = &data {
+                received
+                    .add(data.data_header.len() + data.data_body.len() + data.app_metadata.len());
+            }
+            // The spend follows the last batch; it is counted, not decoded as rows.
+            let spent = data.as_ref().ok().and_then(WorkerSpend::carried_by);
+            if let Some(spent) = &spent {
+                spent.iter().for_each(|s| spend.add(s));
+            }
+            futures::future::ready(spent.is_none().then_some(data))
         });
         let (endpoint, schema) = (self.endpoint, Arc::clone(&self.schema));
         let batches = FlightRecordBatchStream::new_from_flight_data(flight).map(move |batch| {

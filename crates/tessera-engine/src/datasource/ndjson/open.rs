@@ -17,7 +17,7 @@ use tessera_cache::block::CachedStore;
 
 use super::decode::{BatchDecoder, LineError};
 use super::lines::{Line, LineSplitter};
-use super::read::{Chunk, Codec, ReadPlan, count_newlines};
+use super::read::{Chunk, Codec, Gets, ReadPlan, count_newlines};
 use super::select::SelectRead;
 use crate::access::extraction::ExtractionPlan;
 use crate::options::{OnError, Validation};
@@ -47,6 +47,8 @@ pub struct ScanMetrics {
     pub bytes_scanned: Count,
     /// Malformed lines skipped.
     pub lines_rejected: Count,
+    /// The ranged reads of the files.
+    pub gets: Gets,
 }
 
 /// Opens the files of one partition of an NDJSON scan.
@@ -116,6 +118,7 @@ impl NdjsonOpener {
             size,
             block_size: self.settings.block_size,
             prefetch: self.settings.prefetch,
+            gets: self.metrics.gets.clone(),
         };
         let decoder = BatchDecoder::new(
             Arc::clone(&self.plan),

@@ -7,11 +7,14 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use datafusion::common::{DataFusionError, Result};
+use datafusion::physical_plan::metrics::Count;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use tokio::sync::mpsc;
+
+use crate::block_cache::GET_NANODOLLARS;
 
 /// Bytes per read past the end of a range, where only the rest of one line is needed.
 const TAIL_READ: u64 = 64 * 1024;
@@ -74,6 +77,27 @@ pub struct ReadPlan {
     pub block_size: u64,
     /// Ranged reads in flight.
     pub prefetch: usize,
+    /// Where the ranged reads are counted.
+    pub gets: Gets,
+}
+
+/// The ranged reads (GETs) of a scan's files, and what the store bills for them.
+#[derive(Debug, Clone, Default)]
+pub struct Gets {
+    /// Ranged reads sent.
+    pub requests: Count,
+    /// Their price, for a store that bills them (not the local filesystem; not a block
+    /// cache in front of the store, which counts the GETs it saves itself).
+    pub cost_nanodollars: Option<Count>,
+}
+
+impl Gets {
+    fn count_one(&self) {
+        self.requests.add(1);
+        if let Some(cost) = &self.cost_nanodollars {
+            cost.add(GET_NANODOLLARS);
+        }
+    }
 }
 
 impl ReadPlan {
@@ -120,10 +144,12 @@ impl ReadPlan {
         }
         let store = Arc::clone(&self.store);
         let location = self.location.clone();
+        let gets = self.gets.clone();
         futures::stream::iter(ranges)
             .map(move |range| {
                 let store = Arc::clone(&store);
                 let location = location.clone();
+                gets.count_one();
                 // A spawned read makes progress while the parser is busy with earlier chunks.
                 tokio::spawn(async move {
                     let bytes = store.get_range(&location, range.clone()).await?;
@@ -297,6 +323,7 @@ mod tests {
             size,
             block_size,
             prefetch: 3,
+            gets: Gets::default(),
         }
     }
 

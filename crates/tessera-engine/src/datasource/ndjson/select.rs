@@ -40,6 +40,7 @@ use crate::json::Output;
 use crate::json::path::{PathElem, PathTrie, display_path};
 use crate::options::Validation;
 use crate::physical_plan::build_keys::BuildKeys;
+use crate::physical_plan::top_k_threshold::TopKThreshold;
 
 /// What a scan asks S3 Select for, derived from its final extraction.
 #[derive(Debug)]
@@ -226,6 +227,8 @@ pub struct SelectMetrics {
     pub select_retries: Count,
     /// Objects asked with a Bloom join's filter of the build side's keys.
     pub select_bloom_requests: Count,
+    /// Objects asked with a top-K sort's sampled threshold.
+    pub select_top_k_requests: Count,
     /// Objects the scan read itself: S3 Select could not read them (zstd) or answer
     /// them exactly.
     pub select_fallbacks: Count,
@@ -248,6 +251,7 @@ impl SelectMetrics {
             select_returned_bytes: counter("select_returned_bytes"),
             select_retries: counter("select_retries"),
             select_bloom_requests: counter("select_bloom_requests"),
+            select_top_k_requests: counter("select_top_k_requests"),
             select_fallbacks: counter("select_fallbacks"),
             select_cost_nanodollars: counter("select_cost_nanodollars"),
         }
@@ -270,6 +274,22 @@ impl fmt::Display for SemiJoin {
     }
 }
 
+/// The input of a top-K sort by a number: S3 Select returns the documents whose number
+/// at `path` is at or beyond the sort's sampled threshold (see [`TopKThreshold`]).
+#[derive(Debug, Clone)]
+pub struct TopKBound {
+    /// Where the sort's first key is in each document.
+    pub path: Vec<PathElem>,
+    /// The threshold, once sampled.
+    pub threshold: Arc<TopKThreshold>,
+}
+
+impl fmt::Display for TopKBound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "top_k_threshold={}", display_path(&self.path))
+    }
+}
+
 /// Reads objects of one scan partition through S3 Select.
 #[derive(Debug, Clone)]
 pub struct SelectRead {
@@ -279,6 +299,10 @@ pub struct SelectRead {
     pub plan: Arc<SelectPlan>,
     /// The Bloom join whose probe side the scan is, if any.
     pub semi_join: Option<SemiJoin>,
+    /// The top-K sort whose input the scan is, if any.
+    pub top_k: Option<TopKBound>,
+    /// The documents each request returns at most: a top-K threshold's sample.
+    pub sample_rows: Option<u64>,
     /// Where to count.
     pub metrics: SelectMetrics,
 }
@@ -322,25 +346,38 @@ impl SelectRead {
         Ok(None)
     }
 
-    /// The request to send first, and the one to send again if it fails: with the
-    /// build side's Bloom filter when the scan is a Bloom join's probe side and the
-    /// build side made one (it is waited for), the plan's own requests otherwise.
+    /// The request to send first, and the one to send again if it fails: the plan's,
+    /// with the build side's Bloom filter when the scan is a Bloom join's probe side and
+    /// the build side made one (it is waited for), and with the sampled threshold when
+    /// it is a top-K sort's input and the sample set one.
     async fn requests(&self) -> (SelectScan, Option<SelectScan>) {
-        let planned = || (self.plan.scan.clone(), self.plan.robust.clone());
-        let Some(semi) = &self.semi_join else {
-            return planned();
-        };
-        let Some(filter) = semi.keys.filter().await else {
-            return planned();
-        };
-        self.metrics.select_bloom_requests.add(1);
-        let bloom = Condition::Bloom {
-            path: semi.path.clone(),
-            filter,
-        };
-        let scan = self.plan.scan.with_condition(bloom);
-        // The filter's test fails on a key that is no integer; the robust request
-        // leaves it out.
+        let mut extra = Vec::new();
+        if let Some(semi) = &self.semi_join
+            && let Some(filter) = semi.keys.filter().await
+        {
+            self.metrics.select_bloom_requests.add(1);
+            let path = semi.path.clone();
+            extra.push(Condition::Bloom { path, filter });
+        }
+        if let Some(bound) = &self.top_k
+            && let Some((ordering, value)) = bound.threshold.condition()
+        {
+            self.metrics.select_top_k_requests.add(1);
+            let path = bound.path.clone();
+            extra.push(Condition::Number {
+                path,
+                ordering,
+                value,
+            });
+        }
+        if extra.is_empty() {
+            return (self.plan.scan.clone(), self.plan.robust.clone());
+        }
+        let scan = extra
+            .into_iter()
+            .fold(self.plan.scan.clone(), |scan, c| scan.with_condition(c));
+        // A filter's or threshold's test fails on a value of another type; the robust
+        // request leaves it out.
         let robust = scan.robust();
         (scan, robust)
     }
@@ -352,7 +389,10 @@ impl SelectRead {
         scan: &SelectScan,
         compression: InputCompression,
     ) -> Option<Bytes> {
-        let sql = scan.sql();
+        let sql = match self.sample_rows {
+            Some(rows) => scan.limited_sql(rows),
+            None => scan.sql(),
+        };
         let request = SelectRequest {
             expression: &sql,
             input: InputFormat::JsonLines,

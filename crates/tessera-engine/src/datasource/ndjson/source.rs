@@ -22,8 +22,8 @@ use tessera_blob::s3::S3Client;
 use tessera_pushdown::select_sql::Condition;
 
 use super::open::{NdjsonOpener, ScanMetrics, ScanSettings};
-use super::read::Codec;
-use super::select::{SelectMetrics, SelectPlan, SelectRead, SemiJoin};
+use super::read::{Codec, Gets};
+use super::select::{SelectMetrics, SelectPlan, SelectRead, SemiJoin, TopKBound};
 use crate::access::document_filter::{DocPredicate, doc_predicates};
 use crate::access::extraction::ExtractionPlan;
 use crate::block_cache::ScanCache;
@@ -58,6 +58,11 @@ pub struct SelectPushdown {
     pub null_tested: Vec<usize>,
     /// The Bloom join whose probe side this scan is, if any.
     pub semi_join: Option<SemiJoin>,
+    /// The top-K sort whose input this scan is, if any.
+    pub top_k: Option<TopKBound>,
+    /// The documents each request returns at most: the scan of a top-K threshold's
+    /// sample.
+    pub sample_rows: Option<u64>,
 }
 
 impl NdjsonSource {
@@ -84,6 +89,8 @@ impl NdjsonSource {
                 filter: None,
                 null_tested: Vec::new(),
                 semi_join: None,
+                top_k: None,
+                sample_rows: None,
             }),
             ..self.clone()
         }
@@ -110,10 +117,25 @@ impl NdjsonSource {
     /// The same source as the probe side of the Bloom join `semi` (it asks S3 Select
     /// only for the documents whose key may be one of the build side's).
     pub(crate) fn with_semi_join(&self, semi: SemiJoin) -> Self {
-        let select = self.select.as_ref().map(|select| SelectPushdown {
-            semi_join: Some(semi),
-            ..select.clone()
-        });
+        self.with_select_change(|select| select.semi_join = Some(semi))
+    }
+
+    /// The same source as the input of a top-K sort by `bound` (it asks S3 Select only
+    /// for the documents at or beyond the sampled threshold).
+    pub(crate) fn with_top_k(&self, bound: TopKBound) -> Self {
+        self.with_select_change(|select| select.top_k = Some(bound))
+    }
+
+    /// The same source asking S3 Select for at most `rows` documents of each object.
+    pub(crate) fn with_sample_rows(&self, rows: u64) -> Self {
+        self.with_select_change(|select| select.sample_rows = Some(rows))
+    }
+
+    fn with_select_change(&self, change: impl FnOnce(&mut SelectPushdown)) -> Self {
+        let mut select = self.select.clone();
+        if let Some(select) = &mut select {
+            change(select);
+        }
         Self {
             select,
             ..self.clone()
@@ -123,6 +145,13 @@ impl NdjsonSource {
     /// The Bloom join whose probe side this scan is, if any.
     pub(crate) fn semi_join(&self) -> Option<&SemiJoin> {
         self.select.as_ref()?.semi_join.as_ref()
+    }
+
+    /// Whether the scan is a top-K sort's input, or a sample of one.
+    pub(crate) fn in_top_k(&self) -> bool {
+        self.select
+            .as_ref()
+            .is_some_and(|s| s.top_k.is_some() || s.sample_rows.is_some())
     }
 
     /// Whether the scan asks S3 Select (`tessera.pushdown`, an S3 location).
@@ -218,20 +247,28 @@ impl FileSource for NdjsonSource {
         } else {
             store
         };
-        let metrics = ScanMetrics {
-            bytes_scanned: MetricBuilder::new(&self.metrics).counter("bytes_scanned", partition),
-            lines_rejected: MetricBuilder::new(&self.metrics).counter("lines_rejected", partition),
-        };
+        let counter = |name| MetricBuilder::new(&self.metrics).counter(name, partition);
         let cache = self
             .cache
             .as_ref()
             .map(|c| Arc::new(c.wrap(Arc::clone(&object_store), &self.metrics, Some(partition))));
+        let billed = cache.is_none() && name_prefix != "/";
+        let metrics = ScanMetrics {
+            bytes_scanned: counter("bytes_scanned"),
+            lines_rejected: counter("lines_rejected"),
+            gets: Gets {
+                requests: counter("requests"),
+                cost_nanodollars: billed.then(|| counter("request_cost_nanodollars")),
+            },
+        };
         let extraction = self.extraction()?;
         let planned = self.select.as_ref().zip(self.select_plan_of(&extraction));
         let select = planned.map(|(pushdown, plan)| SelectRead {
             client: pushdown.client.clone(),
             plan: Arc::new(plan),
             semi_join: pushdown.semi_join.clone(),
+            top_k: pushdown.top_k.clone(),
+            sample_rows: pushdown.sample_rows,
             metrics: SelectMetrics::new(&self.metrics, partition, metrics.bytes_scanned.clone()),
         });
         Ok(Arc::new(NdjsonOpener {
@@ -285,6 +322,9 @@ impl FileSource for NdjsonSource {
         }
         if let Some(semi) = self.semi_join() {
             write!(f, ", {semi}")?;
+        }
+        if let Some(bound) = self.select.as_ref().and_then(|s| s.top_k.as_ref()) {
+            write!(f, ", {bound}")?;
         }
         if !self.filters.is_empty() {
             let filters: Vec<String> = self.filters.iter().map(|p| p.to_string()).collect();

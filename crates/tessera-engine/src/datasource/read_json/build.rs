@@ -25,7 +25,7 @@ use super::is_geojson_name;
 use super::options::{ReadJsonOptions, Records};
 use super::records::{Format, line_of, split};
 use crate::datasource::location::listing_url;
-use crate::datasource::ndjson::read::{Codec, ReadPlan};
+use crate::datasource::ndjson::read::{Codec, Gets, ReadPlan};
 use crate::datasource::read_geojson::{self, GeoJsonRecord};
 use crate::functions::json_transform::convert_json;
 use crate::json::json_type::json_field;
@@ -216,6 +216,7 @@ async fn read(
         size: meta.size,
         block_size: BLOCK_SIZE_BYTES,
         prefetch: PREFETCH,
+        gets: Gets::default(),
     };
     let mut chunks = plan.chunks(0..meta.size, Codec::from_name(name));
     let mut out = Vec::new();

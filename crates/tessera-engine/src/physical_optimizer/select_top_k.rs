@@ -1,0 +1,144 @@
+//! Top-K by sampling over S3 Select ("PushdownDB: Accelerating a DBMS using S3
+//! Computation", ICDE 2020, §VII): a sort that keeps its K first rows by a number of
+//! the documents of an NDJSON scan asking S3 Select gets a threshold from a sample
+//! first, and the scan's requests then return only the documents at or beyond it
+//! ([`TopKThresholdExec`]).
+//!
+//! A sort qualifies when it has a fetch of at most [`K_MAX`] rows and its first key
+//! is a numeric JSON access (`json_get_int`, `json_get_float`, a cast of `->>` to
+//! `BIGINT` or `DOUBLE`) of a scan reached through projections, filters and
+//! repartitions ([`super::select_chain`]). The sort itself is unchanged: the threshold
+//! only leaves out documents it would drop anyway.
+//!
+//! The sample size follows the paper's analysis (§VII-B): a sample of S records and a
+//! second phase returning about K·N/S of the N records cost least in bytes at
+//! S = sqrt(K·N) when both return the same fields, as here. N is taken as the scan's
+//! bytes over [`DOCUMENT_BYTES`], the sample as the first S documents of the first
+//! object that the store's conditions keep (the paper's "first records" for data in no
+//! particular order).
+
+use std::sync::Arc;
+
+use datafusion::common::Result;
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::datasource::physical_plan::{FileGroup, FileScanConfig, FileScanConfigBuilder};
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_plan::sorts::sort::SortExec;
+use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
+
+use super::select_chain::{numeric_access, scan_path, with_scan};
+use super::select_pushdown::ndjson_scan;
+use crate::datasource::ndjson::select::TopKBound;
+use crate::datasource::ndjson::source::NdjsonSource;
+use crate::options::TesseraOptions;
+use crate::physical_plan::top_k_threshold::{TopKThreshold, TopKThresholdExec};
+
+/// The largest K sampled for: beyond it the sample is a large share of any object.
+pub const K_MAX: usize = 100_000;
+/// Bytes per document assumed when estimating the scan's documents from its bytes.
+const DOCUMENT_BYTES: u64 = 200;
+/// The most documents a sample asks for.
+const SAMPLE_ROWS_MAX: u64 = 1 << 20;
+
+/// The rule; registered after [`super::SelectPushdown`], over the scans' final
+/// projections.
+#[derive(Debug, Default)]
+pub struct SelectTopK;
+
+impl PhysicalOptimizerRule for SelectTopK {
+    fn optimize(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        config: &ConfigOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        // A cluster's plan crosses processes; the threshold is shared within one.
+        let wanted = config
+            .extensions
+            .get::<TesseraOptions>()
+            .is_some_and(|o| o.top_k_sampling.0 && o.cluster.trim().is_empty());
+        if !wanted {
+            return Ok(plan);
+        }
+        plan.transform_up(|node| match node.downcast_ref::<SortExec>() {
+            Some(sort) => Ok(match sampled(&node, sort)? {
+                Some(sampled) => Transformed::yes(sampled),
+                None => Transformed::no(node),
+            }),
+            None => Ok(Transformed::no(node)),
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        "tessera_select_top_k"
+    }
+
+    fn schema_check(&self) -> bool {
+        true
+    }
+}
+
+/// `sort` (the plan `node`) over an input whose scan asks S3 Select for the documents at
+/// or beyond a sampled threshold, when it qualifies.
+fn sampled(
+    node: &Arc<dyn ExecutionPlan>,
+    sort: &SortExec,
+) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+    let Some(k) = sort.fetch().filter(|k| (1..=K_MAX).contains(k)) else {
+        return Ok(None);
+    };
+    let key = sort.expr().first().clone();
+    let open = |source: &NdjsonSource| !source.in_top_k();
+    let Some(path) = scan_path(sort.input(), &key.expr, &open, &numeric_access) else {
+        return Ok(None);
+    };
+    let Some(sample) = sample_of(sort.input(), k)? else {
+        return Ok(None);
+    };
+    let threshold = Arc::new(TopKThreshold::new(sample, key, k));
+    let bound = TopKBound {
+        path,
+        threshold: Arc::clone(&threshold),
+    };
+    let bounded = |config: FileScanConfigBuilder, source: &NdjsonSource| {
+        config.with_source(Arc::new(source.with_top_k(bound.clone())))
+    };
+    let Some(input) = with_scan(sort.input(), &bounded)? else {
+        return Ok(None);
+    };
+    let sort = replace_children_if_necessary(Arc::clone(node), vec![input])?;
+    Ok(Some(Arc::new(TopKThresholdExec::new(sort, threshold))))
+}
+
+/// `input` (a chain over a scan) over the first documents of the scan's first object:
+/// sqrt(K·N) of them, N estimated from the scan's bytes.
+fn sample_of(input: &Arc<dyn ExecutionPlan>, k: usize) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+    let Some((config, _)) = scan_of(input) else {
+        return Ok(None);
+    };
+    let files = || config.file_groups.iter().flat_map(|g| g.files());
+    let Some(first) = files().next().cloned() else {
+        return Ok(None);
+    };
+    let bytes: u64 = files().map(|f| f.object_meta.size).sum();
+    let documents = (bytes / DOCUMENT_BYTES).max(1);
+    let rows =
+        ((k as f64 * documents as f64).sqrt().ceil() as u64).clamp(k as u64, SAMPLE_ROWS_MAX);
+    let sampling = |config: FileScanConfigBuilder, source: &NdjsonSource| {
+        config
+            .with_file_groups(vec![FileGroup::new(vec![first.clone()])])
+            // An object the store cannot answer is read here, as far as the sample goes.
+            .with_limit(Some(rows as usize))
+            .with_source(Arc::new(source.with_sample_rows(rows)))
+    };
+    with_scan(input, &sampling)
+}
+
+/// The scan at the bottom of the chain `plan`.
+fn scan_of(plan: &Arc<dyn ExecutionPlan>) -> Option<(&FileScanConfig, &NdjsonSource)> {
+    if let Some(scan) = ndjson_scan(plan) {
+        return Some(scan);
+    }
+    scan_of(plan.children().first()?)
+}

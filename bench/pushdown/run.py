@@ -30,7 +30,8 @@ answer is checked against local's (floats to a relative 1e-9).
 
 Experiments: a filter selectivity sweep over each shape (lineitem's `l_quantity`, and a
 `time_us` range of the events), string equality filters, a group-by with 2, 8 and 32
-groups, a top-K with K of 1, 100 and 10,000, PushdownDB's Bloom-join sweep (customers
+groups, a top-K with K of 1, 100 and 10,000 (also as `unsampled`: S3 Select without
+the sampled threshold), PushdownDB's Bloom-join sweep (customers
 joined with their orders, `c_acctbal <= X` for X from -950 to -450; `s3select` runs its
 filtered join, `bloom` its Bloom join: S3 Select with `tessera.bloom_join` on) and its
 TPC-H subset (Q1, Q3, Q6, Q12, Q14, Q17, Q19, Tessera's dialect of
@@ -64,6 +65,11 @@ LATENCY_MS = 20
 MODES = ("off", "s3select", "worker", "auto")
 # PushdownDB's Bloom-join sweep (§V-B1): customers by c_acctbal, from very selective up.
 BLOOM_JOIN = "Bloom join"
+TOP_K = "top-K"
+# Modes run besides MODES for the experiments whose label starts so: S3 Select with one
+# of its operators switched (mode: label prefix, setting, value).
+SELECT_VARIANTS = {"bloom": (BLOOM_JOIN, "bloom_join", "on"),
+                   "unsampled": (TOP_K, "top_k_sampling", "off")}
 ACCTBAL_BOUNDS = (-950, -900, -800, -700, -600, -450)
 WORKER_TOKEN = "bench-worker-token"
 TPCH_SUBSET = (1, 3, 6, 12, 14, 17, 19)
@@ -115,17 +121,20 @@ def storage_side(binary: str, env: dict):
 
 
 def settings(mode: str, env: dict) -> str:
-    """The statements choosing `mode`, with the worker and link bandwidth of `env`;
-    `bloom` is S3 Select with Bloom joins (`s3select` runs PushdownDB's filtered join)."""
-    pushdown = "s3select" if mode == "bloom" else mode
-    bloom = "SET tessera.bloom_join = 'on'; " if mode == "bloom" else ""
-    return (f"SET tessera.pushdown = '{pushdown}'; {bloom}"
+    """The statements choosing `mode`, with the worker and link bandwidth of `env`; a mode
+    of SELECT_VARIANTS is S3 Select with its setting."""
+    pushdown, variant = mode, ""
+    if mode in SELECT_VARIANTS:
+        _, setting, value = SELECT_VARIANTS[mode]
+        pushdown, variant = "s3select", f"SET tessera.{setting} = '{value}'; "
+    return (f"SET tessera.pushdown = '{pushdown}'; {variant}"
             f"SET tessera.worker = '{env['WORKER']}'; SET tessera.link_mib = {env['LINK_MIB']}")
 
 
 def modes_of(label: str) -> tuple:
-    """The modes a query runs in: joins also as PushdownDB's Bloom join."""
-    return MODES + ("bloom",) if label.startswith(BLOOM_JOIN) else MODES
+    """The modes a query runs in: MODES, and the S3 Select variants of its experiment."""
+    return MODES + tuple(m for m, (prefix, _, _) in SELECT_VARIANTS.items()
+                         if label.startswith(prefix))
 
 
 def answer(binary: str, env: dict, table: str, mode: str, sql: str) -> list:
@@ -186,7 +195,7 @@ def experiments(sf: float, bounds: dict) -> list:
                     f"SELECT json_get_int(j, 'l_orderkey') % {groups} AS g, count(*), "
                     f"sum({price}) FROM tpch WHERE {lineitem} GROUP BY g"))
     for k in (1, 100, 10_000):
-        out.append(("tpch", f"top-K, K = {k}",
+        out.append(("tpch", f"{TOP_K}, K = {k}",
                     f"SELECT json_get_int(j, 'l_orderkey') AS o, {price} AS p FROM tpch "
                     f"WHERE {lineitem} ORDER BY p DESC, o LIMIT {k}"))
     for bound in ACCTBAL_BOUNDS:

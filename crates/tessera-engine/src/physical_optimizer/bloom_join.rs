@@ -16,7 +16,6 @@ use std::sync::Arc;
 use arrow::datatypes::DataType;
 use datafusion::common::Result;
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{JoinType, NullEquality};
 use datafusion::datasource::physical_plan::FileScanConfigBuilder;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
@@ -25,10 +24,9 @@ use datafusion::physical_plan::{
     ExecutionPlan, ExecutionPlanProperties, replace_children_if_necessary,
 };
 
-use super::select_chain::{integer_access, scan_path, with_scan};
+use super::select_chain::{integer_access, rewrite_in_process, scan_path, with_scan};
 use crate::datasource::ndjson::select::SemiJoin;
 use crate::datasource::ndjson::source::NdjsonSource;
-use crate::options::TesseraOptions;
 use crate::physical_plan::build_keys::{BuildKeys, BuildKeysExec};
 
 /// The rule; registered after [`super::SelectPushdown`], over the scans' final
@@ -42,26 +40,15 @@ impl PhysicalOptimizerRule for BloomJoin {
         plan: Arc<dyn ExecutionPlan>,
         config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        // A cluster's plan crosses processes; the keys are shared within one.
-        let wanted = config
-            .extensions
-            .get::<TesseraOptions>()
-            .is_some_and(|o| o.bloom_join.0 && o.cluster.trim().is_empty());
-        if !wanted {
-            return Ok(plan);
-        }
-        plan.transform_up(|node| {
+        let rewrite = |node: &Arc<dyn ExecutionPlan>| {
             let Some(join) = node.downcast_ref::<HashJoinExec>() else {
-                return Ok(Transformed::no(node));
+                return Ok(None);
             };
-            match bloom_joined(join)? {
-                Some(children) => Ok(Transformed::yes(replace_children_if_necessary(
-                    node, children,
-                )?)),
-                None => Ok(Transformed::no(node)),
-            }
-        })
-        .map(|t| t.data)
+            bloom_joined(join)?
+                .map(|children| replace_children_if_necessary(Arc::clone(node), children))
+                .transpose()
+        };
+        rewrite_in_process(plan, config, |o| o.bloom_join.0, &rewrite)
     }
 
     fn name(&self) -> &str {

@@ -3,12 +3,14 @@
 //! condition known only at run time walk it: [`super::bloom_join`] (the build side's
 //! keys) and [`super::select_top_k`] (a sampled top-K threshold). Each finds the JSON
 //! path one of the operator's expressions reads at the scan, and rebuilds the chain over
-//! a scan that tests it.
+//! a scan that tests it; both run only where the plan stays in this process.
 
 use std::sync::Arc;
 
 use arrow::datatypes::DataType;
 use datafusion::common::Result;
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::datasource::physical_plan::{FileScanConfigBuilder, FileSource};
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::physical_expr::PhysicalExpr;
@@ -23,6 +25,37 @@ use crate::access::pushable::{cast_parts, pushable_access};
 use crate::datasource::ndjson::source::NdjsonSource;
 use crate::json::Output;
 use crate::json::path::PathElem;
+use crate::options::TesseraOptions;
+
+/// A node as a rule rewrites it, or `None` when the rule leaves it.
+pub(super) type NodeRewrite<'a> =
+    &'a dyn Fn(&Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn ExecutionPlan>>>;
+
+/// `plan` with each node `rewrite` rewrites (bottom up) rewritten, when the session's
+/// options say the rule is `on` and no cluster runs the plan: the condition a rule
+/// hands its scan is shared within this process, and a cluster's plan crosses
+/// processes.
+pub(super) fn rewrite_in_process(
+    plan: Arc<dyn ExecutionPlan>,
+    config: &ConfigOptions,
+    on: fn(&TesseraOptions) -> bool,
+    rewrite: NodeRewrite,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let wanted = config
+        .extensions
+        .get::<TesseraOptions>()
+        .is_some_and(|o| on(o) && o.cluster.trim().is_empty());
+    if !wanted {
+        return Ok(plan);
+    }
+    plan.transform_up(|node| {
+        Ok(match rewrite(&node)? {
+            Some(rewritten) => Transformed::yes(rewritten),
+            None => Transformed::no(node),
+        })
+    })
+    .map(|t| t.data)
+}
 
 /// What a rule reads an expression at the scan as: the JSON path it accesses, if it is
 /// the kind of access the rule pushes.

@@ -21,17 +21,15 @@ use std::sync::Arc;
 
 use datafusion::common::Result;
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::datasource::physical_plan::{FileGroup, FileScanConfig, FileScanConfigBuilder};
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 
-use super::select_chain::{numeric_access, scan_path, with_scan};
+use super::select_chain::{numeric_access, rewrite_in_process, scan_path, with_scan};
 use super::select_pushdown::ndjson_scan;
 use crate::datasource::ndjson::select::TopKBound;
 use crate::datasource::ndjson::source::NdjsonSource;
-use crate::options::TesseraOptions;
 use crate::physical_plan::top_k_threshold::{TopKThreshold, TopKThresholdExec};
 
 /// The largest K sampled for: beyond it the sample is a large share of any object.
@@ -52,22 +50,11 @@ impl PhysicalOptimizerRule for SelectTopK {
         plan: Arc<dyn ExecutionPlan>,
         config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        // A cluster's plan crosses processes; the threshold is shared within one.
-        let wanted = config
-            .extensions
-            .get::<TesseraOptions>()
-            .is_some_and(|o| o.top_k_sampling.0 && o.cluster.trim().is_empty());
-        if !wanted {
-            return Ok(plan);
-        }
-        plan.transform_up(|node| match node.downcast_ref::<SortExec>() {
-            Some(sort) => Ok(match sampled(&node, sort)? {
-                Some(sampled) => Transformed::yes(sampled),
-                None => Transformed::no(node),
-            }),
-            None => Ok(Transformed::no(node)),
-        })
-        .map(|t| t.data)
+        let rewrite = |node: &Arc<dyn ExecutionPlan>| match node.downcast_ref::<SortExec>() {
+            Some(sort) => sampled(node, sort),
+            None => Ok(None),
+        };
+        rewrite_in_process(plan, config, |o| o.top_k_sampling.0, &rewrite)
     }
 
     fn name(&self) -> &str {

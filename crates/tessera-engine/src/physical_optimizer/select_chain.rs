@@ -1,7 +1,7 @@
 //! The chain of projections, filters and repartitions between an operator and the
 //! NDJSON scan asking S3 Select that feeds it, as the rules that hand a scan a
-//! condition known only at run time walk it: [`super::bloom_join`] (the build side's
-//! keys) and [`super::select_top_k`] (a sampled top-K threshold). Each finds the JSON
+//! condition known only at run time walk it: `bloom_join` (the build side's
+//! keys) and `select_top_k` (a sampled top-K threshold). Each finds the JSON
 //! path one of the operator's expressions reads at the scan, and rebuilds the chain over
 //! a scan that tests it; both run only where the plan stays in this process.
 

@@ -1,7 +1,7 @@
 //! What a sub-plan spent on the storage-side worker, so that `EXPLAIN ANALYZE` shows the
 //! bytes and dollars a pushed plan cost and not only what crossed the link: the worker
 //! sends it after a partition's last batch, as the app metadata of a Flight message
-//! without data, and [`super::worker_exec::WorkerExec`] adds it to its metrics
+//! without data, and the client's `WorkerExec` adds it to its metrics
 //! (`worker_store_bytes`, `worker_cost_nanodollars`).
 //!
 //! The dollars follow PushdownDB's cost model ("PushdownDB: Accelerating a DBMS using S3

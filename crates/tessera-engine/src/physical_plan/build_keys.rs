@@ -26,7 +26,7 @@ use datafusion::physical_plan::metrics::{
 };
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
-    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties,
+    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties,
 };
 use futures::StreamExt;
 use parking_lot::Mutex;
@@ -180,17 +180,7 @@ impl DisplayAs for BuildKeysExec {
 }
 
 impl ExecutionPlan for BuildKeysExec {
-    fn name(&self) -> &str {
-        "BuildKeysExec"
-    }
-
-    fn properties(&self) -> &Arc<PlanProperties> {
-        self.input.properties()
-    }
-
-    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        vec![&self.input]
-    }
+    super::over_one_input!("BuildKeysExec");
 
     fn apply_expressions(
         &self,

@@ -16,7 +16,7 @@ use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan};
 use futures::{StreamExt, TryStreamExt};
 use parking_lot::Mutex;
 
@@ -88,17 +88,7 @@ impl DisplayAs for ClusterExec {
 }
 
 impl ExecutionPlan for ClusterExec {
-    fn name(&self) -> &str {
-        "ClusterExec"
-    }
-
-    fn properties(&self) -> &Arc<PlanProperties> {
-        self.input.properties()
-    }
-
-    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        vec![&self.input]
-    }
+    super::over_one_input!("ClusterExec");
 
     fn apply_expressions(
         &self,

@@ -17,7 +17,7 @@ use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan};
 use futures::StreamExt;
 
 /// View arrays hold more than this many times the bytes of their values before they are
@@ -77,17 +77,7 @@ impl DisplayAs for CompactViewsExec {
 }
 
 impl ExecutionPlan for CompactViewsExec {
-    fn name(&self) -> &str {
-        "CompactViewsExec"
-    }
-
-    fn properties(&self) -> &Arc<PlanProperties> {
-        self.input.properties()
-    }
-
-    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        vec![&self.input]
-    }
+    super::over_one_input!("CompactViewsExec");
 
     fn apply_expressions(
         &self,

@@ -34,6 +34,26 @@ use std::sync::Arc;
 use datafusion::common::{DataFusionError, Result};
 use datafusion::physical_plan::ExecutionPlan;
 
+/// The `name`, `properties` and `children` of a plan over its one `input` field that
+/// keeps its input's partitioning and order (an operator that passes rows on, or runs
+/// its input elsewhere), written once for all of them.
+macro_rules! over_one_input {
+    ($name:literal) => {
+        fn name(&self) -> &str {
+            $name
+        }
+
+        fn properties(&self) -> &std::sync::Arc<datafusion::physical_plan::PlanProperties> {
+            self.input.properties()
+        }
+
+        fn children(&self) -> Vec<&std::sync::Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
+            vec![&self.input]
+        }
+    };
+}
+pub(crate) use over_one_input;
+
 /// The one child of the single-input plan `name` (for `with_new_children`).
 pub(crate) fn only_child(
     mut children: Vec<Arc<dyn ExecutionPlan>>,

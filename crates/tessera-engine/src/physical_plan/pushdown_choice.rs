@@ -8,7 +8,7 @@ use datafusion::common::Result;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::PhysicalExpr;
-use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan};
 
 /// Where a sub-plan runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,17 +133,7 @@ impl DisplayAs for PushdownChoiceExec {
 }
 
 impl ExecutionPlan for PushdownChoiceExec {
-    fn name(&self) -> &str {
-        "PushdownChoiceExec"
-    }
-
-    fn properties(&self) -> &Arc<PlanProperties> {
-        self.input.properties()
-    }
-
-    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        vec![&self.input]
-    }
+    super::over_one_input!("PushdownChoiceExec");
 
     fn apply_expressions(
         &self,

@@ -24,9 +24,7 @@ use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{PhysicalExpr, PhysicalSortExpr};
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::{
-    DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, collect,
-};
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, collect};
 use futures::TryStreamExt;
 use tessera_pushdown::select_sql::{NUMBER_MAGNITUDE_MAX, Ordering};
 use tokio::sync::OnceCell;
@@ -143,17 +141,7 @@ impl DisplayAs for TopKThresholdExec {
 }
 
 impl ExecutionPlan for TopKThresholdExec {
-    fn name(&self) -> &str {
-        "TopKThresholdExec"
-    }
-
-    fn properties(&self) -> &Arc<PlanProperties> {
-        self.input.properties()
-    }
-
-    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        vec![&self.input]
-    }
+    super::over_one_input!("TopKThresholdExec");
 
     fn apply_expressions(
         &self,

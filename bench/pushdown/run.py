@@ -30,7 +30,9 @@ answer is checked against local's (floats to a relative 1e-9).
 
 Experiments: a filter selectivity sweep over each shape (lineitem's `l_quantity`, and a
 `time_us` range of the events), string equality filters, a group-by with 2, 8 and 32
-groups, a top-K with K of 1, 100 and 10,000 (also as `unsampled`: S3 Select without
+groups and over the events' skewed collections (also as `unaggregated`: S3 Select
+returning the documents instead of aggregating them, as for the filter sweep and Q1 and
+Q6), a top-K with K of 1, 100 and 10,000 (also as `unsampled`: S3 Select without
 the sampled threshold), PushdownDB's Bloom-join sweep (customers
 joined with their orders, `c_acctbal <= X` for X from -950 to -450; `s3select` runs its
 filtered join, `bloom` its Bloom join: S3 Select with `tessera.bloom_join` on) and its
@@ -69,7 +71,9 @@ TOP_K = "top-K"
 # Modes run besides MODES for the experiments whose label starts so: S3 Select with one
 # of its operators switched (mode: label prefix, setting, value).
 SELECT_VARIANTS = {"bloom": (BLOOM_JOIN, "bloom_join", "on"),
-                   "unsampled": (TOP_K, "top_k_sampling", "off")}
+                   "unsampled": (TOP_K, "top_k_sampling", "off"),
+                   "unaggregated": (("filter l_quantity", "group-by", "TPC-H Q1", "TPC-H Q6"),
+                                    "select_aggregation", "off")}
 ACCTBAL_BOUNDS = (-950, -900, -800, -700, -600, -450)
 WORKER_TOKEN = "bench-worker-token"
 TPCH_SUBSET = (1, 3, 6, 12, 14, 17, 19)
@@ -194,6 +198,10 @@ def experiments(sf: float, bounds: dict) -> list:
         out.append(("tpch", f"group-by, {groups} groups",
                     f"SELECT json_get_int(j, 'l_orderkey') % {groups} AS g, count(*), "
                     f"sum({price}) FROM tpch WHERE {lineitem} GROUP BY g"))
+    # Skewed groups (PushdownDB's hybrid group-by): a few collections hold most events.
+    out.append(("bluesky", "group-by collection, skewed",
+                "SELECT j->'commit'->>'collection' AS c, count(*), "
+                "max(json_get_int(j, 'time_us')) FROM bluesky GROUP BY c"))
     for k in (1, 100, 10_000):
         out.append(("tpch", f"{TOP_K}, K = {k}",
                     f"SELECT json_get_int(j, 'l_orderkey') AS o, {price} AS p FROM tpch "

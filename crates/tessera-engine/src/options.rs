@@ -361,6 +361,10 @@ on_off_switch!(
     /// reads samples a threshold first and asks the store only for the documents at or
     /// beyond it ('on', default) or not ('off').
     TopKSamplingSwitch, "top_k_sampling";
+    /// `tessera.select_aggregation`: whether an aggregation of documents S3 Select reads
+    /// has the store aggregate each object, per group for the largest groups ('on',
+    /// default), or aggregates the documents the store returns ('off').
+    SelectAggregationSwitch, "select_aggregation";
 );
 
 /// `tessera.region_cache_size`: the bytes regions may take on disk ('1GiB', default);
@@ -455,6 +459,7 @@ text_config_field!(
     CacheLocalTablesSwitch,
     BloomJoinSwitch,
     TopKSamplingSwitch,
+    SelectAggregationSwitch,
     Pushdown
 );
 
@@ -549,6 +554,10 @@ extensions_options! {
         /// threshold first, so that only the documents at or beyond it come back ('on',
         /// default), or not ('off').
         pub top_k_sampling: TopKSamplingSwitch, default = TopKSamplingSwitch(true)
+        /// Whether an aggregation of documents S3 Select reads has the store aggregate
+        /// each object, per group for the largest groups of a sample ('on', default),
+        /// or aggregates the documents the store returns ('off').
+        pub select_aggregation: SelectAggregationSwitch, default = SelectAggregationSwitch(true)
         /// The address of the storage-side worker (`tessera serve --storage-side`), as
         /// `http://HOST:PORT`, for `pushdown = 'worker'`.
         pub worker: String, default = String::new()

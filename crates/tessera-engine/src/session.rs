@@ -44,7 +44,7 @@ use crate::options::{MemoryLimit, OnError, SqlDialect, TesseraOptions};
 use crate::output_names;
 use crate::physical_optimizer::{
     BloomJoin, CastPushdown, ClusterPlacement, GroupOnCodes, IntegerTextMinMax, PushdownChoice,
-    SelectPushdown, SelectTopK, WorkerPushdown,
+    SelectAggregation, SelectPushdown, SelectTopK, WorkerPushdown,
 };
 use crate::physical_plan::worker_exec::WorkerToken;
 use crate::rejects::{RejectLog, RejectSummary};
@@ -221,6 +221,7 @@ impl TesseraSession {
             .with_physical_optimizer_rule(Arc::new(SelectPushdown))
             .with_physical_optimizer_rule(Arc::new(BloomJoin))
             .with_physical_optimizer_rule(Arc::new(SelectTopK))
+            .with_physical_optimizer_rule(Arc::new(SelectAggregation))
             // Last: it needs the scans' final filters and projections.
             .with_physical_optimizer_rule(Arc::new(crate::region_cache::RegionCacheRule))
             // After the region cache: a sub-plan the cache answers is not sent.

@@ -7,10 +7,12 @@
 //! ([`select_sql`], conditions that hold for at least what the scan keeps, written in
 //! the forms a store's evaluator accepts on heterogeneous JSON) and what the values a
 //! store returns still mean ([`rendering`]), and the Bloom filters of a Bloom join in
-//! a form S3 Select can test ([`bloom`]). The engine translates its plans into a
+//! a form S3 Select can test ([`bloom`]), and aggregations the store computes
+//! whole, per object and group ([`select_aggregate`]). The engine translates its plans into a
 //! [`select_sql::SelectScan`] and reads the answers.
 
 pub mod bloom;
 pub mod cost;
 pub mod rendering;
+pub mod select_aggregate;
 pub mod select_sql;

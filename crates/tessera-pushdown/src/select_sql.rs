@@ -19,6 +19,7 @@ use std::sync::Arc;
 use tessera_json::path::PathElem;
 
 use crate::bloom::BloomFilter;
+use crate::select_aggregate::{KeyValue, Scalar};
 
 /// Largest magnitude of a numeric constant a comparison is pushed with: stores compare
 /// numbers as doubles, and a document's integer above 2^53 may round onto the constant.
@@ -101,6 +102,40 @@ pub enum Condition {
         /// The build side's keys.
         filter: Arc<BloomFilter>,
     },
+    /// Exactly: the number at `path` compares with `value` as `ordering` says; the
+    /// request fails on a missing value, a null or a value of another type (see
+    /// [`crate::select_aggregate`]).
+    NumberExact {
+        /// Where the value is.
+        path: Vec<PathElem>,
+        /// How it compares.
+        ordering: Ordering,
+        /// The constant, at most [`NUMBER_MAGNITUDE_MAX`] in magnitude.
+        value: f64,
+    },
+    /// Exactly: the date written `YYYY-MM-DD` at `path` compares with `date` as
+    /// `ordering` says; the request fails on text of another length (a date written
+    /// otherwise, which its text would not order as the date), a missing value, a null
+    /// or a value of another type.
+    DateExact {
+        /// Where the value is.
+        path: Vec<PathElem>,
+        /// How it compares.
+        ordering: Ordering,
+        /// The constant, `YYYY-MM-DD`.
+        date: String,
+    },
+    /// Exactly: each key equals its value, the documents of one group of a group-by.
+    KeysEqual(Vec<(Scalar, KeyValue)>),
+    /// The document is in none of `groups` (a value per key each): a key's path is
+    /// missing or null, or the keys equal no group's values. The rest of a hybrid
+    /// group-by, whose groups the store aggregated; never left out of a request.
+    NotInGroups {
+        /// The group keys.
+        keys: Vec<Scalar>,
+        /// The groups aggregated elsewhere; never empty.
+        groups: Vec<Vec<KeyValue>>,
+    },
     /// All of them hold.
     And(Vec<Condition>),
     /// One of them holds.
@@ -111,10 +146,18 @@ impl Condition {
     /// Whether a store evaluates this on any document without failing, or it must stay
     /// (a guard fails where the answer could not be read anyway): string equality and
     /// null tests do, ordered comparisons fail on values of another type.
-    fn is_robust(&self) -> bool {
+    pub fn is_robust(&self) -> bool {
         match self {
-            Condition::StringIn { .. } | Condition::NotNull(_) | Condition::IntegerGuard(_) => true,
-            Condition::Number { .. } | Condition::Date { .. } | Condition::Bloom { .. } => false,
+            Condition::StringIn { .. }
+            | Condition::NotNull(_)
+            | Condition::IntegerGuard(_)
+            | Condition::NotInGroups { .. } => true,
+            Condition::Number { .. }
+            | Condition::Date { .. }
+            | Condition::Bloom { .. }
+            | Condition::NumberExact { .. }
+            | Condition::DateExact { .. }
+            | Condition::KeysEqual(_) => false,
             Condition::And(parts) | Condition::Or(parts) => parts.iter().all(Self::is_robust),
         }
     }
@@ -136,7 +179,7 @@ impl Condition {
         }
     }
 
-    fn write(&self, out: &mut String) {
+    pub(crate) fn write(&self, out: &mut String) {
         match self {
             Condition::StringIn { path, values } => {
                 assert!(!values.is_empty(), "an IN list has a value");
@@ -191,6 +234,51 @@ impl Condition {
                 .expect("writing to a String");
             }
             Condition::Bloom { path, filter } => out.push_str(&filter.test_sql(&field(path))),
+            Condition::NumberExact {
+                path,
+                ordering,
+                value,
+            } => {
+                assert!(value.abs() <= NUMBER_MAGNITUDE_MAX, "a pushable constant");
+                let (path, value) = (field(path), number(*value));
+                write!(out, "{path} {} {value}", ordering.sql()).expect("writing to a String");
+            }
+            Condition::DateExact {
+                path,
+                ordering,
+                date,
+            } => {
+                assert!(is_iso_date(date), "a YYYY-MM-DD constant");
+                let (path, date) = (field(path), string(date));
+                // A negative length fails SUBSTRING: the text is 10 long or the request
+                // fails.
+                write!(
+                    out,
+                    "(SUBSTRING('1', 1, 10 - CHAR_LENGTH({path})) = '' \
+                     AND SUBSTRING('1', 1, CHAR_LENGTH({path}) - 10) = '' AND {path} {} {date})",
+                    ordering.sql()
+                )
+                .expect("writing to a String");
+            }
+            Condition::KeysEqual(pairs) => write_keys_equal(pairs, out),
+            Condition::NotInGroups { keys, groups } => {
+                assert!(!groups.is_empty(), "a group to leave out");
+                out.push('(');
+                for path in keys.iter().flat_map(Scalar::paths) {
+                    let path = field(path);
+                    write!(out, "{path} IS MISSING OR {path} IS NULL OR ").expect("a String");
+                }
+                out.push_str("NOT (");
+                for (i, group) in groups.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(" OR ");
+                    }
+                    let pairs: Vec<(Scalar, KeyValue)> =
+                        keys.iter().cloned().zip(group.iter().cloned()).collect();
+                    write_keys_equal(&pairs, out);
+                }
+                out.push_str("))");
+            }
             Condition::And(parts) | Condition::Or(parts) => {
                 let joint = if matches!(self, Condition::And(_)) {
                     " AND "
@@ -208,6 +296,21 @@ impl Condition {
             }
         }
     }
+}
+
+/// `(k1 = v1 AND k2 = v2 ...)`.
+fn write_keys_equal(pairs: &[(Scalar, KeyValue)], out: &mut String) {
+    assert!(!pairs.is_empty(), "a key");
+    out.push('(');
+    for (i, (key, value)) in pairs.iter().enumerate() {
+        if i > 0 {
+            out.push_str(" AND ");
+        }
+        key.write(out);
+        out.push_str(" = ");
+        value.write(out);
+    }
+    out.push(')');
 }
 
 /// What one S3 Select request over a JSON-lines object asks for.
@@ -312,7 +415,7 @@ pub fn only_strings_equal(text: &str) -> bool {
         || text.starts_with('['))
 }
 
-fn field(path: &[PathElem]) -> String {
+pub(crate) fn field(path: &[PathElem]) -> String {
     assert!(is_pushable_path(path), "a pushable path: {path:?}");
     let mut out = String::from("s");
     for step in path {
@@ -325,7 +428,7 @@ fn field(path: &[PathElem]) -> String {
     out
 }
 
-fn string(text: &str) -> String {
+pub(crate) fn string(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
 }
 

@@ -9,7 +9,9 @@
 //!   with the scan of its probe side.
 //! - [`select_top_k`]: a top-K sort's sampled threshold pushed to S3 Select with the
 //!   scan of its input.
-//! - [`select_chain`]: the chain between such an operator and its scan, which both walk.
+//! - [`select_aggregation`]: a partial aggregation over such a scan computed by the
+//!   store, per object (and group, for the largest groups of a sample).
+//! - [`select_chain`]: the chain between such an operator and its scan, which they walk.
 //! - [`worker_pushdown`]: sub-plans over raw NDJSON scans of S3 sent to the
 //!   storage-side worker.
 //! - [`pushdown_choice`]: `tessera.pushdown = 'auto'`, each such sub-plan placed by a
@@ -26,6 +28,7 @@ pub mod cluster_placement;
 pub mod group_on_codes;
 pub mod integer_text_min_max;
 pub mod pushdown_choice;
+pub mod select_aggregation;
 mod select_chain;
 pub mod select_pushdown;
 pub mod select_top_k;
@@ -37,6 +40,7 @@ pub use cluster_placement::ClusterPlacement;
 pub use group_on_codes::GroupOnCodes;
 pub use integer_text_min_max::IntegerTextMinMax;
 pub use pushdown_choice::PushdownChoice;
+pub use select_aggregation::SelectAggregation;
 pub use select_pushdown::SelectPushdown;
 pub use select_top_k::SelectTopK;
 pub use worker_pushdown::WorkerPushdown;

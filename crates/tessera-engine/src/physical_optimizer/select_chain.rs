@@ -1,9 +1,10 @@
 //! The chain of projections, filters and repartitions between an operator and the
 //! NDJSON scan asking S3 Select that feeds it, as the rules that hand a scan a
 //! condition known only at run time walk it: `bloom_join` (the build side's
-//! keys) and `select_top_k` (a sampled top-K threshold). Each finds the JSON
-//! path one of the operator's expressions reads at the scan, and rebuilds the chain over
-//! a scan that tests it; both run only where the plan stays in this process.
+//! keys), `select_top_k` (a sampled top-K threshold) and `select_aggregation` (the
+//! objects the store aggregated). Each finds what the operator's expressions read at
+//! the scan, and rebuilds the chain over a scan that knows; all run only where the plan
+//! stays in this process. The last two sample the chain first ([`over_sample`]).
 
 use std::sync::Arc;
 
@@ -11,7 +12,9 @@ use arrow::datatypes::DataType;
 use datafusion::common::Result;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::datasource::physical_plan::{FileScanConfigBuilder, FileSource};
+use datafusion::datasource::physical_plan::{
+    FileGroup, FileScanConfig, FileScanConfigBuilder, FileSource,
+};
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::Column;
@@ -166,4 +169,41 @@ pub(super) fn with_scan(
         )?)),
         None => Ok(None),
     }
+}
+
+/// Bytes per document assumed when estimating a scan's documents from its bytes.
+const DOCUMENT_BYTES: u64 = 200;
+
+/// `input` (a chain over a scan asking S3 Select) over the first documents of the
+/// scan's first object that the store's conditions keep: `rows(N)` of them, N the
+/// scan's documents estimated from its bytes.
+pub(super) fn over_sample(
+    input: &Arc<dyn ExecutionPlan>,
+    rows: &dyn Fn(u64) -> u64,
+) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+    let Some((config, _)) = scan_of(input) else {
+        return Ok(None);
+    };
+    let files = || config.file_groups.iter().flat_map(|g| g.files());
+    let Some(first) = files().next().cloned() else {
+        return Ok(None);
+    };
+    let bytes: u64 = files().map(|f| f.object_meta.size).sum();
+    let rows = rows((bytes / DOCUMENT_BYTES).max(1));
+    let sampling = |config: FileScanConfigBuilder, source: &NdjsonSource| {
+        config
+            .with_file_groups(vec![FileGroup::new(vec![first.clone()])])
+            // An object the store cannot answer is read here, as far as the sample goes.
+            .with_limit(Some(rows as usize))
+            .with_source(Arc::new(source.with_sample_rows(rows)))
+    };
+    with_scan(input, &sampling)
+}
+
+/// The scan at the bottom of the chain `plan`.
+pub(super) fn scan_of(plan: &Arc<dyn ExecutionPlan>) -> Option<(&FileScanConfig, &NdjsonSource)> {
+    if let Some(scan) = ndjson_scan(plan) {
+        return Some(scan);
+    }
+    scan_of(plan.children().first()?)
 }

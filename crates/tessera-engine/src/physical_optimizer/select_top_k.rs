@@ -12,8 +12,8 @@
 //!
 //! The sample size follows the paper's analysis (§VII-B): a sample of S records and a
 //! second phase returning about K·N/S of the N records cost least in bytes at
-//! S = sqrt(K·N) when both return the same fields, as here. N is taken as the scan's
-//! bytes over [`DOCUMENT_BYTES`], the sample as the first S documents of the first
+//! S = sqrt(K·N) when both return the same fields, as here. N is estimated from the
+//! scan's bytes ([`super::select_chain::over_sample`]), the sample taken as the first S documents of the first
 //! object that the store's conditions keep (the paper's "first records" for data in no
 //! particular order).
 
@@ -21,21 +21,18 @@ use std::sync::Arc;
 
 use datafusion::common::Result;
 use datafusion::common::config::ConfigOptions;
-use datafusion::datasource::physical_plan::{FileGroup, FileScanConfig, FileScanConfigBuilder};
+use datafusion::datasource::physical_plan::FileScanConfigBuilder;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 
-use super::select_chain::{numeric_access, rewrite_in_process, scan_path, with_scan};
-use super::select_pushdown::ndjson_scan;
+use super::select_chain::{numeric_access, over_sample, rewrite_in_process, scan_path, with_scan};
 use crate::datasource::ndjson::select::TopKBound;
 use crate::datasource::ndjson::source::NdjsonSource;
 use crate::physical_plan::top_k_threshold::{TopKThreshold, TopKThresholdExec};
 
 /// The largest K sampled for: beyond it the sample is a large share of any object.
 pub const K_MAX: usize = 100_000;
-/// Bytes per document assumed when estimating the scan's documents from its bytes.
-const DOCUMENT_BYTES: u64 = 200;
 /// The most documents a sample asks for.
 const SAMPLE_ROWS_MAX: u64 = 1 << 20;
 
@@ -101,31 +98,8 @@ fn sampled(
 /// `input` (a chain over a scan) over the first documents of the scan's first object:
 /// sqrt(K·N) of them, N estimated from the scan's bytes.
 fn sample_of(input: &Arc<dyn ExecutionPlan>, k: usize) -> Result<Option<Arc<dyn ExecutionPlan>>> {
-    let Some((config, _)) = scan_of(input) else {
-        return Ok(None);
+    let rows = |documents: u64| {
+        ((k as f64 * documents as f64).sqrt().ceil() as u64).clamp(k as u64, SAMPLE_ROWS_MAX)
     };
-    let files = || config.file_groups.iter().flat_map(|g| g.files());
-    let Some(first) = files().next().cloned() else {
-        return Ok(None);
-    };
-    let bytes: u64 = files().map(|f| f.object_meta.size).sum();
-    let documents = (bytes / DOCUMENT_BYTES).max(1);
-    let rows =
-        ((k as f64 * documents as f64).sqrt().ceil() as u64).clamp(k as u64, SAMPLE_ROWS_MAX);
-    let sampling = |config: FileScanConfigBuilder, source: &NdjsonSource| {
-        config
-            .with_file_groups(vec![FileGroup::new(vec![first.clone()])])
-            // An object the store cannot answer is read here, as far as the sample goes.
-            .with_limit(Some(rows as usize))
-            .with_source(Arc::new(source.with_sample_rows(rows)))
-    };
-    with_scan(input, &sampling)
-}
-
-/// The scan at the bottom of the chain `plan`.
-fn scan_of(plan: &Arc<dyn ExecutionPlan>) -> Option<(&FileScanConfig, &NdjsonSource)> {
-    if let Some(scan) = ndjson_scan(plan) {
-        return Some(scan);
-    }
-    scan_of(plan.children().first()?)
+    over_sample(input, &rows)
 }

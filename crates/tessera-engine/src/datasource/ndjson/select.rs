@@ -40,6 +40,7 @@ use crate::json::Output;
 use crate::json::path::{PathElem, PathTrie, display_path};
 use crate::options::Validation;
 use crate::physical_plan::build_keys::BuildKeys;
+use crate::physical_plan::select_aggregation::{AggregatedObjects, Rest};
 use crate::physical_plan::top_k_threshold::TopKThreshold;
 
 /// What a scan asks S3 Select for, derived from its final extraction.
@@ -121,8 +122,9 @@ impl fmt::Display for SelectPlan {
 }
 
 /// `path ∈ accepted` as a store condition, when its accepted texts can only be the
-/// texts of strings (`->>` also gives numbers and booleans as text).
-fn document_condition(
+/// texts of strings (`->>` also gives numbers and booleans as text). It holds for
+/// exactly the documents the predicate keeps.
+pub(crate) fn document_condition(
     path: &[PathElem],
     output: Output,
     accepted: &std::collections::BTreeSet<Vec<u8>>,
@@ -290,6 +292,34 @@ impl fmt::Display for TopKBound {
     }
 }
 
+/// The records of the complete answer to `sql` over the JSON-lines object `key`, counted
+/// in `metrics`; `None` when the request failed.
+pub(crate) async fn ask(
+    client: &S3Client,
+    metrics: &SelectMetrics,
+    key: &str,
+    sql: &str,
+    compression: InputCompression,
+) -> Option<Bytes> {
+    let request = SelectRequest {
+        expression: sql,
+        input: InputFormat::JsonLines,
+        compression,
+        output: OutputFormat::JsonLines,
+    };
+    metrics.select_requests.add(1);
+    let answer = client.select(key, &request).await.ok()?;
+    let records = Bytes::from(answer.records.concat());
+    let stats = answer.stats.unwrap_or_default();
+    metrics.select_store_bytes.add(stats.bytes_scanned as usize);
+    metrics.select_returned_bytes.add(records.len());
+    metrics.bytes_scanned.add(records.len());
+    metrics
+        .select_cost_nanodollars
+        .add(select_nanodollars(stats.bytes_scanned, records.len() as u64) as usize);
+    Some(records)
+}
+
 /// Reads objects of one scan partition through S3 Select.
 #[derive(Debug, Clone)]
 pub struct SelectRead {
@@ -303,13 +333,18 @@ pub struct SelectRead {
     pub top_k: Option<TopKBound>,
     /// The documents each request returns at most: a top-K threshold's sample.
     pub sample_rows: Option<u64>,
+    /// The objects an aggregation above the scan had the store aggregate, if any.
+    pub aggregated: Option<Arc<AggregatedObjects>>,
     /// Where to count.
     pub metrics: SelectMetrics,
 }
 
 impl SelectRead {
     /// The batches of the object `key` (all of them: an answer is complete or not
-    /// used), or `None` when the scan must read the object itself.
+    /// used), or `None` when the scan must read the object itself. An object whose
+    /// documents an aggregation above had the store aggregate gives no batches, or only
+    /// the documents of the groups it left; reading it here instead is reported back,
+    /// so that the store's aggregates of it are dropped.
     pub async fn batches(
         &self,
         key: &str,
@@ -317,15 +352,38 @@ impl SelectRead {
         partition_values: &[ScalarValue],
         batch_size: usize,
     ) -> Result<Option<Vec<RecordBatch>>> {
+        let rest = match self.aggregated.as_ref().and_then(|a| a.rest_of(key)) {
+            Some(Rest::Nothing) => return Ok(Some(Vec::new())),
+            Some(Rest::Where(condition)) => Some(condition),
+            None => None,
+        };
+        let answered = self
+            .answered(key, codec, rest, partition_values, batch_size)
+            .await?;
+        if answered.is_none() {
+            self.metrics.select_fallbacks.add(1);
+            if let Some(aggregated) = &self.aggregated {
+                aggregated.read_whole(key);
+            }
+        }
+        Ok(answered)
+    }
+
+    /// [`Self::batches`] of the documents `rest` keeps, if given.
+    async fn answered(
+        &self,
+        key: &str,
+        codec: Codec,
+        rest: Option<Condition>,
+        partition_values: &[ScalarValue],
+        batch_size: usize,
+    ) -> Result<Option<Vec<RecordBatch>>> {
         let compression = match codec {
             Codec::None => InputCompression::None,
             Codec::Gzip => InputCompression::Gzip,
-            Codec::Zstd => {
-                self.metrics.select_fallbacks.add(1);
-                return Ok(None);
-            }
+            Codec::Zstd => return Ok(None),
         };
-        let (first, robust) = self.requests().await;
+        let (first, robust) = self.requests(rest).await;
         let attempts = std::iter::once(&first).chain(&robust);
         for (attempt, scan) in attempts.enumerate() {
             if attempt > 0 {
@@ -342,16 +400,16 @@ impl SelectRead {
                 return Ok(Some(batches));
             }
         }
-        self.metrics.select_fallbacks.add(1);
         Ok(None)
     }
 
     /// The request to send first, and the one to send again if it fails: the plan's,
     /// with the build side's Bloom filter when the scan is a Bloom join's probe side and
     /// the build side made one (it is waited for), and with the sampled threshold when
-    /// it is a top-K sort's input and the sample set one.
-    async fn requests(&self) -> (SelectScan, Option<SelectScan>) {
-        let mut extra = Vec::new();
+    /// it is a top-K sort's input and the sample set one, and with `rest` (the groups
+    /// an aggregation above left to the scan), which is never left out.
+    async fn requests(&self, rest: Option<Condition>) -> (SelectScan, Option<SelectScan>) {
+        let mut extra: Vec<Condition> = rest.into_iter().collect();
         if let Some(semi) = &self.semi_join
             && let Some(filter) = semi.keys.filter().await
         {
@@ -393,25 +451,7 @@ impl SelectRead {
             Some(rows) => scan.limited_sql(rows),
             None => scan.sql(),
         };
-        let request = SelectRequest {
-            expression: &sql,
-            input: InputFormat::JsonLines,
-            compression,
-            output: OutputFormat::JsonLines,
-        };
-        self.metrics.select_requests.add(1);
-        let answer = self.client.select(key, &request).await.ok()?;
-        let records = Bytes::from(answer.records.concat());
-        let stats = answer.stats.unwrap_or_default();
-        self.metrics
-            .select_store_bytes
-            .add(stats.bytes_scanned as usize);
-        self.metrics.select_returned_bytes.add(records.len());
-        self.metrics.bytes_scanned.add(records.len());
-        self.metrics
-            .select_cost_nanodollars
-            .add(select_nanodollars(stats.bytes_scanned, records.len() as u64) as usize);
-        Some(records)
+        ask(&self.client, &self.metrics, key, &sql, compression).await
     }
 
     /// The answer's records decoded as the scan decodes documents; `None` when a record

@@ -23,10 +23,13 @@ use tessera_pushdown::select_sql::Condition;
 
 use super::open::{NdjsonOpener, ScanMetrics, ScanSettings};
 use super::read::{Codec, Gets};
-use super::select::{SelectMetrics, SelectPlan, SelectRead, SemiJoin, TopKBound};
+use super::select::{
+    SelectMetrics, SelectPlan, SelectRead, SemiJoin, TopKBound, document_condition,
+};
 use crate::access::document_filter::{DocPredicate, doc_predicates};
 use crate::access::extraction::ExtractionPlan;
 use crate::block_cache::ScanCache;
+use crate::physical_plan::select_aggregation::AggregatedObjects;
 
 /// Scans NDJSON files whose schema is one document column (plus partition values).
 #[derive(Clone)]
@@ -63,6 +66,8 @@ pub struct SelectPushdown {
     /// The documents each request returns at most: the scan of a top-K threshold's
     /// sample.
     pub sample_rows: Option<u64>,
+    /// The objects an aggregation above the scan had the store aggregate, if any.
+    pub aggregated: Option<Arc<AggregatedObjects>>,
 }
 
 impl NdjsonSource {
@@ -91,6 +96,7 @@ impl NdjsonSource {
                 semi_join: None,
                 top_k: None,
                 sample_rows: None,
+                aggregated: None,
             }),
             ..self.clone()
         }
@@ -129,6 +135,41 @@ impl NdjsonSource {
     /// The same source asking S3 Select for at most `rows` documents of each object.
     pub(crate) fn with_sample_rows(&self, rows: u64) -> Self {
         self.with_select_change(|select| select.sample_rows = Some(rows))
+    }
+
+    /// The same source under an aggregation that has the store aggregate some of its
+    /// objects, told which in `objects`.
+    pub(crate) fn with_aggregated(&self, objects: Arc<AggregatedObjects>) -> Self {
+        self.with_select_change(|select| select.aggregated = Some(objects))
+    }
+
+    /// Whether the scan is under an aggregation the store computes.
+    pub(crate) fn is_aggregated(&self) -> bool {
+        self.select.as_ref().is_some_and(|s| s.aggregated.is_some())
+    }
+
+    /// The client of the bucket the scan asks S3 Select of, if it does.
+    pub(crate) fn select_client(&self) -> Option<&S3Client> {
+        Some(&self.select.as_ref()?.client)
+    }
+
+    /// The scan's own filters (decided per document) as a store condition that holds
+    /// for exactly the documents they keep: `Some(None)` when it has none, `None` when
+    /// one cannot be written so.
+    pub(crate) fn exact_document_condition(&self) -> Option<Option<Condition>> {
+        let extraction = self.extraction().ok()?;
+        let mut parts = extraction
+            .predicates
+            .iter()
+            .map(|(slot, output, accepted)| {
+                document_condition(extraction.trie.path(*slot), *output, accepted)
+            })
+            .collect::<Option<Vec<Condition>>>()?;
+        Some(match parts.len() {
+            0 => None,
+            1 => parts.pop(),
+            _ => Some(Condition::And(parts)),
+        })
     }
 
     fn with_select_change(&self, change: impl FnOnce(&mut SelectPushdown)) -> Self {
@@ -269,6 +310,7 @@ impl FileSource for NdjsonSource {
             semi_join: pushdown.semi_join.clone(),
             top_k: pushdown.top_k.clone(),
             sample_rows: pushdown.sample_rows,
+            aggregated: pushdown.aggregated.clone(),
             metrics: SelectMetrics::new(&self.metrics, partition, metrics.bytes_scanned.clone()),
         });
         Ok(Arc::new(NdjsonOpener {

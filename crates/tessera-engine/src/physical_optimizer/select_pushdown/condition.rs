@@ -1,5 +1,6 @@
 //! Filters as store conditions: each translated part holds for every document the
-//! filter keeps.
+//! filter keeps ([`Fit::Superset`]), or for exactly those, the request failing where the
+//! store could not tell ([`Fit::Exact`]).
 
 use std::sync::Arc;
 
@@ -52,6 +53,18 @@ impl Read {
     }
 }
 
+/// How closely a store condition follows its filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fit {
+    /// It holds for at least the documents the filter keeps: a filter above the scan
+    /// tests the returned records again, so a part that cannot be translated is left
+    /// out.
+    Superset,
+    /// It holds for exactly those, or the request fails: what the store aggregates is
+    /// not tested again ([`tessera_pushdown::select_aggregate`]).
+    Exact,
+}
+
 /// What `expr` (over the scan's output, whose columns are `projection`) reads.
 pub(super) fn read_of(expr: &Arc<dyn PhysicalExpr>, projection: &ProjectionExprs) -> Option<Read> {
     let resolve = |e: &Arc<dyn PhysicalExpr>| match e.downcast_ref::<Column>() {
@@ -72,22 +85,27 @@ pub(super) fn read_of(expr: &Arc<dyn PhysicalExpr>, projection: &ProjectionExprs
     is_pushable_path(&path).then_some(Read::Access(path, output))
 }
 
-/// The store condition of `expr`, holding for every document `expr` keeps.
-pub(super) fn condition(
+/// The store condition of `expr`, holding for every document `expr` keeps as `fit`
+/// says.
+pub(crate) fn condition(
     expr: &Arc<dyn PhysicalExpr>,
     projection: &ProjectionExprs,
+    fit: Fit,
 ) -> Option<Condition> {
     if let Some(binary) = expr.downcast_ref::<BinaryExpr>() {
-        return binary_condition(binary, projection);
+        return binary_condition(binary, projection, fit);
     }
     if let Some(not_null) = expr.downcast_ref::<IsNotNullExpr>() {
         let read = read_of(not_null.arg(), projection)?;
         // Not `json_array_length`, which is 0 for a `null`, nor `->`, which gives a
-        // `null` as the JSON text `null`: only NULL for a store's null.
-        let null_is_null = match &read {
-            Read::Access(_, output) | Read::Cast(_, output, _) => matches!(
+        // `null` as the JSON text `null`: only NULL for a store's null. Exactly so only
+        // for `->>`: the other reads are NULL for values of other types too.
+        let null_is_null = match (&read, fit) {
+            (Read::Access(_, Output::Text), _) => true,
+            (_, Fit::Exact) => false,
+            (Read::Access(_, output) | Read::Cast(_, output, _), Fit::Superset) => matches!(
                 output,
-                Output::Text | Output::Str | Output::Int | Output::Float | Output::Bool
+                Output::Str | Output::Int | Output::Float | Output::Bool
             ),
         };
         return null_is_null.then(|| Condition::NotNull(read.path().to_vec()));
@@ -104,14 +122,23 @@ pub(super) fn condition(
     strings_condition(read_of(in_list.expr(), projection)?, values)
 }
 
-fn binary_condition(binary: &BinaryExpr, projection: &ProjectionExprs) -> Option<Condition> {
+fn binary_condition(
+    binary: &BinaryExpr,
+    projection: &ProjectionExprs,
+    fit: Fit,
+) -> Option<Condition> {
     let (left, right) = (binary.left(), binary.right());
     match binary.op() {
         Operator::And => {
-            let parts: Vec<Condition> = [left, right]
-                .into_iter()
-                .filter_map(|side| condition(side, projection))
-                .collect();
+            let sides = [left, right].into_iter();
+            let parts: Vec<Condition> = match fit {
+                Fit::Superset => sides
+                    .filter_map(|s| condition(s, projection, fit))
+                    .collect(),
+                Fit::Exact => sides
+                    .map(|s| condition(s, projection, fit))
+                    .collect::<Option<_>>()?,
+            };
             return match parts.len() {
                 0 => None,
                 1 => parts.into_iter().next(),
@@ -119,8 +146,8 @@ fn binary_condition(binary: &BinaryExpr, projection: &ProjectionExprs) -> Option
             };
         }
         Operator::Or => {
-            let l = condition(left, projection)?;
-            let r = condition(right, projection)?;
+            let l = condition(left, projection, fit)?;
+            let r = condition(right, projection, fit)?;
             return Some(Condition::Or(vec![l, r]));
         }
         _ => {}
@@ -145,17 +172,17 @@ fn binary_condition(binary: &BinaryExpr, projection: &ProjectionExprs) -> Option
         Operator::Gt => Ordering::Greater,
         Operator::GtEq => Ordering::GreaterOrEqual,
         Operator::Eq => {
-            let at_least = compare(&read, Ordering::GreaterOrEqual, literal)?;
-            let at_most = compare(&read, Ordering::LessOrEqual, literal)?;
+            let at_least = compare(&read, Ordering::GreaterOrEqual, literal, fit)?;
+            let at_most = compare(&read, Ordering::LessOrEqual, literal, fit)?;
             return Some(Condition::And(vec![at_least, at_most]));
         }
         _ => return None,
     };
-    compare(&read, ordering, literal)
+    compare(&read, ordering, literal, fit)
 }
 
 /// `read ordering literal` as a store condition: numbers, and dates cast from text.
-fn compare(read: &Read, ordering: Ordering, literal: &ScalarValue) -> Option<Condition> {
+fn compare(read: &Read, ordering: Ordering, literal: &ScalarValue, fit: Fit) -> Option<Condition> {
     let path = read.path().to_vec();
     if let (Read::Cast(_, Output::Text, DataType::Date32), ScalarValue::Date32(Some(days))) =
         (read, literal)
@@ -163,20 +190,58 @@ fn compare(read: &Read, ordering: Ordering, literal: &ScalarValue) -> Option<Con
         let date = chrono::NaiveDate::from_num_days_from_ce_opt(days.checked_add(719_163)?)?
             .format("%Y-%m-%d")
             .to_string();
-        return is_iso_date(&date).then_some(Condition::Date {
-            path,
-            ordering,
-            date,
+        return is_iso_date(&date).then_some(match fit {
+            Fit::Superset => Condition::Date {
+                path,
+                ordering,
+                date,
+            },
+            Fit::Exact => Condition::DateExact {
+                path,
+                ordering,
+                date,
+            },
         });
     }
     let value = number_literal(literal)?;
-    (read.is_number() && value.is_finite() && value.abs() <= NUMBER_MAGNITUDE_MAX).then_some(
-        Condition::Number {
+    if !(read.is_number() && value.is_finite() && value.abs() <= NUMBER_MAGNITUDE_MAX) {
+        return None;
+    }
+    match fit {
+        Fit::Superset => Some(Condition::Number {
             path,
             ordering,
             value,
-        },
-    )
+        }),
+        Fit::Exact => exact_number(read, path, ordering, value),
+    }
+}
+
+/// `read ordering value`, exactly: reads of doubles as the store compares numbers, reads
+/// of integers guarded to be integers (a store compares `3.5` where the read has NULL,
+/// or a cast fails). A cast of a double to an integer rounds first; it is not sent.
+fn exact_number(
+    read: &Read,
+    path: Vec<PathElem>,
+    ordering: Ordering,
+    value: f64,
+) -> Option<Condition> {
+    let integers = match read {
+        Read::Access(_, Output::Int)
+        | Read::Cast(_, Output::Text | Output::Int, DataType::Int64) => true,
+        Read::Access(_, Output::Float)
+        | Read::Cast(_, Output::Text | Output::Int, DataType::Float64) => false,
+        _ => return None,
+    };
+    let compare = Condition::NumberExact {
+        path: path.clone(),
+        ordering,
+        value,
+    };
+    Some(match integers {
+        true => Condition::And(vec![Condition::IntegerGuard(path), compare]),
+        false => compare,
+    })
 }
 
 /// `read ∈ values` as a store condition: a string-only access, or a text access whose

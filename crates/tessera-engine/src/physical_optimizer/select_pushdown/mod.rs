@@ -26,9 +26,9 @@ use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 
 use crate::datasource::ndjson::source::NdjsonSource;
-use condition::condition;
+use condition::{Fit, condition};
 
-mod condition;
+pub(crate) mod condition;
 mod text_casts;
 
 /// The rule; registered after DataFusion's own, which push filters and projections
@@ -51,7 +51,7 @@ impl PhysicalOptimizerRule for SelectPushdown {
             if let Some(filter) = node.downcast_ref::<FilterExec>()
                 && let Some((config, source)) = ndjson_scan(filter.input())
                 && let Some(projection) = source.projection()
-                && let condition = condition(filter.predicate(), projection)
+                && let condition = condition(filter.predicate(), projection, Fit::Superset)
                 && let null_tested = null_tested(filter)
                 && (condition.is_some() || !null_tested.is_empty())
                 && let Some(pushed) = source.with_select_filter(condition, null_tested)

@@ -5,15 +5,13 @@
 //! fail, and the object be read as usual), gzipped or not. Numbers are multiples of a
 //! quarter, so sums are exact in any order and answers compare as text.
 
-use std::io::Write;
-
 use tessera_engine::{SessionOptions, TesseraSession};
 
 // This test uses a part of the shared helpers.
 #[allow(dead_code)]
 mod common;
 
-use common::{Rng, analyze, metric, rows};
+use common::{Rng, gzip, local_and_pushed, metric, rows};
 
 const BUCKET: &str = "aggregation";
 
@@ -60,22 +58,6 @@ fn documents(rng: &mut Rng, count: usize, outliers: bool) -> String {
         }
     }
     text
-}
-
-fn gzip(text: &[u8]) -> Vec<u8> {
-    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    encoder.write_all(text).unwrap();
-    encoder.finish().unwrap()
-}
-
-/// `sql`'s rows without pushdown and with it, and the plan of the pushed run.
-async fn both(session: &TesseraSession, sql: &str) -> (Vec<String>, Vec<String>, String) {
-    rows(session, "SET tessera.pushdown = 'off'").await;
-    let local = rows(session, sql).await;
-    rows(session, "SET tessera.pushdown = 's3select'").await;
-    let pushed = rows(session, sql).await;
-    let plan = analyze(session, sql).await;
-    (local, pushed, plan)
 }
 
 const PRICE: &str = "json_get_float(j, 'p')";
@@ -145,7 +127,7 @@ async fn aggregates_the_store_computes_equal_the_local_answer() {
     rows(&session, &create).await;
     let mut aggregated = 0;
     for sql in queries() {
-        let (local, pushed, plan) = both(&session, &sql).await;
+        let (local, pushed, plan) = local_and_pushed(&session, &sql).await;
         assert_eq!(pushed, local, "{sql}\n{plan}");
         assert!(plan.contains("SelectAggregationExec"), "{sql}\n{plan}");
         let objects = metric(&plan, "select_aggregated_objects");
@@ -160,7 +142,7 @@ async fn aggregates_the_store_computes_equal_the_local_answer() {
     assert!(aggregated > queries().len() as u64, "{aggregated}");
     // The store counts missing values: a count of a text is left to the scan's rows.
     let sql = "SELECT count(j->>'g'), count(*) FROM t";
-    let (local, pushed, plan) = both(&session, sql).await;
+    let (local, pushed, plan) = local_and_pushed(&session, sql).await;
     assert_eq!(pushed, local, "{sql}\n{plan}");
     assert!(!plan.contains("SelectAggregationExec"), "{sql}\n{plan}");
 }
@@ -180,14 +162,14 @@ async fn an_aggregated_object_returns_a_record_per_group_instead_of_its_document
         "SELECT j->>'g' AS g, count(*), sum({PRICE}) FROM 's3://{BUCKET}/one/c.json' \
          GROUP BY g ORDER BY g"
     );
-    let (local, pushed, plan) = both(&session, &sql).await;
+    let (local, pushed, plan) = local_and_pushed(&session, &sql).await;
     assert_eq!(pushed, local, "{plan}");
     // "a", "b" and "c" hold more than 5% of the sample: three requests; the five rare
     // groups come back as documents.
     assert_eq!(metric(&plan, "select_aggregated_objects"), 1, "{plan}");
     let aggregated = metric(&plan, "select_returned_bytes");
     rows(&session, "SET tessera.select_aggregation = 'off'").await;
-    let (_, unaggregated, plan) = both(&session, &sql).await;
+    let (_, unaggregated, plan) = local_and_pushed(&session, &sql).await;
     assert_eq!(unaggregated, local);
     assert!(!plan.contains("SelectAggregationExec"), "{plan}");
     let returned = metric(&plan, "select_returned_bytes");

@@ -8,8 +8,6 @@
 //! or skipped the same way; an answer cut by the network is an error or the whole
 //! answer, never a short one.
 
-use std::io::Write;
-
 use object_store::ObjectStore;
 use tessera_blob::S3Config;
 use tessera_engine::{SessionOptions, TesseraSession};
@@ -21,7 +19,7 @@ mod common;
 
 use common::data_sets::{DataSet, OUTLIERS, bluesky, bounds, events};
 use common::random_filters::query;
-use common::{Rng, analyze, metric, rows};
+use common::{Rng, gzip, local_and_pushed, metric, rows};
 
 const BUCKET: &str = "pushdown";
 /// Random queries per data set.
@@ -66,22 +64,6 @@ impl Fixture {
     }
 }
 
-fn gzip(text: &[u8]) -> Vec<u8> {
-    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    encoder.write_all(text).unwrap();
-    encoder.finish().unwrap()
-}
-
-/// `sql`'s rows without pushdown and with it, and the plan of the pushed run.
-async fn both(session: &TesseraSession, sql: &str) -> (Vec<String>, Vec<String>, String) {
-    rows(session, "SET tessera.pushdown = 'off'").await;
-    let local = rows(session, sql).await;
-    rows(session, "SET tessera.pushdown = 's3select'").await;
-    let pushed = rows(session, sql).await;
-    let plan = analyze(session, sql).await;
-    (local, pushed, plan)
-}
-
 /// What the pushed runs of a workload did.
 #[derive(Debug, Default)]
 struct Counts {
@@ -113,7 +95,7 @@ async fn differential(fixture: &Fixture, data: DataSet, rng: &mut Rng) -> Counts
     for _ in 0..QUERIES {
         let (select, where_) = query(&data, rng, &bounds);
         let sql = format!("SELECT {select} FROM t WHERE {where_}");
-        let (local, pushed, plan) = both(&session, &sql).await;
+        let (local, pushed, plan) = local_and_pushed(&session, &sql).await;
         assert_eq!(pushed, local, "{}: {sql}\n{plan}", data.name);
         counts.queries += 1;
         counts.with_condition += usize::from(plan.contains("s3object s WHERE"));
@@ -217,7 +199,7 @@ async fn values_a_store_writes_otherwise_are_read_from_the_object() {
         ),
     ];
     for (sql, answered) in cases {
-        let (local, pushed, plan) = both(&session, &sql).await;
+        let (local, pushed, plan) = local_and_pushed(&session, &sql).await;
         assert_eq!(pushed, local, "{sql}\n{plan}");
         // One of the two objects is zstd, which S3 Select does not read.
         let fallbacks = metric(&plan, "select_fallbacks");
@@ -249,7 +231,7 @@ async fn malformed_lines_are_reported_and_skipped_as_without_pushdown() {
     assert!(errors[0].contains("line 3"), "{errors:?}");
     assert_eq!(errors[0], errors[1]);
     rows(&session, "SET tessera.on_error = 'skip'").await;
-    let (local, pushed, plan) = both(&session, &sql).await;
+    let (local, pushed, plan) = local_and_pushed(&session, &sql).await;
     assert_eq!(local, vec!["1", "4"]);
     assert_eq!(pushed, local);
     assert_eq!(metric(&plan, "lines_rejected"), 1, "{plan}");
@@ -277,7 +259,7 @@ async fn a_cut_answer_is_never_a_short_result() {
         "SELECT j->>'did', j->'commit'->>'collection' FROM 's3://{BUCKET}/cut/a.json' \
          WHERE j->>'kind' = 'commit'"
     );
-    let (local, pushed, plan) = both(&session, &sql).await;
+    let (local, pushed, plan) = local_and_pushed(&session, &sql).await;
     assert_eq!(pushed, local);
     assert!(metric(&plan, "select_returned_bytes") > 64 * 1024, "{plan}");
     proxy.add(
@@ -359,7 +341,7 @@ async fn a_bloom_join_returns_the_joined_rows_and_little_of_the_probe_side() {
         let mut returned = Vec::new();
         for bound in [-950, -500, 0, 1_000] {
             let sql = join.replace("{bound}", &bound.to_string());
-            let (local, pushed, plan) = both(&session, &sql).await;
+            let (local, pushed, plan) = local_and_pushed(&session, &sql).await;
             assert_eq!(pushed, local, "{sql}\n{plan}");
             assert!(plan.contains("bloom_join=$.o_custkey"), "{sql}\n{plan}");
             assert_eq!(metric(&plan, "select_bloom_requests"), 3, "{plan}");
@@ -371,7 +353,7 @@ async fn a_bloom_join_returns_the_joined_rows_and_little_of_the_probe_side() {
         assert!(returned.windows(2).all(|w| w[0] <= w[1]), "{returned:?}");
         rows(&session, "SET tessera.bloom_join = 'off'").await;
         let sql = join.replace("{bound}", "-950");
-        let (local, pushed, plan) = both(&session, &sql).await;
+        let (local, pushed, plan) = local_and_pushed(&session, &sql).await;
         assert_eq!(pushed, local);
         assert!(!plan.contains("bloom_join="), "{plan}");
         let unfiltered = metric(&plan, "select_returned_bytes");
@@ -445,7 +427,7 @@ async fn a_sampled_top_k_returns_the_top_k_rows_and_little_else() {
                 "SELECT json_get_int(j, 'id') AS id, {key} AS p FROM t {filter} \
                  ORDER BY p {order}, id LIMIT {k}"
             );
-            let (local, pushed, plan) = both(&session, &sql).await;
+            let (local, pushed, plan) = local_and_pushed(&session, &sql).await;
             assert_eq!(pushed, local, "{sql}\n{plan}");
             assert!(plan.contains("TopKThresholdExec"), "{sql}\n{plan}");
             thresholds += metric(&plan, "select_top_k_requests");
@@ -455,12 +437,12 @@ async fn a_sampled_top_k_returns_the_top_k_rows_and_little_else() {
     // The clean object's answer shrinks to about the K best and the sample.
     let sql = "SELECT json_get_int(j, 'id') AS id, json_get_float(j, 'p') AS p \
                FROM 's3://pushdown/top/c.json' ORDER BY p DESC, id LIMIT 10";
-    let (local, pushed, plan) = both(&session, sql).await;
+    let (local, pushed, plan) = local_and_pushed(&session, sql).await;
     assert_eq!(pushed, local, "{plan}");
     assert_eq!(metric(&plan, "select_top_k_requests"), 1, "{plan}");
     let sampled = metric(&plan, "select_returned_bytes");
     rows(&session, "SET tessera.top_k_sampling = 'off'").await;
-    let (_, whole, plan) = both(&session, sql).await;
+    let (_, whole, plan) = local_and_pushed(&session, sql).await;
     assert_eq!(whole, local);
     let returned = metric(&plan, "select_returned_bytes");
     assert!(sampled * 4 < returned, "{sampled} of {returned}");

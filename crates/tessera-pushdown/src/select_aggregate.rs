@@ -23,7 +23,7 @@ use std::fmt::Write;
 
 use tessera_json::path::PathElem;
 
-use crate::select_sql::{Condition, FIELDS_MAX, NUMBER_MAGNITUDE_MAX, field};
+use crate::select_sql::{Condition, FIELDS_MAX, NUMBER_MAGNITUDE_MAX, conjoined, field};
 
 /// Most groups one object is asked for, one request each: PushdownDB found 6 to 8
 /// groups aggregated in S3 fastest (§VI-B), the store scanning the object once per
@@ -191,17 +191,9 @@ impl SelectAggregate {
     pub fn of_group(&self, keys: &[Scalar], group: &[KeyValue]) -> SelectAggregate {
         assert_eq!(keys.len(), group.len(), "a value per key");
         let equal = Condition::KeysEqual(keys.iter().cloned().zip(group.iter().cloned()).collect());
-        let condition = match self.condition.clone() {
-            None => equal,
-            Some(Condition::And(mut parts)) => {
-                parts.push(equal);
-                Condition::And(parts)
-            }
-            Some(other) => Condition::And(vec![other, equal]),
-        };
         SelectAggregate {
             aggregates: self.aggregates.clone(),
-            condition: Some(condition),
+            condition: Some(conjoined(self.condition.clone(), equal)),
         }
     }
 }

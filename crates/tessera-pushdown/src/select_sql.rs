@@ -208,58 +208,54 @@ impl Condition {
                 path,
                 ordering,
                 value,
-            } => {
-                assert!(value.abs() <= NUMBER_MAGNITUDE_MAX, "a pushable constant");
-                let (path, value) = (field(path), number(*value));
-                let op = ordering.sql();
-                write!(
-                    out,
-                    "({path} IS MISSING OR COALESCE({path}, {value}) {op} {value})"
-                )
-                .expect("writing to a String");
             }
-            Condition::Date {
-                path,
-                ordering,
-                date,
-            } => {
-                assert!(is_iso_date(date), "a YYYY-MM-DD constant");
-                let (path, date) = (field(path), string(date));
-                let op = ordering.sql();
-                write!(
-                    out,
-                    "({path} IS MISSING OR CHAR_LENGTH(COALESCE({path}, '')) != 10 \
-                     OR COALESCE({path}, {date}) {op} {date})"
-                )
-                .expect("writing to a String");
-            }
-            Condition::Bloom { path, filter } => out.push_str(&filter.test_sql(&field(path))),
-            Condition::NumberExact {
+            | Condition::NumberExact {
                 path,
                 ordering,
                 value,
             } => {
                 assert!(value.abs() <= NUMBER_MAGNITUDE_MAX, "a pushable constant");
                 let (path, value) = (field(path), number(*value));
-                write!(out, "{path} {} {value}", ordering.sql()).expect("writing to a String");
+                let op = ordering.sql();
+                match self {
+                    Condition::Number { .. } => write!(
+                        out,
+                        "({path} IS MISSING OR COALESCE({path}, {value}) {op} {value})"
+                    ),
+                    _ => write!(out, "{path} {op} {value}"),
+                }
+                .expect("writing to a String");
             }
-            Condition::DateExact {
+            Condition::Date {
+                path,
+                ordering,
+                date,
+            }
+            | Condition::DateExact {
                 path,
                 ordering,
                 date,
             } => {
                 assert!(is_iso_date(date), "a YYYY-MM-DD constant");
                 let (path, date) = (field(path), string(date));
-                // A negative length fails SUBSTRING: the text is 10 long or the request
-                // fails.
-                write!(
-                    out,
-                    "(SUBSTRING('1', 1, 10 - CHAR_LENGTH({path})) = '' \
-                     AND SUBSTRING('1', 1, CHAR_LENGTH({path}) - 10) = '' AND {path} {} {date})",
-                    ordering.sql()
-                )
+                let op = ordering.sql();
+                match self {
+                    Condition::Date { .. } => write!(
+                        out,
+                        "({path} IS MISSING OR CHAR_LENGTH(COALESCE({path}, '')) != 10 \
+                         OR COALESCE({path}, {date}) {op} {date})"
+                    ),
+                    // A negative length fails SUBSTRING: the text is 10 long or the
+                    // request fails.
+                    _ => write!(
+                        out,
+                        "(SUBSTRING('1', 1, 10 - CHAR_LENGTH({path})) = '' \
+                         AND SUBSTRING('1', 1, CHAR_LENGTH({path}) - 10) = '' AND {path} {op} {date})"
+                    ),
+                }
                 .expect("writing to a String");
             }
+            Condition::Bloom { path, filter } => out.push_str(&filter.test_sql(&field(path))),
             Condition::KeysEqual(pairs) => write_keys_equal(pairs, out),
             Condition::NotInGroups { keys, groups } => {
                 assert!(!groups.is_empty(), "a group to leave out");
@@ -295,6 +291,18 @@ impl Condition {
                 out.push(')');
             }
         }
+    }
+}
+
+/// `condition` (if any) and then `extra`, as one conjunction.
+pub(crate) fn conjoined(condition: Option<Condition>, extra: Condition) -> Condition {
+    match condition {
+        None => extra,
+        Some(Condition::And(mut parts)) => {
+            parts.push(extra);
+            Condition::And(parts)
+        }
+        Some(other) => Condition::And(vec![other, extra]),
     }
 }
 
@@ -353,17 +361,9 @@ impl SelectScan {
 
     /// The same scan returning only the documents for which `extra` holds too.
     pub fn with_condition(&self, extra: Condition) -> SelectScan {
-        let condition = match self.condition.clone() {
-            None => extra,
-            Some(Condition::And(mut parts)) => {
-                parts.push(extra);
-                Condition::And(parts)
-            }
-            Some(other) => Condition::And(vec![other, extra]),
-        };
         SelectScan {
             fields: self.fields.clone(),
-            condition: Some(condition),
+            condition: Some(conjoined(self.condition.clone(), extra)),
         }
     }
 

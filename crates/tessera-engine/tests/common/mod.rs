@@ -168,3 +168,25 @@ pub fn minio_bucket(
         .unwrap();
     (minio, s3, store)
 }
+
+/// `text` gzipped.
+pub fn gzip(text: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(text).unwrap();
+    encoder.finish().unwrap()
+}
+
+/// `sql`'s rows without storage-side pushdown and through S3 Select, and the plan of
+/// the pushed run with its metrics.
+pub async fn local_and_pushed(
+    session: &TesseraSession,
+    sql: &str,
+) -> (Vec<String>, Vec<String>, String) {
+    rows(session, "SET tessera.pushdown = 'off'").await;
+    let local = rows(session, sql).await;
+    rows(session, "SET tessera.pushdown = 's3select'").await;
+    let pushed = rows(session, sql).await;
+    let plan = analyze(session, sql).await;
+    (local, pushed, plan)
+}

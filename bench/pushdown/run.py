@@ -68,7 +68,7 @@ MODES = ("off", "s3select", "worker", "auto")
 # PushdownDB's Bloom-join sweep (§V-B1): customers by c_acctbal, from very selective up.
 BLOOM_JOIN = "Bloom join"
 TOP_K = "top-K"
-# Modes run besides MODES for the experiments whose label starts so: S3 Select with one
+# Modes run besides MODES for the experiments so labelled (`labelled`): S3 Select with one
 # of its operators switched (mode: label prefix, setting, value).
 SELECT_VARIANTS = {"bloom": (BLOOM_JOIN, "bloom_join", "on"),
                    "unsampled": (TOP_K, "top_k_sampling", "off"),
@@ -135,10 +135,17 @@ def settings(mode: str, env: dict) -> str:
             f"SET tessera.worker = '{env['WORKER']}'; SET tessera.link_mib = {env['LINK_MIB']}")
 
 
+def labelled(label: str, prefixes) -> bool:
+    """Whether `label` is one of `prefixes` (a string or a tuple) or starts with one and a
+    space or comma: "TPC-H Q1" is not "TPC-H Q12"."""
+    prefixes = (prefixes,) if isinstance(prefixes, str) else prefixes
+    return any(label == p or label.startswith((p + " ", p + ",")) for p in prefixes)
+
+
 def modes_of(label: str) -> tuple:
     """The modes a query runs in: MODES, and the S3 Select variants of its experiment."""
-    return MODES + tuple(m for m, (prefix, _, _) in SELECT_VARIANTS.items()
-                         if label.startswith(prefix))
+    return MODES + tuple(m for m, (prefixes, _, _) in SELECT_VARIANTS.items()
+                         if labelled(label, prefixes))
 
 
 def answer(binary: str, env: dict, table: str, mode: str, sql: str) -> list:
@@ -264,7 +271,8 @@ def main():
                         help="MiB/s per connection between Tessera and MinIO")
     parser.add_argument("--tessera", default=default_tessera())
     parser.add_argument("--experiments", default="",
-                        help="comma-separated label prefixes of the experiments to run (all)")
+                        help="comma-separated labels or label prefixes (`labelled`) of the "
+                             "experiments to run (all)")
     args = parser.parse_args()
     binary = args.tessera
     rate_kb = round(args.link_mib * 2**20 / 1000)  # toxiproxy's rate is in KB/s (1000 bytes)
@@ -294,7 +302,7 @@ def main():
                    WORKER=proxies.add("worker", worker_port))
         chosen = [p.strip() for p in args.experiments.split(",") if p.strip()]
         rows = [r for r in experiments(args.sf, bounds)
-                if not chosen or any(r[1].startswith(p) for p in chosen)]
+                if not chosen or labelled(r[1], tuple(chosen))]
         results = {}
         for shape, label, sql in rows:
             expected = answer(binary, direct, shape, "off", sql)

@@ -81,6 +81,10 @@ fn queries() -> Vec<String> {
         ),
         format!("SELECT count(*), sum({PRICE}), min({PRICE}) FROM t WHERE {PRICE} > 1e12"),
         format!(
+            "SELECT count(*) FROM t \
+             WHERE {PRICE} IS NOT NULL AND json_get_int(j, 'n') IS NOT NULL"
+        ),
+        format!(
             "SELECT j->>'g' AS g, count(*), sum({PRICE}), max(json_get_int(j, 'n')) \
              FROM t GROUP BY g ORDER BY g"
         ),
@@ -111,12 +115,15 @@ async fn aggregates_the_store_computes_equal_the_local_answer() {
     let mut misleading = documents(&mut rng, 2_000, false);
     misleading.push_str("{\"g\":1.50,\"h\":\"x\",\"p\":3,\"n\":7,\"d\":0,\"dt\":\"1995-05-05\"}\n");
     common::put(store.as_ref(), "t/d.json", misleading.into()).await;
-    // Nulls only (the store's aggregates fail on a missing value): a comparison that
-    // let them through (as a filter's store condition may) would count them.
+    // Nulls (the store's aggregates fail on a missing value), and a number written as a
+    // string: a condition that let them through (as a filter's store condition may)
+    // would count them.
     let mut sparse = documents(&mut rng, 2_000, false);
     sparse.push_str("{\"g\":\"a\",\"p\":null,\"n\":null,\"d\":0,\"dt\":null}\n");
     sparse.push_str("{\"g\":\"b\",\"h\":\"x\",\"p\":null,\"n\":null}\n");
     sparse.push_str("{\"h\":\"y\",\"p\":1.25,\"n\":3,\"d\":0,\"dt\":\"1995-05-05\"}\n");
+    // A number written as a string: a read of numbers has it as NULL.
+    sparse.push_str("{\"g\":\"c\",\"h\":\"y\",\"p\":\"7\",\"n\":1}\n");
     common::put(store.as_ref(), "t/e.json", sparse.into()).await;
     let options = SessionOptions {
         target_partitions: Some(2),
@@ -125,6 +132,8 @@ async fn aggregates_the_store_computes_equal_the_local_answer() {
     let session = TesseraSession::new(s3, options).unwrap();
     let create = format!("CREATE EXTERNAL TABLE t STORED AS NDJSON LOCATION 's3://{BUCKET}/t/'");
     rows(&session, &create).await;
+    // A link slow enough for every group to be worth the store's scans.
+    rows(&session, "SET tessera.link_mib = 0.01").await;
     let mut aggregated = 0;
     for sql in queries() {
         let (local, pushed, plan) = local_and_pushed(&session, &sql).await;
@@ -158,6 +167,7 @@ async fn an_aggregated_object_returns_a_record_per_group_instead_of_its_document
         ..Default::default()
     };
     let session = TesseraSession::new(s3, options).unwrap();
+    rows(&session, "SET tessera.link_mib = 0.01").await;
     let sql = format!(
         "SELECT j->>'g' AS g, count(*), sum({PRICE}) FROM 's3://{BUCKET}/one/c.json' \
          GROUP BY g ORDER BY g"
@@ -175,4 +185,12 @@ async fn an_aggregated_object_returns_a_record_per_group_instead_of_its_document
     let returned = metric(&plan, "select_returned_bytes");
     assert!(aggregated * 5 < returned, "{aggregated} of {returned}");
     rows(&session, "SET tessera.select_aggregation = 'on'").await;
+    // Over a fast link the store's three more scans cost more than the documents of
+    // the three groups: none is pushed, and the scan returns every document (and the
+    // sample, which its counters include).
+    rows(&session, "SET tessera.link_mib = 10000").await;
+    let (_, fast, plan) = local_and_pushed(&session, &sql).await;
+    assert_eq!(fast, local);
+    assert_eq!(metric(&plan, "select_aggregated_objects"), 0, "{plan}");
+    assert!(metric(&plan, "select_returned_bytes") >= returned, "{plan}");
 }

@@ -2,6 +2,10 @@
 //! them: a request at the GET price, the bytes the store scans at $0.002/GB and the
 //! bytes it returns at $0.0007/GB (transfer inside a region is free).
 
+/// The store's S3 Select scan rate over all requests (bytes/s): MinIO's, measured
+/// between 60 and 190 MB/s on two cores (docs/BENCHMARKS.md).
+pub const SELECT_BYTES_PER_S: f64 = 100e6;
+
 /// One request, in nanodollars ($0.0004 per 1,000 GETs).
 pub const REQUEST_NANODOLLARS: u64 = 400;
 /// Nanodollars per GB (10^9 bytes) S3 Select scans.

@@ -94,6 +94,9 @@ pub enum Condition {
     /// (`SUBSTRING` takes an integer length only, and the request stops), and the scan
     /// then reads the object itself; it is never left out of a request.
     IntegerGuard(Vec<PathElem>),
+    /// The value at `path`, when present and not null, is a number: a guard, not a
+    /// filter (arithmetic on anything else fails the request).
+    NumberGuard(Vec<PathElem>),
     /// The integer at `path` may be a key of `filter` (missing values and nulls, which
     /// join nothing, do not pass): a Bloom join's probe side.
     Bloom {
@@ -151,6 +154,7 @@ impl Condition {
             Condition::StringIn { .. }
             | Condition::NotNull(_)
             | Condition::IntegerGuard(_)
+            | Condition::NumberGuard(_)
             | Condition::NotInGroups { .. } => true,
             Condition::Number { .. }
             | Condition::Date { .. }
@@ -201,6 +205,14 @@ impl Condition {
                 write!(
                     out,
                     "({path} IS MISSING OR {path} IS NULL OR SUBSTRING('1', 1, {path} - {path} + 1) = '1')"
+                )
+                .expect("writing to a String");
+            }
+            Condition::NumberGuard(path) => {
+                let path = field(path);
+                write!(
+                    out,
+                    "({path} IS MISSING OR {path} IS NULL OR {path} - {path} = 0)"
                 )
                 .expect("writing to a String");
             }

@@ -40,6 +40,7 @@ use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::prelude::SessionConfig;
+use tessera_pushdown::cost::SELECT_BYTES_PER_S;
 use tokio::runtime::{Handle, RuntimeFlavor};
 
 use super::select_pushdown::ndjson_scan;
@@ -58,9 +59,6 @@ const SAMPLE_TIMEOUT_MS: u64 = 5_000;
 /// Tessera's NDJSON scan rate per partition (bytes/s): what one core extracts a few
 /// paths at, read from warm local files.
 const PARSE_BYTES_PER_S: f64 = 300e6;
-/// The store's S3 Select scan rate over all requests (bytes/s): MinIO's, measured
-/// between 60 and 190 MB/s on two cores (docs/BENCHMARKS.md).
-const SELECT_BYTES_PER_S: f64 = 100e6;
 
 /// Samples remembered, at most; the oldest is forgotten first.
 const REMEMBERED_SAMPLES_MAX: usize = 1024;

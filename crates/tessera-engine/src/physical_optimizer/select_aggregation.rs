@@ -14,6 +14,8 @@
 //! - each group key: a text (`->>`, `json_get_str`), an integer, or an integer `%` a
 //!   positive constant.
 //!
+//! Groups are pushed only where the link is slow enough (`tessera.link_mib`) for the
+//! documents they save to pay for the store's extra scans ([`GroupCosts::worth`]).
 //! `SET tessera.select_aggregation = 'off'` leaves aggregations to the scan's rows.
 
 use std::sync::Arc;
@@ -43,8 +45,9 @@ use crate::access::pushable::{cast_parts, pushable_access};
 use crate::datasource::ndjson::source::NdjsonSource;
 use crate::json::Output;
 use crate::json::path::PathElem;
+use crate::options::TesseraOptions;
 use crate::physical_plan::select_aggregation::{
-    AggregatedObjects, GroupSample, PushedAggregation, SelectAggregationExec, State,
+    AggregatedObjects, GroupCosts, GroupSample, PushedAggregation, SelectAggregationExec, State,
 };
 
 /// The least documents a group sample asks for.
@@ -63,8 +66,13 @@ impl PhysicalOptimizerRule for SelectAggregation {
         plan: Arc<dyn ExecutionPlan>,
         config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        let link_mib = config
+            .extensions
+            .get::<TesseraOptions>()
+            .map(|o| o.link_mib);
+        let link_bytes_per_s = link_mib.unwrap_or(100.0) * 1_048_576.0;
         let rewrite = |node: &Arc<dyn ExecutionPlan>| match node.downcast_ref::<AggregateExec>() {
-            Some(aggregate) => pushed(node, aggregate),
+            Some(aggregate) => pushed(node, aggregate, link_bytes_per_s),
             None => Ok(None),
         };
         rewrite_in_process(plan, config, |o| o.select_aggregation.0, &rewrite)
@@ -104,12 +112,13 @@ struct Typed {
 fn pushed(
     node: &Arc<dyn ExecutionPlan>,
     aggregate: &AggregateExec,
+    link_bytes_per_s: f64,
 ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
     let plain = *aggregate.mode() == AggregateMode::Partial
         && aggregate.group_expr().is_single()
         && aggregate.limit_options().is_none()
         && aggregate.filter_expr().iter().all(Option::is_none);
-    let Some((_, source)) = scan_of(aggregate.input()).filter(|_| plain) else {
+    let Some((config, source)) = scan_of(aggregate.input()).filter(|_| plain) else {
         return Ok(None);
     };
     let open = source.asks_select()
@@ -142,7 +151,13 @@ fn pushed(
                 return Ok(None);
             };
             let keys = aggregate.group_expr().input_exprs();
-            Some(GroupSample::new(sample, keys))
+            let files = config.file_groups.iter().flat_map(|g| g.files());
+            let costs = GroupCosts {
+                scan_bytes: files.map(|f| f.object_meta.size).sum(),
+                connections: config.file_groups.len(),
+                link_bytes_per_s,
+            };
+            Some(GroupSample::new(sample, keys, costs))
         }
     };
     let pushed = PushedAggregation {

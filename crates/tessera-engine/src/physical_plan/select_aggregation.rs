@@ -40,6 +40,7 @@ use futures::{StreamExt, TryStreamExt};
 use serde_json::Value;
 use tessera_blob::s3::S3Client;
 use tessera_blob::select::InputCompression;
+use tessera_pushdown::cost::SELECT_BYTES_PER_S;
 use tessera_pushdown::select_aggregate::{GROUPS_MAX, KeyValue, Scalar, SelectAggregate};
 use tessera_pushdown::select_sql::{Condition, only_strings_equal};
 use tokio::sync::OnceCell;
@@ -184,6 +185,32 @@ impl State {
     }
 }
 
+/// What the link and the scan are like, for whether groups are worth the store's scans.
+#[derive(Debug, Clone, Copy)]
+pub struct GroupCosts {
+    /// The bytes of the scan's objects.
+    pub scan_bytes: u64,
+    /// The connections reading them at once (the scan's partitions).
+    pub connections: usize,
+    /// One connection's bandwidth (`tessera.link_mib`), bytes/s.
+    pub link_bytes_per_s: f64,
+}
+
+impl GroupCosts {
+    /// Whether the store aggregating `groups` groups that hold `share` of the rows saves
+    /// more link time than it costs store time. MinIO has no `CASE`, so each group is a
+    /// scan of every object more (at the store's rate, [`SELECT_BYTES_PER_S`]); what it
+    /// saves is the share of the documents the store would have returned, which is
+    /// `returned_per_scanned` of the bytes it scans, over the link's connections.
+    pub fn worth(&self, groups: usize, share: f64, returned_per_scanned: f64) -> bool {
+        let bytes = self.scan_bytes as f64;
+        let store_s = groups as f64 * bytes / SELECT_BYTES_PER_S;
+        let link_bytes_per_s = self.link_bytes_per_s * self.connections.max(1) as f64;
+        let link_s = share * returned_per_scanned * bytes / link_bytes_per_s;
+        link_s > store_s
+    }
+}
+
 /// The group keys' values of the largest groups of a sample, taken once.
 #[derive(Debug)]
 pub struct GroupSample {
@@ -191,22 +218,30 @@ pub struct GroupSample {
     pub sample: Arc<dyn ExecutionPlan>,
     /// The group keys over its rows.
     pub keys: Vec<Arc<dyn PhysicalExpr>>,
+    costs: GroupCosts,
     groups: OnceCell<Vec<Vec<KeyValue>>>,
 }
 
 impl GroupSample {
-    /// The groups of `keys` (over `sample`'s rows) that `sample` finds largest.
-    pub fn new(sample: Arc<dyn ExecutionPlan>, keys: Vec<Arc<dyn PhysicalExpr>>) -> Self {
+    /// The groups of `keys` (over `sample`'s rows) that `sample` finds largest, pushed
+    /// when `costs` say they are worth it.
+    pub fn new(
+        sample: Arc<dyn ExecutionPlan>,
+        keys: Vec<Arc<dyn PhysicalExpr>>,
+        costs: GroupCosts,
+    ) -> Self {
         Self {
             sample,
             keys,
+            costs,
             groups: OnceCell::new(),
         }
     }
 
     /// The groups the store aggregates: at most [`GROUPS_MAX`], each holding at least
     /// [`GROUP_SHARE_MIN`] of the sampled rows, none with a NULL key or a text a number
-    /// could have (the store compares a string with strings only).
+    /// could have (the store compares a string with strings only); none when they are
+    /// not worth the store's scans ([`GroupCosts::worth`], from the sample's answer).
     async fn groups(&self, context: Arc<TaskContext>) -> Result<&[Vec<KeyValue>]> {
         let groups = self
             .groups
@@ -227,7 +262,17 @@ impl GroupSample {
                         }
                     }
                 }
-                Ok::<_, datafusion::error::DataFusionError>(largest(sizes, rows))
+                let (groups, share) = largest(sizes, rows);
+                let scanned = metric_sum(&self.sample, "select_store_bytes");
+                let returned = metric_sum(&self.sample, "select_returned_bytes");
+                let worth = scanned > 0
+                    && self
+                        .costs
+                        .worth(groups.len(), share, returned as f64 / scanned as f64);
+                Ok::<_, datafusion::error::DataFusionError>(match worth {
+                    true => groups,
+                    false => Vec::new(),
+                })
             })
             .await?;
         Ok(groups)
@@ -254,16 +299,32 @@ fn key_values(columns: &[ArrayRef], row: usize) -> Result<Option<Vec<KeyValue>>>
     Ok(Some(group))
 }
 
-/// The largest groups of `sizes` (of `rows` rows) that qualify.
-fn largest(sizes: HashMap<Vec<KeyValue>, usize>, rows: usize) -> Vec<Vec<KeyValue>> {
+/// The largest groups of `sizes` (of `rows` rows) that qualify, and the share of the
+/// rows they hold.
+fn largest(sizes: HashMap<Vec<KeyValue>, usize>, rows: usize) -> (Vec<Vec<KeyValue>>, f64) {
     let mut groups: Vec<(Vec<KeyValue>, usize)> = sizes.into_iter().collect();
     groups.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    groups
+    let kept: Vec<(Vec<KeyValue>, usize)> = groups
         .into_iter()
         .take(GROUPS_MAX)
         .filter(|(_, size)| *size as f64 >= GROUP_SHARE_MIN * rows as f64)
-        .map(|(group, _)| group)
-        .collect()
+        .collect();
+    let held: usize = kept.iter().map(|(_, size)| size).sum();
+    let share = held as f64 / rows.max(1) as f64;
+    (kept.into_iter().map(|(group, _)| group).collect(), share)
+}
+
+/// The sum of the counter `name` over `plan` and its inputs.
+fn metric_sum(plan: &Arc<dyn ExecutionPlan>, name: &str) -> usize {
+    let own = plan
+        .metrics()
+        .and_then(|m| m.sum_by_name(name))
+        .map_or(0, |v| v.as_usize());
+    own + plan
+        .children()
+        .iter()
+        .map(|c| metric_sum(c, name))
+        .sum::<usize>()
 }
 
 /// What the store computes of a partial aggregation, and how its answers become the
@@ -553,13 +614,33 @@ mod tests {
             [(text("A"), 60), (text("B"), 36), (text("C"), 4)]
                 .into_iter()
                 .collect();
-        assert_eq!(largest(sizes, 100), vec![text("A"), text("B")]);
+        assert_eq!(largest(sizes, 100), (vec![text("A"), text("B")], 0.96));
         let uniform: HashMap<Vec<KeyValue>, usize> =
             (0..32).map(|i| (vec![KeyValue::Integer(i)], 3)).collect();
-        assert!(largest(uniform, 96).is_empty(), "32 even groups: 3% each");
+        assert!(largest(uniform, 96).0.is_empty(), "32 even groups: 3% each");
         let many: HashMap<Vec<KeyValue>, usize> =
             (0..12).map(|i| (vec![KeyValue::Integer(i)], 10)).collect();
-        assert_eq!(largest(many, 120).len(), GROUPS_MAX);
+        assert_eq!(largest(many, 120).0.len(), GROUPS_MAX);
+    }
+
+    #[test]
+    fn groups_are_pushed_where_the_link_is_slow_enough_to_pay_for_the_scans() {
+        // 100 MB in 8 objects, a tenth of it returned without the groups, 4 groups
+        // holding nine tenths of the rows, 2 connections.
+        let at = |mib: f64| GroupCosts {
+            scan_bytes: 100_000_000,
+            connections: 2,
+            link_bytes_per_s: mib * 1_048_576.0,
+        };
+        assert!(
+            !at(10.0).worth(4, 0.9, 0.1),
+            "4 scans of 1 s against 0.43 s"
+        );
+        assert!(at(0.1).worth(4, 0.9, 0.1), "4 scans of 1 s against 43 s");
+        assert!(
+            !at(0.1).worth(4, 0.9, 0.0),
+            "nothing returned, nothing saved"
+        );
     }
 
     #[test]

@@ -98,8 +98,18 @@ pub(crate) fn condition(
     if let Some(not_null) = expr.downcast_ref::<IsNotNullExpr>() {
         let read = read_of(not_null.arg(), projection)?;
         // Not `json_array_length`, which is 0 for a `null`, nor `->`, which gives a
-        // `null` as the JSON text `null`: only NULL for a store's null. Exactly so only
-        // for `->>`: the other reads are NULL for values of other types too.
+        // `null` as the JSON text `null`: only NULL for a store's null. Exactly so for
+        // `->>`, and for reads of numbers with a guard that fails the request on a value
+        // of another type (which the read has as NULL).
+        let path = read.path().to_vec();
+        let guard = match &read {
+            Read::Access(_, Output::Int) => Some(Condition::IntegerGuard(path.clone())),
+            Read::Access(_, Output::Float) => Some(Condition::NumberGuard(path.clone())),
+            _ => None,
+        };
+        if let (Fit::Exact, Some(guard)) = (fit, guard) {
+            return Some(Condition::And(vec![Condition::NotNull(path), guard]));
+        }
         let null_is_null = match (&read, fit) {
             (Read::Access(_, Output::Text), _) => true,
             (_, Fit::Exact) => false,
@@ -108,7 +118,7 @@ pub(crate) fn condition(
                 Output::Str | Output::Int | Output::Float | Output::Bool
             ),
         };
-        return null_is_null.then(|| Condition::NotNull(read.path().to_vec()));
+        return null_is_null.then_some(Condition::NotNull(path));
     }
     let in_list = expr.downcast_ref::<InListExpr>()?;
     if in_list.negated() {

@@ -21,107 +21,12 @@
 
 use std::fmt::Write;
 
-use tessera_json::path::PathElem;
-
-use crate::select_sql::{Condition, FIELDS_MAX, NUMBER_MAGNITUDE_MAX, conjoined, field};
+use crate::select_sql::{Condition, FIELDS_MAX, KeyValue, Scalar, conjoined};
 
 /// Most groups one object is asked for, one request each: PushdownDB found 6 to 8
 /// groups aggregated in S3 fastest (§VI-B), the store scanning the object once per
 /// group.
 pub const GROUPS_MAX: usize = 8;
-
-/// An arithmetic operator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arith {
-    /// `+`
-    Add,
-    /// `-`
-    Subtract,
-    /// `*`
-    Multiply,
-    /// `%` of integers (truncated, as SQL's and Rust's).
-    Modulo,
-}
-
-impl Arith {
-    fn sql(self) -> &'static str {
-        match self {
-            Arith::Add => "+",
-            Arith::Subtract => "-",
-            Arith::Multiply => "*",
-            Arith::Modulo => "%",
-        }
-    }
-}
-
-/// A value the store computes per document.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Scalar {
-    /// The value at a path as the document has it (a string, or an integer that a
-    /// guard ensures is one).
-    Field(Vec<PathElem>),
-    /// The number at a path as a double: an integer converted before any arithmetic,
-    /// as a read of doubles converts it.
-    Double(Vec<PathElem>),
-    /// A numeric constant, at most [`NUMBER_MAGNITUDE_MAX`] in magnitude.
-    Number(f64),
-    /// An integer constant.
-    Integer(i64),
-    /// Arithmetic of two values.
-    Arith(Box<Scalar>, Arith, Box<Scalar>),
-}
-
-impl Scalar {
-    /// The paths the value reads.
-    pub fn paths(&self) -> Vec<&[PathElem]> {
-        match self {
-            Scalar::Field(path) | Scalar::Double(path) => vec![path.as_slice()],
-            Scalar::Number(_) | Scalar::Integer(_) => Vec::new(),
-            Scalar::Arith(left, _, right) => {
-                let mut paths = left.paths();
-                paths.extend(right.paths());
-                paths
-            }
-        }
-    }
-
-    pub(crate) fn write(&self, out: &mut String) {
-        match self {
-            Scalar::Field(path) => out.push_str(&field(path)),
-            Scalar::Double(path) => write!(out, "({} * 1.0)", field(path)).expect("a String"),
-            Scalar::Number(value) => {
-                assert!(value.abs() <= NUMBER_MAGNITUDE_MAX, "a pushable constant");
-                write!(out, "{value}").expect("a String");
-            }
-            Scalar::Integer(value) => write!(out, "{value}").expect("a String"),
-            Scalar::Arith(left, op, right) => {
-                out.push('(');
-                left.write(out);
-                write!(out, " {} ", op.sql()).expect("a String");
-                right.write(out);
-                out.push(')');
-            }
-        }
-    }
-}
-
-/// A group key's value.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum KeyValue {
-    /// A string.
-    Text(String),
-    /// An integer.
-    Integer(i64),
-}
-
-impl KeyValue {
-    pub(crate) fn write(&self, out: &mut String) {
-        match self {
-            KeyValue::Text(text) => out.push_str(&crate::select_sql::string(text)),
-            KeyValue::Integer(value) => write!(out, "{value}").expect("a String"),
-        }
-    }
-}
 
 /// An aggregate the store computes over the documents a request keeps.
 #[derive(Debug, Clone, PartialEq)]
@@ -201,7 +106,8 @@ impl SelectAggregate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::select_sql::Ordering;
+    use crate::select_sql::{Arith, Ordering};
+    use tessera_json::path::PathElem;
 
     fn key(k: &str) -> Vec<PathElem> {
         vec![PathElem::Key(k.into())]

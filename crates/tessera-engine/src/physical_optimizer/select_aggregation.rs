@@ -35,19 +35,22 @@ use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::udaf::AggregateFunctionExpr;
 use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
-use tessera_pushdown::select_aggregate::{Aggregate, Arith, Scalar, SelectAggregate};
-use tessera_pushdown::select_sql::{Condition, FIELDS_MAX, NUMBER_MAGNITUDE_MAX, is_pushable_path};
+use tessera_pushdown::select_aggregate::{Aggregate, SelectAggregate};
+use tessera_pushdown::select_sql::{
+    Arith, Condition, FIELDS_MAX, NUMBER_MAGNITUDE_MAX, Scalar, is_pushable_path,
+};
 
 use super::select_chain::{over_sample, rewrite_in_process, scan_of, with_scan};
 use super::select_pushdown::condition::{Fit, condition};
 use super::select_pushdown::ndjson_scan;
 use crate::access::pushable::{cast_parts, pushable_access};
+use crate::datasource::ndjson::aggregated::AggregatedObjects;
 use crate::datasource::ndjson::source::NdjsonSource;
 use crate::json::Output;
 use crate::json::path::PathElem;
 use crate::options::TesseraOptions;
 use crate::physical_plan::select_aggregation::{
-    AggregatedObjects, GroupCosts, GroupSample, PushedAggregation, SelectAggregationExec, State,
+    GroupCosts, GroupSample, PushedAggregation, SelectAggregationExec, State,
 };
 
 /// The least documents a group sample asks for.

@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use arrow::array::{ArrayRef, RecordBatch};
 use arrow::compute::cast;
@@ -41,10 +41,11 @@ use serde_json::Value;
 use tessera_blob::s3::S3Client;
 use tessera_blob::select::InputCompression;
 use tessera_pushdown::cost::SELECT_BYTES_PER_S;
-use tessera_pushdown::select_aggregate::{GROUPS_MAX, KeyValue, Scalar, SelectAggregate};
-use tessera_pushdown::select_sql::{Condition, only_strings_equal};
+use tessera_pushdown::select_aggregate::{GROUPS_MAX, SelectAggregate};
+use tessera_pushdown::select_sql::{Condition, KeyValue, Scalar, only_strings_equal};
 use tokio::sync::OnceCell;
 
+use crate::datasource::ndjson::aggregated::{AggregatedObjects, Rest};
 use crate::datasource::ndjson::read::Codec;
 use crate::datasource::ndjson::select::{SelectMetrics, ask};
 
@@ -56,56 +57,6 @@ pub const GROUP_SHARE_MIN: f64 = 0.05;
 /// Integers a double holds exactly: a sum of integers the store adds as doubles is
 /// exact while every partial sum stays below.
 const EXACT_INTEGER_MAX: f64 = 9_007_199_254_740_992.0;
-
-/// What the scan asks of an object the store aggregated.
-#[derive(Debug, Clone)]
-pub enum Rest {
-    /// Nothing: the store aggregated all of its documents.
-    Nothing,
-    /// The documents for which the condition holds: those of the groups left.
-    Where(Condition),
-}
-
-/// The objects of one scan that the aggregation above had the store aggregate, shared
-/// between the aggregation and its scan.
-#[derive(Debug, Default)]
-pub struct AggregatedObjects {
-    objects: Mutex<HashMap<String, Aggregated>>,
-}
-
-#[derive(Debug)]
-struct Aggregated {
-    rest: Rest,
-    read_whole: bool,
-}
-
-impl AggregatedObjects {
-    /// What the scan asks of the object `key`; `None` when the store did not aggregate
-    /// it.
-    pub fn rest_of(&self, key: &str) -> Option<Rest> {
-        let objects = self.objects.lock().expect("not poisoned");
-        objects.get(key).map(|a| a.rest.clone())
-    }
-
-    /// The scan read the object `key` whole: the store's aggregates of it are dropped.
-    pub fn read_whole(&self, key: &str) {
-        let mut objects = self.objects.lock().expect("not poisoned");
-        if let Some(aggregated) = objects.get_mut(key) {
-            aggregated.read_whole = true;
-        }
-    }
-
-    fn aggregated(&self, key: &str, rest: Rest) {
-        let mut objects = self.objects.lock().expect("not poisoned");
-        let read_whole = false;
-        objects.insert(key.to_string(), Aggregated { rest, read_whole });
-    }
-
-    fn kept(&self, key: &str) -> bool {
-        let objects = self.objects.lock().expect("not poisoned");
-        objects.get(key).is_some_and(|a| !a.read_whole)
-    }
-}
 
 /// How one state column of the partial aggregation comes from the store's aggregates
 /// (indexes of the request's fields).

@@ -5,6 +5,7 @@
 //! by the validating scanner of [`crate::json`], which extracts only the paths the query
 //! pushed into the scan.
 
+pub mod aggregated;
 pub mod decode;
 pub mod format;
 pub mod lines;

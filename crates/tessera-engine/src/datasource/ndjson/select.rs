@@ -31,6 +31,7 @@ use tessera_pushdown::select_sql::{
     Condition, FIELDS_MAX, SelectScan, is_pushable_path, only_strings_equal,
 };
 
+use super::aggregated::{AggregatedObjects, Rest};
 use super::decode::BatchDecoder;
 use super::lines::Line;
 use super::read::Codec;
@@ -40,7 +41,6 @@ use crate::json::Output;
 use crate::json::path::{PathElem, PathTrie, display_path};
 use crate::options::Validation;
 use crate::physical_plan::build_keys::BuildKeys;
-use crate::physical_plan::select_aggregation::{AggregatedObjects, Rest};
 use crate::physical_plan::top_k_threshold::TopKThreshold;
 
 /// What a scan asks S3 Select for, derived from its final extraction.

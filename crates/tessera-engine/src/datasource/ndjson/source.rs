@@ -21,6 +21,7 @@ use object_store::ObjectStore;
 use tessera_blob::s3::S3Client;
 use tessera_pushdown::select_sql::Condition;
 
+use super::aggregated::AggregatedObjects;
 use super::open::{NdjsonOpener, ScanMetrics, ScanSettings};
 use super::read::{Codec, Gets};
 use super::select::{
@@ -29,7 +30,6 @@ use super::select::{
 use crate::access::document_filter::{DocPredicate, doc_predicates};
 use crate::access::extraction::ExtractionPlan;
 use crate::block_cache::ScanCache;
-use crate::physical_plan::select_aggregation::AggregatedObjects;
 
 /// Scans NDJSON files whose schema is one document column (plus partition values).
 #[derive(Clone)]

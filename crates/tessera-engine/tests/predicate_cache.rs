@@ -8,7 +8,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use datafusion::physical_plan::{ExecutionPlan, collect};
+use datafusion::physical_plan::collect;
+use tessera_engine::physical_plan::subtree_metric_sum;
 use tessera_engine::{SessionOptions, TesseraSession};
 
 // This test uses a part of the shared helpers.
@@ -106,21 +107,8 @@ fn queries(data: &DataSet, rng: &mut Rng, bounds: &[(i64, i64)]) -> Vec<String> 
 /// What running a query showed.
 struct Run {
     rows: Vec<String>,
-    skipped: usize,
-    selected: usize,
-}
-
-/// The sum of scan metric `name` over `plan`'s nodes.
-fn metric(plan: &Arc<dyn ExecutionPlan>, name: &str) -> usize {
-    let own = plan
-        .metrics()
-        .and_then(|m| m.sum_by_name(name))
-        .map_or(0, |v| v.as_usize());
-    own + plan
-        .children()
-        .iter()
-        .map(|c| metric(c, name))
-        .sum::<usize>()
+    skipped: u64,
+    selected: u64,
 }
 
 /// `sql` planned and run, with the predicate cache's metrics.
@@ -135,8 +123,8 @@ async fn run(session: &TesseraSession, sql: &str) -> Run {
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
     Run {
         rows: lines(&batches),
-        skipped: metric(&plan, "row_groups_skipped_by_predicate_cache"),
-        selected: metric(&plan, "rows_selected_by_predicate_cache"),
+        skipped: subtree_metric_sum(&plan, "row_groups_skipped_by_predicate_cache"),
+        selected: subtree_metric_sum(&plan, "rows_selected_by_predicate_cache"),
     }
 }
 
@@ -144,8 +132,8 @@ async fn run(session: &TesseraSession, sql: &str) -> Run {
 #[derive(Debug, Default)]
 struct Counts {
     queries: usize,
-    row_groups_skipped: usize,
-    rows_selected: usize,
+    row_groups_skipped: u64,
+    rows_selected: u64,
 }
 
 /// Runs `q` twice without the cache and twice with it; asserts equal answers and that

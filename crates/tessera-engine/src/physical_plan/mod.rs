@@ -67,3 +67,19 @@ pub(crate) fn only_child(
         _ => Err(DataFusionError::Internal(format!("{name} has one input"))),
     }
 }
+
+/// The counter `name` summed over `plan` and every plan below it, 0 where no node has
+/// it: a scan's counters (bytes, requests, row groups skipped) sit on a node under
+/// filters and projections, while whoever reads them holds the plan's root.
+pub fn subtree_metric_sum(plan: &Arc<dyn ExecutionPlan>, name: &str) -> u64 {
+    let own = plan
+        .metrics()
+        .and_then(|m| m.sum_by_name(name))
+        .map_or(0, |v| v.as_usize() as u64);
+    let below: u64 = plan
+        .children()
+        .into_iter()
+        .map(|c| subtree_metric_sum(c, name))
+        .sum();
+    own + below
+}

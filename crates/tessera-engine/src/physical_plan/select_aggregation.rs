@@ -45,9 +45,10 @@ use tessera_pushdown::select_aggregate::{GROUPS_MAX, SelectAggregate};
 use tessera_pushdown::select_sql::{Condition, KeyValue, Scalar, only_strings_equal};
 use tokio::sync::OnceCell;
 
+use super::subtree_metric_sum;
 use crate::datasource::ndjson::aggregated::{AggregatedObjects, Rest};
 use crate::datasource::ndjson::read::Codec;
-use crate::datasource::ndjson::select::{SelectMetrics, ask};
+use crate::datasource::select::{SelectMetrics, ask, json_lines};
 
 /// The least share of the sampled rows a group must hold to be aggregated by the
 /// store: each group costs the store a scan of the object, worth it for large groups
@@ -214,8 +215,8 @@ impl GroupSample {
                     }
                 }
                 let (groups, share) = largest(sizes, rows);
-                let scanned = metric_sum(&self.sample, "select_store_bytes");
-                let returned = metric_sum(&self.sample, "select_returned_bytes");
+                let scanned = subtree_metric_sum(&self.sample, "select_store_bytes");
+                let returned = subtree_metric_sum(&self.sample, "select_returned_bytes");
                 let worth = scanned > 0
                     && self
                         .costs
@@ -265,19 +266,6 @@ fn largest(sizes: HashMap<Vec<KeyValue>, usize>, rows: usize) -> (Vec<Vec<KeyVal
     (kept.into_iter().map(|(group, _)| group).collect(), share)
 }
 
-/// The sum of the counter `name` over `plan` and its inputs.
-fn metric_sum(plan: &Arc<dyn ExecutionPlan>, name: &str) -> usize {
-    let own = plan
-        .metrics()
-        .and_then(|m| m.sum_by_name(name))
-        .map_or(0, |v| v.as_usize());
-    own + plan
-        .children()
-        .iter()
-        .map(|c| metric_sum(c, name))
-        .sum::<usize>()
-}
-
 /// What the store computes of a partial aggregation, and how its answers become the
 /// aggregation's rows.
 #[derive(Debug)]
@@ -319,7 +307,7 @@ impl PushedAggregation {
         assert!(requests.len() <= GROUPS_MAX, "requests per object bounded");
         let answers =
             futures::future::join_all(requests.iter().map(|r| async move {
-                ask(&self.client, metrics, key, &r.sql(), compression).await
+                ask(&self.client, metrics, key, &json_lines(&r.sql(), compression)).await
             }))
             .await;
         let mut rows: Vec<Vec<ScalarValue>> = Vec::with_capacity(answers.len());

@@ -28,7 +28,7 @@ use parquet::file::properties::WriterProperties;
 use tessera_cache::semantic::region::RegionId;
 
 use super::store::{Destination, RegionStore, Sidecar, StoredRegion, remove_quietly};
-use crate::physical_plan::only_child;
+use crate::physical_plan::{only_child, subtree_metric_sum};
 
 /// Bytes a partition's writer buffers before it writes a row group out.
 const BUFFERED_BYTES_MAX: usize = 16 << 20;
@@ -155,8 +155,8 @@ impl RegionWrite {
             files: names,
             rows,
             bytes,
-            remote_bytes: subtree_sum(input, "bytes_scanned"),
-            remote_requests: subtree_sum(input, "requests"),
+            remote_bytes: subtree_metric_sum(input, "bytes_scanned"),
+            remote_requests: subtree_metric_sum(input, "requests"),
             ..self.sidecar.clone()
         };
         let region = StoredRegion::new(self.id, sidecar, input.schema(), files);
@@ -164,18 +164,6 @@ impl RegionWrite {
             .commit(region, self.destination)
             .map_err(|e| DataFusionError::External(Box::new(e)))
     }
-}
-
-/// The metric `name` summed over `plan` and every plan below it (the table scan may sit
-/// under a filter).
-fn subtree_sum(plan: &Arc<dyn ExecutionPlan>, name: &str) -> u64 {
-    let own = plan.metrics().and_then(|m| m.sum_by_name(name));
-    let below: u64 = plan
-        .children()
-        .into_iter()
-        .map(|c| subtree_sum(c, name))
-        .sum();
-    own.map_or(0, |v| v.as_usize() as u64) + below
 }
 
 impl Drop for RegionWrite {

@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 use tessera_blob::s3::{S3Client, S3Error};
-use tessera_blob::select::{InputCompression, InputFormat, OutputFormat, SelectRequest};
+use tessera_blob::select::{CsvHeader, InputCompression, InputFormat, OutputFormat, SelectRequest};
 use tessera_testkit::{Direction, MinioServer, Toxic, Toxiproxy, fault_retrieval_options};
 
 mod common;
@@ -104,7 +104,13 @@ async fn select_filters_and_projects_like_a_local_scan() {
             "SELECT s.id, s.name FROM s3object s \
              WHERE CAST(s.id AS INT) > {threshold} AND CAST(s.k AS INT) < 3"
         );
-        let csv = request(&sql, InputFormat::Csv { header: true }, OutputFormat::Csv);
+        let csv = request(
+            &sql,
+            InputFormat::Csv {
+                header: CsvHeader::Use,
+            },
+            OutputFormat::Csv,
+        );
         assert_eq!(
             lines(&client, "rows.csv", &csv).await,
             expected,

@@ -8,11 +8,13 @@
 //! the forms a store's evaluator accepts on heterogeneous JSON) and what the values a
 //! store returns still mean ([`rendering`]), and the Bloom filters of a Bloom join in
 //! a form S3 Select can test ([`bloom`]), and aggregations the store computes
-//! whole, per object and group ([`select_aggregate`]). The engine translates its plans into a
+//! whole, per object and group ([`select_aggregate`]), and the S3 Select SQL of a CSV
+//! scan ([`select_csv`]). The engine translates its plans into a
 //! [`select_sql::SelectScan`] and reads the answers.
 
 pub mod bloom;
 pub mod cost;
 pub mod rendering;
 pub mod select_aggregate;
+pub mod select_csv;
 pub mod select_sql;

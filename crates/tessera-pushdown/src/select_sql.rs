@@ -42,7 +42,8 @@ pub enum Ordering {
 }
 
 impl Ordering {
-    fn sql(self) -> &'static str {
+    /// The operator as S3 Select writes it.
+    pub(crate) fn sql(self) -> &'static str {
         match self {
             Ordering::Less => "<",
             Ordering::LessOrEqual => "<=",

@@ -20,13 +20,25 @@ use event_stream::Message;
 pub enum InputFormat {
     /// One JSON document per line.
     JsonLines,
-    /// CSV; `header` says whether the first line names the columns (`s."name"`).
+    /// CSV, its first line as `header` says.
     Csv {
-        /// Whether the first line is a header.
-        header: bool,
+        /// What the first line is.
+        header: CsvHeader,
     },
     /// Parquet (MinIO serves it with `MINIO_API_SELECT_PARQUET=on`).
     Parquet,
+}
+
+/// What the first line of a CSV object is to S3 Select.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CsvHeader {
+    /// A header naming the columns (`s."name"`).
+    Use,
+    /// A header, skipped: columns are named by position (`s._1`), as a reader that
+    /// takes a table's schema from another file reads them.
+    Ignore,
+    /// A record like the others.
+    None,
 }
 
 /// The compression of the object S3 Select reads.
@@ -96,7 +108,11 @@ impl SelectRequest<'_> {
             InputFormat::JsonLines => "<JSON><Type>LINES</Type></JSON>".to_string(),
             InputFormat::Csv { header } => format!(
                 "<CSV><FileHeaderInfo>{}</FileHeaderInfo></CSV>",
-                if header { "USE" } else { "NONE" }
+                match header {
+                    CsvHeader::Use => "USE",
+                    CsvHeader::Ignore => "IGNORE",
+                    CsvHeader::None => "NONE",
+                }
             ),
             InputFormat::Parquet => "<Parquet></Parquet>".to_string(),
         };
@@ -219,7 +235,9 @@ mod tests {
     fn the_expression_is_escaped() {
         let request = SelectRequest {
             expression: "SELECT * FROM s3object s WHERE s.a < 3 AND s.b = '<x>'",
-            input: InputFormat::Csv { header: true },
+            input: InputFormat::Csv {
+                header: CsvHeader::Use,
+            },
             compression: InputCompression::Gzip,
             output: OutputFormat::Csv,
         };

@@ -13,6 +13,7 @@ use datafusion::catalog::{Session, TableProvider, TableProviderFactory, UrlTable
 use datafusion::common::{DataFusionError, Result, plan_err};
 use datafusion::datasource::file_format::FileFormat;
 use datafusion::datasource::file_format::csv::CsvFormat;
+use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
@@ -23,23 +24,33 @@ use futures::{StreamExt, TryStreamExt};
 use tessera_blob::Location;
 use url::Url;
 
+use crate::datasource::csv::CsvSelectFormat;
 use crate::datasource::ndjson::NdjsonFormat;
 use crate::datasource::parquet::CheckedParquetFormat;
 
 /// The format of a file, by name; `None` when the name says nothing.
 pub fn format_for(name: &str) -> Option<Arc<dyn FileFormat>> {
     let lower = name.to_ascii_lowercase();
-    let stem = ["gz", "gzip", "zst", "zstd"]
-        .iter()
-        .find_map(|c| lower.strip_suffix(&format!(".{c}")))
-        .unwrap_or(&lower);
+    let codec = ["gz", "gzip", "zst", "zstd"]
+        .into_iter()
+        .find(|c| lower.ends_with(&format!(".{c}")));
+    let stem = codec.map_or(lower.as_str(), |c| &lower[..lower.len() - c.len() - 1]);
+    let compression = match codec {
+        Some("gz" | "gzip") => FileCompressionType::GZIP,
+        Some(_) => FileCompressionType::ZSTD,
+        None => FileCompressionType::UNCOMPRESSED,
+    };
     let ext = stem.rsplit_once('.').map(|(_, e)| e)?;
     match ext {
         "json" | "ndjson" | "jsonl" => Some(Arc::new(NdjsonFormat::default())),
         "parquet" => Some(Arc::new(CheckedParquetFormat::new(Arc::new(
             ParquetFormat::default(),
         )))),
-        "csv" => Some(Arc::new(CsvFormat::default().with_has_header(true))),
+        "csv" => Some(Arc::new(CsvSelectFormat::new(Arc::new(
+            CsvFormat::default()
+                .with_has_header(true)
+                .with_file_compression_type(compression),
+        )))),
         _ => None,
     }
 }
@@ -109,10 +120,14 @@ pub async fn table_for_locations(
                 ))
             })?,
     };
-    // `STORED AS PARQUET` names DataFusion's format, which panics on some bad files.
-    let format = match format.downcast_ref::<ParquetFormat>() {
-        Some(_) => Arc::new(CheckedParquetFormat::new(format)),
-        None => format,
+    // `STORED AS PARQUET` names DataFusion's format, which panics on some bad files;
+    // `STORED AS CSV` DataFusion's, whose scans do not ask S3 Select.
+    let format: Arc<dyn FileFormat> = if format.downcast_ref::<ParquetFormat>().is_some() {
+        Arc::new(CheckedParquetFormat::new(format))
+    } else if format.downcast_ref::<CsvFormat>().is_some() {
+        Arc::new(CsvSelectFormat::new(format))
+    } else {
+        format
     };
     let options = ListingOptions::new(format).with_file_extension("");
     let config = ListingTableConfig::new_with_multi_paths(urls).with_listing_options(options);

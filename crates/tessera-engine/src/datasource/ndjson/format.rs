@@ -15,14 +15,13 @@ use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::physical_plan::ExecutionPlan;
 use object_store::{ObjectMeta, ObjectStore};
-use tessera_blob::s3::S3Client;
 
 use super::open::ScanSettings;
 use super::source::NdjsonSource;
 use crate::block_cache::ScanCache;
+use crate::datasource::select::select_client;
 use crate::options::{OnError, Pushdown, TesseraOptions, Validation, ValidationSetting};
 use crate::rejects::RejectLog;
-use crate::stores::StoreRegistry;
 
 /// Name of the document column unless a table says otherwise.
 pub const DEFAULT_DOCUMENT_COLUMN: &str = "j";
@@ -165,7 +164,11 @@ impl FileFormat for NdjsonFormat {
             Some(source) => source
                 .with_settings(settings)
                 .with_cache(ScanCache::for_scan(state, &conf.object_store_url))
-                .with_select_client(select_client(state, &conf)),
+                .with_select_client(select_client(
+                    state,
+                    &conf,
+                    &[Pushdown::S3Select, Pushdown::Auto],
+                )),
             None => return plan_err!("an NDJSON scan needs the NDJSON file source"),
         };
         let conf = FileScanConfigBuilder::from(conf)
@@ -221,20 +224,4 @@ impl FileFormatFactory for NdjsonFormatFactory {
     fn default(&self) -> Arc<dyn FileFormat> {
         Arc::new(NdjsonFormat::default())
     }
-}
-
-/// The client S3 Select requests of a scan over `conf` go through, when the session
-/// may push to S3 Select (`tessera.pushdown` 's3select' or 'auto') and the files are in
-/// S3.
-fn select_client(state: &dyn Session, conf: &FileScanConfig) -> Option<S3Client> {
-    let options = state.config_options().extensions.get::<TesseraOptions>()?;
-    if !matches!(options.pushdown, Pushdown::S3Select | Pushdown::Auto) {
-        return None;
-    }
-    let url: &url::Url = conf.object_store_url.as_ref();
-    if url.scheme() != "s3" {
-        return None;
-    }
-    let stores = state.config().get_extension::<StoreRegistry>()?;
-    stores.select_client(url.host_str()?)
 }

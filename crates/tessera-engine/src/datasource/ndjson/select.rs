@@ -22,10 +22,8 @@ use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::common::{Result, ScalarValue};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::Column;
-use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricBuilder};
 use tessera_blob::s3::S3Client;
-use tessera_blob::select::{InputCompression, InputFormat, OutputFormat, SelectRequest};
-use tessera_pushdown::cost::select_nanodollars;
+use tessera_blob::select::InputCompression;
 use tessera_pushdown::rendering::{self, Accept};
 use tessera_pushdown::select_sql::{
     Condition, FIELDS_MAX, SelectScan, is_pushable_path, only_strings_equal,
@@ -37,6 +35,7 @@ use super::lines::Line;
 use super::read::Codec;
 use crate::access::extraction::ExtractionPlan;
 use crate::access::pushable::cast_parts;
+use crate::datasource::select::{SelectMetrics, ask, json_lines};
 use crate::json::Output;
 use crate::json::path::{PathElem, PathTrie, display_path};
 use crate::options::Validation;
@@ -216,50 +215,6 @@ fn cast_reads(expr: &Arc<dyn PhysicalExpr>, column: usize) -> Accept {
     strictest
 }
 
-/// Counters of a scan's S3 Select requests.
-#[derive(Debug, Clone)]
-pub struct SelectMetrics {
-    /// Requests sent (again with robust conditions included).
-    pub select_requests: Count,
-    /// Bytes the store read for them.
-    pub select_store_bytes: Count,
-    /// Bytes of records they returned.
-    pub select_returned_bytes: Count,
-    /// Objects asked again with only the conditions that cannot fail.
-    pub select_retries: Count,
-    /// Objects asked with a Bloom join's filter of the build side's keys.
-    pub select_bloom_requests: Count,
-    /// Objects asked with a top-K sort's sampled threshold.
-    pub select_top_k_requests: Count,
-    /// Objects the scan read itself: S3 Select could not read them (zstd) or answer
-    /// them exactly.
-    pub select_fallbacks: Count,
-    /// What the requests cost (request, scanned and returned bytes), in nanodollars.
-    pub select_cost_nanodollars: Count,
-    /// The scan's bytes from storage, which answers' records add to: what crossed the
-    /// link.
-    pub bytes_scanned: Count,
-}
-
-impl SelectMetrics {
-    /// The counters of `partition` in `set`, answers' bytes also added to
-    /// `bytes_scanned`.
-    pub fn new(set: &ExecutionPlanMetricsSet, partition: usize, bytes_scanned: Count) -> Self {
-        let counter = |name: &'static str| MetricBuilder::new(set).counter(name, partition);
-        Self {
-            bytes_scanned,
-            select_requests: counter("select_requests"),
-            select_store_bytes: counter("select_store_bytes"),
-            select_returned_bytes: counter("select_returned_bytes"),
-            select_retries: counter("select_retries"),
-            select_bloom_requests: counter("select_bloom_requests"),
-            select_top_k_requests: counter("select_top_k_requests"),
-            select_fallbacks: counter("select_fallbacks"),
-            select_cost_nanodollars: counter("select_cost_nanodollars"),
-        }
-    }
-}
-
 /// The probe side of a Bloom join: S3 Select returns the documents whose integer at
 /// `path` may be one of the build side's keys (see [`BuildKeys`]).
 #[derive(Debug, Clone)]
@@ -290,34 +245,6 @@ impl fmt::Display for TopKBound {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "top_k_threshold={}", display_path(&self.path))
     }
-}
-
-/// The records of the complete answer to `sql` over the JSON-lines object `key`, counted
-/// in `metrics`; `None` when the request failed.
-pub(crate) async fn ask(
-    client: &S3Client,
-    metrics: &SelectMetrics,
-    key: &str,
-    sql: &str,
-    compression: InputCompression,
-) -> Option<Bytes> {
-    let request = SelectRequest {
-        expression: sql,
-        input: InputFormat::JsonLines,
-        compression,
-        output: OutputFormat::JsonLines,
-    };
-    metrics.select_requests.add(1);
-    let answer = client.select(key, &request).await.ok()?;
-    let records = Bytes::from(answer.records.concat());
-    let stats = answer.stats.unwrap_or_default();
-    metrics.select_store_bytes.add(stats.bytes_scanned as usize);
-    metrics.select_returned_bytes.add(records.len());
-    metrics.bytes_scanned.add(records.len());
-    metrics
-        .select_cost_nanodollars
-        .add(select_nanodollars(stats.bytes_scanned, records.len() as u64) as usize);
-    Some(records)
 }
 
 /// Reads objects of one scan partition through S3 Select.
@@ -451,7 +378,13 @@ impl SelectRead {
             Some(rows) => scan.limited_sql(rows),
             None => scan.sql(),
         };
-        ask(&self.client, &self.metrics, key, &sql, compression).await
+        ask(
+            &self.client,
+            &self.metrics,
+            key,
+            &json_lines(&sql, compression),
+        )
+        .await
     }
 
     /// The answer's records decoded as the scan decodes documents; `None` when a record

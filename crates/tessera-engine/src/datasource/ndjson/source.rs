@@ -24,12 +24,11 @@ use tessera_pushdown::select_sql::Condition;
 use super::aggregated::AggregatedObjects;
 use super::open::{NdjsonOpener, ScanMetrics, ScanSettings};
 use super::read::{Codec, Gets};
-use super::select::{
-    SelectMetrics, SelectPlan, SelectRead, SemiJoin, TopKBound, document_condition,
-};
+use super::select::{SelectPlan, SelectRead, SemiJoin, TopKBound, document_condition};
 use crate::access::document_filter::{DocPredicate, doc_predicates};
 use crate::access::extraction::ExtractionPlan;
 use crate::block_cache::ScanCache;
+use crate::datasource::select::SelectMetrics;
 
 /// Scans NDJSON files whose schema is one document column (plus partition values).
 #[derive(Clone)]

@@ -197,10 +197,8 @@ fn compare(read: &Read, ordering: Ordering, literal: &ScalarValue, fit: Fit) -> 
     if let (Read::Cast(_, Output::Text, DataType::Date32), ScalarValue::Date32(Some(days))) =
         (read, literal)
     {
-        let date = chrono::NaiveDate::from_num_days_from_ce_opt(days.checked_add(719_163)?)?
-            .format("%Y-%m-%d")
-            .to_string();
-        return is_iso_date(&date).then_some(match fit {
+        let date = iso_date(*days)?;
+        return Some(match fit {
             Fit::Superset => Condition::Date {
                 path,
                 ordering,
@@ -268,11 +266,19 @@ fn strings_condition(read: Read, values: Vec<String>) -> Option<Condition> {
     (fits && !values.is_empty()).then_some(Condition::StringIn { path, values })
 }
 
-fn literal_of(expr: &Arc<dyn PhysicalExpr>) -> Option<&ScalarValue> {
+/// The date `days` after 1970-01-01 written `YYYY-MM-DD`, when it has four digits.
+pub(super) fn iso_date(days: i32) -> Option<String> {
+    let date = chrono::NaiveDate::from_num_days_from_ce_opt(days.checked_add(719_163)?)?
+        .format("%Y-%m-%d")
+        .to_string();
+    is_iso_date(&date).then_some(date)
+}
+
+pub(super) fn literal_of(expr: &Arc<dyn PhysicalExpr>) -> Option<&ScalarValue> {
     expr.downcast_ref::<Literal>().map(Literal::value)
 }
 
-fn number_literal(value: &ScalarValue) -> Option<f64> {
+pub(super) fn number_literal(value: &ScalarValue) -> Option<f64> {
     Some(match value {
         ScalarValue::Int64(Some(v)) => *v as f64,
         ScalarValue::Int32(Some(v)) => f64::from(*v),

@@ -3,6 +3,9 @@
 //! scan's store condition, and the files of a scan that asks S3 Select are kept whole
 //! (one request per object).
 //!
+//! CSV scans that read their objects through S3 Select ([`CsvSelectSource`]) get a
+//! store condition the same way ([`csv_condition`]).
+//!
 //! The filter stays above the scan: a store condition only has to hold for every
 //! document the filter keeps ([`tessera_pushdown::select_sql`]), so a conjunct that
 //! cannot be translated is left out of it, and a disjunction only goes when all of it
@@ -23,12 +26,16 @@ use datafusion::physical_expr::expressions::{Column, IsNotNullExpr, IsNullExpr};
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::projection::ProjectionExec;
-use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
+use datafusion::physical_plan::repartition::RepartitionExec;
+use datafusion::physical_plan::{ExecutionPlan, Partitioning, replace_children_if_necessary};
 
+use crate::datasource::csv::select::CsvSelectSource;
 use crate::datasource::ndjson::source::NdjsonSource;
 use condition::{Fit, condition};
+use csv_condition::{CsvColumns, csv_condition};
 
 pub(crate) mod condition;
+mod csv_condition;
 mod text_casts;
 
 /// The rule; registered after DataFusion's own, which push filters and projections
@@ -60,6 +67,14 @@ impl PhysicalOptimizerRule for SelectPushdown {
                 return Ok(Transformed::yes(replace_children_if_necessary(
                     node,
                     vec![scan],
+                )?));
+            }
+            if let Some(filter) = node.downcast_ref::<FilterExec>()
+                && let Some(pushed) = csv_pushed(filter)
+            {
+                return Ok(Transformed::yes(replace_children_if_necessary(
+                    node,
+                    vec![pushed],
                 )?));
             }
             match ndjson_scan(&node) {
@@ -114,6 +129,42 @@ fn null_tested(filter: &FilterExec) -> Vec<usize> {
             tested && !read
         })
         .collect()
+}
+
+/// The scan under `filter` asking S3 Select for the rows of CSV files that may pass
+/// it, when it reads CSV files through S3 Select and part of the filter translates.
+/// A round-robin repartition between them passes every row through, so the scan may
+/// be under it.
+fn csv_pushed(filter: &FilterExec) -> Option<Arc<dyn ExecutionPlan>> {
+    let input = filter.input();
+    if let Some(repartition) = input.downcast_ref::<RepartitionExec>()
+        && matches!(repartition.partitioning(), Partitioning::RoundRobinBatch(_))
+    {
+        let scan = csv_pushed_into(filter, repartition.input())?;
+        return replace_children_if_necessary(Arc::clone(input), vec![scan]).ok();
+    }
+    csv_pushed_into(filter, input)
+}
+
+fn csv_pushed_into(
+    filter: &FilterExec,
+    scan: &Arc<dyn ExecutionPlan>,
+) -> Option<Arc<dyn ExecutionPlan>> {
+    let (config, source) = super::file_scan::<CsvSelectSource>(scan)?;
+    let columns = CsvColumns {
+        projection: source.projection()?,
+        types: source
+            .file_schema()
+            .fields()
+            .iter()
+            .map(|f| f.data_type())
+            .collect(),
+    };
+    let condition = csv_condition(filter.predicate(), &columns)?;
+    let config = FileScanConfigBuilder::from(config.clone())
+        .with_source(Arc::new(source.with_condition(condition)))
+        .build();
+    Some(DataSourceExec::from_data_source(config))
 }
 
 /// The file scan configuration and source of `plan` when it scans NDJSON files.

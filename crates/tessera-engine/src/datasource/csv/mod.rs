@@ -1,0 +1,120 @@
+//! CSV locations (`FROM 's3://bucket/lineitem/*.csv'`, `STORED AS CSV`): DataFusion's
+//! CSV format, whose scans of S3 objects read them through S3 Select when the session
+//! says so (`SET tessera.pushdown = 's3select'`, [`select`]), as PushdownDB did for its
+//! TPC-H tables in CSV.
+
+pub mod select;
+
+use std::sync::Arc;
+
+use arrow::datatypes::SchemaRef;
+use async_trait::async_trait;
+use datafusion::catalog::Session;
+use datafusion::common::{Result, Statistics};
+use datafusion::datasource::file_format::FileFormat;
+use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
+use datafusion::datasource::physical_plan::{
+    CsvSource, FileScanConfig, FileScanConfigBuilder, FileSinkConfig, FileSource,
+};
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::datasource::table_schema::TableSchema;
+use datafusion::physical_expr::LexRequirement;
+use datafusion::physical_plan::ExecutionPlan;
+use object_store::{ObjectMeta, ObjectStore};
+
+use crate::datasource::select::select_client;
+use crate::options::Pushdown;
+use select::CsvSelectSource;
+
+/// A CSV format (DataFusion's) whose scans may ask S3 Select.
+#[derive(Debug)]
+pub struct CsvSelectFormat {
+    inner: Arc<dyn FileFormat>,
+}
+
+impl CsvSelectFormat {
+    /// `inner`, a CSV format, with scans that may ask S3 Select.
+    pub fn new(inner: Arc<dyn FileFormat>) -> Self {
+        Self { inner }
+    }
+}
+
+#[async_trait]
+impl FileFormat for CsvSelectFormat {
+    fn get_ext(&self) -> String {
+        self.inner.get_ext()
+    }
+
+    fn get_ext_with_compression(&self, compression: &FileCompressionType) -> Result<String> {
+        self.inner.get_ext_with_compression(compression)
+    }
+
+    fn compression_type(&self) -> Option<FileCompressionType> {
+        self.inner.compression_type()
+    }
+
+    async fn infer_schema(
+        &self,
+        state: &dyn Session,
+        store: &Arc<dyn ObjectStore>,
+        objects: &[ObjectMeta],
+    ) -> Result<SchemaRef> {
+        self.inner.infer_schema(state, store, objects).await
+    }
+
+    async fn infer_stats(
+        &self,
+        state: &dyn Session,
+        store: &Arc<dyn ObjectStore>,
+        table_schema: SchemaRef,
+        object: &ObjectMeta,
+    ) -> Result<Statistics> {
+        self.inner
+            .infer_stats(state, store, table_schema, object)
+            .await
+    }
+
+    async fn create_physical_plan(
+        &self,
+        state: &dyn Session,
+        conf: FileScanConfig,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let client = select_client(state, &conf, &[Pushdown::S3Select]);
+        let plan = self.inner.create_physical_plan(state, conf).await?;
+        let Some(client) = client else {
+            return Ok(plan);
+        };
+        let config = plan
+            .downcast_ref::<DataSourceExec>()
+            .and_then(|scan| scan.data_source().downcast_ref::<FileScanConfig>());
+        let Some((config, csv)) =
+            config.and_then(|c| Some((c, c.file_source().downcast_ref::<CsvSource>()?)))
+        else {
+            return Ok(plan);
+        };
+        match CsvSelectSource::try_new(csv, client, config.file_compression_type) {
+            Some(source) => Ok(DataSourceExec::from_data_source(
+                FileScanConfigBuilder::from(config.clone())
+                    .with_source(Arc::new(source))
+                    .build(),
+            )),
+            None => Ok(plan),
+        }
+    }
+
+    async fn create_writer_physical_plan(
+        &self,
+        input: Arc<dyn ExecutionPlan>,
+        state: &dyn Session,
+        conf: FileSinkConfig,
+        order_requirements: Option<LexRequirement>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        self.inner
+            .create_writer_physical_plan(input, state, conf, order_requirements)
+            .await
+    }
+
+    fn file_source(&self, table_schema: TableSchema) -> Arc<dyn FileSource> {
+        self.inner.file_source(table_schema)
+    }
+}

@@ -2,8 +2,10 @@
 //! `tessera.pushdown = 's3select'`) against a real MinIO: every aggregate the store
 //! computes gives the answer the plan gives without pushdown, over objects with NULLs,
 //! missing paths and values of other types (which make the store's exact requests
-//! fail, and the object be read as usual), gzipped or not. Numbers are multiples of a
-//! quarter, so sums are exact in any order and answers compare as text.
+//! fail, and the object be read as usual), gzipped or not; and over sparse documents,
+//! which the store aggregates when every aggregate reads the values they lack. Numbers
+//! are multiples of a quarter, so sums are exact in any order and answers compare as
+//! text.
 
 use tessera_engine::{SessionOptions, TesseraSession};
 
@@ -56,6 +58,38 @@ fn documents(rng: &mut Rng, count: usize, outliers: bool) -> String {
             text.push_str(line);
             text.push('\n');
         }
+    }
+    text
+}
+
+/// Documents of groups `g` (half "a", a quarter "b" and "c" each) whose price `p` is
+/// missing from a third and null in a tenth, whose integer `n` is missing from a quarter and whose
+/// discount `d` from a fifth.
+fn sparse_documents(rng: &mut Rng, count: usize) -> String {
+    let mut text = String::new();
+    for _ in 0..count {
+        let mut fields = vec![format!(
+            "\"g\":\"{}\"",
+            ["a", "a", "b", "c"][rng.below(4) as usize]
+        )];
+        match rng.below(30) {
+            0..10 => {}
+            10..13 => fields.push("\"p\":null".into()),
+            _ => fields.push(format!(
+                "\"p\":{}",
+                rng.below(40_000) as f64 / 4.0 - 1_000.0
+            )),
+        }
+        if rng.below(4) > 0 {
+            fields.push(format!("\"n\":{}", rng.below(1_000) as i64 - 100));
+        }
+        if rng.below(5) > 0 {
+            fields.push(format!(
+                "\"d\":{}",
+                ["0", "0.25", "0.5"][rng.below(3) as usize]
+            ));
+        }
+        text.push_str(&format!("{{{}}}\n", fields.join(",")));
     }
     text
 }
@@ -193,4 +227,60 @@ async fn an_aggregated_object_returns_a_record_per_group_instead_of_its_document
     assert_eq!(fast, local);
     assert_eq!(metric(&plan, "select_aggregated_objects"), 0, "{plan}");
     assert!(metric(&plan, "select_returned_bytes") >= returned, "{plan}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_aggregates_sparse_documents_leaving_out_those_without_the_value() {
+    let (_minio, s3, store) = common::minio_bucket(BUCKET);
+    let mut rng = Rng(0x5ba75e);
+    let first = sparse_documents(&mut rng, 3_000);
+    let second = sparse_documents(&mut rng, 3_000);
+    common::put(store.as_ref(), "s/a.json", first.into()).await;
+    common::put(store.as_ref(), "s/b.json.gz", gzip(second.as_bytes())).await;
+    // A price written as a string and a double where integers are read: both are NULL
+    // to the reads, so leaving them out would be exact too; the store cannot tell them
+    // from numbers it should add, so its requests must fail and the scan read them.
+    let mut outliers = sparse_documents(&mut rng, 1_000);
+    outliers.push_str("{\"g\":\"a\",\"p\":\"7\",\"n\":2.5,\"d\":0}\n");
+    common::put(store.as_ref(), "s/c.json", outliers.into()).await;
+    let options = SessionOptions {
+        target_partitions: Some(2),
+        ..Default::default()
+    };
+    let session = TesseraSession::new(s3, options).unwrap();
+    let create = format!("CREATE EXTERNAL TABLE s STORED AS NDJSON LOCATION 's3://{BUCKET}/s/'");
+    rows(&session, &create).await;
+    rows(&session, "SET tessera.link_mib = 0.01").await;
+    let ints = "sum(json_get_int(j, 'n')), min(json_get_int(j, 'n')), \
+                max(json_get_int(j, 'n')), count(json_get_int(j, 'n'))";
+    let revenue = format!("{PRICE} * (1 - json_get_float(j, 'd'))");
+    let sparse = [
+        format!("SELECT sum({PRICE}), min({PRICE}), max({PRICE}), avg({PRICE}) FROM s"),
+        format!("SELECT {ints} FROM s WHERE j->>'g' IN ('a', 'b')"),
+        // The filter's comparison would fail on a missing price: those go first.
+        format!("SELECT count({PRICE}), sum({PRICE}) FROM s WHERE {PRICE} < 500.5"),
+        format!("SELECT sum({revenue}), avg(json_get_float(j, 'd') * {PRICE}) FROM s"),
+        format!(
+            "SELECT j->>'g' AS g, sum({PRICE}), max({PRICE}), count({PRICE}) FROM s \
+             GROUP BY g ORDER BY g"
+        ),
+    ];
+    for sql in &sparse {
+        let (local, pushed, plan) = local_and_pushed(&session, sql).await;
+        assert_eq!(pushed, local, "{sql}\n{plan}");
+        assert_eq!(
+            metric(&plan, "select_aggregated_objects"),
+            2,
+            "the sparse objects are aggregated, the one with outliers read: {sql}\n{plan}"
+        );
+    }
+    // COUNT(*) counts the documents without a price: nothing can be left out.
+    let sql = format!("SELECT count(*), sum({PRICE}) FROM s");
+    let (local, pushed, plan) = local_and_pushed(&session, &sql).await;
+    assert_eq!(pushed, local, "{sql}\n{plan}");
+    assert_eq!(
+        metric(&plan, "select_aggregated_objects"),
+        0,
+        "{sql}\n{plan}"
+    );
 }

@@ -8,11 +8,13 @@
 //! document the store either decides as the scan's filter would, or fails the request
 //! (and the object is then read by the scan itself). MinIO's evaluator makes that
 //! cheap to state: an ordered comparison with a missing value, a null or a value of
-//! another type fails, arithmetic on anything but numbers fails, and `SUM`, `MIN` and
-//! `MAX` fail on anything but numbers while skipping missing values and nulls, as SQL
-//! aggregates skip NULLs. So [`Condition::NumberExact`] is a plain comparison, a read of
-//! doubles in arithmetic converts integers first ([`Scalar::Double`]), and a `COUNT`
-//! of a number is sent with a `SUM` beside it that fails where a value is no number.
+//! another type fails, arithmetic on anything but numbers (nulls included) fails, and
+//! `SUM`, `MIN` and `MAX` skip nulls, as SQL aggregates skip NULLs, but fail on anything
+//! else that is no number, a missing value included. So [`Condition::NumberExact`] is a
+//! plain comparison, a read of doubles in arithmetic converts integers first
+//! ([`Scalar::Double`]), a `COUNT` of a number is sent with a `SUM` beside it that
+//! fails where a value is no number, and over sparse documents a request leaves out
+//! those without the value its aggregates read, where that is exact.
 //!
 //! MinIO has no `CASE`, so each group of an S3-side group-by is one request whose
 //! condition adds the group's keys ([`Condition::KeysEqual`]); PushdownDB's hybrid
@@ -33,7 +35,7 @@ pub const GROUPS_MAX: usize = 8;
 pub enum Aggregate {
     /// `COUNT(*)`.
     CountAll,
-    /// The values that are neither missing nor null.
+    /// The values that are not null, missing ones included.
     Count(Scalar),
     /// Their sum, as a double (0 when there are none).
     Sum(Scalar),

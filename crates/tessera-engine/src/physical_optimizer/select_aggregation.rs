@@ -14,13 +14,18 @@
 //! - each group key: a text (`->>`, `json_get_str`), an integer, or an integer `%` a
 //!   positive constant.
 //!
+//! Where every aggregate reads the same values (no `COUNT(*)`), the documents where one
+//! is missing or null are left out of the request: they change no aggregate, and
+//! MinIO's `SUM`, `MIN` and `MAX` would fail on a missing one, over sparse documents on
+//! every object.
+//!
 //! Groups are pushed only where the link is slow enough (`tessera.link_mib`) for the
 //! documents they save to pay for the store's extra scans ([`GroupCosts::worth`]).
 //! `SET tessera.select_aggregation = 'off'` leaves aggregations to the scan's rows.
 
 use std::sync::Arc;
 
-use arrow::datatypes::DataType;
+use arrow::datatypes::{DataType, FieldRef};
 use datafusion::common::Result;
 use datafusion::common::ScalarValue;
 use datafusion::common::config::ConfigOptions;
@@ -197,10 +202,6 @@ fn translate(aggregate: &AggregateExec, source: &NdjsonSource) -> Option<Transla
         let exact = condition(&predicate, projection, Fit::Exact)?;
         conjuncts(Some(exact), &mut conditions);
     }
-    // The store stops at the first conjunct that is false: those that cannot fail go
-    // first, so a document another filter leaves out (of another TPC-H table, say)
-    // never reaches a comparison its missing value would fail.
-    conditions.sort_by_key(|c| !c.is_robust());
     let at_table = |expr: &Arc<dyn PhysicalExpr>| {
         let at_scan = to_scan(input, expr)?;
         substitute(&at_scan, &|c| {
@@ -241,10 +242,28 @@ fn translate(aggregate: &AggregateExec, source: &NdjsonSource) -> Option<Transla
         }
         states.extend(function_states(function, &args, &mut aggregates)?);
     }
-    let state_types = schema.fields().iter().skip(keys.len());
-    let fits = states.len() == state_types.len()
-        && states.iter().zip(state_types).all(|(state, field)| {
-            match (state, field.data_type()) {
+    let fits = states_fit(&states, schema.fields().iter().skip(keys.len()));
+    if !fits || aggregates.0.is_empty() || aggregates.0.len() > FIELDS_MAX {
+        return None;
+    }
+    let condition = request_condition(conditions, &aggregates, integer_paths);
+    Some(Translated {
+        request: SelectAggregate {
+            aggregates: aggregates.0,
+            condition,
+        },
+        keys,
+        states,
+    })
+}
+
+/// Whether `states` are, in order, the partial aggregation's state columns `fields`.
+fn states_fit<'a>(states: &[State], fields: impl ExactSizeIterator<Item = &'a FieldRef>) -> bool {
+    states.len() == fields.len()
+        && states
+            .iter()
+            .zip(fields)
+            .all(|(state, field)| match (state, field.data_type()) {
                 (State::Count { .. }, DataType::Int64 | DataType::UInt64) => true,
                 // DataFusion sums integers as 38-digit decimals; the store's exact
                 // integer sum is one.
@@ -256,27 +275,43 @@ fn translate(aggregate: &AggregateExec, source: &NdjsonSource) -> Option<Transla
                     DataType::Decimal128(_, 0),
                 ) => true,
                 (state, data_type) => state.data_type() == *data_type,
-            }
-        });
-    if !fits || aggregates.0.is_empty() || aggregates.0.len() > FIELDS_MAX {
-        return None;
-    }
+            })
+}
+
+/// The condition of a request computing `aggregates` over the documents the filters'
+/// exact `conditions` keep, with the guards of the paths read as integers.
+///
+/// MinIO's `SUM`, `MIN` and `MAX` fail on a missing value (and its `COUNT` counts one),
+/// so over sparse documents every request would fail. A document where a path every
+/// aggregate reads is missing or null changes no aggregate, though: such a read is NULL
+/// (as is arithmetic over it), and SQL's aggregates skip NULLs. So those documents are
+/// left out (`IS NOT NULL`, exactly so with the guard that fails the request on a value
+/// of another type, which the read has as NULL too).
+fn request_condition(
+    mut conditions: Vec<Condition>,
+    aggregates: &Aggregates,
+    mut integer_paths: Vec<Vec<PathElem>>,
+) -> Option<Condition> {
+    let read = aggregates.read_by_all();
+    conditions.extend(read.iter().cloned().map(Condition::NotNull));
+    // The store stops at the first conjunct that is false: those that cannot fail go
+    // first, so a document another filter leaves out (of another TPC-H table, say, or
+    // without a value to aggregate) never reaches a comparison its missing value would
+    // fail. The guards go last: a value the filters leave out need not be read.
+    conditions.sort_by_key(|c| !c.is_robust());
     integer_paths.sort();
     integer_paths.dedup();
+    let numbers: Vec<Vec<PathElem>> = read
+        .into_iter()
+        .filter(|p| !integer_paths.contains(p))
+        .collect();
     conditions.extend(integer_paths.into_iter().map(Condition::IntegerGuard));
-    let condition = match conditions.len() {
+    conditions.extend(numbers.into_iter().map(Condition::NumberGuard));
+    match conditions.len() {
         0 => None,
         1 => conditions.pop(),
         _ => Some(Condition::And(conditions)),
-    };
-    Some(Translated {
-        request: SelectAggregate {
-            aggregates: aggregates.0,
-            condition,
-        },
-        keys,
-        states,
-    })
+    }
 }
 
 /// The conjuncts of `condition` appended to `out`; `None` holds none.
@@ -293,6 +328,27 @@ fn conjuncts(condition: Option<Condition>, out: &mut Vec<Condition>) {
 struct Aggregates(Vec<Aggregate>);
 
 impl Aggregates {
+    /// The paths read by every aggregate, each once: none when one is `COUNT(*)` or
+    /// reads no path.
+    fn read_by_all(&self) -> Vec<Vec<PathElem>> {
+        fn paths(aggregate: &Aggregate) -> Vec<&[PathElem]> {
+            match aggregate {
+                Aggregate::CountAll => Vec::new(),
+                Aggregate::Count(x) | Aggregate::Sum(x) | Aggregate::Min(x) | Aggregate::Max(x) => {
+                    x.paths()
+                }
+            }
+        }
+        let Some((first, rest)) = self.0.split_first() else {
+            return Vec::new();
+        };
+        let mut read: Vec<Vec<PathElem>> = paths(first).into_iter().map(<[_]>::to_vec).collect();
+        read.sort();
+        read.dedup();
+        read.retain(|p| rest.iter().all(|a| paths(a).contains(&p.as_slice())));
+        read
+    }
+
     /// The field of `aggregate`, added if new.
     fn field(&mut self, aggregate: Aggregate) -> usize {
         match self.0.iter().position(|a| *a == aggregate) {
@@ -550,4 +606,77 @@ fn substitute(
         .ok()?
         .data;
     complete.then_some(replaced)
+}
+
+#[cfg(test)]
+mod tests {
+    use tessera_pushdown::select_sql::Ordering;
+
+    use super::*;
+
+    fn key(k: &str) -> Vec<PathElem> {
+        vec![PathElem::Key(k.into())]
+    }
+
+    fn filter() -> Condition {
+        Condition::NumberExact {
+            path: key("q"),
+            ordering: Ordering::Less,
+            value: 3.0,
+        }
+    }
+
+    #[test]
+    fn documents_without_the_value_every_aggregate_reads_are_left_out_before_the_filters() {
+        let p = || Scalar::Field(key("p"));
+        let aggregates = Aggregates(vec![
+            Aggregate::Sum(p()),
+            Aggregate::Count(p()),
+            Aggregate::Max(p()),
+        ]);
+        let condition = request_condition(vec![filter()], &aggregates, Vec::new());
+        assert_eq!(
+            condition,
+            Some(Condition::And(vec![
+                Condition::NotNull(key("p")),
+                filter(),
+                Condition::NumberGuard(key("p")),
+            ]))
+        );
+        // Read as integers: their guard, which fails on a double too (NULL to the read).
+        let condition = request_condition(Vec::new(), &aggregates, vec![key("p"), key("p")]);
+        assert_eq!(
+            condition,
+            Some(Condition::And(vec![
+                Condition::NotNull(key("p")),
+                Condition::IntegerGuard(key("p")),
+            ]))
+        );
+    }
+
+    #[test]
+    fn only_the_paths_every_aggregate_reads_leave_documents_out() {
+        let double = |k: &str| Box::new(Scalar::Double(key(k)));
+        let revenue = Scalar::Arith(double("p"), Arith::Multiply, double("d"));
+        let both = Aggregates(vec![
+            Aggregate::Sum(revenue.clone()),
+            Aggregate::Count(revenue.clone()),
+        ]);
+        assert_eq!(both.read_by_all(), vec![key("d"), key("p")]);
+        let one = Aggregates(vec![
+            Aggregate::Sum(revenue),
+            Aggregate::Min(Scalar::Field(key("p"))),
+        ]);
+        assert_eq!(one.read_by_all(), vec![key("p")]);
+        let counted = Aggregates(vec![
+            Aggregate::CountAll,
+            Aggregate::Sum(Scalar::Field(key("p"))),
+        ]);
+        assert_eq!(
+            request_condition(vec![filter()], &counted, Vec::new()),
+            Some(filter())
+        );
+        let constant = Aggregates(vec![Aggregate::Sum(Scalar::Number(2.5))]);
+        assert!(constant.read_by_all().is_empty());
+    }
 }

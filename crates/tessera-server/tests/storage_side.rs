@@ -422,3 +422,54 @@ async fn an_answer_cut_mid_stream_is_never_a_short_result() {
     rows(&session, "SET tessera.pushdown = 'off'").await;
     assert_eq!(rows(&session, &sql).await, local);
 }
+
+/// `count` CSV rows after a header: an id, one of a few kinds, and a price.
+fn csv_rows(rng: &mut Rng, count: usize) -> Vec<u8> {
+    let mut text = String::from("id,kind,price\n");
+    for id in 0..count {
+        let kind = ["commit", "identity", "account"][rng.below(3) as usize];
+        let price = rng.below(100_000) as f64 / 4.0;
+        text.push_str(&format!("{id},{kind},{price}\n"));
+    }
+    text.into_bytes()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn csv_goes_to_the_worker_or_to_s3_select_as_ndjson_does() {
+    let fixture = fixture().await;
+    let mut rng = Rng(0xc5f);
+    for part in 0..2 {
+        let bytes = csv_rows(&mut rng, 20_000);
+        fixture.put(&format!("csv/part{part}.csv"), bytes).await;
+    }
+    let table = format!("'s3://{BUCKET}/csv/*.csv'");
+    let grouped = format!("SELECT kind, count(*), sum(price) FROM {table} GROUP BY kind");
+    let few = format!("SELECT id, price FROM {table} WHERE price < 100");
+    let top = format!("SELECT id, price FROM {table} ORDER BY price DESC, id LIMIT 5");
+    let session = fixture.session(&fixture.worker.endpoint, TOKEN).await;
+    for sql in [&grouped, &few, &top] {
+        let (local, pushed, plan) = both(&session, sql).await;
+        assert!(!local.is_empty(), "{sql}");
+        assert_eq!(pushed, local, "{sql}\n{plan}");
+        assert!(metric(&plan, "worker_requests") > 0, "{sql}\n{plan}");
+        assert_eq!(metric(&plan, "worker_fallbacks"), 0, "{sql}\n{plan}");
+    }
+    // A thin link: the aggregate's few rows beat the rows.
+    rows(&session, "SET tessera.link_mib = 1").await;
+    assert_eq!(choice(&session, &grouped).await, "worker");
+    let (local, chosen, plan) = pushed_as(&session, &grouped, "auto").await;
+    assert_eq!(chosen, local, "{plan}");
+    // Without a worker, the thin link makes S3 Select worth its slower scan.
+    let alone = fixture.session("", TOKEN).await;
+    rows(&alone, "SET tessera.link_mib = 1").await;
+    assert_eq!(choice(&alone, &few).await, "s3select");
+    let (local, chosen, plan) = pushed_as(&alone, &few, "auto").await;
+    assert_eq!(chosen, local, "{plan}");
+    assert!(metric(&plan, "select_requests") > 0, "{plan}");
+    // A link wider than Tessera parses: the rows are read here.
+    rows(&alone, "SET tessera.link_mib = 100000").await;
+    assert_eq!(choice(&alone, &few).await, "local");
+    let (local, chosen, plan) = pushed_as(&alone, &few, "auto").await;
+    assert_eq!(chosen, local, "{plan}");
+    assert_eq!(metric(&plan, "select_requests"), 0, "{plan}");
+}

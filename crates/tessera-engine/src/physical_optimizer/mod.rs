@@ -4,7 +4,7 @@
 //! - [`cast_pushdown`]: casts an aggregate applies to JSON accesses move into the scan.
 //! - [`group_on_codes`]: GROUP BY on low-cardinality strings becomes `CodeAggregateExec`.
 //! - [`integer_text_min_max`]: MIN/MAX of integer texts aggregate the integers.
-//! - [`select_pushdown`]: filters over raw NDJSON scans of S3 pushed to S3 Select.
+//! - [`select_pushdown`]: filters over raw NDJSON and CSV scans of S3 pushed to S3 Select.
 //! - [`bloom_join`]: a join's build-side keys, as a Bloom filter, pushed to S3 Select
 //!   with the scan of its probe side.
 //! - [`select_top_k`]: a top-K sort's sampled threshold pushed to S3 Select with the
@@ -12,8 +12,9 @@
 //! - [`select_aggregation`]: a partial aggregation over such a scan computed by the
 //!   store, per object (and group, for the largest groups of a sample).
 //! - [`select_chain`]: the chain between such an operator and its scan, which they walk.
-//! - [`worker_pushdown`]: sub-plans over raw NDJSON scans of S3 sent to the
+//! - [`worker_pushdown`]: sub-plans over raw NDJSON or CSV scans of S3 sent to the
 //!   storage-side worker.
+//! - `raw_scan`: the raw file scans those rules move, NDJSON or CSV.
 //! - [`pushdown_choice`]: `tessera.pushdown = 'auto'`, each such sub-plan placed by a
 //!   cost model.
 //! - [`cluster_placement`]: `tessera.cluster` set, the finished plan runs on a Ballista
@@ -28,6 +29,7 @@ pub mod cluster_placement;
 pub mod group_on_codes;
 pub mod integer_text_min_max;
 pub mod pushdown_choice;
+mod raw_scan;
 pub mod select_aggregation;
 mod select_chain;
 pub mod select_pushdown;

@@ -1,5 +1,5 @@
-//! `SET tessera.pushdown = 'auto'`: each sub-plan over a raw NDJSON scan of S3 goes
-//! where it is expected to finish first: read here, filtered by S3 Select, or run by the
+//! `SET tessera.pushdown = 'auto'`: each sub-plan over a raw NDJSON or CSV scan of S3
+//! goes where it is expected to finish first: read here, filtered by S3 Select, or run by the
 //! storage-side worker.
 //!
 //! The cost model is PushdownDB's ("PushdownDB: Accelerating a DBMS using S3
@@ -43,10 +43,8 @@ use datafusion::prelude::SessionConfig;
 use tessera_pushdown::cost::SELECT_BYTES_PER_S;
 use tokio::runtime::{Handle, RuntimeFlavor};
 
-use super::select_pushdown::ndjson_scan;
+use super::raw_scan::{RawScan, raw_scan};
 use super::worker_pushdown::runs_on_worker;
-use crate::datasource::ndjson::read::Codec;
-use crate::datasource::ndjson::source::NdjsonSource;
 use crate::options::{Pushdown, TesseraOptions};
 use crate::physical_plan::compact_views::compact_views;
 use crate::physical_plan::pushdown_choice::{Choice, Estimates, PushdownChoiceExec};
@@ -57,7 +55,7 @@ pub const SAMPLE_BYTES: u64 = 1 << 20;
 /// How long a sample may take before the scan is planned without it.
 const SAMPLE_TIMEOUT_MS: u64 = 5_000;
 /// Tessera's NDJSON scan rate per partition (bytes/s): what one core extracts a few
-/// paths at, read from warm local files.
+/// paths at, read from warm local files; taken for DataFusion's CSV reader too.
 const PARSE_BYTES_PER_S: f64 = 300e6;
 
 /// Samples remembered, at most; the oldest is forgotten first.
@@ -290,7 +288,7 @@ impl Sampler<'_> {
             return Estimates::local_only();
         };
         let model = Model::of(scan, link);
-        let sample = self.sample_of(scan);
+        let sample = self.sample_of(scan, source);
         // The worker saves only link time: with the link faster than parsing, it cannot win.
         let worker = match (self.worker, &sample) {
             (Some(endpoint), Some(file)) if model.over_link_s(1.0) > model.parse_s() => {
@@ -309,7 +307,7 @@ impl Sampler<'_> {
             worker_share: worker.filter(|s| s.on_worker).map(|s| s.share),
             select_share: None,
         };
-        if source.select_plan().is_none() {
+        if !source.can_select() {
             return estimates;
         }
         if model.select_floor_s() >= best_s {
@@ -328,9 +326,9 @@ impl Sampler<'_> {
     }
 
     /// The first [`SAMPLE_BYTES`] of the first file of `scan`, if it can be sampled.
-    fn sample_of(&self, scan: &FileScanConfig) -> Option<PartitionedFile> {
+    fn sample_of(&self, scan: &FileScanConfig, source: RawScan) -> Option<PartitionedFile> {
         let file = scan.file_groups.first()?.files().first()?;
-        if !self.sampling || Codec::from_name(file.object_meta.location.as_ref()).is_compressed() {
+        if !self.sampling || source.is_compressed(scan, file) {
             return None;
         }
         let read = file.object_meta.size.min(SAMPLE_BYTES);
@@ -400,9 +398,9 @@ impl Sampler<'_> {
     }
 }
 
-/// The NDJSON scan at the bottom of a chain of per-partition operators.
-fn scan_of(plan: &Arc<dyn ExecutionPlan>) -> Option<(&FileScanConfig, &NdjsonSource)> {
-    match ndjson_scan(plan) {
+/// The raw scan at the bottom of a chain of per-partition operators.
+fn scan_of(plan: &Arc<dyn ExecutionPlan>) -> Option<(&FileScanConfig, RawScan<'_>)> {
+    match raw_scan(plan) {
         Some(found) => Some(found),
         None => scan_of(plan.children().first()?),
     }
@@ -412,7 +410,7 @@ fn scan_of(plan: &Arc<dyn ExecutionPlan>) -> Option<(&FileScanConfig, &NdjsonSou
 fn filtered_scan(plan: &Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
     let mut node = Arc::clone(plan);
     loop {
-        if node.is::<FilterExec>() || ndjson_scan(&node).is_some() {
+        if node.is::<FilterExec>() || raw_scan(&node).is_some() {
             return node;
         }
         match node.children().first() {
@@ -428,10 +426,12 @@ fn over_sample(
     file: &PartitionedFile,
 ) -> Result<Arc<dyn ExecutionPlan>> {
     map_scans(Arc::clone(plan), |config, source| {
+        let config = source
+            .without_select(config)
+            .unwrap_or_else(|| config.clone());
         Some(
-            FileScanConfigBuilder::from(config.clone())
+            FileScanConfigBuilder::from(config)
                 .with_file_groups(vec![FileGroup::new(vec![file.clone()])])
-                .with_source(Arc::new(source.with_select_client(None)))
                 .build(),
         )
     })
@@ -453,22 +453,16 @@ async fn output_bytes(plan: &Arc<dyn ExecutionPlan>, ctx: &Arc<TaskContext>) -> 
 
 /// `plan` with its scans no longer asking S3 Select.
 fn without_select(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
-    map_scans(plan, |config, source| {
-        source.asks_select().then(|| {
-            FileScanConfigBuilder::from(config.clone())
-                .with_source(Arc::new(source.with_select_client(None)))
-                .build()
-        })
-    })
+    map_scans(plan, |config, source| source.without_select(config))
 }
 
-/// `plan` with each NDJSON scan for which `f` gives a new configuration scanning that.
+/// `plan` with each raw scan for which `f` gives a new configuration scanning that.
 fn map_scans(
     plan: Arc<dyn ExecutionPlan>,
-    f: impl Fn(&FileScanConfig, &NdjsonSource) -> Option<FileScanConfig>,
+    f: impl Fn(&FileScanConfig, RawScan) -> Option<FileScanConfig>,
 ) -> Result<Arc<dyn ExecutionPlan>> {
     plan.transform_up(|node| {
-        let Some(config) = ndjson_scan(&node).and_then(|(config, source)| f(config, source)) else {
+        let Some(config) = raw_scan(&node).and_then(|(config, source)| f(config, source)) else {
             return Ok(Transformed::no(node));
         };
         Ok(Transformed::yes(

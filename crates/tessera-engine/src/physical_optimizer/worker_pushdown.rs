@@ -1,5 +1,5 @@
 //! Storage-side worker pushdown (`SET tessera.pushdown = 'worker'`): the largest
-//! sub-plans above raw NDJSON scans of S3 that compute each partition on its own (the
+//! sub-plans above raw NDJSON or CSV scans of S3 that compute each partition on its own (the
 //! scan, filters, projections, partial aggregates, per-partition top-K sorts) run on the
 //! worker, in one [`WorkerExec`] each, so that only their output crosses the link.
 //!
@@ -19,8 +19,8 @@ use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 
-use super::select_pushdown::ndjson_scan;
-use crate::options::{OnError, Pushdown, TesseraOptions};
+use super::raw_scan::raw_scan;
+use crate::options::{Pushdown, TesseraOptions};
 use crate::physical_plan::pushdown_choice::{Choice, PushdownChoiceExec};
 use crate::physical_plan::worker_exec::WorkerExec;
 
@@ -76,13 +76,13 @@ impl PhysicalOptimizerRule for WorkerPushdown {
     }
 }
 
-/// Whether `plan` is a chain of per-partition operators over a raw NDJSON scan of S3
-/// that fails on malformed lines (lines the worker skipped would not reach this
+/// Whether `plan` is a chain of per-partition operators over a raw NDJSON or CSV scan
+/// of S3 that fails on malformed lines (lines the worker skipped would not reach this
 /// session's reject report, so scans that skip them run here).
 pub(super) fn runs_on_worker(plan: &Arc<dyn ExecutionPlan>) -> bool {
-    if let Some((config, source)) = ndjson_scan(plan) {
+    if let Some((config, source)) = raw_scan(plan) {
         return config.object_store_url.as_str().starts_with("s3://")
-            && source.settings().on_error == OnError::Fail;
+            && source.fails_on_bad_lines();
     }
     let per_partition = plan.is::<FilterExec>()
         || plan.is::<ProjectionExec>()

@@ -1,7 +1,7 @@
 //! CSV locations (`FROM 's3://bucket/lineitem/*.csv'`, `STORED AS CSV`): DataFusion's
 //! CSV format, whose scans of S3 objects read them through S3 Select when the session
-//! says so (`SET tessera.pushdown = 's3select'`, [`select`]), as PushdownDB did for its
-//! TPC-H tables in CSV.
+//! says so (`SET tessera.pushdown = 's3select'`, or `'auto'` where it chooses so,
+//! [`select`]), as PushdownDB did for its TPC-H tables in CSV.
 
 pub mod select;
 
@@ -79,7 +79,7 @@ impl FileFormat for CsvSelectFormat {
         state: &dyn Session,
         conf: FileScanConfig,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let client = select_client(state, &conf, &[Pushdown::S3Select]);
+        let client = select_client(state, &conf, &[Pushdown::S3Select, Pushdown::Auto]);
         let plan = self.inner.create_physical_plan(state, conf).await?;
         let Some(client) = client else {
             return Ok(plan);

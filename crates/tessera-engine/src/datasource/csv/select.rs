@@ -87,6 +87,11 @@ impl CsvSelectSource {
         }
     }
 
+    /// DataFusion's source it reads with when the store cannot answer.
+    pub fn inner(&self) -> &CsvSource {
+        &self.inner
+    }
+
     /// The columns of the files, in order.
     pub fn file_schema(&self) -> &SchemaRef {
         self.inner.table_schema().file_schema()

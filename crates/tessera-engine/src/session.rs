@@ -157,9 +157,11 @@ impl TesseraSession {
         for f in crate::functions::json_document_functions() {
             state.register_udf(f)?;
         }
+        // `max`/`min` replace DataFusion's (same names), whose grouped floats are wrong.
         for f in crate::functions::json_aggregate::all_functions()
             .into_iter()
             .chain(compat::aggregate_functions())
+            .chain(crate::functions::min_max::all_functions())
         {
             state.register_udaf(f)?;
         }

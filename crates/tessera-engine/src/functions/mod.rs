@@ -8,6 +8,8 @@
 //! - [`operators`]: the `->` / `->>` operators, planned onto those functions.
 //! - [`compat`]: DuckDB and ClickHouse spellings (`hour(ts)`, `date_diff`, ...).
 //! - [`sum`]: `SUM` over integers widened so it cannot wrap around.
+//! - [`min_max`]: `MAX`/`MIN` whose grouped answers over floats are DataFusion's ungrouped
+//!   ones (NaN greatest, infinities kept).
 //! - [`json_build`], [`json_modify`], [`json_merge`], [`json_structure`], [`json_transform`],
 //!   [`json_aggregate`]: DuckDB's functions that build, change, describe and aggregate JSON.
 //! - [`geometry`]: the `GEOMETRY` type, its casts and `ST_*` functions; [`settings`]:
@@ -31,6 +33,7 @@ pub mod json_path;
 pub mod json_path_contains;
 pub mod json_structure;
 pub mod json_transform;
+pub mod min_max;
 pub mod operators;
 pub mod settings;
 pub mod sum;

@@ -93,7 +93,7 @@ INSTANCES = {"m6i.large": 0.096, "r4.8xlarge": 2.128}
 WORKER_PER_HOUR = INSTANCES["m6i.large"]
 METRICS = ("bytes_scanned", "select_store_bytes", "select_returned_bytes",
            "select_requests", "select_fallbacks", "select_retries",
-           "worker_bytes", "worker_requests", "worker_fallbacks", "worker_store_bytes")
+           "worker_bytes", "worker_requests", "worker_fallbacks")
 
 
 def prepare(binary: str, env: dict, minio: MinIO, work: Path, name: str, gen: list,
@@ -219,9 +219,10 @@ def run(binary: str, env: dict, minio: MinIO, table: str, mode: str, sql: str,
     dollars = {name: storage + median * price / 3600 for name, price in INSTANCES.items()}
     link_bytes = figures["bytes_scanned"] + figures["worker_bytes"]
     if table == "csv":
-        # DataFusion's CSV reader counts no bytes: what MinIO sent, but to the worker,
-        # crossed the link, and the worker's answers.
-        link_bytes = figures["worker_bytes"] + max(0, sent - figures["worker_store_bytes"])
+        # DataFusion's CSV reader counts no bytes: without the worker, what MinIO sent
+        # crossed the link; with it, what MinIO sent to the worker cannot be told from
+        # what it sent here.
+        link_bytes = sent if figures["worker_requests"] == 0 else None
     return {"seconds": median, "requests": sum(served.values()), "dollars": dollars,
             "link_bytes": link_bytes,
             "store_sent_bytes": sent, **figures}
@@ -288,8 +289,9 @@ def report(rows: list, mode_rows: dict) -> None:
             dollars = " | ".join(f"{r['dollars'][n]:.6f} | {r['dollars'][n] / local['dollars'][n]:.2f}"
                                  for n in names)
             fallbacks = r["select_fallbacks"] + r["worker_fallbacks"]
+            link = "n/a" if r["link_bytes"] is None else f"{r['link_bytes'] / 1e6:.1f}"
             print(f"| {shape} | {label} | {mode} | {r['seconds']:.2f} | "
-                  f"{local['seconds'] / r['seconds']:.2f}x | {r['link_bytes'] / 1e6:.1f} | "
+                  f"{local['seconds'] / r['seconds']:.2f}x | {link} | "
                   f"{r['store_sent_bytes'] / 1e6:.1f} | {r['select_store_bytes'] / 1e6:.1f} | "
                   f"{r['requests']:.0f} | {fallbacks:.0f} | {dollars} | {r['same']} |")
     for prefix in ("TPC-H", "CSV TPC-H"):

@@ -12,7 +12,9 @@
 
 use std::fmt::Write;
 
-use crate::select_sql::{FIELDS_MAX, NUMBER_MAGNITUDE_MAX, Ordering, is_iso_date, string};
+use crate::select_sql::{
+    FIELDS_MAX, NUMBER_MAGNITUDE_MAX, Ordering, is_iso_date, string, write_joined,
+};
 
 /// A condition a store evaluates per CSV row.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,22 +126,10 @@ impl CsvCondition {
             CsvCondition::NotEmpty(column) => {
                 write!(out, "{} != ''", field(*column)).expect("writing to a String")
             }
-            CsvCondition::And(parts) => write_joined(parts, " AND ", out),
-            CsvCondition::Or(parts) => write_joined(parts, " OR ", out),
+            CsvCondition::And(parts) => write_joined(parts, " AND ", out, Self::write),
+            CsvCondition::Or(parts) => write_joined(parts, " OR ", out, Self::write),
         }
     }
-}
-
-fn write_joined(parts: &[CsvCondition], separator: &str, out: &mut String) {
-    assert!(!parts.is_empty(), "a part to join");
-    out.push('(');
-    for (i, part) in parts.iter().enumerate() {
-        if i > 0 {
-            out.push_str(separator);
-        }
-        part.write(out);
-    }
-    out.push(')');
 }
 
 /// What one S3 Select request over a CSV object with a header line asks for.

@@ -287,21 +287,8 @@ impl Condition {
                 }
                 out.push_str("))");
             }
-            Condition::And(parts) | Condition::Or(parts) => {
-                let joint = if matches!(self, Condition::And(_)) {
-                    " AND "
-                } else {
-                    " OR "
-                };
-                out.push('(');
-                for (i, part) in parts.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(joint);
-                    }
-                    part.write(out);
-                }
-                out.push(')');
-            }
+            Condition::And(parts) => write_joined(parts, " AND ", out, Condition::write),
+            Condition::Or(parts) => write_joined(parts, " OR ", out, Condition::write),
         }
     }
 }
@@ -400,6 +387,23 @@ impl KeyValue {
 }
 
 /// `condition` (if any) and then `extra`, as one conjunction.
+/// `parts`, each written by `write`, between `separator`s, in parentheses.
+pub(crate) fn write_joined<T>(
+    parts: &[T],
+    separator: &str,
+    out: &mut String,
+    write: impl Fn(&T, &mut String),
+) {
+    out.push('(');
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push_str(separator);
+        }
+        write(part, out);
+    }
+    out.push(')');
+}
+
 pub(crate) fn conjoined(condition: Option<Condition>, extra: Condition) -> Condition {
     match condition {
         None => extra,

@@ -121,15 +121,7 @@ pub(crate) fn condition(
         return null_is_null.then_some(Condition::NotNull(path));
     }
     let in_list = expr.downcast_ref::<InListExpr>()?;
-    if in_list.negated() {
-        return None;
-    }
-    let values = in_list
-        .list()
-        .iter()
-        .map(|e| string_literal(e).map(str::to_string))
-        .collect::<Option<Vec<String>>>()?;
-    strings_condition(read_of(in_list.expr(), projection)?, values)
+    strings_condition(read_of(in_list.expr(), projection)?, in_strings(in_list)?)
 }
 
 fn binary_condition(
@@ -272,6 +264,18 @@ pub(super) fn iso_date(days: i32) -> Option<String> {
         .format("%Y-%m-%d")
         .to_string();
     is_iso_date(&date).then_some(date)
+}
+
+/// The strings `x IN (...)` accepts, when it is not negated and lists only strings.
+pub(super) fn in_strings(in_list: &InListExpr) -> Option<Vec<String>> {
+    if in_list.negated() {
+        return None;
+    }
+    in_list
+        .list()
+        .iter()
+        .map(|e| string_literal(e).map(str::to_string))
+        .collect()
 }
 
 pub(super) fn literal_of(expr: &Arc<dyn PhysicalExpr>) -> Option<&ScalarValue> {

@@ -15,8 +15,7 @@ use datafusion::physical_expr::projection::ProjectionExprs;
 use tessera_pushdown::select_csv::CsvCondition;
 use tessera_pushdown::select_sql::{NUMBER_MAGNITUDE_MAX, Ordering};
 
-use super::condition::{iso_date, literal_of, number_literal};
-use crate::access::pushable::string_literal;
+use super::condition::{in_strings, iso_date, literal_of, number_literal};
 
 /// The scan a CSV filter reads: its projection over the table, and the files' columns.
 pub(super) struct CsvColumns<'a> {
@@ -51,15 +50,8 @@ pub(super) fn csv_condition(
     }
     let in_list = expr.downcast_ref::<InListExpr>()?;
     let (column, data_type) = columns.column(in_list.expr())?;
-    if in_list.negated() || !is_text(data_type) {
-        return None;
-    }
-    let values = in_list
-        .list()
-        .iter()
-        .map(|e| string_literal(e).map(str::to_string))
-        .collect::<Option<Vec<String>>>()?;
-    (!values.is_empty()).then_some(CsvCondition::StringIn { column, values })
+    let values = in_strings(in_list).filter(|v| is_text(data_type) && !v.is_empty())?;
+    Some(CsvCondition::StringIn { column, values })
 }
 
 fn binary_condition(binary: &BinaryExpr, columns: &CsvColumns) -> Option<CsvCondition> {

@@ -213,6 +213,11 @@ impl TesseraSession {
             .with_type_planner(Arc::new(SqlTypePlanner::new(Arc::clone(&user_types))))
             .with_optimizer_rule(Arc::new(AccessesBelowUnnest))
             .with_optimizer_rule(Arc::new(ElementAccesses))
+            // After DataFusion's simplifier, which plans `percentile_cont(1.0)`/`(0.0)`
+            // as its own `max`/`min` (see functions/min_max.rs).
+            .with_optimizer_rule(Arc::new(
+                crate::functions::min_max::TotalOrderMinMax::default(),
+            ))
             .with_physical_optimizer_rule(Arc::new(IntegerTextMinMax))
             .with_physical_optimizer_rule(Arc::new(CastPushdown))
             .with_physical_optimizer_rule(Arc::new(GroupOnCodes))

@@ -21,8 +21,16 @@
 //! with its sign bit set sorts below `-inf` in it, here as in every other float
 //! comparison DataFusion makes.
 //!
+//! Registering the wrappers under DataFusion's names reaches every `max`/`min` planned
+//! by name, but not the ones DataFusion builds itself: `percentile_cont(1.0)` and
+//! `percentile_cont(0.0)` (and `quantile_cont`) are simplified into `max_udaf()`/
+//! `min_udaf()`, DataFusion's own `Max`/`Min`, the only such construction in 55 outside
+//! tests. The logical optimizer rule [`TotalOrderMinMax`] swaps any aggregate that is
+//! still DataFusion's `Max`/`Min` for the wrapper; it runs after each pass of the
+//! expression simplifier (rules added to a session run after DataFusion's).
+//!
 //! Upstream fixed the same way after 55 (apache/datafusion#24432, by #24433); the
-//! wrappers can go once Tessera's DataFusion has that fix.
+//! wrappers and the rule can go once Tessera's DataFusion has that fix.
 
 use std::hash::Hash;
 use std::sync::Arc;
@@ -31,6 +39,7 @@ use datafusion::arrow::array::ArrowNativeTypeOp;
 use datafusion::arrow::datatypes::{
     ArrowPrimitiveType, DataType, FieldRef, Float16Type, Float32Type, Float64Type,
 };
+use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{Result, ScalarValue};
 use datafusion::functions_aggregate::min_max::{Max, Min};
 use datafusion::logical_expr::expr::{
@@ -41,9 +50,10 @@ use datafusion::logical_expr::function::{
 };
 use datafusion::logical_expr::utils::AggregateOrderSensitivity;
 use datafusion::logical_expr::{
-    Accumulator, AggregateUDF, AggregateUDFImpl, Documentation, Expr, GroupsAccumulator, Operator,
-    ReversedUDAF, SetMonotonicity, Signature, StatisticsArgs,
+    Accumulator, AggregateUDF, AggregateUDFImpl, Documentation, Expr, GroupsAccumulator,
+    LogicalPlan, Operator, ReversedUDAF, SetMonotonicity, Signature, StatisticsArgs,
 };
+use datafusion::optimizer::{ApplyOrder, OptimizerConfig, OptimizerRule};
 use datafusion_functions_aggregate_common::aggregate::groups_accumulator::prim_op::PrimitiveGroupsAccumulator;
 
 /// `max`: DataFusion's [`Max`], with grouped floats in total order (NaN greatest).
@@ -61,6 +71,69 @@ pub fn all_functions() -> Vec<Arc<AggregateUDF>> {
         Arc::new(AggregateUDF::new_from_impl(TotalOrderMax::default())),
         Arc::new(AggregateUDF::new_from_impl(TotalOrderMin::default())),
     ]
+}
+
+/// Logical optimizer rule: every aggregate that is DataFusion's own [`Max`]/[`Min`]
+/// becomes [`TotalOrderMax`]/[`TotalOrderMin`], arguments, `DISTINCT`, `FILTER`,
+/// `ORDER BY` and null treatment kept. In SQL only `percentile_cont`'s simplification
+/// makes them (see the module's comment); DataFrame code calling DataFusion's
+/// `expr_fn::max`/`min` would too. Names, types and schemas are unchanged, as the
+/// wrappers delegate all of those.
+#[derive(Debug)]
+pub struct TotalOrderMinMax {
+    max: Arc<AggregateUDF>,
+    min: Arc<AggregateUDF>,
+}
+
+impl Default for TotalOrderMinMax {
+    fn default() -> Self {
+        Self {
+            max: Arc::new(AggregateUDF::new_from_impl(TotalOrderMax::default())),
+            min: Arc::new(AggregateUDF::new_from_impl(TotalOrderMin::default())),
+        }
+    }
+}
+
+impl TotalOrderMinMax {
+    fn replace(&self, expr: Expr) -> Result<Transformed<Expr>> {
+        let Expr::AggregateFunction(mut aggregate) = expr else {
+            return Ok(Transformed::no(expr));
+        };
+        let inner = aggregate.func.inner();
+        let func = if inner.downcast_ref::<Max>().is_some() {
+            &self.max
+        } else if inner.downcast_ref::<Min>().is_some() {
+            &self.min
+        } else {
+            return Ok(Transformed::no(Expr::AggregateFunction(aggregate)));
+        };
+        aggregate.func = Arc::clone(func);
+        Ok(Transformed::yes(Expr::AggregateFunction(aggregate)))
+    }
+}
+
+impl OptimizerRule for TotalOrderMinMax {
+    fn name(&self) -> &str {
+        "tessera_total_order_min_max"
+    }
+
+    fn apply_order(&self) -> Option<ApplyOrder> {
+        Some(ApplyOrder::BottomUp)
+    }
+
+    fn rewrite(
+        &self,
+        plan: LogicalPlan,
+        _config: &dyn OptimizerConfig,
+    ) -> Result<Transformed<LogicalPlan>> {
+        // Aggregate functions only occur in `Aggregate`s once the plan is analyzed (window
+        // functions are never simplified into `Max`/`Min`, and their accumulators are the
+        // ungrouped ones anyway).
+        if !matches!(plan, LogicalPlan::Aggregate(_)) {
+            return Ok(Transformed::no(plan));
+        }
+        plan.map_expressions(|e| e.transform_up(|e| self.replace(e)))
+    }
 }
 
 /// The extreme an aggregate keeps, in the total order of
@@ -261,7 +334,12 @@ mod tests {
     use datafusion::arrow::compute::cast;
     use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Schema};
     use datafusion::arrow::record_batch::RecordBatch;
+    use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
     use datafusion::datasource::MemTable;
+    use datafusion::functions_aggregate::min_max::{Max, Min};
+    use datafusion::logical_expr::Expr;
+
+    use super::{TotalOrderMax, TotalOrderMin};
 
     use crate::SessionOptions;
     use crate::test_support::session_with;
@@ -361,6 +439,60 @@ mod tests {
             }
         }
         out
+    }
+
+    /// `percentile_cont(1.0)`/`(0.0)` (and `quantile_cont`), which DataFusion's simplifier
+    /// plans as its own `Max`/`Min`, end up as the wrappers, grouped and ungrouped, in
+    /// the optimized plan (subqueries included).
+    #[tokio::test]
+    async fn simplified_percentiles_are_the_wrappers() {
+        let session = session_with(SessionOptions::default());
+        let values = "(VALUES (1, 2.0), (1, 'NaN'::double)) t(g, x)";
+        for sql in [
+            format!(
+                "SELECT g, percentile_cont(1.0) WITHIN GROUP (ORDER BY x), \
+                 percentile_cont(0.0) WITHIN GROUP (ORDER BY x DESC), quantile_cont(x, 0.0) \
+                 FROM {values} GROUP BY g"
+            ),
+            format!(
+                "SELECT percentile_cont(0.0) WITHIN GROUP (ORDER BY x) FILTER (WHERE g > 0), \
+                 (SELECT percentile_cont(1.0) WITHIN GROUP (ORDER BY x) FROM {values}) \
+                 FROM {values}"
+            ),
+        ] {
+            let plan = session
+                .sql(&sql)
+                .await
+                .unwrap()
+                .into_optimized_plan()
+                .unwrap();
+            let mut found = Vec::new();
+            plan.apply_with_subqueries(|node| {
+                node.apply_expressions(|e| {
+                    e.apply(|e| {
+                        if let Expr::AggregateFunction(a) = e {
+                            let inner = a.func.inner();
+                            found.push((
+                                a.func.name().to_string(),
+                                inner.downcast_ref::<Max>().is_some()
+                                    || inner.downcast_ref::<Min>().is_some(),
+                                inner.downcast_ref::<TotalOrderMax>().is_some()
+                                    || inner.downcast_ref::<TotalOrderMin>().is_some(),
+                            ));
+                        }
+                        Ok(TreeNodeRecursion::Continue)
+                    })
+                })
+            })
+            .unwrap();
+            assert!(found.len() >= 2, "{sql}: {found:?}\n{plan}");
+            for (name, datafusion, wrapper) in &found {
+                assert!(
+                    ["max", "min"].contains(&name.as_str()) && !datafusion && *wrapper,
+                    "{sql}: {found:?}\n{plan}"
+                );
+            }
+        }
     }
 
     const AGGREGATES: &str = "max(x), min(x), max(x32), min(x32), max(x16), min(x16)";

@@ -9,7 +9,8 @@
 //! - [`compat`]: DuckDB and ClickHouse spellings (`hour(ts)`, `date_diff`, ...).
 //! - [`sum`]: `SUM` over integers widened so it cannot wrap around.
 //! - [`min_max`]: `MAX`/`MIN` whose grouped answers over floats are DataFusion's ungrouped
-//!   ones (NaN greatest, infinities kept).
+//!   ones (NaN greatest, infinities kept), and the rule that gives them the aggregates
+//!   DataFusion's simplifier writes itself (`percentile_cont(1.0)`).
 //! - [`json_build`], [`json_modify`], [`json_merge`], [`json_structure`], [`json_transform`],
 //!   [`json_aggregate`]: DuckDB's functions that build, change, describe and aggregate JSON.
 //! - [`geometry`]: the `GEOMETRY` type, its casts and `ST_*` functions; [`settings`]:

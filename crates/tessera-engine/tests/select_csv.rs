@@ -3,15 +3,20 @@
 //! empty fields, quoted commas and quotes, NaN and infinities, `\r\n` line ends (the
 //! store drops the `\r` as DataFusion's reader does, so the last column compares as
 //! read), dates written otherwise, plain and gzipped; and the store returns fewer
-//! bytes than the objects hold.
+//! bytes than the objects hold. A CSV scan that reads the objects itself counts what it
+//! read and the GETs it paid for, whole or split into byte ranges.
 
+use std::sync::Arc;
+
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::physical_plan::ExecutionPlan;
 use tessera_engine::{SessionOptions, TesseraSession};
 
 // This test uses a part of the shared helpers.
 #[allow(dead_code)]
 mod common;
 
-use common::{Rng, gzip, local_and_pushed, metric, minio_bucket, put, rows};
+use common::{Rng, analyze, gzip, lines, local_and_pushed, metric, minio_bucket, put, rows};
 
 const BUCKET: &str = "csv";
 const COLUMNS: &str = "id,g,n,p,dt,note";
@@ -146,4 +151,125 @@ async fn the_store_returns_the_columns_and_rows_the_query_needs() {
     let (local, pushed, plan) = local_and_pushed(&session, &sql).await;
     assert_eq!(pushed, local, "{plan}");
     assert_eq!(metric(&plan, "select_retries"), 1, "{plan}");
+}
+
+/// `sql`'s rows in `session`, and the exact sums of the metrics `names` over its plan
+/// (`EXPLAIN ANALYZE` shows them rounded from a thousand on).
+async fn run_counted(
+    session: &TesseraSession,
+    sql: &str,
+    names: &[&str],
+) -> (Vec<String>, Vec<u64>) {
+    let plan = session
+        .sql(sql)
+        .await
+        .unwrap()
+        .create_physical_plan()
+        .await
+        .unwrap();
+    let ctx = session.context().task_ctx();
+    let batches = datafusion::physical_plan::collect(Arc::clone(&plan), ctx)
+        .await
+        .unwrap();
+    let sum = |name: &str| {
+        let mut total = 0;
+        plan.apply(|node: &Arc<dyn ExecutionPlan>| {
+            if let Some(metrics) = node.metrics() {
+                total += metrics.sum_by_name(name).map_or(0, |v| v.as_usize() as u64);
+            }
+            Ok(TreeNodeRecursion::Continue)
+        })
+        .unwrap();
+        total
+    };
+    (lines(&batches), names.iter().map(|n| sum(n)).collect())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_read_shows_the_bytes_and_gets_it_paid_for() {
+    let (_minio, s3, store) = minio_bucket(BUCKET);
+    let mut rng = Rng(0xb17e_5c0f);
+    let mut object_bytes = 0;
+    for part in 0..2 {
+        let text = csv(&mut rng, 5_000, &[], "\n");
+        object_bytes += text.len() as u64;
+        put(
+            store.as_ref(),
+            &format!("counted/part{part}.csv"),
+            text.into_bytes(),
+        )
+        .await;
+    }
+    let session = session(s3);
+    rows(&session, "SET tessera.pushdown = 'off'").await;
+    let sql = format!("SELECT g, count(*), sum(n) FROM 's3://{BUCKET}/counted/*.csv' GROUP BY g");
+    let plan = analyze(&session, &sql).await;
+    // EXPLAIN shows four digits.
+    let shown = metric(&plan, "bytes_scanned");
+    assert!(
+        shown.abs_diff(object_bytes) * 1_000 <= object_bytes,
+        "{shown} of {object_bytes} bytes\n{plan}"
+    );
+    let requests = metric(&plan, "requests");
+    assert!(requests >= 1, "{plan}");
+    // Each GET at $0.0004 per 1,000.
+    assert_eq!(
+        metric(&plan, "request_cost_nanodollars"),
+        400 * requests,
+        "{plan}"
+    );
+    // Exactly: each object read whole, once.
+    let names = ["bytes_scanned", "requests", "request_cost_nanodollars"];
+    let (_, counted) = run_counted(&session, &sql, &names).await;
+    assert_eq!(counted, vec![object_bytes, 2, 800], "{plan}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_split_into_byte_ranges_gives_its_rows_once() {
+    let (_minio, s3, store) = minio_bucket(BUCKET);
+    let mut rng = Rng(0x5b11_7c5f);
+    let text = csv(&mut rng, 20_000, &[], "\n");
+    let object_bytes = text.len() as u64;
+    put(store.as_ref(), "split/part0.csv", text.into_bytes()).await;
+    let options = SessionOptions {
+        target_partitions: Some(4),
+        ..Default::default()
+    };
+    let session = TesseraSession::new(s3, options).unwrap();
+    let table = format!("'s3://{BUCKET}/split/part0.csv'");
+    let sql = format!("SELECT id, g, n, p, dt, note FROM {table}");
+    let counted = format!("SELECT count(*), count(DISTINCT id), sum(id) FROM {table}");
+    rows(&session, "SET tessera.pushdown = 'off'").await;
+    let whole = rows(&session, &sql).await;
+    let whole_plan = analyze(&session, &sql).await;
+    assert!(!whole_plan.contains("part0.csv:0.."), "{whole_plan}");
+    rows(
+        &session,
+        "SET datafusion.optimizer.repartition_file_min_size = 1",
+    )
+    .await;
+    let plan = analyze(&session, &sql).await;
+    assert!(plan.contains("part0.csv:0.."), "not split:\n{plan}");
+    assert_eq!(rows(&session, &sql).await, whole, "{plan}");
+    let ids: u64 = (0..20_000).sum();
+    assert_eq!(
+        rows(&session, &counted).await,
+        vec![format!("20000 | 20000 | {ids}")]
+    );
+    // Each range read once, and a line past its end: 16 KiB at most.
+    let names = ["bytes_scanned", "requests", "request_cost_nanodollars"];
+    let (_, spent) = run_counted(&session, &sql, &names).await;
+    let (read, requests) = (spent[0], spent[1]);
+    assert!(
+        (object_bytes..=object_bytes + 4 * (16 * 1024 + 1)).contains(&read),
+        "{read} of {object_bytes} bytes\n{plan}"
+    );
+    assert!(requests >= 4, "{requests} requests\n{plan}");
+    assert_eq!(spent[2], 400 * requests);
+    // A scan asking S3 Select reads each object in one request: not split.
+    rows(&session, "SET tessera.pushdown = 's3select'").await;
+    let plan = analyze(&session, &sql).await;
+    assert!(plan.contains("s3_select="), "{plan}");
+    assert!(!plan.contains("part0.csv:0.."), "{plan}");
+    assert_eq!(rows(&session, &sql).await, whole, "{plan}");
 }

@@ -438,8 +438,10 @@ fn csv_rows(rng: &mut Rng, count: usize) -> Vec<u8> {
 async fn csv_goes_to_the_worker_or_to_s3_select_as_ndjson_does() {
     let fixture = fixture().await;
     let mut rng = Rng(0xc5f);
+    let mut object_bytes = 0;
     for part in 0..2 {
         let bytes = csv_rows(&mut rng, 20_000);
+        object_bytes += bytes.len() as u64;
         fixture.put(&format!("csv/part{part}.csv"), bytes).await;
     }
     let table = format!("'s3://{BUCKET}/csv/*.csv'");
@@ -454,6 +456,34 @@ async fn csv_goes_to_the_worker_or_to_s3_select_as_ndjson_does() {
         assert!(metric(&plan, "worker_requests") > 0, "{sql}\n{plan}");
         assert_eq!(metric(&plan, "worker_fallbacks"), 0, "{sql}\n{plan}");
     }
+    // What the scans read and spent shows as the NDJSON scan's does: here, each
+    // object read whole with its GETs priced...
+    rows(&session, "SET tessera.pushdown = 'off'").await;
+    let local = analyze(&session, &grouped).await;
+    let (read, billed) = (
+        metric(&local, "bytes_scanned"),
+        metric(&local, "request_cost_nanodollars"),
+    );
+    assert!(
+        read.abs_diff(object_bytes) * 1_000 <= object_bytes,
+        "{read} of {object_bytes}\n{local}"
+    );
+    assert_eq!(billed, 400 * metric(&local, "requests"), "{local}");
+    assert!(billed > 0, "{local}");
+    // ...and on the worker, which read the same (EXPLAIN rounds to four digits) with the
+    // same GETs, and its time on top.
+    rows(&session, "SET tessera.pushdown = 'worker'").await;
+    let pushed = analyze(&session, &grouped).await;
+    assert_eq!(metric(&pushed, "worker_fallbacks"), 0, "{pushed}");
+    let store_bytes = metric(&pushed, "worker_store_bytes");
+    assert!(
+        store_bytes.abs_diff(object_bytes) * 100 <= object_bytes,
+        "{store_bytes} of {object_bytes}\n{pushed}"
+    );
+    assert!(
+        metric(&pushed, "worker_cost_nanodollars") > billed,
+        "{pushed}"
+    );
     // A thin link: the aggregate's few rows beat the rows.
     rows(&session, "SET tessera.link_mib = 1").await;
     assert_eq!(choice(&session, &grouped).await, "worker");

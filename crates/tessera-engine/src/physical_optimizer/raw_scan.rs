@@ -1,14 +1,14 @@
 //! The raw file scans of S3 that the storage-side rules move ([`super::WorkerPushdown`],
-//! [`super::PushdownChoice`]): NDJSON documents, and CSV rows (DataFusion's reader, or
-//! [`CsvSelectSource`] when the session may ask S3 Select).
+//! [`super::PushdownChoice`]): NDJSON documents, and CSV rows ([`CsvScanSource`], which
+//! asks S3 Select first when the session may).
 
 use std::sync::Arc;
 
 use datafusion::datasource::listing::PartitionedFile;
-use datafusion::datasource::physical_plan::{CsvSource, FileScanConfig, FileScanConfigBuilder};
+use datafusion::datasource::physical_plan::{FileScanConfig, FileScanConfigBuilder};
 use datafusion::physical_plan::ExecutionPlan;
 
-use crate::datasource::csv::select::CsvSelectSource;
+use crate::datasource::csv::source::CsvScanSource;
 use crate::datasource::ndjson::read::Codec;
 use crate::datasource::ndjson::source::NdjsonSource;
 use crate::options::OnError;
@@ -18,10 +18,10 @@ use crate::options::OnError;
 pub(super) enum RawScan<'a> {
     /// NDJSON documents.
     Ndjson(&'a NdjsonSource),
-    /// CSV rows read by DataFusion.
+    /// CSV rows the scan reads itself.
     Csv,
-    /// CSV rows read through S3 Select.
-    CsvSelect(&'a CsvSelectSource),
+    /// CSV rows the scan asks S3 Select for first.
+    CsvSelect(&'a CsvScanSource),
 }
 
 /// The configuration and source of `plan` when it is a raw file scan.
@@ -29,10 +29,11 @@ pub(super) fn raw_scan(plan: &Arc<dyn ExecutionPlan>) -> Option<(&FileScanConfig
     if let Some((config, source)) = super::file_scan::<NdjsonSource>(plan) {
         return Some((config, RawScan::Ndjson(source)));
     }
-    if let Some((config, _)) = super::file_scan::<CsvSource>(plan) {
-        return Some((config, RawScan::Csv));
+    let (config, source) = super::file_scan::<CsvScanSource>(plan)?;
+    match source.asks_select() {
+        true => Some((config, RawScan::CsvSelect(source))),
+        false => Some((config, RawScan::Csv)),
     }
-    super::file_scan::<CsvSelectSource>(plan).map(|(c, s)| (c, RawScan::CsvSelect(s)))
 }
 
 impl RawScan<'_> {
@@ -76,7 +77,7 @@ impl RawScan<'_> {
             ),
             RawScan::CsvSelect(source) => Some(
                 builder
-                    .with_source(Arc::new(source.inner().clone()))
+                    .with_source(Arc::new(source.without_select()))
                     .build(),
             ),
             RawScan::Ndjson(_) | RawScan::Csv => None,

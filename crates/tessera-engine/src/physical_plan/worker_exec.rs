@@ -41,6 +41,7 @@ use tonic::transport::{Channel, Endpoint};
 
 use super::codec::TesseraCodec;
 use super::worker_spend::{SpendCounters, WorkerSpend};
+use crate::datasource::csv::source::with_csv_reads_counted;
 
 /// How long connecting to the worker may take before the partition is computed here.
 pub const CONNECT_TIMEOUT_MS: u64 = 2_000;
@@ -144,11 +145,14 @@ pub fn encode_ticket(plan: &Arc<dyn ExecutionPlan>, partition: usize) -> Result<
     .encode_to_vec())
 }
 
-/// The plan and partition a ticket asks for, the plan's functions resolved in `ctx`.
+/// The plan and partition a ticket asks for, the plan's functions resolved in `ctx`;
+/// its CSV scans (DataFusion's on the wire) count what they read, as the client's do,
+/// so that the partition's [`WorkerSpend`] includes them.
 pub fn decode_ticket(bytes: &[u8], ctx: &TaskContext) -> Result<(Arc<dyn ExecutionPlan>, usize)> {
     let ticket = Ticket::decode(bytes)
         .map_err(|e| DataFusionError::Plan(format!("not a Tessera worker ticket: {e}")))?;
     let plan = physical_plan_from_bytes_with_extension_codec(&ticket.plan, ctx, &TesseraCodec)?;
+    let plan = with_csv_reads_counted(plan)?;
     let partition = ticket.partition as usize;
     let partitions = plan.properties().partitioning.partition_count();
     if partition >= partitions {

@@ -1,9 +1,12 @@
 //! CSV locations (`FROM 's3://bucket/lineitem/*.csv'`, `STORED AS CSV`): DataFusion's
-//! CSV format, whose scans of S3 objects read them through S3 Select when the session
-//! says so (`SET tessera.pushdown = 's3select'`, or `'auto'` where it chooses so,
-//! [`select`]), as PushdownDB did for its TPC-H tables in CSV.
+//! CSV format, whose scans are Tessera's ([`source`]): they count what they read from
+//! the store, and read S3 objects through S3 Select when the session says so (`SET
+//! tessera.pushdown = 's3select'`, or `'auto'` where it chooses so, [`select`]), as
+//! PushdownDB did for its TPC-H tables in CSV.
 
+mod counted_store;
 pub mod select;
+pub mod source;
 
 use std::sync::Arc;
 
@@ -24,16 +27,18 @@ use object_store::{ObjectMeta, ObjectStore};
 
 use crate::datasource::select::select_client;
 use crate::options::Pushdown;
-use select::CsvSelectSource;
+use select::SelectPushdown;
+use source::CsvScanSource;
 
-/// A CSV format (DataFusion's) whose scans may ask S3 Select.
+/// A CSV format (DataFusion's) whose scans are [`CsvScanSource`]s, which may ask S3
+/// Select.
 #[derive(Debug)]
 pub struct CsvSelectFormat {
     inner: Arc<dyn FileFormat>,
 }
 
 impl CsvSelectFormat {
-    /// `inner`, a CSV format, with scans that may ask S3 Select.
+    /// `inner`, a CSV format, with Tessera's scans.
     pub fn new(inner: Arc<dyn FileFormat>) -> Self {
         Self { inner }
     }
@@ -81,9 +86,6 @@ impl FileFormat for CsvSelectFormat {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let client = select_client(state, &conf, &[Pushdown::S3Select, Pushdown::Auto]);
         let plan = self.inner.create_physical_plan(state, conf).await?;
-        let Some(client) = client else {
-            return Ok(plan);
-        };
         let config = plan
             .downcast_ref::<DataSourceExec>()
             .and_then(|scan| scan.data_source().downcast_ref::<FileScanConfig>());
@@ -92,14 +94,16 @@ impl FileFormat for CsvSelectFormat {
         else {
             return Ok(plan);
         };
-        match CsvSelectSource::try_new(csv, client, config.file_compression_type) {
-            Some(source) => Ok(DataSourceExec::from_data_source(
-                FileScanConfigBuilder::from(config.clone())
-                    .with_source(Arc::new(source))
-                    .build(),
-            )),
-            None => Ok(plan),
+        let mut source = CsvScanSource::new(csv.clone());
+        let compression = config.file_compression_type;
+        if let Some(select) = client.and_then(|c| SelectPushdown::try_new(csv, c, compression)) {
+            source = source.with_select(select);
         }
+        Ok(DataSourceExec::from_data_source(
+            FileScanConfigBuilder::from(config.clone())
+                .with_source(Arc::new(source))
+                .build(),
+        ))
     }
 
     async fn create_writer_physical_plan(

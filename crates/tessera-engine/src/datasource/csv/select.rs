@@ -1,7 +1,8 @@
-//! A CSV scan whose objects S3 Select reads: the store returns only the columns the scan
-//! reads, of the rows that may pass the filter above it ([`CsvCondition`]), as CSV; the
-//! scan decodes them with the table's schema, so its rows are the rows a read of the
-//! object gives, and the filter tests them again.
+//! S3 Select for a CSV scan of S3 objects (a `CsvScanSource` with a client): the
+//! store returns only the columns the scan reads, of the rows that may pass the filter
+//! above it ([`CsvCondition`]), as CSV; the scan decodes them with the table's schema,
+//! so its rows are the rows a read of the object gives, and the filter tests them
+//! again.
 //!
 //! An object is read by DataFusion's own CSV reader instead when S3 Select cannot
 //! answer it: a failed request (after asking again with only the conditions that
@@ -16,18 +17,13 @@ use arrow::array::RecordBatch;
 use arrow::csv::ReaderBuilder;
 use arrow::datatypes::SchemaRef;
 use datafusion::common::Result;
-use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::{
-    CsvOpener, CsvSource, FileOpenFuture, FileOpener, FileScanConfig, FileSource,
+    CsvOpener, CsvSource, FileOpenFuture, FileOpener, FileSource,
 };
 use datafusion::datasource::projection::{ProjectionOpener, SplitProjection};
-use datafusion::datasource::table_schema::TableSchema;
-use datafusion::physical_expr::PhysicalExpr;
-use datafusion::physical_expr::projection::ProjectionExprs;
-use datafusion::physical_plan::DisplayFormatType;
-use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder};
+use datafusion::physical_plan::metrics::Count;
 use futures::{FutureExt, StreamExt};
 use object_store::ObjectStore;
 use tessera_blob::s3::S3Client;
@@ -37,19 +33,19 @@ use tessera_pushdown::select_sql::FIELDS_MAX;
 
 use crate::datasource::select::{SelectMetrics, ask};
 
-/// DataFusion's CSV source, its objects read through S3 Select.
+/// S3 Select for a CSV scan's objects: the bucket's client, and the condition of the
+/// filters above the scan.
 #[derive(Clone)]
-pub struct CsvSelectSource {
-    inner: CsvSource,
+pub struct SelectPushdown {
     client: S3Client,
     condition: Option<CsvCondition>,
-    batch_size: Option<usize>,
 }
 
-impl CsvSelectSource {
-    /// `inner` read through `client`, when S3 Select reads its files as `inner` does:
-    /// `,`-separated, `"`-quoted, `\n`-terminated, no escape or comment character, no
-    /// newlines in values, no short rows, stored as is or in gzip or bzip2.
+impl SelectPushdown {
+    /// S3 Select through `client` for the files `inner` reads, when S3 Select reads
+    /// them as `inner` does: `,`-separated, `"`-quoted, `\n`-terminated, no escape or
+    /// comment character, no newlines in values, no short rows, stored as is or in gzip
+    /// or bzip2.
     pub fn try_new(
         inner: &CsvSource,
         client: S3Client,
@@ -63,15 +59,13 @@ impl CsvSelectSource {
             && !inner.newlines_in_values()
             && !inner.truncate_rows()
             && input_compression(compression).is_some();
-        readable.then(|| Self {
-            inner: inner.clone(),
+        readable.then_some(Self {
             client,
             condition: None,
-            batch_size: None,
         })
     }
 
-    /// The same scan asking only for the rows for which `condition` holds too.
+    /// The same asking only for the rows for which `condition` holds too.
     pub fn with_condition(&self, condition: CsvCondition) -> Self {
         let condition = match self.condition.clone() {
             None => condition,
@@ -87,26 +81,9 @@ impl CsvSelectSource {
         }
     }
 
-    /// DataFusion's source it reads with when the store cannot answer.
-    pub fn inner(&self) -> &CsvSource {
-        &self.inner
-    }
-
-    /// The columns of the files, in order.
-    pub fn file_schema(&self) -> &SchemaRef {
-        self.inner.table_schema().file_schema()
-    }
-
-    fn split_projection(&self) -> SplitProjection {
-        let projection = self
-            .inner
-            .projection()
-            .expect("CSV sources have a projection");
-        SplitProjection::new(self.file_schema(), projection)
-    }
-
-    /// What each object is asked for; `None` when the scan reads no column (a count),
-    /// which S3 Select would answer with as many bytes as it saves.
+    /// What each object is asked for, the scan's columns in `split`; `None` when the
+    /// scan reads no column (a count), which S3 Select would answer with as many bytes
+    /// as it saves.
     fn select(&self, split: &SplitProjection) -> Option<CsvSelect> {
         let columns = split.file_indices.clone();
         (!columns.is_empty() && columns.len() <= FIELDS_MAX).then(|| CsvSelect {
@@ -115,16 +92,50 @@ impl CsvSelectSource {
         })
     }
 
-    fn with_inner(&self, inner: &Arc<dyn FileSource>) -> Self {
-        let inner = inner
-            .downcast_ref::<CsvSource>()
-            .expect("a CSV source stays one")
-            .clone();
-        Self {
-            inner,
-            ..self.clone()
+    /// The request of a scan of `inner`, as `EXPLAIN` shows it after the scan.
+    pub(super) fn fmt_request(&self, inner: &CsvSource, f: &mut fmt::Formatter) -> fmt::Result {
+        match self.select(&split_projection(inner)) {
+            Some(select) => write!(f, ", s3_select=[{}]", select.sql()),
+            None => write!(f, ", s3_select=none"),
         }
     }
+
+    /// The opener of `partition` of a scan of `inner`'s files, stored with
+    /// `compression`: S3 Select first, then DataFusion's reader over `store`; answers'
+    /// bytes counted in `bytes_scanned`.
+    pub(super) fn opener(
+        &self,
+        inner: &CsvSource,
+        store: Arc<dyn ObjectStore>,
+        compression: FileCompressionType,
+        partition: usize,
+        batch_size: usize,
+        bytes_scanned: Count,
+    ) -> Result<Arc<dyn FileOpener>> {
+        let split = split_projection(inner);
+        let fallback = CsvOpener::new(Arc::new(inner.clone()), compression, store);
+        let file_schema = inner.table_schema().file_schema();
+        let opener = CsvSelectOpener {
+            fallback: Arc::new(fallback),
+            client: self.client.clone(),
+            select: self.select(&split).map(Arc::new),
+            compression: input_compression(compression).expect("checked when built"),
+            header: match inner.has_header() {
+                true => CsvHeader::Ignore,
+                false => CsvHeader::None,
+            },
+            schema: Arc::new(file_schema.project(&split.file_indices)?),
+            batch_size,
+            metrics: SelectMetrics::new(inner.metrics(), partition, bytes_scanned),
+        };
+        ProjectionOpener::try_new(split, Arc::new(opener), file_schema)
+    }
+}
+
+/// The columns a scan of `inner` reads from its files, and its projection over them.
+fn split_projection(inner: &CsvSource) -> SplitProjection {
+    let projection = inner.projection().expect("CSV sources have a projection");
+    SplitProjection::new(inner.table_schema().file_schema(), projection)
 }
 
 fn input_compression(compression: FileCompressionType) -> Option<InputCompression> {
@@ -136,94 +147,11 @@ fn input_compression(compression: FileCompressionType) -> Option<InputCompressio
     }
 }
 
-impl fmt::Debug for CsvSelectSource {
+impl fmt::Debug for SelectPushdown {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CsvSelectSource")
+        f.debug_struct("SelectPushdown")
             .field("condition", &self.condition)
             .finish_non_exhaustive()
-    }
-}
-
-impl FileSource for CsvSelectSource {
-    fn create_file_opener(
-        &self,
-        object_store: Arc<dyn ObjectStore>,
-        base_config: &FileScanConfig,
-        partition: usize,
-    ) -> Result<Arc<dyn FileOpener>> {
-        let compression = base_config.file_compression_type;
-        let fallback = CsvOpener::new(Arc::new(self.inner.clone()), compression, object_store);
-        let split = self.split_projection();
-        let file_schema = self.file_schema();
-        let set = self.inner.metrics();
-        let bytes_scanned = MetricBuilder::new(set).counter("bytes_scanned", partition);
-        let opener = CsvSelectOpener {
-            fallback: Arc::new(fallback),
-            client: self.client.clone(),
-            select: self.select(&split).map(Arc::new),
-            compression: input_compression(compression).expect("checked when built"),
-            header: match self.inner.has_header() {
-                true => CsvHeader::Ignore,
-                false => CsvHeader::None,
-            },
-            schema: Arc::new(file_schema.project(&split.file_indices)?),
-            batch_size: self.batch_size.expect("batch size set before opening"),
-            metrics: SelectMetrics::new(set, partition, bytes_scanned),
-        };
-        ProjectionOpener::try_new(split, Arc::new(opener), file_schema)
-    }
-
-    fn table_schema(&self) -> &TableSchema {
-        self.inner.table_schema()
-    }
-
-    fn with_batch_size(&self, batch_size: usize) -> Arc<dyn FileSource> {
-        Arc::new(Self {
-            batch_size: Some(batch_size),
-            ..self.with_inner(&self.inner.with_batch_size(batch_size))
-        })
-    }
-
-    fn projection(&self) -> Option<&ProjectionExprs> {
-        self.inner.projection()
-    }
-
-    fn metrics(&self) -> &ExecutionPlanMetricsSet {
-        self.inner.metrics()
-    }
-
-    fn file_type(&self) -> &str {
-        "csv"
-    }
-
-    fn fmt_extra(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        self.inner.fmt_extra(t, f)?;
-        match self.select(&self.split_projection()) {
-            Some(select) => write!(f, ", s3_select=[{}]", select.sql()),
-            None => write!(f, ", s3_select=none"),
-        }
-    }
-
-    fn supports_repartitioning(&self) -> bool {
-        // S3 Select reads an object in one request.
-        false
-    }
-
-    fn try_pushdown_projection(
-        &self,
-        projection: &ProjectionExprs,
-    ) -> Result<Option<Arc<dyn FileSource>>> {
-        Ok(self
-            .inner
-            .try_pushdown_projection(projection)?
-            .map(|inner| Arc::new(self.with_inner(&inner)) as Arc<dyn FileSource>))
-    }
-
-    fn apply_expressions(
-        &self,
-        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
-    ) -> Result<TreeNodeRecursion> {
-        self.inner.apply_expressions(f)
     }
 }
 

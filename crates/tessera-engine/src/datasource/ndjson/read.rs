@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use datafusion::common::{DataFusionError, Result};
-use datafusion::physical_plan::metrics::Count;
+use datafusion::datasource::object_store::ObjectStoreUrl;
+use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricBuilder};
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
@@ -81,7 +82,8 @@ pub struct ReadPlan {
     pub gets: Gets,
 }
 
-/// The ranged reads (GETs) of a scan's files, and what the store bills for them.
+/// The ranged reads (GETs) of a scan's files, and what the store bills for them; the
+/// CSV scan counts its reads with the same rule ([`Gets::new`]).
 #[derive(Debug, Clone, Default)]
 pub struct Gets {
     /// Ranged reads sent.
@@ -92,7 +94,25 @@ pub struct Gets {
 }
 
 impl Gets {
-    fn count_one(&self) {
+    /// The counters of `partition` in `metrics` (`requests`, and
+    /// `request_cost_nanodollars` when the store bills them) of a scan reading the
+    /// store at `store`, through a block cache if `cached`.
+    pub(crate) fn new(
+        metrics: &ExecutionPlanMetricsSet,
+        partition: usize,
+        store: &ObjectStoreUrl,
+        cached: bool,
+    ) -> Self {
+        let counter = |name| MetricBuilder::new(metrics).counter(name, partition);
+        let billed = !cached && !store.as_str().starts_with("file://");
+        Self {
+            requests: counter("requests"),
+            cost_nanodollars: billed.then(|| counter("request_cost_nanodollars")),
+        }
+    }
+
+    /// Counts one read sent, at its price where the store bills it.
+    pub(crate) fn count_one(&self) {
         self.requests.add(1);
         if let Some(cost) = &self.cost_nanodollars {
             cost.add(GET_NANODOLLARS);

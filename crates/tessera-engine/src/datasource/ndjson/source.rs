@@ -292,14 +292,15 @@ impl FileSource for NdjsonSource {
             .cache
             .as_ref()
             .map(|c| Arc::new(c.wrap(Arc::clone(&object_store), &self.metrics, Some(partition))));
-        let billed = cache.is_none() && name_prefix != "/";
         let metrics = ScanMetrics {
             bytes_scanned: counter("bytes_scanned"),
             lines_rejected: counter("lines_rejected"),
-            gets: Gets {
-                requests: counter("requests"),
-                cost_nanodollars: billed.then(|| counter("request_cost_nanodollars")),
-            },
+            gets: Gets::new(
+                &self.metrics,
+                partition,
+                &base_config.object_store_url,
+                cache.is_some(),
+            ),
         };
         let extraction = self.extraction()?;
         let planned = self.select.as_ref().zip(self.select_plan_of(&extraction));

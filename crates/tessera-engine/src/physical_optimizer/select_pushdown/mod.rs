@@ -3,8 +3,8 @@
 //! scan's store condition, and the files of a scan that asks S3 Select are kept whole
 //! (one request per object).
 //!
-//! CSV scans that read their objects through S3 Select ([`CsvSelectSource`]) get a
-//! store condition the same way ([`csv_condition`]).
+//! CSV scans that ask S3 Select for their objects ([`CsvScanSource`] with a client) get
+//! a store condition the same way ([`csv_condition`]).
 //!
 //! The filter stays above the scan: a store condition only has to hold for every
 //! document the filter keeps ([`tessera_pushdown::select_sql`]), so a conjunct that
@@ -29,7 +29,7 @@ use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::{ExecutionPlan, Partitioning, replace_children_if_necessary};
 
-use crate::datasource::csv::select::CsvSelectSource;
+use crate::datasource::csv::source::CsvScanSource;
 use crate::datasource::ndjson::source::NdjsonSource;
 use condition::{Fit, condition};
 use csv_condition::{CsvColumns, csv_condition};
@@ -132,7 +132,7 @@ fn null_tested(filter: &FilterExec) -> Vec<usize> {
 }
 
 /// The scan under `filter` asking S3 Select for the rows of CSV files that may pass
-/// it, when it reads CSV files through S3 Select and part of the filter translates.
+/// it, when it asks S3 Select for CSV files and part of the filter translates.
 /// A round-robin repartition between them passes every row through, so the scan may
 /// be under it.
 fn csv_pushed(filter: &FilterExec) -> Option<Arc<dyn ExecutionPlan>> {
@@ -150,7 +150,10 @@ fn csv_pushed_into(
     filter: &FilterExec,
     scan: &Arc<dyn ExecutionPlan>,
 ) -> Option<Arc<dyn ExecutionPlan>> {
-    let (config, source) = super::file_scan::<CsvSelectSource>(scan)?;
+    let (config, source) = super::file_scan::<CsvScanSource>(scan)?;
+    if !source.asks_select() {
+        return None;
+    }
     let columns = CsvColumns {
         projection: source.projection()?,
         types: source
@@ -162,7 +165,7 @@ fn csv_pushed_into(
     };
     let condition = csv_condition(filter.predicate(), &columns)?;
     let config = FileScanConfigBuilder::from(config.clone())
-        .with_source(Arc::new(source.with_condition(condition)))
+        .with_source(Arc::new(source.with_condition(condition)?))
         .build();
     Some(DataSourceExec::from_data_source(config))
 }

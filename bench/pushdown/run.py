@@ -217,14 +217,8 @@ def run(binary: str, env: dict, minio: MinIO, table: str, mode: str, sql: str,
     if figures["worker_requests"] > 0:  # forced, or chosen by auto
         storage += median * WORKER_PER_HOUR / 3600
     dollars = {name: storage + median * price / 3600 for name, price in INSTANCES.items()}
-    link_bytes = figures["bytes_scanned"] + figures["worker_bytes"]
-    if table == "csv":
-        # DataFusion's CSV reader counts no bytes: without the worker, what MinIO sent
-        # crossed the link; with it, what MinIO sent to the worker cannot be told from
-        # what it sent here.
-        link_bytes = sent if figures["worker_requests"] == 0 else None
     return {"seconds": median, "requests": sum(served.values()), "dollars": dollars,
-            "link_bytes": link_bytes,
+            "link_bytes": figures["bytes_scanned"] + figures["worker_bytes"],
             "store_sent_bytes": sent, **figures}
 
 
@@ -289,9 +283,8 @@ def report(rows: list, mode_rows: dict) -> None:
             dollars = " | ".join(f"{r['dollars'][n]:.6f} | {r['dollars'][n] / local['dollars'][n]:.2f}"
                                  for n in names)
             fallbacks = r["select_fallbacks"] + r["worker_fallbacks"]
-            link = "n/a" if r["link_bytes"] is None else f"{r['link_bytes'] / 1e6:.1f}"
             print(f"| {shape} | {label} | {mode} | {r['seconds']:.2f} | "
-                  f"{local['seconds'] / r['seconds']:.2f}x | {link} | "
+                  f"{local['seconds'] / r['seconds']:.2f}x | {r['link_bytes'] / 1e6:.1f} | "
                   f"{r['store_sent_bytes'] / 1e6:.1f} | {r['select_store_bytes'] / 1e6:.1f} | "
                   f"{r['requests']:.0f} | {fallbacks:.0f} | {dollars} | {r['same']} |")
     for prefix in ("TPC-H", "CSV TPC-H"):

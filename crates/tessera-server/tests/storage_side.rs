@@ -503,3 +503,21 @@ async fn csv_goes_to_the_worker_or_to_s3_select_as_ndjson_does() {
     assert_eq!(chosen, local, "{plan}");
     assert_eq!(metric(&plan, "select_requests"), 0, "{plan}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gzipped_csv_is_read_here_under_the_worker() {
+    // DataFusion's plan encoding of a CSV scan drops its compression: the worker would
+    // read the gzip bytes as text.
+    let fixture = fixture().await;
+    let mut rng = Rng(0x92c5f);
+    fixture
+        .put("gz/part0.csv.gz", common::gzip(&csv_rows(&mut rng, 5_000)))
+        .await;
+    let sql =
+        format!("SELECT kind, count(*), sum(price) FROM 's3://{BUCKET}/gz/*.csv.gz' GROUP BY kind");
+    let session = fixture.session(&fixture.worker.endpoint, TOKEN).await;
+    let (local, pushed, plan) = both(&session, &sql).await;
+    assert_eq!(local.len(), 3, "{local:?}");
+    assert_eq!(pushed, local, "{plan}");
+    assert_eq!(metric(&plan, "worker_requests"), 0, "{plan}");
+}

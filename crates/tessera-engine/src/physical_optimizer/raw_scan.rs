@@ -47,12 +47,14 @@ impl RawScan<'_> {
         }
     }
 
-    /// Whether a bad line fails the query: a scan that skips bad lines must run where
-    /// the session's reject report sees them.
-    pub(super) fn fails_on_bad_lines(&self) -> bool {
+    /// Whether the scan of `config` reads the same on the storage-side worker: not an
+    /// NDJSON scan that skips bad lines (they must reach this session's reject report),
+    /// not compressed CSV (DataFusion's plan encoding of a CSV scan drops the
+    /// compression, so the worker would read the bytes as text).
+    pub(super) fn travels_to_worker(&self, config: &FileScanConfig) -> bool {
         match self {
             RawScan::Ndjson(source) => source.settings().on_error == OnError::Fail,
-            RawScan::Csv | RawScan::CsvSelect(_) => true,
+            RawScan::Csv | RawScan::CsvSelect(_) => !config.file_compression_type.is_compressed(),
         }
     }
 

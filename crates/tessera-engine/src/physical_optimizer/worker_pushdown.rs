@@ -77,12 +77,11 @@ impl PhysicalOptimizerRule for WorkerPushdown {
 }
 
 /// Whether `plan` is a chain of per-partition operators over a raw NDJSON or CSV scan
-/// of S3 that fails on malformed lines (lines the worker skipped would not reach this
-/// session's reject report, so scans that skip them run here).
+/// of S3 that the worker reads as this session would (`RawScan::travels_to_worker`).
 pub(super) fn runs_on_worker(plan: &Arc<dyn ExecutionPlan>) -> bool {
     if let Some((config, source)) = raw_scan(plan) {
         return config.object_store_url.as_str().starts_with("s3://")
-            && source.fails_on_bad_lines();
+            && source.travels_to_worker(config);
     }
     let per_partition = plan.is::<FilterExec>()
         || plan.is::<ProjectionExec>()

@@ -305,11 +305,16 @@ impl PushedAggregation {
                 .collect(),
         };
         assert!(requests.len() <= GROUPS_MAX, "requests per object bounded");
-        let answers =
-            futures::future::join_all(requests.iter().map(|r| async move {
-                ask(&self.client, metrics, key, &json_lines(&r.sql(), compression)).await
-            }))
-            .await;
+        let answers = futures::future::join_all(requests.iter().map(|r| async move {
+            ask(
+                &self.client,
+                metrics,
+                key,
+                &json_lines(&r.sql(), compression),
+            )
+            .await
+        }))
+        .await;
         let mut rows: Vec<Vec<ScalarValue>> = Vec::with_capacity(answers.len());
         for (i, answer) in answers.into_iter().enumerate() {
             let Some(fields) = answer

@@ -168,19 +168,26 @@ fn binary_condition(
     {
         return strings_condition(read, vec![s.clone()]);
     }
-    let ordering = match op {
-        Operator::Lt => Ordering::Less,
-        Operator::LtEq => Ordering::LessOrEqual,
-        Operator::Gt => Ordering::Greater,
-        Operator::GtEq => Ordering::GreaterOrEqual,
-        Operator::Eq => {
-            let at_least = compare(&read, Ordering::GreaterOrEqual, literal, fit)?;
-            let at_most = compare(&read, Ordering::LessOrEqual, literal, fit)?;
-            return Some(Condition::And(vec![at_least, at_most]));
-        }
+    let mut parts = orderings(op)?
+        .iter()
+        .map(|ordering| compare(&read, *ordering, literal, fit))
+        .collect::<Option<Vec<Condition>>>()?;
+    match parts.len() {
+        1 => parts.pop(),
+        _ => Some(Condition::And(parts)),
+    }
+}
+
+/// The orderings a comparison `op` holds by: one, or both bounds of an equality.
+pub(super) fn orderings(op: Operator) -> Option<&'static [Ordering]> {
+    Some(match op {
+        Operator::Lt => &[Ordering::Less],
+        Operator::LtEq => &[Ordering::LessOrEqual],
+        Operator::Gt => &[Ordering::Greater],
+        Operator::GtEq => &[Ordering::GreaterOrEqual],
+        Operator::Eq => &[Ordering::GreaterOrEqual, Ordering::LessOrEqual],
         _ => return None,
-    };
-    compare(&read, ordering, literal, fit)
+    })
 }
 
 /// `read ordering literal` as a store condition: numbers, and dates cast from text.

@@ -15,7 +15,7 @@ use datafusion::physical_expr::projection::ProjectionExprs;
 use tessera_pushdown::select_csv::CsvCondition;
 use tessera_pushdown::select_sql::{NUMBER_MAGNITUDE_MAX, Ordering};
 
-use super::condition::{in_strings, iso_date, literal_of, number_literal};
+use super::condition::{in_strings, iso_date, literal_of, number_literal, orderings};
 
 /// The scan a CSV filter reads: its projection over the table, and the files' columns.
 pub(super) struct CsvColumns<'a> {
@@ -91,19 +91,14 @@ fn binary_condition(binary: &BinaryExpr, columns: &CsvColumns) -> Option<CsvCond
         let values = vec![s.clone()];
         return Some(CsvCondition::StringIn { column, values });
     }
-    let ordering = match op {
-        Operator::Lt => Ordering::Less,
-        Operator::LtEq => Ordering::LessOrEqual,
-        Operator::Gt => Ordering::Greater,
-        Operator::GtEq => Ordering::GreaterOrEqual,
-        Operator::Eq => {
-            let at_least = compare(column, data_type, Ordering::GreaterOrEqual, literal)?;
-            let at_most = compare(column, data_type, Ordering::LessOrEqual, literal)?;
-            return Some(CsvCondition::And(vec![at_least, at_most]));
-        }
-        _ => return None,
-    };
-    compare(column, data_type, ordering, literal)
+    let mut parts = orderings(op)?
+        .iter()
+        .map(|ordering| compare(column, data_type, *ordering, literal))
+        .collect::<Option<Vec<CsvCondition>>>()?;
+    match parts.len() {
+        1 => parts.pop(),
+        _ => Some(CsvCondition::And(parts)),
+    }
 }
 
 /// `column ordering literal` as a store condition: numbers and dates.

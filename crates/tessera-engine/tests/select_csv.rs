@@ -8,8 +8,7 @@
 
 use std::sync::Arc;
 
-use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
-use datafusion::physical_plan::ExecutionPlan;
+use tessera_engine::physical_plan::subtree_metric_sum;
 use tessera_engine::{SessionOptions, TesseraSession};
 
 // This test uses a part of the shared helpers.
@@ -171,18 +170,8 @@ async fn run_counted(
     let batches = datafusion::physical_plan::collect(Arc::clone(&plan), ctx)
         .await
         .unwrap();
-    let sum = |name: &str| {
-        let mut total = 0;
-        plan.apply(|node: &Arc<dyn ExecutionPlan>| {
-            if let Some(metrics) = node.metrics() {
-                total += metrics.sum_by_name(name).map_or(0, |v| v.as_usize() as u64);
-            }
-            Ok(TreeNodeRecursion::Continue)
-        })
-        .unwrap();
-        total
-    };
-    (lines(&batches), names.iter().map(|n| sum(n)).collect())
+    let sums = names.iter().map(|n| subtree_metric_sum(&plan, n)).collect();
+    (lines(&batches), sums)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

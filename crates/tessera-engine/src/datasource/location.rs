@@ -24,7 +24,7 @@ use futures::{StreamExt, TryStreamExt};
 use tessera_blob::Location;
 use url::Url;
 
-use crate::datasource::csv::CsvSelectFormat;
+use crate::datasource::csv::CsvScanFormat;
 use crate::datasource::ndjson::NdjsonFormat;
 use crate::datasource::parquet::CheckedParquetFormat;
 
@@ -46,7 +46,7 @@ pub fn format_for(name: &str) -> Option<Arc<dyn FileFormat>> {
         "parquet" => Some(Arc::new(CheckedParquetFormat::new(Arc::new(
             ParquetFormat::default(),
         )))),
-        "csv" => Some(Arc::new(CsvSelectFormat::new(Arc::new(
+        "csv" => Some(Arc::new(CsvScanFormat::new(Arc::new(
             CsvFormat::default()
                 .with_has_header(true)
                 .with_file_compression_type(compression),
@@ -125,7 +125,7 @@ pub async fn table_for_locations(
     let format: Arc<dyn FileFormat> = if format.downcast_ref::<ParquetFormat>().is_some() {
         Arc::new(CheckedParquetFormat::new(format))
     } else if format.downcast_ref::<CsvFormat>().is_some() {
-        Arc::new(CsvSelectFormat::new(format))
+        Arc::new(CsvScanFormat::new(format))
     } else {
         format
     };

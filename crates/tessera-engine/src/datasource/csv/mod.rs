@@ -33,11 +33,11 @@ use source::CsvScanSource;
 /// A CSV format (DataFusion's) whose scans are [`CsvScanSource`]s, which may ask S3
 /// Select.
 #[derive(Debug)]
-pub struct CsvSelectFormat {
+pub struct CsvScanFormat {
     inner: Arc<dyn FileFormat>,
 }
 
-impl CsvSelectFormat {
+impl CsvScanFormat {
     /// `inner`, a CSV format, with Tessera's scans.
     pub fn new(inner: Arc<dyn FileFormat>) -> Self {
         Self { inner }
@@ -45,7 +45,7 @@ impl CsvSelectFormat {
 }
 
 #[async_trait]
-impl FileFormat for CsvSelectFormat {
+impl FileFormat for CsvScanFormat {
     fn get_ext(&self) -> String {
         self.inner.get_ext()
     }

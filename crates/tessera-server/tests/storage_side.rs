@@ -521,3 +521,28 @@ async fn gzipped_csv_is_read_here_under_the_worker() {
     assert_eq!(pushed, local, "{plan}");
     assert_eq!(metric(&plan, "worker_requests"), 0, "{plan}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_sends_the_filter_over_a_one_object_table_with_its_scan() {
+    // One object is one partition, which DataFusion deals round-robin to the filter
+    // above: the filter must still leave with the scan, or every row crosses the link.
+    let fixture = fixture().await;
+    let mut rng = Rng(0x0b1ec7);
+    let bytes = csv_rows(&mut rng, 60_000);
+    let object_bytes = bytes.len() as u64;
+    fixture.put("one/part0.csv", bytes).await;
+    let sql = format!("SELECT id, kind FROM 's3://{BUCKET}/one/*.csv' WHERE price < 100");
+    let session = fixture.session(&fixture.worker.endpoint, TOKEN).await;
+    rows(&session, "SET tessera.link_mib = 1").await;
+    assert_eq!(choice(&session, &sql).await, "worker");
+    let (local, chosen, plan) = pushed_as(&session, &sql, "auto").await;
+    assert!(!local.is_empty());
+    assert_eq!(chosen, local, "{plan}");
+    let sent = metric(&plan, "worker_bytes");
+    assert!(
+        sent > 0 && sent * 20 < object_bytes,
+        "{sent} of {object_bytes}\n{plan}"
+    );
+    // And the object is read in byte ranges, a request each, as it is without S3 Select.
+    assert_eq!(metric(&plan, "worker_requests"), 2, "{plan}");
+}

@@ -13,8 +13,9 @@
 //!
 //! The evidence must cost less than it saves, so each sample runs where it is cheapest
 //! to take, and only where it can change the choice: the whole sub-plan on the worker,
-//! which reads the sample beside the store and sends back only the sub-plan's output (as
-//! the worker itself would), and only when the link is slower than parsing; the filtered
+//! which reads the sample beside the store and sends back only the size of the
+//! sub-plan's output ([`SampleSizeExec`]), and only when the link is slower than
+//! parsing; the filtered
 //! scan only when S3 Select could still win on its scan rate alone; and the sub-plans
 //! of one query at once. A worker that falls back during its sample (down or
 //! saturated, as in FlexPushdownDB) is no candidate. Without a sample (compressed files,
@@ -23,6 +24,10 @@
 //! the same object returns the same share, so a query that comes again (a dashboard's)
 //! plans from [`SampleMemory`] without the sample's round trip. The choice and its
 //! estimates show in `EXPLAIN` on a [`PushdownChoiceExec`].
+//!
+//! A filter or projection that DataFusion put above a round-robin repartition of a
+//! scan's one partition (a table of one object) is moved under it first, so that it is
+//! part of the sub-plan that may leave.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -37,8 +42,14 @@ use datafusion::datasource::source::DataSourceExec;
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::execution::{SessionStateBuilder, TaskContext};
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
-use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::common::collect;
 use datafusion::physical_plan::filter::FilterExec;
+use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::repartition::RepartitionExec;
+use datafusion::physical_plan::{
+    ExecutionPlan, ExecutionPlanProperties, Partitioning, replace_children_if_necessary,
+};
 use datafusion::prelude::SessionConfig;
 use tessera_pushdown::cost::SELECT_BYTES_PER_S;
 use tokio::runtime::{Handle, RuntimeFlavor};
@@ -46,8 +57,8 @@ use tokio::runtime::{Handle, RuntimeFlavor};
 use super::raw_scan::{RawScan, raw_scan};
 use super::worker_pushdown::runs_on_worker;
 use crate::options::{Pushdown, TesseraOptions};
-use crate::physical_plan::compact_views::compact_views;
 use crate::physical_plan::pushdown_choice::{Choice, Estimates, PushdownChoiceExec};
+use crate::physical_plan::sample_size::SampleSizeExec;
 use crate::physical_plan::worker_exec::{WorkerExec, WorkerToken, encode_ticket};
 
 /// Bytes of the first file a sample reads.
@@ -128,6 +139,7 @@ impl PhysicalOptimizerRule for PushdownChoice {
         if options.pushdown != Pushdown::Auto {
             return Ok(plan);
         }
+        let plan = under_round_robin(plan)?;
         let mut sent = Vec::new();
         plan.apply(|node| {
             if !runs_on_worker(node) {
@@ -148,12 +160,7 @@ impl PhysicalOptimizerRule for PushdownChoice {
             let estimates = estimates
                 .next()
                 .ok_or_else(|| internal_datafusion_err!("a sub-plan found twice"))?;
-            let choice = estimates.fastest();
-            let input = match choice {
-                Choice::S3Select => node,
-                Choice::Local | Choice::Worker => without_select(node)?,
-            };
-            let chosen = Arc::new(PushdownChoiceExec::new(input, choice, estimates));
+            let chosen = placed(node, estimates, config)?;
             Ok(Transformed::new(chosen, true, TreeNodeRecursion::Jump))
         })
         .map(|t| t.data)
@@ -363,37 +370,31 @@ impl Sampler<'_> {
     }
 
     /// Runs the sampled plan `sampled`, over `file`, on the worker at `endpoint` or here.
+    /// Either way only the size of its answer comes back ([`SampleSizeExec`]).
     async fn run_sample(
         &self,
-        mut sampled: Arc<dyn ExecutionPlan>,
+        sampled: Arc<dyn ExecutionPlan>,
         file: &PartitionedFile,
         endpoint: Option<&str>,
     ) -> Option<Sampled> {
+        let mut sized: Arc<dyn ExecutionPlan> = Arc::new(SampleSizeExec::new(sampled));
         if let Some(endpoint) = endpoint {
-            sampled = Arc::new(WorkerExec::new(sampled, endpoint.to_string()));
+            sized = Arc::new(WorkerExec::new(sized, endpoint.to_string()));
         }
-        let run = output_bytes(&sampled, &self.ctx);
-        let bytes = tokio::time::timeout(Duration::from_millis(SAMPLE_TIMEOUT_MS), run)
+        let run = collect(sized.execute(0, Arc::clone(&self.ctx)).ok()?);
+        let answer = tokio::time::timeout(Duration::from_millis(SAMPLE_TIMEOUT_MS), run)
             .await
             .ok()?
             .ok()?;
-        let metric = |name| {
-            sampled
-                .metrics()
-                .and_then(|m| m.sum_by_name(name))
-                .map_or(0, |v| v.as_usize())
-        };
-        let on_worker = endpoint.is_some() && metric("worker_fallbacks") == 0;
-        // What crossed the link when the worker sent it; else what it would send.
-        let sent = if on_worker {
-            metric("worker_bytes")
-        } else {
-            bytes
-        };
+        let bytes = SampleSizeExec::bytes_of(&answer).ok()?;
+        let fallbacks = sized
+            .metrics()
+            .and_then(|m| m.sum_by_name("worker_fallbacks"))
+            .map_or(0, |v| v.as_usize());
         let read = file.range.as_ref().map_or(1, |r| (r.end - r.start).max(1));
         Some(Sampled {
-            share: sent as f64 / read as f64,
-            on_worker,
+            share: bytes as f64 / read as f64,
+            on_worker: endpoint.is_some() && fallbacks == 0,
         })
     }
 }
@@ -437,18 +438,77 @@ fn over_sample(
     })
 }
 
-/// The bytes of the first partition of `plan`'s output, as the worker would send them:
-/// the bytes its arrays use, not the (often larger) buffers they were cut from.
-async fn output_bytes(plan: &Arc<dyn ExecutionPlan>, ctx: &Arc<TaskContext>) -> Result<usize> {
-    let stream = plan.execute(0, Arc::clone(ctx))?;
-    let batches = datafusion::physical_plan::common::collect(stream).await?;
-    let mut bytes = 0;
-    for batch in &batches {
-        for column in compact_views(batch)?.columns() {
-            bytes += column.to_data().get_slice_memory_size()?;
+/// `plan` with each filter and projection over a round-robin repartition of a sub-plan
+/// that could leave moved under the repartition, into the sub-plan.
+///
+/// A scan that may ask S3 Select reads whole objects, so a table of one object is read
+/// in one partition that DataFusion deals round-robin to the filter above. Dealing rows
+/// out keeps every row, so filtering before or after it gives the same rows; before,
+/// the filter leaves with the scan and only its rows cross the link.
+fn under_round_robin(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+    plan.transform_up(|node| {
+        let [input] = node.children()[..] else {
+            return Ok(Transformed::no(node));
+        };
+        let Some(repartition) = input.downcast_ref::<RepartitionExec>() else {
+            return Ok(Transformed::no(node));
+        };
+        let per_row = node.is::<FilterExec>() || node.is::<ProjectionExec>();
+        let dealt = matches!(repartition.partitioning(), Partitioning::RoundRobinBatch(_));
+        if !per_row || !dealt || !runs_on_worker(repartition.input()) {
+            return Ok(Transformed::no(node));
         }
+        let moved = replace_children_if_necessary(
+            Arc::clone(&node),
+            vec![Arc::clone(repartition.input())],
+        )?;
+        let mut above = RepartitionExec::try_new(moved, repartition.partitioning().clone())?;
+        if repartition.preserve_order() {
+            above = above.with_preserve_order();
+        }
+        Ok(Transformed::yes(Arc::new(above) as _))
+    })
+    .map(|t| t.data)
+}
+
+/// The sub-plan `sent` where `estimates` expect it to finish first, under the
+/// [`PushdownChoiceExec`] that shows why.
+///
+/// A scan that may ask S3 Select reads objects whole, so a table of one object is one
+/// partition. Left to be read here or by the worker, it is cut into byte ranges as
+/// DataFusion cuts the files of a scan that never asked, so that more than one
+/// connection reads it; its partitions are merged again above, for the plan made for
+/// one.
+fn placed(
+    sent: Arc<dyn ExecutionPlan>,
+    estimates: Estimates,
+    config: &ConfigOptions,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let choice = estimates.fastest();
+    if choice == Choice::S3Select {
+        return Ok(Arc::new(PushdownChoiceExec::new(sent, choice, estimates)));
     }
-    Ok(bytes)
+    let chain = without_select(sent)?;
+    let one = chain.output_partitioning().partition_count() == 1;
+    if !one || chain.output_ordering().is_some() {
+        return Ok(Arc::new(PushdownChoiceExec::new(chain, choice, estimates)));
+    }
+    let target = config.execution.target_partitions;
+    let cut = chain
+        .transform_up(|node| match raw_scan(&node) {
+            Some(_) => match node.repartitioned(target, config)? {
+                Some(cut) => Ok(Transformed::yes(cut)),
+                None => Ok(Transformed::no(node)),
+            },
+            None => Ok(Transformed::no(node)),
+        })?
+        .data;
+    let spread = cut.output_partitioning().partition_count() > 1;
+    let chosen = Arc::new(PushdownChoiceExec::new(cut, choice, estimates));
+    Ok(match spread {
+        true => Arc::new(CoalescePartitionsExec::new(chosen)),
+        false => chosen,
+    })
 }
 
 /// `plan` with its scans no longer asking S3 Select.

@@ -11,6 +11,8 @@
 //! - [`cluster_exec`]: `ClusterExec`, a whole plan run on a Ballista cluster.
 //! - [`cluster_job`]: that plan's job: submitted, waited for, its rows fetched, its
 //!   report (stages, tasks, counters over all executors) for `EXPLAIN ANALYZE`.
+//! - [`sample_size`]: `SampleSizeExec`, the bytes a sample returns, counted where it
+//!   runs (on the worker, so that its rows stay there).
 //! - [`select_aggregation`]: `SelectAggregationExec`, a partial aggregation over an
 //!   S3 Select scan whose objects the store aggregates (per group, for the largest).
 //! - [`top_k_threshold`]: `TopKThresholdExec`, a top-K sort whose input's S3 Select
@@ -27,6 +29,7 @@ pub mod code_aggregate;
 pub mod codec;
 pub mod compact_views;
 pub mod pushdown_choice;
+pub mod sample_size;
 pub mod select_aggregation;
 pub mod top_k_threshold;
 pub mod worker_exec;

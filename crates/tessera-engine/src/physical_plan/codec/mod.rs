@@ -7,8 +7,9 @@
 //! receiving session's registry, which is a Tessera session with the same functions.
 //! This codec adds the raw NDJSON scan ([`ndjson_scan`]), the Tessera table scan pinned
 //! to its client's table version ([`tessera_scan`]), the aggregation on dictionary
-//! codes ([`code_aggregate`]) and the data files of a distributed write
-//! ([`write_files`]). A plan never carries credentials: the receiver reads the
+//! codes ([`code_aggregate`]), the data files of a distributed write
+//! ([`write_files`]) and the size of a sample the worker takes for the pushdown choice
+//! ([`SampleSizeExec`]). A plan never carries credentials: the receiver reads the
 //! files with its own stores, and rejected lines go to its own reject log.
 
 mod code_aggregate;
@@ -35,6 +36,7 @@ use crate::datasource::ndjson::source::NdjsonSource;
 use crate::datasource::tessera::scan::TesseraSource;
 use crate::datasource::tessera::write::distributed::WriteFilesExec;
 use crate::physical_plan::code_aggregate::CodeAggregateExec;
+use crate::physical_plan::sample_size::SampleSizeExec;
 
 /// Encodes and decodes Tessera's plan nodes for `datafusion-proto`.
 #[derive(Debug, Default, Clone, Copy)]
@@ -43,7 +45,7 @@ pub struct TesseraCodec;
 /// One Tessera node.
 #[derive(Clone, PartialEq, Message)]
 struct TesseraNode {
-    #[prost(oneof = "Node", tags = "1, 2, 3, 4")]
+    #[prost(oneof = "Node", tags = "1, 2, 3, 4, 5")]
     node: Option<Node>,
 }
 
@@ -57,7 +59,14 @@ enum Node {
     CodeAggregate(Box<CodeAggregateNode>),
     #[prost(message, tag = "4")]
     WriteFiles(WriteFilesNode),
+    /// A [`SampleSizeExec`]; its one input is the sample.
+    #[prost(message, tag = "5")]
+    SampleSize(SampleSizeNode),
 }
+
+/// A [`SampleSizeExec`] has nothing of its own to carry.
+#[derive(Clone, PartialEq, Message)]
+struct SampleSizeNode {}
 
 impl PhysicalExtensionCodec for TesseraCodec {
     fn try_decode(
@@ -85,6 +94,10 @@ impl PhysicalExtensionCodec for TesseraCodec {
                 decode_code_aggregate(&code, inputs, ctx, self, proto_converter)
             }
             Some(Node::WriteFiles(write)) => decode_write_files(&write, inputs),
+            Some(Node::SampleSize(_)) => match inputs {
+                [sample] => Ok(Arc::new(SampleSizeExec::new(Arc::clone(sample)))),
+                _ => internal_err!("a sample's size has one input, got {}", inputs.len()),
+            },
             None => internal_err!("an empty Tessera plan node"),
         }
     }
@@ -100,6 +113,8 @@ impl PhysicalExtensionCodec for TesseraCodec {
             Node::CodeAggregate(Box::new(code))
         } else if let Some(write) = node.downcast_ref::<WriteFilesExec>() {
             Node::WriteFiles(encode_write_files(write)?)
+        } else if node.is::<SampleSizeExec>() {
+            Node::SampleSize(SampleSizeNode {})
         } else {
             encode_scan(&node, self, proto_converter)?
         };

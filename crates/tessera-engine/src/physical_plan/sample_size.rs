@@ -1,0 +1,196 @@
+//! The size of a sample's answer, measured where the sample runs.
+//!
+//! `tessera.pushdown = 'auto'` learns what share of its input a sub-plan returns by
+//! running it over the first bytes of an object ([`crate::physical_optimizer::PushdownChoice`]).
+//! Run on the storage-side worker, the sub-plan's rows would cross the link the sample
+//! is meant to spare, and over a thin link they are most of what a sample costs. So the
+//! sample runs under [`SampleSizeExec`], which counts the rows' bytes where they are
+//! computed and returns only the count.
+
+use std::fmt;
+use std::sync::{Arc, LazyLock};
+
+use arrow::array::{AsArray, RecordBatch, UInt64Array};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{DataFusionError, Result, internal_err};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::{EquivalenceProperties, Partitioning, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
+use futures::{StreamExt, TryStreamExt};
+
+use super::compact_views::compact_views;
+
+/// The one column of a [`SampleSizeExec`]'s answer.
+const BYTES_COLUMN: &str = "bytes";
+
+static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![Field::new(
+        BYTES_COLUMN,
+        DataType::UInt64,
+        false,
+    )]))
+});
+
+/// Runs the first partition of its input and returns one row: the bytes of the arrays
+/// of that partition's batches, each holding only its values (as a worker sends them,
+/// [`compact_views`]), not the buffers they were cut from.
+#[derive(Debug)]
+pub struct SampleSizeExec {
+    input: Arc<dyn ExecutionPlan>,
+    properties: Arc<PlanProperties>,
+}
+
+impl SampleSizeExec {
+    /// Measures what the first partition of `input` returns.
+    pub fn new(input: Arc<dyn ExecutionPlan>) -> Self {
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(Arc::clone(&SCHEMA)),
+            Partitioning::UnknownPartitioning(1),
+            EmissionType::Final,
+            Boundedness::Bounded,
+        );
+        Self {
+            input,
+            properties: Arc::new(properties),
+        }
+    }
+
+    /// The bytes counted in an answer of this plan: its one row.
+    pub fn bytes_of(batches: &[RecordBatch]) -> Result<u64> {
+        let counted = batches.iter().find(|b| b.num_rows() > 0);
+        let column = counted.and_then(|b| b.column(0).as_any().downcast_ref::<UInt64Array>());
+        match column {
+            Some(bytes) if counted.is_some_and(|b| b.num_rows() == 1) => Ok(bytes.value(0)),
+            _ => internal_err!("a sample's size is one row of one UInt64"),
+        }
+    }
+}
+
+impl DisplayAs for SampleSizeExec {
+    fn fmt_as(&self, _: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SampleSizeExec")
+    }
+}
+
+impl ExecutionPlan for SampleSizeExec {
+    fn name(&self) -> &str {
+        "SampleSizeExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let input = super::only_child(children, self.name())?;
+        Ok(Arc::new(Self::new(input)))
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        if partition != 0 {
+            return Err(DataFusionError::Internal(format!(
+                "SampleSizeExec has one partition, asked for {partition}"
+            )));
+        }
+        let input = self.input.execute(0, context)?;
+        let counted = input.try_fold(0u64, |bytes, batch| async move {
+            Ok(bytes.saturating_add(sent_bytes(&batch)?))
+        });
+        let answer = futures::stream::once(async move {
+            let bytes = counted.await?;
+            Ok(RecordBatch::try_new(
+                Arc::clone(&SCHEMA),
+                vec![Arc::new(UInt64Array::from(vec![bytes]))],
+            )?)
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            Arc::clone(&SCHEMA),
+            answer.boxed(),
+        )))
+    }
+}
+
+/// The bytes of `batch` as the worker sends it: its views compacted, each array's slice
+/// of its buffers, and the strings a view array keeps out of line (Arrow's slice size
+/// counts only the 16-byte views).
+fn sent_bytes(batch: &RecordBatch) -> Result<u64> {
+    let mut bytes = 0;
+    for column in compact_views(batch)?.columns() {
+        bytes += column.to_data().get_slice_memory_size()?;
+        let out_of_line = match column.as_string_view_opt() {
+            Some(views) => views.data_buffers(),
+            None => column
+                .as_binary_view_opt()
+                .map_or(&[][..], |v| v.data_buffers()),
+        };
+        bytes += out_of_line.iter().map(|b| b.len()).sum::<usize>();
+    }
+    Ok(bytes as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow::array::{BooleanArray, Int64Array, StringViewArray};
+    use arrow::compute::filter_record_batch;
+    use datafusion::physical_plan::common::collect;
+    use datafusion::physical_plan::test::TestMemoryExec;
+
+    use super::*;
+
+    /// A row per number: the number as a string of 40 digits, and the number.
+    fn rows_of(numbers: impl Iterator<Item = usize> + Clone) -> RecordBatch {
+        let strings =
+            StringViewArray::from_iter_values(numbers.clone().map(|i| format!("{i:0>40}")));
+        let numbers = Int64Array::from_iter_values(numbers.map(|i| i as i64));
+        let schema = Schema::new(vec![
+            Field::new("s", DataType::Utf8View, false),
+            Field::new("n", DataType::Int64, false),
+        ]);
+        RecordBatch::try_new(Arc::new(schema), vec![Arc::new(strings), Arc::new(numbers)]).unwrap()
+    }
+
+    #[tokio::test]
+    async fn counts_the_bytes_of_the_rows_kept_not_of_the_buffers_they_share() {
+        for (rows, every, batches) in [(0, 1, 1), (1, 1, 1), (5_000, 1, 3), (5_000, 97, 4)] {
+            let all = rows_of(0..rows);
+            let keep = BooleanArray::from_iter((0..rows).map(|i| Some(i % every == 0)));
+            let cut = filter_record_batch(&all, &keep).unwrap();
+            let kept = (0..rows).filter(|i| i % every == 0).count() as u64;
+            let input = vec![cut; batches];
+            let exec = TestMemoryExec::try_new_exec(&[input], all.schema(), None).unwrap();
+            let sized = Arc::new(SampleSizeExec::new(exec));
+            let answer = collect(sized.execute(0, Arc::new(TaskContext::default())).unwrap())
+                .await
+                .unwrap();
+            let counted = SampleSizeExec::bytes_of(&answer).unwrap();
+            // A row: its string's 16-byte view and 40 bytes out of line, and an Int64.
+            let row_bytes = 16 + 40 + 8;
+            assert_eq!(
+                counted,
+                batches as u64 * kept * row_bytes,
+                "{rows} rows, 1 in {every}"
+            );
+        }
+    }
+}

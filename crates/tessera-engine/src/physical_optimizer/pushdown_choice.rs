@@ -15,9 +15,8 @@
 //! to take, and only where it can change the choice: the whole sub-plan on the worker,
 //! which reads the sample beside the store and sends back only the size of the
 //! sub-plan's output ([`SampleSizeExec`]), and only when the link is slower than
-//! parsing; the filtered
-//! scan only when S3 Select could still win on its scan rate alone; and the sub-plans
-//! of one query at once. A worker that falls back during its sample (down or
+//! parsing; the filtered scan only when S3 Select could still win on its scan rate
+//! alone; and the sub-plans of one query at once. A worker that falls back during its sample (down or
 //! saturated, as in FlexPushdownDB) is no candidate. Without a sample (compressed files,
 //! no multi-threaded runtime to wait on it) the share is taken as one, so the scan
 //! stays local. A sample is taken once: the same sampled plan over the same version of

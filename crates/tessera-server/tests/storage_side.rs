@@ -546,3 +546,32 @@ async fn auto_sends_the_filter_over_a_one_object_table_with_its_scan() {
     // And the object is read in byte ranges, a request each, as it is without S3 Select.
     assert_eq!(metric(&plan, "worker_requests"), 2, "{plan}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_sends_an_aggregate_without_groups_unsampled() {
+    // Whatever it reads, it returns a row per partition: a sample would tell nothing.
+    let fixture = fixture().await;
+    let mut rng = Rng(0x5a3);
+    for part in 0..2 {
+        let bytes = csv_rows(&mut rng, 20_000);
+        fixture.put(&format!("sum/part{part}.csv"), bytes).await;
+    }
+    let sql = format!(
+        "SELECT count(*), sum(price), max(kind) FROM 's3://{BUCKET}/sum/*.csv' WHERE price < 9000"
+    );
+    let session = fixture.session(&fixture.worker.endpoint, TOKEN).await;
+    rows(&session, "SET tessera.link_mib = 1").await;
+    let (plan, _) = planned(&session, &sql).await;
+    assert!(plan.contains("choice=worker"), "{plan}");
+    assert!(
+        plan.contains("sampled_share=[plan=none, scan=none]"),
+        "{plan}"
+    );
+    let (local, chosen, plan) = pushed_as(&session, &sql, "auto").await;
+    assert_eq!(chosen, local, "{plan}");
+    assert_eq!(metric(&plan, "worker_fallbacks"), 0, "{plan}");
+    // A grouped one is sampled: its groups could be as many as its rows.
+    let grouped = format!("SELECT kind, count(*) FROM 's3://{BUCKET}/sum/*.csv' GROUP BY kind");
+    let (plan, _) = planned(&session, &grouped).await;
+    assert!(!plan.contains("sampled_share=[plan=none"), "{plan}");
+}

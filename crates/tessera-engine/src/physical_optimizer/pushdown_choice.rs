@@ -16,8 +16,9 @@
 //! which reads the sample beside the store and sends back only the size of the
 //! sub-plan's output ([`SampleSizeExec`]), and only when the link is slower than
 //! parsing; the filtered scan only when S3 Select could still win on its scan rate
-//! alone; and the sub-plans of one query at once. A worker that falls back during its sample (down or
-//! saturated, as in FlexPushdownDB) is no candidate. Without a sample (compressed files,
+//! alone; and the sub-plans of one query at once. An aggregate without groups is not
+//! sampled at all: it returns a row per partition whatever it reads. A worker that falls
+//! back during its sample (down or saturated, as in FlexPushdownDB) is no candidate. Without a sample (compressed files,
 //! no multi-threaded runtime to wait on it) the share is taken as one, so the scan
 //! stays local. A sample is taken once: the same sampled plan over the same version of
 //! the same object returns the same share, so a query that comes again (a dashboard's)
@@ -41,6 +42,7 @@ use datafusion::datasource::source::DataSourceExec;
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::execution::{SessionStateBuilder, TaskContext};
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::common::collect;
 use datafusion::physical_plan::filter::FilterExec;
@@ -295,15 +297,23 @@ impl Sampler<'_> {
         };
         let model = Model::of(scan, link);
         let sample = self.sample_of(scan, source);
+        // An aggregate without groups returns a row per partition whatever it reads, so
+        // what it sends is known without a sample. (A worker that is down then shows
+        // when the partitions run, and they are computed here, as after a sample.)
+        let ungrouped = ungrouped_aggregate(plan);
         // The worker saves only link time: with the link faster than parsing, it cannot win.
         let worker = match (self.worker, &sample) {
-            (Some(endpoint), Some(file)) if model.over_link_s(1.0) > model.parse_s() => {
+            (Some(endpoint), Some(file))
+                if !ungrouped && model.over_link_s(1.0) > model.parse_s() =>
+            {
                 self.sample(plan, file, Some(endpoint)).await
             }
             _ => None,
         };
+        let unsampled_share = if ungrouped { 0.0 } else { 1.0 };
         let worker_up = self.worker.is_some() && worker.is_none_or(|s| s.on_worker);
-        let worker_s = worker_up.then(|| model.worker_s(worker.map_or(1.0, |s| s.share)));
+        let worker_s =
+            worker_up.then(|| model.worker_s(worker.map_or(unsampled_share, |s| s.share)));
         let best_s = worker_s.map_or(model.local_s(), |s| s.min(model.local_s()));
         let mut estimates = Estimates {
             local_s: model.local_s(),
@@ -404,6 +414,12 @@ fn scan_of(plan: &Arc<dyn ExecutionPlan>) -> Option<(&FileScanConfig, RawScan<'_
         Some(found) => Some(found),
         None => scan_of(plan.children().first()?),
     }
+}
+
+/// Whether `plan` is a partial aggregate without groups: one row per partition.
+fn ungrouped_aggregate(plan: &Arc<dyn ExecutionPlan>) -> bool {
+    plan.downcast_ref::<AggregateExec>()
+        .is_some_and(|a| *a.mode() == AggregateMode::Partial && a.group_expr().is_empty())
 }
 
 /// The part of `plan` S3 Select could compute: its scan and the filter right above.

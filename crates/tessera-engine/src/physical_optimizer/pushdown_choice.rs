@@ -60,6 +60,7 @@ use super::worker_pushdown::runs_on_worker;
 use crate::options::{Pushdown, TesseraOptions};
 use crate::physical_plan::pushdown_choice::{Choice, Estimates, PushdownChoiceExec};
 use crate::physical_plan::sample_size::SampleSizeExec;
+use crate::physical_plan::subtree_metric_sum;
 use crate::physical_plan::worker_exec::{WorkerExec, WorkerToken, encode_ticket};
 
 /// Bytes of the first file a sample reads.
@@ -396,10 +397,7 @@ impl Sampler<'_> {
             .ok()?
             .ok()?;
         let bytes = SampleSizeExec::bytes_of(&answer).ok()?;
-        let fallbacks = sized
-            .metrics()
-            .and_then(|m| m.sum_by_name("worker_fallbacks"))
-            .map_or(0, |v| v.as_usize());
+        let fallbacks = subtree_metric_sum(&sized, "worker_fallbacks");
         let read = file.range.as_ref().map_or(1, |r| (r.end - r.start).max(1));
         Some(Sampled {
             share: bytes as f64 / read as f64,
@@ -508,16 +506,18 @@ fn placed(
     if !one || chain.output_ordering().is_some() {
         return Ok(Arc::new(PushdownChoiceExec::new(chain, choice, estimates)));
     }
-    let target = config.execution.target_partitions;
-    let cut = chain
-        .transform_up(|node| match raw_scan(&node) {
-            Some(_) => match node.repartitioned(target, config)? {
-                Some(cut) => Ok(Transformed::yes(cut)),
-                None => Ok(Transformed::no(node)),
-            },
-            None => Ok(Transformed::no(node)),
-        })?
-        .data;
+    let (target, min_size) = (
+        config.execution.target_partitions,
+        config.optimizer.repartition_file_min_size,
+    );
+    // A scan that cannot be cut (compressed) stays whole.
+    let cut = map_scans(chain, |scan, _| {
+        let source = scan.file_source();
+        source
+            .repartitioned(target, min_size, None, scan)
+            .ok()
+            .flatten()
+    })?;
     let spread = cut.output_partitioning().partition_count() > 1;
     let chosen = Arc::new(PushdownChoiceExec::new(cut, choice, estimates));
     Ok(match spread {

@@ -10,7 +10,10 @@ PushdownDB partitioned its tables, so that objects load in parallel):
   objects (a table's rows are those with its key column);
 - bluesky: `tessera gen bluesky --docs N`, Bluesky events;
 - csv: the same TPC-H rows as CSV with a header, one table per prefix (as PushdownDB
-  stored TPC-H), lineitem and orders in --parts objects.
+  stored TPC-H), lineitem and orders in --parts objects;
+- tpch-table, bluesky-table: the tpch and bluesky objects ingested into Tessera tables
+  (`tessera ingest`, embedded, once per run) at s3://bench/table/<tpch|bluesky>, read
+  under the same names.
 
 Modes: local (`SET tessera.pushdown = 'off'`: Tessera reads every object and filters),
 s3select (`'s3select'`: MinIO runs the scans' conditions and projections) and worker
@@ -40,7 +43,9 @@ joined with their orders, `c_acctbal <= X` for X from -950 to -450; `s3select` r
 filtered join, `bloom` its Bloom join: S3 Select with `tessera.bloom_join` on) and its
 TPC-H subset (Q1, Q3, Q6, Q12, Q14, Q17, Q19, Tessera's dialect of
 bench/tpch_json/queries), and over CSV the filter sweep and the TPC-H subset in the
-specification's text (`CSV ...`).
+specification's text (`CSV ...`), and over the Tessera tables the filter sweep, the
+group-bys, the Bluesky filters and the TPC-H subset (`Table ...`; S3 Select cannot read
+Parquet tables, so only local, worker and auto).
 
 Usage: bench/pushdown/run.py [--sf 0.3] [--docs 1000000] [--parts 8] [--tries 3] [--link-mib 100]
                              [--experiments 'Bloom join,TPC-H'] [--tessera PATH]
@@ -83,6 +88,12 @@ SELECT_VARIANTS = {"bloom": (BLOOM_JOIN, "bloom_join", "on"),
                    "unaggregated": (("filter l_quantity", "group-by", "TPC-H Q1", "TPC-H Q6"),
                                     "select_aggregation", "off")}
 ACCTBAL_BOUNDS = (-950, -900, -800, -700, -600, -450)
+# Tessera tables ingested from a raw shape: table shape -> raw shape, also the table's name.
+TABLE_SHAPES = {"tpch-table": "tpch", "bluesky-table": "bluesky"}
+TABLE = "Table"
+TABLE_MODES = ("off", "worker", "auto")
+# The raw shapes' experiments also run over their tables, by label prefix.
+TABLE_EXPERIMENTS = ("filter", "group-by", "TPC-H")
 WORKER_TOKEN = "bench-worker-token"
 TPCH_SUBSET = (1, 3, 6, 12, 14, 17, 19)
 REQUEST_DOLLARS = {"GetObject": 0.0004e-3, "SelectObjectContent": 0.0004e-3,
@@ -136,7 +147,19 @@ def prepare_csv(binary: str, env: dict, minio: MinIO, work: Path, sf: float, par
     return size
 
 
+def ingest(binary: str, env: dict, shape: str) -> float:
+    """Ingests the raw objects of table shape `shape` into its Tessera table; seconds."""
+    raw = TABLE_SHAPES[shape]
+    started = time.perf_counter()
+    tessera(binary, env, "ingest", f"s3://{BUCKET}/{raw}/*.json",
+            "--table", f"s3://{BUCKET}/table/{raw}")
+    return time.perf_counter() - started
+
+
 def ddl(name: str) -> str:
+    if name in TABLE_SHAPES:
+        raw = TABLE_SHAPES[name]
+        return f"CREATE EXTERNAL TABLE {raw} STORED AS TESSERA LOCATION 's3://{BUCKET}/table/{raw}'"
     if name == "csv":
         return "; ".join(
             f"CREATE EXTERNAL TABLE {table} "
@@ -184,7 +207,10 @@ def labelled(label: str, prefixes) -> bool:
 
 
 def modes_of(label: str) -> tuple:
-    """The modes a query runs in: MODES, and the S3 Select variants of its experiment."""
+    """The modes a query runs in: MODES, and the S3 Select variants of its experiment;
+    over a Tessera table, TABLE_MODES."""
+    if labelled(label, TABLE):
+        return TABLE_MODES
     return MODES + tuple(m for m, (prefixes, _, _) in SELECT_VARIANTS.items()
                          if labelled(label, prefixes))
 
@@ -267,6 +293,9 @@ def experiments(sf: float, bounds: dict) -> list:
                     f"SELECT count(*), sum(l_extendedprice) FROM lineitem WHERE l_quantity < {q}"))
     for number in TPCH_SUBSET:
         out.append(("csv", f"CSV TPC-H Q{number}", QUERIES[number - 1].replace(":SF", repr(sf))))
+    raw_shapes = {raw: shape for shape, raw in TABLE_SHAPES.items()}
+    out += [(raw_shapes[shape], f"{TABLE} {label}", sql) for shape, label, sql in out
+            if shape in raw_shapes and labelled(label, TABLE_EXPERIMENTS)]
     return out
 
 
@@ -287,9 +316,9 @@ def report(rows: list, mode_rows: dict) -> None:
                   f"{local['seconds'] / r['seconds']:.2f}x | {r['link_bytes'] / 1e6:.1f} | "
                   f"{r['store_sent_bytes'] / 1e6:.1f} | {r['select_store_bytes'] / 1e6:.1f} | "
                   f"{r['requests']:.0f} | {fallbacks:.0f} | {dollars} | {r['same']} |")
-    for prefix in ("TPC-H", "CSV TPC-H"):
+    for prefix in ("TPC-H", "CSV TPC-H", f"{TABLE} TPC-H"):
         subset = [label for _, label, _ in rows if label.startswith(prefix + " ")]
-        for mode in MODES[1:] if subset else ():
+        for mode in modes_of(subset[0])[1:] if subset else ():
             speedups = [mode_rows[(q, "off")]["seconds"] / mode_rows[(q, mode)]["seconds"]
                         for q in subset]
             print(f"- {prefix} subset, {mode}: mean speed-up {statistics.mean(speedups):.2f}x "
@@ -299,10 +328,11 @@ def report(rows: list, mode_rows: dict) -> None:
                           for q in subset]
                 print(f"- {prefix} subset, {mode}, compute at {n}: mean saving "
                       f"{statistics.mean(saving):.0%} (target >= 30%)")
-    forced = [m for m in MODES if m != "auto"]
     behind = []
     chosen = [label for _, label, _ in rows if "auto" in modes_of(label)]
     for label in chosen:
+        # The forced modes: S3 Select's variants switch one of its operators off.
+        forced = [m for m in modes_of(label) if m in MODES and m != "auto"]
         best = min(mode_rows[(label, m)]["seconds"] for m in forced)
         ratio = mode_rows[(label, "auto")]["seconds"] / best
         if ratio > 1.10:
@@ -345,6 +375,8 @@ def main():
 
         # Only the shapes the chosen experiments read are generated (SF 1 takes minutes).
         shapes = {shape for shape, _, _ in wanted({"low": 0, "high": 0})}
+        tables = sorted(shapes & set(TABLE_SHAPES))
+        shapes = (shapes - set(TABLE_SHAPES)) | {TABLE_SHAPES[t] for t in tables}
         gens = {"tpch": ["tpch-json", "--sf", str(args.sf)],
                 "bluesky": ["bluesky", "--docs", str(args.docs)]}
         sizes = {shape: prepare_csv(binary, direct, minio, work, args.sf, args.parts)
@@ -352,6 +384,10 @@ def main():
                  prepare(binary, direct, minio, work, shape, gens[shape], args.parts)
                  for shape in sorted(shapes)}
         print("# data: " + ", ".join(f"{k} {v / 1e6:.0f} MB" for k, v in sizes.items()))
+        for table in tables:
+            seconds = ingest(binary, direct, table)
+            data = minio.keys(BUCKET, f"table/{TABLE_SHAPES[table]}/data/")
+            print(f"# {table}: ingested in {seconds:.1f} s into {len(data)} data files")
         bounds = {"low": 0, "high": 0}
         if "bluesky" in shapes:
             out = tessera(binary, direct, "sql", "--format", "ndjson",

@@ -43,7 +43,7 @@ use crate::group_keys;
 use crate::options::{MemoryLimit, OnError, SqlDialect, TesseraOptions};
 use crate::output_names;
 use crate::physical_optimizer::{
-    BloomJoin, CastPushdown, ClusterPlacement, GroupOnCodes, IntegerTextMinMax, PushdownChoice,
+    BloomJoin, BloomProbe, CastPushdown, ClusterPlacement, GroupOnCodes, IntegerTextMinMax, PushdownChoice,
     SelectAggregation, SelectPushdown, SelectTopK, WorkerPushdown,
 };
 use crate::physical_plan::worker_exec::WorkerToken;
@@ -231,6 +231,8 @@ impl TesseraSession {
             .with_physical_optimizer_rule(Arc::new(SelectAggregation))
             // Last: it needs the scans' final filters and projections.
             .with_physical_optimizer_rule(Arc::new(crate::region_cache::RegionCacheRule))
+            // After the choice, before the sub-plans are sent: their Bloom probes go too.
+            .with_physical_optimizer_rule(Arc::new(BloomProbe))
             // After the region cache: a sub-plan the cache answers is not sent.
             .with_physical_optimizer_rule(Arc::new(WorkerPushdown))
             // Very last: the whole finished plan goes to the cluster.

@@ -133,16 +133,53 @@ fn random_sql(data: &DataSet, rng: &mut Rng, bounds: &[(i64, i64)]) -> String {
     }
 }
 
-async fn differential(fixture: &Fixture, data: DataSet, rng: &mut Rng) -> (u64, u64) {
+/// What the queries of a test read: `data`'s raw NDJSON objects, or a Tessera table
+/// in the bucket ingested from them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Stored {
+    Raw,
+    Table,
+}
+
+/// `data`'s parts put under `worker/{name}/`, read as table `t` of a session sending
+/// to the fixture's worker: the raw objects, or a Tessera table of them at
+/// `worker/tables/{name}`, in one file per part.
+async fn stored_session(fixture: &Fixture, data: &DataSet, stored: Stored) -> TesseraSession {
     let prefix = data.name;
     for (at, part) in data.parts.iter().enumerate() {
         let bytes = std::fs::read(part).unwrap();
         fixture.put(&format!("{prefix}/{at}.json"), bytes).await;
     }
     let session = fixture.session(&fixture.worker.endpoint, TOKEN).await;
-    let create =
-        format!("CREATE EXTERNAL TABLE t STORED AS NDJSON LOCATION 's3://{BUCKET}/{prefix}/'");
-    rows(&session, &create).await;
+    let raw = format!("'s3://{BUCKET}/{prefix}/'");
+    if stored == Stored::Raw {
+        rows(
+            &session,
+            &format!("CREATE EXTERNAL TABLE t STORED AS NDJSON LOCATION {raw}"),
+        )
+        .await;
+        return session;
+    }
+    let table = format!("s3://{BUCKET}/tables/{prefix}");
+    rows(
+        &session,
+        &format!("CREATE EXTERNAL TABLE t STORED AS TESSERA LOCATION '{table}'"),
+    )
+    .await;
+    for at in 0..data.parts.len() {
+        let part = format!("s3://{BUCKET}/{prefix}/{at}.json");
+        rows(&session, &format!("INSERT INTO t SELECT j FROM '{part}'")).await;
+    }
+    session
+}
+
+async fn differential(
+    fixture: &Fixture,
+    data: DataSet,
+    rng: &mut Rng,
+    stored: Stored,
+) -> (u64, u64) {
+    let session = stored_session(fixture, &data, stored).await;
     let bounds = bounds(&session, &data).await;
     let (mut requests, mut fallbacks) = (0, 0);
     for _ in 0..QUERIES {
@@ -150,6 +187,8 @@ async fn differential(fixture: &Fixture, data: DataSet, rng: &mut Rng) -> (u64, 
         let (local, pushed, plan) = both(&session, &sql).await;
         assert_eq!(pushed, local, "{}: {sql}\n{plan}", data.name);
         assert!(plan.contains("WorkerExec"), "{sql}\n{plan}");
+        let table_scan = plan.contains("file_type=tessera");
+        assert_eq!(table_scan, stored == Stored::Table, "{sql}\n{plan}");
         requests += metric(&plan, "worker_requests");
         fallbacks += metric(&plan, "worker_fallbacks");
         let (_, chosen, plan) = pushed_as(&session, &sql, "auto").await;
@@ -169,11 +208,60 @@ async fn worker_answers_equal_local_answers_over_random_queries() {
     let mut rng = Rng(0x3a7e5);
     for data in [bluesky(dir.path(), 3_000), events(dir.path(), 2_000)] {
         let name = data.name;
-        let (requests, fallbacks) = differential(&fixture, data, &mut rng).await;
+        let (requests, fallbacks) = differential(&fixture, data, &mut rng, Stored::Raw).await;
         println!("{name}: {requests} requests, {fallbacks} fallbacks");
         assert!(requests >= QUERIES as u64, "{name}: {requests} requests");
         assert_eq!(fallbacks, 0, "{name}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_answers_over_tessera_tables_equal_local_answers() {
+    // The worker reads the version the client planned on, with its own credentials.
+    let fixture = fixture().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x7ab1e);
+    for data in [bluesky(dir.path(), 3_000), events(dir.path(), 2_000)] {
+        let name = data.name;
+        let (requests, fallbacks) = differential(&fixture, data, &mut rng, Stored::Table).await;
+        println!("{name}: {requests} requests, {fallbacks} fallbacks");
+        assert!(requests >= QUERIES as u64, "{name}: {requests} requests");
+        assert_eq!(fallbacks, 0, "{name}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_samples_a_tessera_table_for_what_its_scan_reads() {
+    let fixture = fixture().await;
+    let dir = tempfile::tempdir().unwrap();
+    let data = bluesky(dir.path(), 20_000);
+    let session = stored_session(&fixture, &data, Stored::Table).await;
+    let grouped = "SELECT j->>'kind', count(*) FROM t GROUP BY 1";
+    rows(&session, "SET tessera.link_mib = 1").await;
+    assert_eq!(choice(&session, grouped).await, "worker");
+    let (local, chosen, plan) = pushed_as(&session, grouped, "auto").await;
+    assert_eq!(chosen, local, "{plan}");
+    assert_eq!(metric(&plan, "worker_fallbacks"), 0, "{plan}");
+    // The local plan's estimate is of the leaves it reads, not of the files' bytes.
+    rows(&session, "SET tessera.pushdown = 'off'").await;
+    let read = metric(&analyze(&session, grouped).await, "bytes_scanned") as f64;
+    let (plan, _) = planned(&session, grouped).await;
+    let local_s = estimated_local_s(&plan);
+    let expected_s = read / f64::from(1u32 << 20) / 2.0;
+    assert!(
+        (local_s / expected_s - 1.0).abs() < 0.5,
+        "{local_s} s against {expected_s} s for {read} bytes\n{plan}"
+    );
+    // A link wider than the scan decodes gains nothing by sending the plan away.
+    rows(&session, "SET tessera.link_mib = 100000").await;
+    assert_eq!(choice(&session, grouped).await, "local");
+}
+
+/// The local estimate of the first choice in `plan`.
+fn estimated_local_s(plan: &str) -> f64 {
+    let at = plan.find("estimated_s=[local=").expect(plan) + "estimated_s=[local=".len();
+    let end = plan[at..].find([',', ']']).unwrap();
+    plan[at..at + end].parse().unwrap()
 }
 
 /// Bluesky documents at `worker/cut/a.json`; a query returning many of their rows.
@@ -574,4 +662,57 @@ async fn auto_sends_an_aggregate_without_groups_unsampled() {
     let grouped = format!("SELECT kind, count(*) FROM 's3://{BUCKET}/sum/*.csv' GROUP BY kind");
     let (plan, _) = planned(&session, &grouped).await;
     assert!(!plan.contains("sampled_share=[plan=none"), "{plan}");
+}
+
+/// `count` random ids of `csv_rows`' (some beyond them), each with a tag.
+fn csv_keys(rng: &mut Rng, count: usize, ids_max: u64) -> Vec<u8> {
+    let mut text = String::from("id,tag\n");
+    for at in 0..count {
+        text.push_str(&format!("{},t{at}\n", rng.below(ids_max + ids_max / 10)));
+    }
+    text.into_bytes()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_join_s_build_keys_filter_its_probe_side_on_the_worker() {
+    let fixture = fixture().await;
+    let mut rng = Rng(0xb100);
+    for part in 0..2 {
+        let bytes = csv_rows(&mut rng, 20_000);
+        fixture.put(&format!("join/items/part{part}.csv"), bytes).await;
+    }
+    let items = format!("'s3://{BUCKET}/join/items/*.csv'");
+    let session = fixture.session(&fixture.worker.endpoint, TOKEN).await;
+    rows(&session, "SET tessera.pushdown = 'worker'").await;
+    rows(&session, "SET tessera.link_mib = 1").await;
+    let whole = analyze(&session, &format!("SELECT id, price FROM {items}")).await;
+    let whole_bytes = metric(&whole, "worker_bytes");
+    for (round, count) in [40, 200, 3].into_iter().enumerate() {
+        let key = format!("join/keys/k{round}.csv");
+        fixture.put(&key, csv_keys(&mut rng, count, 20_000)).await;
+        let keys = format!("'s3://{BUCKET}/{key}'");
+        let joined = format!(
+            "SELECT count(*), sum(i.price), min(k.tag) FROM {keys} k JOIN {items} i ON i.id = k.id"
+        );
+        let grouped = format!(
+            "SELECT i.kind, count(*), max(i.price) FROM {keys} k JOIN {items} i \
+             ON i.id = k.id WHERE k.tag < 't30' GROUP BY i.kind"
+        );
+        for sql in [&joined, &grouped] {
+            for mode in ["worker", "auto"] {
+                let (local, pushed, plan) = pushed_as(&session, sql, mode).await;
+                assert_eq!(pushed, local, "{mode}: {sql}\n{plan}");
+                // Auto's samples know nothing of the build keys: where the items' Arrow
+                // rows outweigh their text, it reads them here.
+                if mode == "auto" && sql == &grouped {
+                    continue;
+                }
+                assert!(plan.contains("BloomProbeExec"), "{mode}: {sql}\n{plan}");
+                assert_eq!(metric(&plan, "worker_fallbacks"), 0, "{plan}");
+                // Only the items that may join crossed the link.
+                let sent = metric(&plan, "worker_bytes");
+                assert!(sent * 10 < whole_bytes, "{sent} of {whole_bytes}: {sql}\n{plan}");
+            }
+        }
+    }
 }

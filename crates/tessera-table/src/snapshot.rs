@@ -127,6 +127,8 @@ impl Snapshot {
                     .get_metadata(None)
                     .await
                     .map_err(parquet_error(&file.path))?;
+                let read = traffic.bytes.load(Ordering::Relaxed);
+                traffic.footer_bytes.store(read, Ordering::Relaxed);
                 cache::keep_footer(footer, Arc::clone(&metadata));
                 metadata
             }

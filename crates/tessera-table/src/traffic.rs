@@ -13,6 +13,9 @@ pub struct Traffic {
     pub requests: AtomicU64,
     /// Bytes received.
     pub bytes: AtomicU64,
+    /// The part of `bytes` that was the file's footer (its Parquet metadata): read
+    /// once per file and process, where the rest grows with the rows and leaves read.
+    pub footer_bytes: AtomicU64,
     /// What the store sent on the file's behalf, as its io_uring S3 client counts it
     /// (split and hedged GETs, retries); zero for stores that do not count (local files).
     pub store: Arc<RequestStats>,

@@ -7,14 +7,16 @@
 //! - [`select_pushdown`]: filters over raw NDJSON and CSV scans of S3 pushed to S3 Select.
 //! - [`bloom_join`]: a join's build-side keys, as a Bloom filter, pushed to S3 Select
 //!   with the scan of its probe side.
+//! - [`bloom_probe`]: the same filter sent to the storage-side worker with the
+//!   sub-plan of its probe side.
 //! - [`select_top_k`]: a top-K sort's sampled threshold pushed to S3 Select with the
 //!   scan of its input.
 //! - [`select_aggregation`]: a partial aggregation over such a scan computed by the
 //!   store, per object (and group, for the largest groups of a sample).
 //! - [`select_chain`]: the chain between such an operator and its scan, which they walk.
-//! - [`worker_pushdown`]: sub-plans over raw NDJSON or CSV scans of S3 sent to the
-//!   storage-side worker.
-//! - `raw_scan`: the raw file scans those rules move, NDJSON or CSV.
+//! - [`worker_pushdown`]: sub-plans over raw NDJSON or CSV scans or Tessera table scans
+//!   of S3 sent to the storage-side worker.
+//! - `storage_scan`: the scans of S3 those rules move: raw NDJSON or CSV, Tessera tables.
 //! - [`pushdown_choice`]: `tessera.pushdown = 'auto'`, each such sub-plan placed by a
 //!   cost model.
 //! - [`cluster_placement`]: `tessera.cluster` set, the finished plan runs on a Ballista
@@ -24,19 +26,21 @@
 
 mod aggregate_rewrite;
 pub mod bloom_join;
+pub mod bloom_probe;
 pub mod cast_pushdown;
 pub mod cluster_placement;
 pub mod group_on_codes;
 pub mod integer_text_min_max;
 pub mod pushdown_choice;
-mod raw_scan;
 pub mod select_aggregation;
 mod select_chain;
 pub mod select_pushdown;
 pub mod select_top_k;
+mod storage_scan;
 pub mod worker_pushdown;
 
 pub use bloom_join::BloomJoin;
+pub use bloom_probe::BloomProbe;
 pub use cast_pushdown::CastPushdown;
 pub use cluster_placement::ClusterPlacement;
 pub use group_on_codes::GroupOnCodes;

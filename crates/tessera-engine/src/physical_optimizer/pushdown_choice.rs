@@ -1,6 +1,6 @@
-//! `SET tessera.pushdown = 'auto'`: each sub-plan over a raw NDJSON or CSV scan of S3
-//! goes where it is expected to finish first: read here, filtered by S3 Select, or run by the
-//! storage-side worker.
+//! `SET tessera.pushdown = 'auto'`: each sub-plan over a raw NDJSON or CSV scan or a
+//! Tessera table scan of S3 goes where it is expected to finish first: read here,
+//! filtered by S3 Select, or run by the storage-side worker.
 //!
 //! The cost model is PushdownDB's ("PushdownDB: Accelerating a DBMS using S3
 //! Computation"): time is the larger of what each component can do, the link moving the
@@ -9,7 +9,9 @@
 //! Select scanning at the store's rate. What crosses the link is the input times the
 //! share of it the sub-plan returns, sampled by running the sub-plan over the first
 //! [`SAMPLE_BYTES`] of its first file (the filter and projection alone for S3 Select,
-//! which cannot aggregate).
+//! which cannot aggregate). A Tessera table scan reads only the leaves it needs, so its
+//! input is what the sample's scan read of them (footers left out), scaled to the scan's
+//! files; the first bytes of a table's file stand for the same share of its rows.
 //!
 //! The evidence must cost less than it saves, so each sample runs where it is cheapest
 //! to take, and only where it can change the choice: the whole sub-plan on the worker,
@@ -55,7 +57,7 @@ use datafusion::prelude::SessionConfig;
 use tessera_pushdown::cost::SELECT_BYTES_PER_S;
 use tokio::runtime::{Handle, RuntimeFlavor};
 
-use super::raw_scan::{RawScan, raw_scan};
+use super::storage_scan::{StorageScan, storage_scan};
 use super::worker_pushdown::runs_on_worker;
 use crate::options::{Pushdown, TesseraOptions};
 use crate::physical_plan::pushdown_choice::{Choice, Estimates, PushdownChoiceExec};
@@ -65,6 +67,10 @@ use crate::physical_plan::worker_exec::{WorkerExec, WorkerToken, encode_ticket};
 
 /// Bytes of the first file a sample reads.
 pub const SAMPLE_BYTES: u64 = 1 << 20;
+/// Bytes of a Tessera table's first file a sample covers: its scan reads only the
+/// leaves it needs, so covering more of the file costs it little, and a leaf's pages
+/// are then a smaller part of what it reads than when it covers a page's rows.
+const TABLE_SAMPLE_BYTES: u64 = 16 * SAMPLE_BYTES;
 /// How long a sample may take before the scan is planned without it.
 const SAMPLE_TIMEOUT_MS: u64 = 5_000;
 /// Tessera's NDJSON scan rate per partition (bytes/s): what one core extracts a few
@@ -234,6 +240,9 @@ struct Sampler<'a> {
 struct Sampled {
     /// The share of the bytes read that the sampled plan returned.
     share: f64,
+    /// The bytes the sample's scan read per byte of the file range it covered: one for
+    /// raw files, the share of a table's file its leaves take.
+    read_per_byte: f64,
     /// Whether the worker computed it (it was asked and did not fall back).
     on_worker: bool,
 }
@@ -246,7 +255,8 @@ struct Model {
 }
 
 impl Model {
-    /// The model of reading what `scan` reads over a link of `link` bytes/s.
+    /// The model of reading what `scan` reads over a link of `link` bytes/s, taking
+    /// all of its files' bytes.
     fn of(scan: &FileScanConfig, link: f64) -> Self {
         let bytes = scan
             .file_groups
@@ -261,6 +271,14 @@ impl Model {
             bytes,
             partitions: scan.file_groups.len().max(1) as f64,
             link,
+        }
+    }
+
+    /// The model of a scan that reads `read_per_byte` of its files' bytes.
+    fn reading(self, read_per_byte: f64) -> Self {
+        Self {
+            bytes: self.bytes * read_per_byte,
+            ..self
         }
     }
 
@@ -311,6 +329,8 @@ impl Sampler<'_> {
             }
             _ => None,
         };
+        // Unsampled, a table scan's bytes are its files' whole: an upper bound.
+        let model = model.reading(worker.map_or(1.0, |s| s.read_per_byte));
         let unsampled_share = if ungrouped { 0.0 } else { 1.0 };
         let worker_up = self.worker.is_some() && worker.is_none_or(|s| s.on_worker);
         let worker_s =
@@ -343,15 +363,16 @@ impl Sampler<'_> {
     }
 
     /// The first [`SAMPLE_BYTES`] of the first file of `scan`, if it can be sampled.
-    fn sample_of(&self, scan: &FileScanConfig, source: RawScan) -> Option<PartitionedFile> {
+    fn sample_of(&self, scan: &FileScanConfig, source: StorageScan) -> Option<PartitionedFile> {
         let file = scan.file_groups.first()?.files().first()?;
         if !self.sampling || source.is_compressed(scan, file) {
             return None;
         }
-        let read = file.object_meta.size.min(SAMPLE_BYTES);
-        let mut first = PartitionedFile::new_from_meta(file.object_meta.clone());
-        first.range = None;
-        Some(first.with_range(0, read as i64))
+        let covered = match source.reads_columns() {
+            true => TABLE_SAMPLE_BYTES,
+            false => SAMPLE_BYTES,
+        };
+        Some(source.first_bytes(file, file.object_meta.size.min(covered)))
     }
 
     /// What `plan` returns of `file`, computed on the worker at `endpoint` or here, or
@@ -387,6 +408,7 @@ impl Sampler<'_> {
         file: &PartitionedFile,
         endpoint: Option<&str>,
     ) -> Option<Sampled> {
+        let reads_columns = scan_of(&sampled).is_some_and(|(_, scan)| scan.reads_columns());
         let mut sized: Arc<dyn ExecutionPlan> = Arc::new(SampleSizeExec::new(sampled));
         if let Some(endpoint) = endpoint {
             sized = Arc::new(WorkerExec::new(sized, endpoint.to_string()));
@@ -398,17 +420,27 @@ impl Sampler<'_> {
             .ok()?;
         let bytes = SampleSizeExec::bytes_of(&answer).ok()?;
         let fallbacks = subtree_metric_sum(&sized, "worker_fallbacks");
-        let read = file.range.as_ref().map_or(1, |r| (r.end - r.start).max(1));
+        let covered = file.range.as_ref().map_or(1, |r| (r.end - r.start).max(1)) as u64;
+        // What the scan read, on the worker or here (after a fallback) alike, less the
+        // footers, which a process reads once per file.
+        let metric = |name| subtree_metric_sum(&sized, name);
+        let read = match reads_columns {
+            true => (metric("worker_store_bytes") + metric("bytes_scanned"))
+                .saturating_sub(metric("worker_footer_bytes") + metric("footer_bytes"))
+                .max(1),
+            false => covered,
+        };
         Some(Sampled {
             share: bytes as f64 / read as f64,
+            read_per_byte: read as f64 / covered as f64,
             on_worker: endpoint.is_some() && fallbacks == 0,
         })
     }
 }
 
-/// The raw scan at the bottom of a chain of per-partition operators.
-fn scan_of(plan: &Arc<dyn ExecutionPlan>) -> Option<(&FileScanConfig, RawScan<'_>)> {
-    match raw_scan(plan) {
+/// The scan at the bottom of a chain of per-partition operators.
+fn scan_of(plan: &Arc<dyn ExecutionPlan>) -> Option<(&FileScanConfig, StorageScan<'_>)> {
+    match storage_scan(plan) {
         Some(found) => Some(found),
         None => scan_of(plan.children().first()?),
     }
@@ -424,7 +456,7 @@ fn ungrouped_aggregate(plan: &Arc<dyn ExecutionPlan>) -> bool {
 fn filtered_scan(plan: &Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
     let mut node = Arc::clone(plan);
     loop {
-        if node.is::<FilterExec>() || raw_scan(&node).is_some() {
+        if node.is::<FilterExec>() || storage_scan(&node).is_some() {
             return node;
         }
         match node.children().first() {
@@ -531,13 +563,14 @@ fn without_select(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>
     map_scans(plan, |config, source| source.without_select(config))
 }
 
-/// `plan` with each raw scan for which `f` gives a new configuration scanning that.
+/// `plan` with each scan for which `f` gives a new configuration scanning that.
 fn map_scans(
     plan: Arc<dyn ExecutionPlan>,
-    f: impl Fn(&FileScanConfig, RawScan) -> Option<FileScanConfig>,
+    f: impl Fn(&FileScanConfig, StorageScan) -> Option<FileScanConfig>,
 ) -> Result<Arc<dyn ExecutionPlan>> {
     plan.transform_up(|node| {
-        let Some(config) = raw_scan(&node).and_then(|(config, source)| f(config, source)) else {
+        let Some(config) = storage_scan(&node).and_then(|(config, source)| f(config, source))
+        else {
             return Ok(Transformed::no(node));
         };
         Ok(Transformed::yes(

@@ -1,7 +1,8 @@
 //! Storage-side worker pushdown (`SET tessera.pushdown = 'worker'`): the largest
-//! sub-plans above raw NDJSON or CSV scans of S3 that compute each partition on its own (the
-//! scan, filters, projections, partial aggregates, per-partition top-K sorts) run on the
-//! worker, in one [`WorkerExec`] each, so that only their output crosses the link.
+//! sub-plans above raw NDJSON or CSV scans or Tessera table scans of S3 that compute each
+//! partition on its own (the scan, filters, projections, partial aggregates, on
+//! dictionary codes too, per-partition top-K sorts, Bloom probes) run on the worker, in one
+//! [`WorkerExec`] each, so that only their output crosses the link.
 //!
 //! As in "PushdownDB: Accelerating a DBMS using S3 Computation", what needs rows of
 //! other partitions (final aggregates, joins, repartitions, merges) stays here. Under
@@ -19,8 +20,10 @@ use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 
-use super::raw_scan::raw_scan;
+use super::storage_scan::storage_scan;
 use crate::options::{Pushdown, TesseraOptions};
+use crate::physical_plan::bloom_probe::BloomProbeExec;
+use crate::physical_plan::code_aggregate::CodeAggregateExec;
 use crate::physical_plan::pushdown_choice::{Choice, PushdownChoiceExec};
 use crate::physical_plan::worker_exec::WorkerExec;
 
@@ -76,10 +79,10 @@ impl PhysicalOptimizerRule for WorkerPushdown {
     }
 }
 
-/// Whether `plan` is a chain of per-partition operators over a raw NDJSON or CSV scan
-/// of S3 that the worker reads as this session would (`RawScan::travels_to_worker`).
+/// Whether `plan` is a chain of per-partition operators over a scan of S3 that the
+/// worker reads as this session would (`StorageScan::travels_to_worker`).
 pub(super) fn runs_on_worker(plan: &Arc<dyn ExecutionPlan>) -> bool {
-    if let Some((config, source)) = raw_scan(plan) {
+    if let Some((config, source)) = storage_scan(plan) {
         return config.object_store_url.as_str().starts_with("s3://")
             && source.travels_to_worker(config);
     }
@@ -88,6 +91,8 @@ pub(super) fn runs_on_worker(plan: &Arc<dyn ExecutionPlan>) -> bool {
         || plan
             .downcast_ref::<AggregateExec>()
             .is_some_and(|a| *a.mode() == AggregateMode::Partial)
+        || plan.is::<CodeAggregateExec>()
+        || plan.is::<BloomProbeExec>()
         || plan
             .downcast_ref::<SortExec>()
             .is_some_and(|s| s.preserve_partitioning() && s.fetch().is_some());

@@ -81,6 +81,25 @@ impl BuildKeys {
         }
     }
 
+    /// Keys sealed already as `filter`: a Bloom probe's, decoded in the process its
+    /// sub-plan was sent to.
+    pub fn sealed(filter: Option<Arc<BloomFilter>>) -> Self {
+        Self {
+            run: Mutex::new(Run {
+                keys: None,
+                partitions: 1,
+                started: 0,
+                ended: 1,
+            }),
+            sealed: watch::Sender::new(Sealed::Done(filter)),
+        }
+    }
+
+    /// What the build side has handed on so far.
+    pub fn sealed_now(&self) -> Sealed {
+        self.sealed.borrow().clone()
+    }
+
     /// A partition of the build side starts; the first of a run (a plan may run again)
     /// starts over, and the probe side waits for this run's keys.
     fn start(&self) {

@@ -1,5 +1,7 @@
 //! Tessera's own physical operators.
 //!
+//! - [`bloom_probe`]: `BloomProbeExec`, a join's probe side filtered by its build
+//!   keys where it is read (a Bloom join on the storage-side worker).
 //! - [`build_keys`]: `BuildKeysExec`, a join's build side keeping its keys for the
 //!   probe side's scans (a Bloom join).
 //! - [`code_aggregate`]: `CodeAggregateExec`, grouping on the dictionary codes a Tessera
@@ -22,6 +24,7 @@
 //! - [`pushdown_choice`]: `PushdownChoiceExec`, where `tessera.pushdown = 'auto'` sent
 //!   a sub-plan and why.
 
+pub mod bloom_probe;
 pub mod build_keys;
 pub mod cluster_exec;
 pub mod cluster_job;

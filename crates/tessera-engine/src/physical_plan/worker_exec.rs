@@ -39,6 +39,7 @@ use futures::{StreamExt, TryStreamExt};
 use prost::Message;
 use tonic::transport::{Channel, Endpoint};
 
+use super::bloom_probe::BloomProbeExec;
 use super::codec::TesseraCodec;
 use super::worker_spend::{SpendCounters, WorkerSpend};
 use crate::datasource::csv::source::with_csv_reads_counted;
@@ -246,18 +247,20 @@ impl ExecutionPlan for WorkerExec {
                 "the storage-side worker needs its token: set TESSERA_WORKER_TOKEN".into(),
             ));
         };
-        let ticket = encode_ticket(&self.input, partition)?;
         let counters = Counters::new(&self.metrics, partition);
-        let request = Request {
-            endpoint: self.endpoint.clone(),
-            token: WorkerToken::clone(&token),
-            ticket,
-            schema: self.schema(),
-            received_bytes: counters.received_bytes.clone(),
-            spend: counters.spend.clone(),
-        };
+        let (endpoint, schema) = (self.endpoint.clone(), self.schema());
         let input = Arc::clone(&self.input);
         let stream = futures::stream::once(async move {
+            // A Bloom probe travels with its build side's filter, once there is one.
+            BloomProbeExec::seal_all(&input).await;
+            let request = Request {
+                endpoint,
+                token: WorkerToken::clone(&token),
+                ticket: encode_ticket(&input, partition)?,
+                schema,
+                received_bytes: counters.received_bytes.clone(),
+                spend: counters.spend.clone(),
+            };
             counters.requests.add(1);
             match request.send().await? {
                 Some(remote) => Ok(remote),
@@ -300,6 +303,7 @@ impl Counters {
             received_bytes: counter("worker_bytes"),
             spend: SpendCounters {
                 store_bytes: counter("worker_store_bytes"),
+                footer_bytes: counter("worker_footer_bytes"),
                 cost_nanodollars: counter("worker_cost_nanodollars"),
             },
         }

@@ -2,7 +2,7 @@
 //! bytes and dollars a pushed plan cost and not only what crossed the link: the worker
 //! sends it after a partition's last batch, as the app metadata of a Flight message
 //! without data, and the client's `WorkerExec` adds it to its metrics
-//! (`worker_store_bytes`, `worker_cost_nanodollars`).
+//! (`worker_store_bytes`, `worker_footer_bytes`, `worker_cost_nanodollars`).
 //!
 //! The dollars follow PushdownDB's cost model ("PushdownDB: Accelerating a DBMS using S3
 //! Computation", §III): the store's requests at their price, and compute time at an
@@ -35,6 +35,10 @@ pub struct WorkerSpend {
     /// How long the partition ran on the worker, back-pressure included.
     #[prost(uint64, tag = "3")]
     pub busy_ns: u64,
+    /// The part of `store_bytes` that was table files' footers (their scans'
+    /// `footer_bytes`).
+    #[prost(uint64, tag = "4")]
+    pub footer_bytes: u64,
 }
 
 impl WorkerSpend {
@@ -47,6 +51,7 @@ impl WorkerSpend {
                 &["request_cost_nanodollars", "select_cost_nanodollars"],
             ),
             busy_ns: u64::try_from(busy.as_nanos()).unwrap_or(u64::MAX),
+            footer_bytes: summed(plan, &["footer_bytes"]),
         }
     }
 
@@ -97,6 +102,8 @@ fn summed(plan: &Arc<dyn ExecutionPlan>, names: &[&str]) -> u64 {
 pub(super) struct SpendCounters {
     /// `worker_store_bytes`.
     pub store_bytes: Count,
+    /// `worker_footer_bytes`.
+    pub footer_bytes: Count,
     /// `worker_cost_nanodollars`.
     pub cost_nanodollars: Count,
 }
@@ -105,6 +112,7 @@ impl SpendCounters {
     /// Adds `spend`.
     pub fn add(&self, spend: &WorkerSpend) {
         self.store_bytes.add(spend.store_bytes as usize);
+        self.footer_bytes.add(spend.footer_bytes as usize);
         self.cost_nanodollars.add(spend.cost_nanodollars() as usize);
     }
 }
@@ -119,6 +127,7 @@ mod tests {
             store_bytes: 1 << 30,
             store_cost_nanodollars: 800,
             busy_ns: 3_000_000_000,
+            footer_bytes: 64 << 10,
         };
         let message = spend.message();
         assert_eq!(WorkerSpend::carried_by(&message), Some(Some(spend.clone())));

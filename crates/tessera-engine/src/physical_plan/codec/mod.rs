@@ -8,10 +8,12 @@
 //! This codec adds the raw NDJSON scan ([`ndjson_scan`]), the Tessera table scan pinned
 //! to its client's table version ([`tessera_scan`]), the aggregation on dictionary
 //! codes ([`code_aggregate`]), the data files of a distributed write
-//! ([`write_files`]) and the size of a sample the worker takes for the pushdown choice
-//! ([`SampleSizeExec`]). A plan never carries credentials: the receiver reads the
+//! ([`write_files`]), the size of a sample the worker takes for the pushdown choice
+//! ([`SampleSizeExec`]) and a join's probe side filtered by its build keys
+//! ([`bloom_probe`]). A plan never carries credentials: the receiver reads the
 //! files with its own stores, and rejected lines go to its own reject log.
 
+mod bloom_probe;
 mod code_aggregate;
 mod ndjson_scan;
 mod tessera_scan;
@@ -28,6 +30,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
 use prost::Message;
 
+use self::bloom_probe::{BloomProbeNode, decode_bloom_probe, encode_bloom_probe};
 use self::code_aggregate::{CodeAggregateNode, decode_code_aggregate, encode_code_aggregate};
 use self::ndjson_scan::{NdjsonScanNode, decode_ndjson_scan, encode_ndjson_scan};
 use self::tessera_scan::{TesseraScanNode, decode_tessera_scan, encode_tessera_scan};
@@ -35,6 +38,7 @@ use self::write_files::{WriteFilesNode, decode_write_files, encode_write_files};
 use crate::datasource::ndjson::source::NdjsonSource;
 use crate::datasource::tessera::scan::TesseraSource;
 use crate::datasource::tessera::write::distributed::WriteFilesExec;
+use crate::physical_plan::bloom_probe::BloomProbeExec;
 use crate::physical_plan::code_aggregate::CodeAggregateExec;
 use crate::physical_plan::sample_size::SampleSizeExec;
 
@@ -45,7 +49,7 @@ pub struct TesseraCodec;
 /// One Tessera node.
 #[derive(Clone, PartialEq, Message)]
 struct TesseraNode {
-    #[prost(oneof = "Node", tags = "1, 2, 3, 4, 5")]
+    #[prost(oneof = "Node", tags = "1, 2, 3, 4, 5, 6")]
     node: Option<Node>,
 }
 
@@ -62,6 +66,9 @@ enum Node {
     /// A [`SampleSizeExec`]; its one input is the sample.
     #[prost(message, tag = "5")]
     SampleSize(SampleSizeNode),
+    /// A [`BloomProbeExec`], sealed; its one input is the probe side.
+    #[prost(message, tag = "6")]
+    BloomProbe(BloomProbeNode),
 }
 
 /// A [`SampleSizeExec`] has nothing of its own to carry.
@@ -98,6 +105,9 @@ impl PhysicalExtensionCodec for TesseraCodec {
                 [sample] => Ok(Arc::new(SampleSizeExec::new(Arc::clone(sample)))),
                 _ => internal_err!("a sample's size has one input, got {}", inputs.len()),
             },
+            Some(Node::BloomProbe(probe)) => {
+                decode_bloom_probe(&probe, inputs, ctx, self, proto_converter)
+            }
             None => internal_err!("an empty Tessera plan node"),
         }
     }
@@ -115,6 +125,8 @@ impl PhysicalExtensionCodec for TesseraCodec {
             Node::WriteFiles(encode_write_files(write)?)
         } else if node.is::<SampleSizeExec>() {
             Node::SampleSize(SampleSizeNode {})
+        } else if let Some(probe) = node.downcast_ref::<BloomProbeExec>() {
+            Node::BloomProbe(encode_bloom_probe(probe, self, proto_converter)?)
         } else {
             encode_scan(&node, self, proto_converter)?
         };

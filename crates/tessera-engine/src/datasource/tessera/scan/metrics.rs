@@ -19,6 +19,9 @@ pub(super) struct TesseraScanMetrics {
     /// Rows of the scanned row groups on pages the page index excluded.
     pub(super) rows_pruned: Count,
     pub(super) bytes_scanned: Count,
+    /// The part of `bytes_scanned` that was files' footers (Parquet metadata), which
+    /// a process reads once per file.
+    pub(super) footer_bytes: Count,
     pub(super) requests: Count,
     /// Attempts the store repeated after a failure (io_uring S3 client).
     pub(super) retries: Count,
@@ -58,6 +61,7 @@ impl TesseraScanMetrics {
             row_groups_pruned: counter("row_groups_pruned"),
             rows_pruned: counter("rows_pruned"),
             bytes_scanned: counter("bytes_scanned"),
+            footer_bytes: counter("footer_bytes"),
             requests: counter("requests"),
             retries: counter("retries"),
             hedges: counter("hedges"),
@@ -93,6 +97,8 @@ impl TesseraScanMetrics {
         self.request_cost_nanodollars.add(billed * GET_NANODOLLARS);
         self.bytes_scanned
             .add(traffic.bytes.load(Ordering::Relaxed) as usize);
+        self.footer_bytes
+            .add(traffic.footer_bytes.load(Ordering::Relaxed) as usize);
         self.checksum_retries
             .add(traffic.checksum_retries.load(Ordering::Relaxed) as usize);
     }

@@ -19,7 +19,8 @@ Modes: local (`SET tessera.pushdown = 'off'`: Tessera reads every object and fil
 s3select (`'s3select'`: MinIO runs the scans' conditions and projections) and worker
 (`'worker'`: a `tessera serve --storage-side` process beside MinIO, reading it directly,
 runs the scans with the filters, projections, partial aggregates and top-K sorts above
-them; its answers cross a link capped like MinIO's) and auto (`'auto'`: each scan where
+them, and a join's probe side with its build keys' Bloom filter; its answers cross a
+link capped like MinIO's) and auto (`'auto'`: each scan where
 the cost model, told the link's bandwidth, expects it to finish first). Each query
 runs --tries times per mode, each a new `tessera sql` process running `EXPLAIN ANALYZE`;
 the table reports the median wall time, the bytes that crossed the link (the scans'

@@ -43,8 +43,8 @@ use crate::group_keys;
 use crate::options::{MemoryLimit, OnError, SqlDialect, TesseraOptions};
 use crate::output_names;
 use crate::physical_optimizer::{
-    BloomJoin, BloomProbe, CastPushdown, ClusterPlacement, GroupOnCodes, IntegerTextMinMax, PushdownChoice,
-    SelectAggregation, SelectPushdown, SelectTopK, WorkerPushdown,
+    BloomJoin, BloomProbe, CastPushdown, ClusterPlacement, GroupOnCodes, IntegerTextMinMax,
+    PushdownChoice, SelectAggregation, SelectPushdown, SelectTopK, WorkerPushdown,
 };
 use crate::physical_plan::worker_exec::WorkerToken;
 use crate::rejects::{RejectLog, RejectSummary};

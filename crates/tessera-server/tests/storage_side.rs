@@ -679,7 +679,9 @@ async fn a_join_s_build_keys_filter_its_probe_side_on_the_worker() {
     let mut rng = Rng(0xb100);
     for part in 0..2 {
         let bytes = csv_rows(&mut rng, 20_000);
-        fixture.put(&format!("join/items/part{part}.csv"), bytes).await;
+        fixture
+            .put(&format!("join/items/part{part}.csv"), bytes)
+            .await;
     }
     let items = format!("'s3://{BUCKET}/join/items/*.csv'");
     let session = fixture.session(&fixture.worker.endpoint, TOKEN).await;
@@ -711,7 +713,10 @@ async fn a_join_s_build_keys_filter_its_probe_side_on_the_worker() {
                 assert_eq!(metric(&plan, "worker_fallbacks"), 0, "{plan}");
                 // Only the items that may join crossed the link.
                 let sent = metric(&plan, "worker_bytes");
-                assert!(sent * 10 < whole_bytes, "{sent} of {whole_bytes}: {sql}\n{plan}");
+                assert!(
+                    sent * 10 < whole_bytes,
+                    "{sent} of {whole_bytes}: {sql}\n{plan}"
+                );
             }
         }
     }

@@ -689,6 +689,8 @@ async fn a_join_s_build_keys_filter_its_probe_side_on_the_worker() {
     rows(&session, "SET tessera.link_mib = 1").await;
     let whole = analyze(&session, &format!("SELECT id, price FROM {items}")).await;
     let whole_bytes = metric(&whole, "worker_bytes");
+    // The answer crossed the link compressed: 40,000 ids and prices are 640 KB of Arrow.
+    assert!(whole_bytes * 2 < 16 * 40_000, "{whole_bytes}\n{whole}");
     for (round, count) in [40, 200, 3].into_iter().enumerate() {
         let key = format!("join/keys/k{round}.csv");
         fixture.put(&key, csv_keys(&mut rng, count, 20_000)).await;

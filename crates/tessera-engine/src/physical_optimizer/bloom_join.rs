@@ -18,6 +18,7 @@ use datafusion::common::Result;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::{JoinType, NullEquality};
 use datafusion::datasource::physical_plan::FileScanConfigBuilder;
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::joins::HashJoinExec;
 use datafusion::physical_plan::{
@@ -63,6 +64,34 @@ impl PhysicalOptimizerRule for BloomJoin {
 /// The new children of `join` when it becomes a Bloom join: its build side keeping its
 /// keys, its probe side's scan filtering by them.
 fn bloom_joined(join: &HashJoinExec) -> Result<Option<Vec<Arc<dyn ExecutionPlan>>>> {
+    with_build_keys(join, |probe_side, probe_key, keys| {
+        let no_semi_join = |source: &NdjsonSource| source.semi_join().is_none();
+        let Some(path) = scan_path(probe_side, probe_key, &no_semi_join, &integer_access) else {
+            return Ok(None);
+        };
+        let semi = SemiJoin {
+            path,
+            keys: Arc::clone(keys),
+        };
+        let probing = |config: FileScanConfigBuilder, source: &NdjsonSource| {
+            config.with_source(Arc::new(source.with_semi_join(semi.clone())))
+        };
+        with_scan(probe_side, &probing)
+    })
+}
+
+/// The new children of `join` when its build side's keys can filter its probe side:
+/// the build side keeping its keys, and the probe side `probe` makes to filter by them
+/// for the first integer key it can (given the probe side, its key and the keys to come).
+/// `None` when the join keeps probe rows that match nothing, or `probe` makes none.
+pub(super) fn with_build_keys(
+    join: &HashJoinExec,
+    probe: impl Fn(
+        &Arc<dyn ExecutionPlan>,
+        &Arc<dyn PhysicalExpr>,
+        &Arc<BuildKeys>,
+    ) -> Result<Option<Arc<dyn ExecutionPlan>>>,
+) -> Result<Option<Vec<Arc<dyn ExecutionPlan>>>> {
     let drops_unmatched_probe_rows =
         matches!(join.join_type(), JoinType::Inner | JoinType::RightSemi);
     // Null keys join nothing here; where they join each other, a filter would drop them.
@@ -74,24 +103,13 @@ fn bloom_joined(join: &HashJoinExec) -> Result<Option<Vec<Arc<dyn ExecutionPlan>
         if build_key.data_type(&left_schema)? != DataType::Int64 {
             continue;
         }
-        let no_semi_join = |source: &NdjsonSource| source.semi_join().is_none();
-        let Some(path) = scan_path(join.right(), probe_key, &no_semi_join, &integer_access) else {
-            continue;
-        };
         let partitions = join.left().output_partitioning().partition_count();
         let keys = Arc::new(BuildKeys::new(partitions));
-        let semi = SemiJoin {
-            path,
-            keys: Arc::clone(&keys),
-        };
-        let probing = |config: FileScanConfigBuilder, source: &NdjsonSource| {
-            config.with_source(Arc::new(source.with_semi_join(semi.clone())))
-        };
-        let Some(probe) = with_scan(join.right(), &probing)? else {
+        let Some(probed) = probe(join.right(), probe_key, &keys)? else {
             continue;
         };
         let build = BuildKeysExec::try_new(Arc::clone(join.left()), Arc::clone(build_key), keys)?;
-        return Ok(Some(vec![Arc::new(build), probe]));
+        return Ok(Some(vec![Arc::new(build), probed]));
     }
     Ok(None)
 }

@@ -15,22 +15,21 @@
 use std::sync::Arc;
 
 use arrow::datatypes::DataType;
+use datafusion::common::Result;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::common::{JoinType, NullEquality, Result};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::joins::HashJoinExec;
 use datafusion::physical_plan::repartition::RepartitionExec;
-use datafusion::physical_plan::{
-    ExecutionPlan, ExecutionPlanProperties, replace_children_if_necessary,
-};
+use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 
+use super::bloom_join::with_build_keys;
 use super::worker_pushdown::runs_on_worker;
 use crate::options::{Pushdown, TesseraOptions};
 use crate::physical_plan::bloom_probe::BloomProbeExec;
-use crate::physical_plan::build_keys::{BuildKeys, BuildKeysExec};
+use crate::physical_plan::build_keys::BuildKeys;
 use crate::physical_plan::pushdown_choice::{Choice, PushdownChoiceExec};
 
 /// The rule; registered after [`super::PushdownChoice`] and before
@@ -78,25 +77,9 @@ impl PhysicalOptimizerRule for BloomProbe {
 /// The new children of `join` when its probe side is probed on the worker: its build
 /// side keeping its keys, its probe side's sent sub-plan filtering by them.
 fn probed(join: &HashJoinExec, auto: bool) -> Result<Option<Vec<Arc<dyn ExecutionPlan>>>> {
-    let drops_unmatched_probe_rows =
-        matches!(join.join_type(), JoinType::Inner | JoinType::RightSemi);
-    if !drops_unmatched_probe_rows || join.null_equality() == NullEquality::NullEqualsNull {
-        return Ok(None);
-    }
-    let left_schema = join.left().schema();
-    for (build_key, probe_key) in join.on() {
-        if build_key.data_type(&left_schema)? != DataType::Int64 {
-            continue;
-        }
-        let partitions = join.left().output_partitioning().partition_count();
-        let keys = Arc::new(BuildKeys::new(partitions));
-        let Some(probe) = with_probe(join.right(), probe_key, &keys, auto)? else {
-            continue;
-        };
-        let build = BuildKeysExec::try_new(Arc::clone(join.left()), Arc::clone(build_key), keys)?;
-        return Ok(Some(vec![Arc::new(build), probe]));
-    }
-    Ok(None)
+    with_build_keys(join, |probe_side, probe_key, keys| {
+        with_probe(probe_side, probe_key, keys, auto)
+    })
 }
 
 /// `plan` with a [`BloomProbeExec`] by `key` over `keys` on top of the sub-plan it

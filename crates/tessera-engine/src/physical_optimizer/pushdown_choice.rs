@@ -362,7 +362,8 @@ impl Sampler<'_> {
         estimates
     }
 
-    /// The first [`SAMPLE_BYTES`] of the first file of `scan`, if it can be sampled.
+    /// The first [`SAMPLE_BYTES`] of the first file of `scan` ([`TABLE_SAMPLE_BYTES`] of
+    /// a table's), if it can be sampled.
     fn sample_of(&self, scan: &FileScanConfig, source: StorageScan) -> Option<PartitionedFile> {
         let file = scan.file_groups.first()?.files().first()?;
         if !self.sampling || source.is_compressed(scan, file) {

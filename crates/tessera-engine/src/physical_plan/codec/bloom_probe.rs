@@ -93,10 +93,10 @@ impl BloomFilterNode {
 
 /// The filter `node` carries; an error when its parts do not fit together.
 fn filter_of(node: &BloomFilterNode) -> Result<BloomFilter> {
-    let hashes: Vec<(u64, u64)> = node.hashes.chunks(2).map(|p| (p[0], p[1])).collect();
+    let hashes: Vec<(u64, u64)> = node.hashes.chunks_exact(2).map(|p| (p[0], p[1])).collect();
     let bits_len = node.slice_bits.saturating_mul(hashes.len() as u64);
-    let bytes_needed = bits_len.div_ceil(8);
-    if node.hashes.len() % 2 != 0 || node.bits.len() as u64 != bytes_needed {
+    let odd = !node.hashes.len().is_multiple_of(2);
+    if odd || node.bits.len() as u64 != bits_len.div_ceil(8) {
         return internal_err!("a Bloom filter whose parts do not fit together");
     }
     let bits = (0..bits_len as usize)
@@ -121,5 +121,8 @@ mod tests {
         let mut cut = node.clone();
         cut.bits.pop();
         assert!(filter_of(&cut).is_err());
+        let mut odd = node;
+        odd.hashes.pop();
+        assert!(filter_of(&odd).is_err());
     }
 }

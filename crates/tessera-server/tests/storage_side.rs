@@ -173,7 +173,23 @@ async fn stored_session(fixture: &Fixture, data: &DataSet, stored: Stored) -> Te
     session
 }
 
-async fn differential(
+/// Random queries over each data set stored as `stored`, answered here, on the worker
+/// and under auto: the same rows, and the worker's requests all answered by it.
+async fn differential(stored: Stored, seed: u64) {
+    let fixture = fixture().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(seed);
+    for data in [bluesky(dir.path(), 3_000), events(dir.path(), 2_000)] {
+        let name = data.name;
+        let (requests, fallbacks) = differential_over(&fixture, data, &mut rng, stored).await;
+        println!("{name}: {requests} requests, {fallbacks} fallbacks");
+        assert!(requests >= QUERIES as u64, "{name}: {requests} requests");
+        assert_eq!(fallbacks, 0, "{name}");
+    }
+}
+
+/// The worker's requests and fallbacks over [`QUERIES`] random queries of `data`.
+async fn differential_over(
     fixture: &Fixture,
     data: DataSet,
     rng: &mut Rng,
@@ -203,31 +219,13 @@ async fn differential(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn worker_answers_equal_local_answers_over_random_queries() {
-    let fixture = fixture().await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut rng = Rng(0x3a7e5);
-    for data in [bluesky(dir.path(), 3_000), events(dir.path(), 2_000)] {
-        let name = data.name;
-        let (requests, fallbacks) = differential(&fixture, data, &mut rng, Stored::Raw).await;
-        println!("{name}: {requests} requests, {fallbacks} fallbacks");
-        assert!(requests >= QUERIES as u64, "{name}: {requests} requests");
-        assert_eq!(fallbacks, 0, "{name}");
-    }
+    differential(Stored::Raw, 0x3a7e5).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn worker_answers_over_tessera_tables_equal_local_answers() {
     // The worker reads the version the client planned on, with its own credentials.
-    let fixture = fixture().await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut rng = Rng(0x7ab1e);
-    for data in [bluesky(dir.path(), 3_000), events(dir.path(), 2_000)] {
-        let name = data.name;
-        let (requests, fallbacks) = differential(&fixture, data, &mut rng, Stored::Table).await;
-        println!("{name}: {requests} requests, {fallbacks} fallbacks");
-        assert!(requests >= QUERIES as u64, "{name}: {requests} requests");
-        assert_eq!(fallbacks, 0, "{name}");
-    }
+    differential(Stored::Table, 0x7ab1e).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -78,21 +78,22 @@ impl PhysicalOptimizerRule for BloomProbe {
 /// side keeping its keys, its probe side's sent sub-plan filtering by them.
 fn probed(join: &HashJoinExec, auto: bool) -> Result<Option<Vec<Arc<dyn ExecutionPlan>>>> {
     with_build_keys(join, |probe_side, probe_key, keys| {
+        // The operators down to the sent sub-plan keep the columns: checked once here.
+        if probe_key.data_type(&probe_side.schema())? != DataType::Int64 {
+            return Ok(None);
+        }
         with_probe(probe_side, probe_key, keys, auto)
     })
 }
 
 /// `plan` with a [`BloomProbeExec`] by `key` over `keys` on top of the sub-plan it
-/// sends to the worker; `None` when it sends none, or the key is no integer.
+/// sends to the worker (`key` an integer of its rows); `None` when it sends none.
 fn with_probe(
     plan: &Arc<dyn ExecutionPlan>,
     key: &Arc<dyn PhysicalExpr>,
     keys: &Arc<BuildKeys>,
     auto: bool,
 ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
-    if key.data_type(&plan.schema())? != DataType::Int64 {
-        return Ok(None);
-    }
     let probe = |sent: &Arc<dyn ExecutionPlan>| -> Result<Arc<dyn ExecutionPlan>> {
         let probe = BloomProbeExec::try_new(Arc::clone(sent), Arc::clone(key), Arc::clone(keys));
         Ok(Arc::new(probe?))

@@ -89,11 +89,10 @@ impl StorageScan<'_> {
     /// table's file the same share of its rows, which still names the table version
     /// it belongs to.
     pub(super) fn first_bytes(&self, file: &PartitionedFile, end: u64) -> PartitionedFile {
-        let mut first = match self {
+        let first = match self {
             StorageScan::Table => file.clone(),
             _ => PartitionedFile::new_from_meta(file.object_meta.clone()),
         };
-        first.range = None;
         first.with_range(0, end as i64)
     }
 

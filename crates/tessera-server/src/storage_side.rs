@@ -24,8 +24,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
-use arrow::ipc::CompressionType;
-use arrow::ipc::writer::IpcWriteOptions;
 use arrow_flight::encode::{DictionaryHandling, FlightDataEncoderBuilder};
 use arrow_flight::error::FlightError;
 use arrow_flight::flight_service_server::{FlightService, FlightServiceServer};
@@ -37,7 +35,7 @@ use futures::{Stream, StreamExt};
 use tessera_engine::TesseraSession;
 use tessera_engine::physical_plan::compact_views::compact_views;
 use tessera_engine::physical_plan::worker_exec::{
-    MESSAGE_BYTES_MAX, WorkerToken, decode_ticket, partitions_kept,
+    MESSAGE_BYTES_MAX, WorkerToken, answer_options, decode_ticket, partitions_kept,
 };
 use tessera_engine::physical_plan::worker_spend::WorkerSpend;
 use tokio::net::{TcpListener, TcpStream};
@@ -102,16 +100,6 @@ fn no_delay(accepted: std::io::Result<TcpStream>) -> std::io::Result<TcpStream> 
     let stream = accepted?;
     let _ = stream.set_nodelay(true);
     Ok(stream)
-}
-
-/// How the worker writes its answers: compressed with zstd, since the link to the
-/// client is what the worker saves and its answers are mostly numbers and short texts
-/// (about 2.6 times smaller for TPC-H's lineitem keys and prices, against 1.9 with LZ4);
-/// the client's Flight decoder reads either.
-fn answer_options() -> IpcWriteOptions {
-    IpcWriteOptions::default()
-        .try_with_compression(Some(CompressionType::ZSTD))
-        .expect("this build writes zstd-compressed Arrow IPC")
 }
 
 impl Worker {

@@ -22,8 +22,10 @@ runs the scans with the filters, projections, partial aggregates and top-K sorts
 them, and a join's probe side with its build keys' Bloom filter; its answers cross a
 link capped like MinIO's) and auto (`'auto'`: each scan where
 the cost model, told the link's bandwidth, expects it to finish first). Each query
-runs --tries times per mode, each a new `tessera sql` process running `EXPLAIN ANALYZE`;
-the table reports the median wall time, the bytes that crossed the link (the scans'
+runs --tries times per mode, each a new `tessera sql` process running `EXPLAIN ANALYZE`,
+the modes taking turns in an order rotated at each try (run one after another, auto
+measured 1.2x slower than the worker it always followed on JSON Q19 at SF 1, and
+0.98x once they alternated); the table reports the median wall time, the bytes that crossed the link (the scans'
 `bytes_scanned`: objects read, or the records S3 Select returned; and the worker's
 `worker_bytes`), the bytes MinIO sent (to Tessera or the worker) and read for S3 Select,
 the requests MinIO served (its own counters, last try) and the dollars of
@@ -50,6 +52,7 @@ Parquet tables, so only local, worker and auto).
 
 Usage: bench/pushdown/run.py [--sf 0.3] [--docs 1000000] [--parts 8] [--tries 3] [--link-mib 100]
                              [--experiments 'Bloom join,TPC-H'] [--tessera PATH]
+                             [--plans DIR]
 """
 
 import argparse
@@ -57,6 +60,7 @@ import contextlib
 import csv
 import json
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -223,21 +227,38 @@ def answer(binary: str, env: dict, table: str, mode: str, sql: str) -> list:
     return [tuple(json.loads(line).values()) for line in out.splitlines() if line.strip()]
 
 
-def run(binary: str, env: dict, minio: MinIO, table: str, mode: str, sql: str,
-        tries: int) -> dict:
-    """Median seconds of `tries` runs and the last run's bytes, requests and dollars."""
+def run_once(binary: str, env: dict, minio: MinIO, table: str, mode: str, sql: str) -> dict:
+    """One run of `EXPLAIN ANALYZE sql` in `mode`: its seconds, plan and MinIO's counts."""
     script = f"{ddl(table)}; {settings(mode, env)}; EXPLAIN ANALYZE {sql}"
-    seconds = []
-    for _ in range(tries):
-        before = minio.counters()
-        started = time.perf_counter()
-        explained = tessera(binary, env, "sql", script)
-        seconds.append(time.perf_counter() - started)
-        after = minio.counters()
-    figures = metrics(explained, METRICS)
-    served = {k: after[k] - before.get(k, 0) for k in after if k != "sent_bytes"}
-    sent = after["sent_bytes"] - before.get("sent_bytes", 0)
-    median = statistics.median(seconds)
+    before = minio.counters()
+    started = time.perf_counter()
+    explained = tessera(binary, env, "sql", script)
+    seconds = time.perf_counter() - started
+    after = minio.counters()
+    return {"seconds": seconds, "explained": explained,
+            "served": {k: after[k] - before.get(k, 0) for k in after if k != "sent_bytes"},
+            "sent": after["sent_bytes"] - before.get("sent_bytes", 0)}
+
+
+def run(binary: str, env: dict, minio: MinIO, table: str, modes: tuple, sql: str,
+        tries: int) -> dict:
+    """Each of `modes`: the median seconds of `tries` runs and the last run's plan, bytes,
+    requests and dollars. The modes take turns, in an order rotated at each try, so that
+    none always follows the same one (MinIO and the page cache remember the run before)."""
+    runs = {mode: [] for mode in modes}
+    for attempt in range(tries):
+        turn = attempt % len(modes)
+        for mode in modes[turn:] + modes[:turn]:
+            runs[mode].append(run_once(binary, env, minio, table, mode, sql))
+    return {mode: summary(tried) for mode, tried in runs.items()}
+
+
+def summary(tried: list) -> dict:
+    """The median seconds of the runs `tried`, and the last one's figures and dollars."""
+    last = tried[-1]
+    figures = metrics(last["explained"], METRICS)
+    served = last["served"]
+    median = statistics.median(t["seconds"] for t in tried)
     storage = sum(REQUEST_DOLLARS.get(k, 0.0) * n for k, n in served.items())
     storage += figures["select_store_bytes"] / 1e9 * SCANNED_PER_GB
     storage += figures["select_returned_bytes"] / 1e9 * RETURNED_PER_GB
@@ -246,7 +267,7 @@ def run(binary: str, env: dict, minio: MinIO, table: str, mode: str, sql: str,
     dollars = {name: storage + median * price / 3600 for name, price in INSTANCES.items()}
     return {"seconds": median, "requests": sum(served.values()), "dollars": dollars,
             "link_bytes": figures["bytes_scanned"] + figures["worker_bytes"],
-            "store_sent_bytes": sent, **figures}
+            "store_sent_bytes": last["sent"], "explained": last["explained"], **figures}
 
 
 def experiments(sf: float, bounds: dict) -> list:
@@ -354,6 +375,9 @@ def main():
     parser.add_argument("--experiments", default="",
                         help="comma-separated labels or label prefixes (`labelled`) of the "
                              "experiments to run (all)")
+    parser.add_argument("--plans", type=Path,
+                        help="a directory to keep each query's last EXPLAIN ANALYZE in, "
+                             "as <label>.<mode>.txt")
     args = parser.parse_args()
     binary = args.tessera
     rate_kb = round(args.link_mib * 2**20 / 1000)  # toxiproxy's rate is in KB/s (1000 bytes)
@@ -401,8 +425,12 @@ def main():
         results = {}
         for shape, label, sql in rows:
             expected = answer(binary, direct, shape, "off", sql)
-            for mode in modes_of(label):
-                result = run(binary, env, minio, shape, mode, sql, args.tries)
+            measured = run(binary, env, minio, shape, modes_of(label), sql, args.tries)
+            for mode, result in measured.items():
+                if args.plans:
+                    args.plans.mkdir(parents=True, exist_ok=True)
+                    name = f"{re.sub(r'[^A-Za-z0-9.-]+', '_', label)}.{mode}.txt"
+                    (args.plans / name).write_text(result["explained"])
                 result["same"] = same_answer(answer(binary, direct, shape, mode, sql), expected)
                 results[(label, mode)] = result
                 print(f"  {label} {mode}: {result['seconds']:.2f} s, "

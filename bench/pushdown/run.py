@@ -265,7 +265,8 @@ def summary(tried: list) -> dict:
     if figures["worker_requests"] > 0:  # forced, or chosen by auto
         storage += median * WORKER_PER_HOUR / 3600
     dollars = {name: storage + median * price / 3600 for name, price in INSTANCES.items()}
-    return {"seconds": median, "requests": sum(served.values()), "dollars": dollars,
+    return {"seconds": median, "tries": [t["seconds"] for t in tried],
+            "requests": sum(served.values()), "dollars": dollars,
             "link_bytes": figures["bytes_scanned"] + figures["worker_bytes"],
             "store_sent_bytes": last["sent"], "explained": last["explained"], **figures}
 
@@ -433,7 +434,8 @@ def main():
                     (args.plans / name).write_text(result["explained"])
                 result["same"] = same_answer(answer(binary, direct, shape, mode, sql), expected)
                 results[(label, mode)] = result
-                print(f"  {label} {mode}: {result['seconds']:.2f} s, "
+                tries = ", ".join(f"{t:.2f}" for t in result["tries"])
+                print(f"  {label} {mode}: {result['seconds']:.2f} s ({tries}), "
                       f"{result['bytes_scanned'] / 1e6:.1f} MB", file=sys.stderr)
         report(rows, results)
 

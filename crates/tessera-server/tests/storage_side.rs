@@ -700,7 +700,10 @@ async fn a_join_s_build_keys_filter_its_probe_side_on_the_worker() {
             "SELECT i.kind, count(*), max(i.price) FROM {keys} k JOIN {items} i \
              ON i.id = k.id WHERE k.tag < 't30' GROUP BY i.kind"
         );
-        for sql in [&joined, &grouped] {
+        // Listed first, the items are still the probe side: their files are larger.
+        let reversed =
+            format!("SELECT count(*), sum(i.price) FROM {items} i JOIN {keys} k ON k.id = i.id");
+        for sql in [&joined, &grouped, &reversed] {
             for mode in ["worker", "auto"] {
                 let (local, pushed, plan) = pushed_as(&session, sql, mode).await;
                 assert_eq!(pushed, local, "{mode}: {sql}\n{plan}");

@@ -18,3 +18,21 @@ pub mod read_geojson;
 pub mod read_json;
 pub mod select;
 pub mod tessera;
+
+use datafusion::common::Statistics;
+use datafusion::common::stats::Precision;
+use object_store::ObjectMeta;
+
+/// `statistics` of a raw file (NDJSON or CSV text) with the file's size standing in for
+/// the bytes its rows take, where they do not say: inexact, but it orders tables by size.
+/// DataFusion's join selection builds a hash join on the input of fewer bytes, which it
+/// cannot tell without statistics, so a join listing the large table first would build
+/// on it; built on the small one, the join's keys can filter the large one where it is
+/// read ([`crate::physical_optimizer::BloomProbe`] on the storage-side worker).
+pub fn with_file_size(mut statistics: Statistics, object: &ObjectMeta) -> Statistics {
+    if statistics.total_byte_size == Precision::Absent {
+        let size = usize::try_from(object.size).unwrap_or(usize::MAX);
+        statistics.total_byte_size = Precision::Inexact(size);
+    }
+    statistics
+}

@@ -26,6 +26,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use object_store::{ObjectMeta, ObjectStore};
 
 use crate::datasource::select::select_client;
+use crate::datasource::with_file_size;
 use crate::options::Pushdown;
 use select::SelectPushdown;
 use source::CsvScanSource;
@@ -74,9 +75,8 @@ impl FileFormat for CsvScanFormat {
         table_schema: SchemaRef,
         object: &ObjectMeta,
     ) -> Result<Statistics> {
-        self.inner
-            .infer_stats(state, store, table_schema, object)
-            .await
+        let statistics = self.inner.infer_stats(state, store, table_schema, object);
+        Ok(with_file_size(statistics.await?, object))
     }
 
     async fn create_physical_plan(

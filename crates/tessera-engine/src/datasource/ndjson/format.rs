@@ -20,6 +20,7 @@ use super::open::ScanSettings;
 use super::source::NdjsonSource;
 use crate::block_cache::ScanCache;
 use crate::datasource::select::select_client;
+use crate::datasource::with_file_size;
 use crate::options::{OnError, Pushdown, TesseraOptions, Validation, ValidationSetting};
 use crate::rejects::RejectLog;
 
@@ -149,9 +150,12 @@ impl FileFormat for NdjsonFormat {
         _state: &dyn Session,
         _store: &Arc<dyn ObjectStore>,
         table_schema: SchemaRef,
-        _object: &ObjectMeta,
+        object: &ObjectMeta,
     ) -> Result<Statistics> {
-        Ok(Statistics::new_unknown(&table_schema))
+        Ok(with_file_size(
+            Statistics::new_unknown(&table_schema),
+            object,
+        ))
     }
 
     async fn create_physical_plan(

@@ -136,8 +136,8 @@ impl ExecutionPlan for SampleSizeExec {
 
 /// Counts the bytes of batches as the worker sends them: views compacted, then written
 /// as Arrow IPC with the worker's [`answer_options`] (zstd), dictionaries resent with
-/// every batch, none for an empty one. The answer's compression is counted because it decides what crosses the
-/// link: lineitem's keys and prices shrink 2.6 times, short texts much less.
+/// every batch, nothing for an empty one. Compression is counted because it decides
+/// what crosses the link: lineitem's keys and prices shrink 2.6 times, short texts less.
 struct SentBytes {
     bytes: u64,
     encoder: IpcDataGenerator,

@@ -33,9 +33,10 @@ use arrow_flight::{
 };
 use futures::{Stream, StreamExt};
 use tessera_engine::TesseraSession;
+use tessera_engine::physical_plan::answer_format::answer_options;
 use tessera_engine::physical_plan::compact_views::compact_views;
 use tessera_engine::physical_plan::worker_exec::{
-    MESSAGE_BYTES_MAX, WorkerToken, answer_options, decode_ticket, partitions_kept,
+    MESSAGE_BYTES_MAX, WorkerToken, decode_ticket, partitions_kept,
 };
 use tessera_engine::physical_plan::worker_spend::WorkerSpend;
 use tokio::net::{TcpListener, TcpStream};

@@ -1,5 +1,6 @@
 //! Tessera's own physical operators.
 //!
+//! - [`answer_format`]: how the storage-side worker writes its answers (zstd Arrow IPC).
 //! - [`bloom_probe`]: `BloomProbeExec`, a join's probe side filtered by its build
 //!   keys where it is read (a Bloom join on the storage-side worker).
 //! - [`build_keys`]: `BuildKeysExec`, a join's build side keeping its keys for the
@@ -24,6 +25,7 @@
 //! - [`pushdown_choice`]: `PushdownChoiceExec`, where `tessera.pushdown = 'auto'` sent
 //!   a sub-plan and why.
 
+pub mod answer_format;
 pub mod bloom_probe;
 pub mod build_keys;
 pub mod cluster_exec;

@@ -22,8 +22,8 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 use futures::{StreamExt, TryStreamExt};
 
+use super::answer_format::answer_options;
 use super::compact_views::compact_views;
-use super::worker_exec::answer_options;
 
 /// The one column of a [`SampleSizeExec`]'s answer.
 const BYTES_COLUMN: &str = "bytes";

@@ -20,8 +20,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow::datatypes::SchemaRef;
-use arrow::ipc::CompressionType;
-use arrow::ipc::writer::IpcWriteOptions;
 use arrow_flight::decode::FlightRecordBatchStream;
 use arrow_flight::error::FlightError;
 use arrow_flight::flight_service_client::FlightServiceClient;
@@ -56,17 +54,6 @@ const KEEPALIVE_TIMEOUT_MS: u64 = 20_000;
 /// The largest Flight message accepted from the worker (it sends batches in messages
 /// of at most 2 MiB, DataFusion's default, unless one row is larger).
 pub const MESSAGE_BYTES_MAX: usize = 256 << 20;
-
-/// How the worker writes its answers: compressed with zstd, since the link to the
-/// client is what the worker saves and its answers are mostly numbers and short texts
-/// (about 2.6 times smaller for TPC-H's lineitem keys and prices, against 1.9 with LZ4);
-/// the client's Flight decoder reads either. A sample's size
-/// ([`super::sample_size::SampleSizeExec`]) is counted as written with these options.
-pub fn answer_options() -> IpcWriteOptions {
-    IpcWriteOptions::default()
-        .try_with_compression(Some(CompressionType::ZSTD))
-        .expect("this build writes zstd-compressed Arrow IPC")
-}
 
 /// The secret a client presents to the storage-side worker; never shown.
 #[derive(Clone, PartialEq, Eq)]

@@ -25,8 +25,8 @@ the cost model, told the link's bandwidth, expects it to finish first). Each que
 runs --tries times per mode, each a new `tessera sql` process running `EXPLAIN ANALYZE`,
 the modes taking turns in an order rotated at each try (run one after another, auto
 measured 1.2x slower than the worker it always followed on JSON Q19 at SF 1, and
-0.98x once they alternated); the table reports the median wall time, the bytes that crossed the link (the scans'
-`bytes_scanned`: objects read, or the records S3 Select returned; and the worker's
+0.98x once they alternated); the table reports the median wall time, the bytes that
+crossed the link (the scans' `bytes_scanned`: objects read, or the records S3 Select returned; and the worker's
 `worker_bytes`), the bytes MinIO sent (to Tessera or the worker) and read for S3 Select,
 the requests MinIO served (its own counters, last try) and the dollars of
 PushdownDB's cost model: requests at $0.0004 per 1,000 GETs (S3 Select requests too) and
@@ -381,6 +381,8 @@ def main():
                              "as <label>.<mode>.txt")
     args = parser.parse_args()
     binary = args.tessera
+    if args.plans:
+        args.plans.mkdir(parents=True, exist_ok=True)
     rate_kb = round(args.link_mib * 2**20 / 1000)  # toxiproxy's rate is in KB/s (1000 bytes)
     print(f"# pushdown: TPC-H SF {args.sf:g}, {args.docs} Bluesky events, {args.parts} objects each, "
           f"{LATENCY_MS} ms and {args.link_mib:g} MiB/s per connection (toxiproxy), {args.tries} tries")
@@ -429,7 +431,6 @@ def main():
             measured = run(binary, env, minio, shape, modes_of(label), sql, args.tries)
             for mode, result in measured.items():
                 if args.plans:
-                    args.plans.mkdir(parents=True, exist_ok=True)
                     name = f"{re.sub(r'[^A-Za-z0-9.-]+', '_', label)}.{mode}.txt"
                     (args.plans / name).write_text(result["explained"])
                 result["same"] = same_answer(answer(binary, direct, shape, mode, sql), expected)

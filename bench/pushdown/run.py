@@ -26,8 +26,8 @@ runs --tries times per mode, each a new `tessera sql` process running `EXPLAIN A
 the modes taking turns in an order rotated at each try (run one after another, auto
 measured 1.2x slower than the worker it always followed on JSON Q19 at SF 1, and
 0.98x once they alternated); the table reports the median wall time, the bytes that
-crossed the link (the scans' `bytes_scanned`: objects read, or the records S3 Select returned; and the worker's
-`worker_bytes`), the bytes MinIO sent (to Tessera or the worker) and read for S3 Select,
+crossed the link (the scans' `bytes_scanned`: objects read, or the records S3 Select
+returned; and the worker's `worker_bytes`), the bytes MinIO sent (to Tessera or the worker) and read for S3 Select,
 the requests MinIO served (its own counters, last try) and the dollars of
 PushdownDB's cost model: requests at $0.0004 per 1,000 GETs (S3 Select requests too) and
 $0.005 per 1,000 LISTs, S3 Select's $0.002/GB scanned and $0.0007/GB returned, and the

@@ -194,14 +194,15 @@ def storage_side(binary: str, env: dict):
 
 
 def settings(mode: str, env: dict) -> str:
-    """The statements choosing `mode`, with the worker and link bandwidth of `env`; a mode
-    of SELECT_VARIANTS is S3 Select with its setting."""
+    """The statements choosing `mode`, with the worker and the link's bandwidth (of `env`)
+    and latency; a mode of SELECT_VARIANTS is S3 Select with its setting."""
     pushdown, variant = mode, ""
     if mode in SELECT_VARIANTS:
         _, setting, value = SELECT_VARIANTS[mode]
         pushdown, variant = "s3select", f"SET tessera.{setting} = '{value}'; "
     return (f"SET tessera.pushdown = '{pushdown}'; {variant}"
-            f"SET tessera.worker = '{env['WORKER']}'; SET tessera.link_mib = {env['LINK_MIB']}")
+            f"SET tessera.worker = '{env['WORKER']}'; SET tessera.link_mib = {env['LINK_MIB']}; "
+            f"SET tessera.link_latency_ms = {LATENCY_MS}")
 
 
 def labelled(label: str, prefixes) -> bool:

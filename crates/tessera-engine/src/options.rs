@@ -564,6 +564,12 @@ extensions_options! {
         /// The bandwidth of one connection between Tessera and the object store (or the
         /// worker), in MiB/s, for `pushdown = 'auto'`'s cost model.
         pub link_mib: f64, default = 100.0
+        /// How long a request to the object store (or the worker) waits for its first
+        /// byte, in milliseconds, for `pushdown = 'auto'`'s cost model: a scan waits
+        /// it once per request it cannot overlap, a table scan's footer and leaves of
+        /// each file among them. 0 (default) leaves it out; S3 in the same region
+        /// answers in about 30 ms.
+        pub link_latency_ms: f64, default = 0.0
         /// The Ballista scheduler queries run on (`tessera cluster scheduler`), as
         /// `df://HOST:PORT` or `http://HOST:PORT`; empty (default) runs them here.
         pub cluster: String, default = String::new()

@@ -255,6 +255,43 @@ async fn auto_samples_a_tessera_table_for_what_its_scan_reads() {
     assert_eq!(choice(&session, grouped).await, "local");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_waits_the_link_s_latency_for_each_table_footer_fetched_here() {
+    let fixture = fixture().await;
+    let dir = tempfile::tempdir().unwrap();
+    let data = bluesky(dir.path(), 20_000);
+    let session = stored_session(&fixture, &data, Stored::Table).await;
+    let grouped = "SELECT j->>'kind', count(*) FROM t GROUP BY 1";
+    let worker = format!("SET tessera.worker = '{}'", fixture.worker.endpoint);
+    // A link wider than the scan decodes, but slow to answer: bytes cost nothing, and
+    // reading here waits for each file's footer, then its leaves.
+    rows(&session, "SET tessera.link_mib = 100000").await;
+    rows(&session, "SET tessera.link_latency_ms = 500").await;
+    rows(&session, "SET tessera.worker = ''").await;
+    let (unread, _) = planned(&session, grouped).await;
+    // The worker, beside the store, answers one call per partition.
+    rows(&session, &worker).await;
+    assert_eq!(choice(&session, grouped).await, "worker");
+    let (local, chosen, plan) = pushed_as(&session, grouped, "auto").await;
+    assert_eq!(chosen, local, "{plan}");
+    // Once this process holds the footers (read above), reading here saves a wait per
+    // file. (Without a worker nothing is sampled, so only the footers differ.)
+    rows(&session, "SET tessera.pushdown = 'off'").await;
+    let files = metric(&analyze(&session, grouped).await, "files_scanned") as f64;
+    rows(&session, "SET tessera.worker = ''").await;
+    let (read, _) = planned(&session, grouped).await;
+    let saved_s = estimated_local_s(&unread) - estimated_local_s(&read);
+    let expected_s = files * 0.5 / 2.0;
+    assert!(
+        files >= 2.0 && (saved_s - expected_s).abs() < 0.002,
+        "{saved_s} s saved, {expected_s} s expected for {files} files\n{unread}\n{read}"
+    );
+    // Without the latency, the wide link leaves the scan here.
+    rows(&session, &worker).await;
+    rows(&session, "SET tessera.link_latency_ms = 0").await;
+    assert_eq!(choice(&session, grouped).await, "local");
+}
+
 /// The local estimate of the first choice in `plan`.
 fn estimated_local_s(plan: &str) -> f64 {
     let at = plan.find("estimated_s=[local=").expect(plan) + "estimated_s=[local=".len();

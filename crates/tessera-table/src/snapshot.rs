@@ -104,6 +104,22 @@ impl Snapshot {
         })
     }
 
+    /// Whether this process holds `file`'s footer, so that opening it makes no request
+    /// for it: a cost model's question (a scan over a slow link waits a round trip per
+    /// footer it fetches).
+    pub fn footer_cached(&self, file: &DataFile) -> bool {
+        cache::footer(&self.footer_key(file)).is_some()
+    }
+
+    /// The key of `file`'s footer in the process's cache.
+    fn footer_key(&self, file: &DataFile) -> cache::ObjectKey {
+        (
+            self.store.to_string(),
+            child_key(&self.prefix, &file.path).to_string(),
+            file.size.to_string(),
+        )
+    }
+
     /// Opens `file` for selective reads: its Parquet footer is fetched once, so the
     /// caller can choose leaf columns and row groups from it before any data is read.
     pub async fn open_file(&self, file: &DataFile) -> Result<OpenFile, TableError> {
@@ -115,11 +131,7 @@ impl Snapshot {
             traffic: Arc::clone(&traffic),
             readahead: None,
         };
-        let footer = (
-            self.store.to_string(),
-            reader.key.to_string(),
-            file.size.to_string(),
-        );
+        let footer = self.footer_key(file);
         let metadata = match cache::footer(&footer) {
             Some(metadata) => metadata,
             None => {
@@ -129,6 +141,8 @@ impl Snapshot {
                     .map_err(parquet_error(&file.path))?;
                 let read = traffic.bytes.load(Ordering::Relaxed);
                 traffic.footer_bytes.store(read, Ordering::Relaxed);
+                let requests = traffic.requests.load(Ordering::Relaxed);
+                traffic.footer_requests.store(requests, Ordering::Relaxed);
                 cache::keep_footer(footer, Arc::clone(&metadata));
                 metadata
             }

@@ -16,6 +16,9 @@ pub struct Traffic {
     /// The part of `bytes` that was the file's footer (its Parquet metadata): read
     /// once per file and process, where the rest grows with the rows and leaves read.
     pub footer_bytes: AtomicU64,
+    /// The part of `requests` that fetched the footer: the requests a process that
+    /// holds the footer does not make.
+    pub footer_requests: AtomicU64,
     /// What the store sent on the file's behalf, as its io_uring S3 client counts it
     /// (split and hedged GETs, retries); zero for stores that do not count (local files).
     pub store: Arc<RequestStats>,

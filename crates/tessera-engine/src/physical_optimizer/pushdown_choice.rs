@@ -12,6 +12,12 @@
 //! which cannot aggregate). A Tessera table scan reads only the leaves it needs, so its
 //! input is what the sample's scan read of them (footers left out), scaled to the scan's
 //! files; the first bytes of a table's file stand for the same share of its rows.
+//! To that time each partition adds the link's latency (`tessera.link_latency_ms`) once
+//! per request it waits for: here, a table file's footer (unless this process holds
+//! it) and its leaves' requests, as many per byte as the sample made, or a raw file's
+//! first block; under S3 Select one per object; on the worker, which reads beside the
+//! store, one call. Over a link with latency, many small table files cost more in
+//! round trips than in bytes.
 //!
 //! The evidence must cost less than it saves, so each sample runs where it is cheapest
 //! to take, and only where it can change the choice: the whole sub-plan on the worker,
@@ -202,7 +208,7 @@ impl PushdownChoice {
             sampling: handle.is_some(),
             memory: &self.memory,
         };
-        let link = options.link_mib.max(0.01) * f64::from(1u32 << 20);
+        let link = Link::of(options);
         let all = futures::future::join_all(sent.iter().map(|plan| sampler.estimate(plan, link)));
         match handle {
             Some(handle) => tokio::task::block_in_place(|| handle.block_on(all)),
@@ -243,41 +249,78 @@ struct Sampled {
     /// The bytes the sample's scan read per byte of the file range it covered: one for
     /// raw files, the share of a table's file its leaves take.
     read_per_byte: f64,
+    /// The requests for data (footers left out) the sample's scan made per byte of the
+    /// file range it covered; zero for raw files, whose blocks are fetched ahead.
+    requests_per_byte: f64,
     /// Whether the worker computed it (it was asked and did not fall back).
     on_worker: bool,
+}
+
+/// The link between this session and the store (or the worker).
+#[derive(Debug, Clone, Copy)]
+struct Link {
+    /// One connection's bandwidth, bytes/s.
+    bytes_per_s: f64,
+    /// A request's wait for its first byte, seconds.
+    latency_s: f64,
+}
+
+impl Link {
+    fn of(options: &TesseraOptions) -> Self {
+        Self {
+            bytes_per_s: options.link_mib.max(0.01) * f64::from(1u32 << 20),
+            latency_s: options.link_latency_ms.max(0.0) / 1e3,
+        }
+    }
 }
 
 /// The size of a sub-plan's input and the seconds each candidate needs for it.
 struct Model {
     bytes: f64,
     partitions: f64,
-    link: f64,
+    link: Link,
+    /// The files' bytes, whatever the scan reads of them.
+    file_bytes: f64,
+    files: f64,
+    /// Footers this process would fetch before the files' data.
+    footers: f64,
+    /// Requests for data a scan here makes that wait their first byte: at least one per
+    /// file, the first block of a raw file or a table file's leaves.
+    data_requests: f64,
 }
 
 impl Model {
-    /// The model of reading what `scan` reads over a link of `link` bytes/s, taking
-    /// all of its files' bytes.
-    fn of(scan: &FileScanConfig, link: f64) -> Self {
-        let bytes = scan
-            .file_groups
-            .iter()
-            .flat_map(|g| g.files())
-            .map(|f| match &f.range {
+    /// The model of reading what `scan` reads over `link`, taking all of its files'
+    /// bytes, `footers` of its files fetching their footer first.
+    fn of(scan: &FileScanConfig, link: Link, footers: usize) -> Self {
+        let files = scan.file_groups.iter().flat_map(|g| g.files());
+        let (count, bytes) = files.fold((0usize, 0.0), |(count, bytes), f| {
+            let size = match &f.range {
                 Some(r) => (r.end - r.start) as f64,
                 None => f.object_meta.size as f64,
-            })
-            .sum();
+            };
+            (count + 1, bytes + size)
+        });
         Self {
             bytes,
             partitions: scan.file_groups.len().max(1) as f64,
             link,
+            file_bytes: bytes,
+            files: count as f64,
+            footers: footers as f64,
+            data_requests: count as f64,
         }
     }
 
-    /// The model of a scan that reads `read_per_byte` of its files' bytes.
-    fn reading(self, read_per_byte: f64) -> Self {
+    /// The model of a scan that read as `sampled` found: `read_per_byte` of its files'
+    /// bytes, in `requests_per_byte` requests per byte of them.
+    fn reading(self, sampled: Option<Sampled>) -> Self {
+        let Some(sampled) = sampled else {
+            return self;
+        };
         Self {
-            bytes: self.bytes * read_per_byte,
+            bytes: self.file_bytes * sampled.read_per_byte,
+            data_requests: self.files.max(self.file_bytes * sampled.requests_per_byte),
             ..self
         }
     }
@@ -287,50 +330,59 @@ impl Model {
     }
 
     fn over_link_s(&self, share: f64) -> f64 {
-        share * self.bytes / (self.partitions * self.link)
+        share * self.bytes / (self.partitions * self.link.bytes_per_s)
+    }
+
+    /// What a partition waits for the first bytes of the requests it makes one after
+    /// another: footers and data here, one per object under S3 Select, one call on the
+    /// worker, which reads beside the store.
+    fn waits_s(&self, requests: f64) -> f64 {
+        requests / self.partitions * self.link.latency_s
     }
 
     fn local_s(&self) -> f64 {
-        self.parse_s().max(self.over_link_s(1.0))
+        self.parse_s().max(self.over_link_s(1.0)) + self.waits_s(self.footers + self.data_requests)
     }
 
     fn worker_s(&self, share: f64) -> f64 {
-        self.parse_s().max(self.over_link_s(share))
+        self.parse_s().max(self.over_link_s(share)) + self.waits_s(self.partitions)
     }
 
     /// What S3 Select needs at least, whatever the filter keeps: its scan.
     fn select_floor_s(&self) -> f64 {
-        self.bytes / SELECT_BYTES_PER_S
+        self.bytes / SELECT_BYTES_PER_S + self.waits_s(self.files)
     }
 
     fn select_s(&self, share: f64) -> f64 {
-        self.select_floor_s().max(self.over_link_s(share)) + share * self.parse_s()
+        self.select_floor_s()
+            .max(self.over_link_s(share) + self.waits_s(self.files))
+            + share * self.parse_s()
     }
 }
 
 impl Sampler<'_> {
     /// The seconds each candidate is expected to take for `plan`.
-    async fn estimate(&self, plan: &Arc<dyn ExecutionPlan>, link: f64) -> Estimates {
+    async fn estimate(&self, plan: &Arc<dyn ExecutionPlan>, link: Link) -> Estimates {
         let Some((scan, source)) = scan_of(plan) else {
             return Estimates::local_only();
         };
-        let model = Model::of(scan, link);
+        let model = Model::of(scan, link, source.footers_to_fetch(scan));
         let sample = self.sample_of(scan, source);
         // An aggregate without groups returns a row per partition whatever it reads, so
         // what it sends is known without a sample. (A worker that is down then shows
         // when the partitions run, and they are computed here, as after a sample.)
         let ungrouped = ungrouped_aggregate(plan);
-        // The worker saves only link time: with the link faster than parsing, it cannot win.
+        // The worker saves only link time: when reading here takes no longer than the
+        // worker's parsing and call, it cannot win.
         let worker = match (self.worker, &sample) {
-            (Some(endpoint), Some(file))
-                if !ungrouped && model.over_link_s(1.0) > model.parse_s() =>
-            {
+            (Some(endpoint), Some(file)) if !ungrouped && model.local_s() > model.worker_s(0.0) => {
                 self.sample(plan, file, Some(endpoint)).await
             }
             _ => None,
         };
-        // Unsampled, a table scan's bytes are its files' whole: an upper bound.
-        let model = model.reading(worker.map_or(1.0, |s| s.read_per_byte));
+        // Unsampled, a table scan's bytes are its files' whole (an upper bound), read
+        // in one request per file (a lower bound).
+        let model = model.reading(worker);
         let unsampled_share = if ungrouped { 0.0 } else { 1.0 };
         let worker_up = self.worker.is_some() && worker.is_none_or(|s| s.on_worker);
         let worker_s =
@@ -425,15 +477,20 @@ impl Sampler<'_> {
         // What the scan read, on the worker or here (after a fallback) alike, less the
         // footers, which a process reads once per file.
         let metric = |name| subtree_metric_sum(&sized, name);
-        let read = match reads_columns {
-            true => (metric("worker_store_bytes") + metric("bytes_scanned"))
-                .saturating_sub(metric("worker_footer_bytes") + metric("footer_bytes"))
-                .max(1),
-            false => covered,
+        let (read, requests) = match reads_columns {
+            true => (
+                (metric("worker_store_bytes") + metric("bytes_scanned"))
+                    .saturating_sub(metric("worker_footer_bytes") + metric("footer_bytes"))
+                    .max(1),
+                (metric("worker_store_requests") + metric("requests"))
+                    .saturating_sub(metric("worker_footer_requests") + metric("footer_requests")),
+            ),
+            false => (covered, 0),
         };
         Some(Sampled {
             share: bytes as f64 / read as f64,
             read_per_byte: read as f64 / covered as f64,
+            requests_per_byte: requests as f64 / covered as f64,
             on_worker: endpoint.is_some() && fallbacks == 0,
         })
     }

@@ -2,6 +2,7 @@
 //! [`super::PushdownChoice`]): raw NDJSON documents, raw CSV rows ([`CsvScanSource`],
 //! which asks S3 Select first when the session may), and Tessera tables.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use datafusion::datasource::listing::PartitionedFile;
@@ -11,7 +12,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use crate::datasource::csv::source::CsvScanSource;
 use crate::datasource::ndjson::read::Codec;
 use crate::datasource::ndjson::source::NdjsonSource;
-use crate::datasource::tessera::scan::TesseraSource;
+use crate::datasource::tessera::scan::{SnapshotFile, TesseraSource};
 use crate::options::OnError;
 
 /// The source of a scan the storage-side rules may move.
@@ -94,6 +95,26 @@ impl StorageScan<'_> {
             _ => PartitionedFile::new_from_meta(file.object_meta.clone()),
         };
         first.with_range(0, end as i64)
+    }
+
+    /// How many of the scan's files this process would fetch a footer of before their
+    /// data: a table's files whose footer it does not hold (those of a version named
+    /// by a decoded plan all count), each once however many partitions share it; raw
+    /// files have none.
+    pub(super) fn footers_to_fetch(&self, config: &FileScanConfig) -> usize {
+        if !matches!(self, StorageScan::Table) {
+            return 0;
+        }
+        let files = config.file_groups.iter().flat_map(|g| g.files());
+        let fetched: HashSet<_> = files
+            .filter(|file| {
+                file.extensions
+                    .get::<SnapshotFile>()
+                    .is_none_or(|entry| !entry.snapshot.footer_cached(&entry.file))
+            })
+            .map(|file| &file.object_meta.location)
+            .collect();
+        fetched.len()
     }
 
     /// Whether the bytes the scan reads are fewer than its files' bytes: a table scan

@@ -304,6 +304,8 @@ impl Counters {
             spend: SpendCounters {
                 store_bytes: counter("worker_store_bytes"),
                 footer_bytes: counter("worker_footer_bytes"),
+                store_requests: counter("worker_store_requests"),
+                footer_requests: counter("worker_footer_requests"),
                 cost_nanodollars: counter("worker_cost_nanodollars"),
             },
         }

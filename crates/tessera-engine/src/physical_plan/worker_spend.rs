@@ -2,7 +2,8 @@
 //! bytes and dollars a pushed plan cost and not only what crossed the link: the worker
 //! sends it after a partition's last batch, as the app metadata of a Flight message
 //! without data, and the client's `WorkerExec` adds it to its metrics
-//! (`worker_store_bytes`, `worker_footer_bytes`, `worker_cost_nanodollars`).
+//! (`worker_store_bytes`, `worker_footer_bytes`, `worker_store_requests`,
+//! `worker_footer_requests`, `worker_cost_nanodollars`).
 //!
 //! The dollars follow PushdownDB's cost model ("PushdownDB: Accelerating a DBMS using S3
 //! Computation", §III): the store's requests at their price, and compute time at an
@@ -39,6 +40,13 @@ pub struct WorkerSpend {
     /// `footer_bytes`).
     #[prost(uint64, tag = "4")]
     pub footer_bytes: u64,
+    /// Requests the partition sent the store (its scans' `requests`).
+    #[prost(uint64, tag = "5")]
+    pub store_requests: u64,
+    /// The part of `store_requests` that fetched table files' footers (their scans'
+    /// `footer_requests`).
+    #[prost(uint64, tag = "6")]
+    pub footer_requests: u64,
 }
 
 impl WorkerSpend {
@@ -52,6 +60,8 @@ impl WorkerSpend {
             ),
             busy_ns: u64::try_from(busy.as_nanos()).unwrap_or(u64::MAX),
             footer_bytes: summed(plan, &["footer_bytes"]),
+            store_requests: summed(plan, &["requests"]),
+            footer_requests: summed(plan, &["footer_requests"]),
         }
     }
 
@@ -104,6 +114,10 @@ pub(super) struct SpendCounters {
     pub store_bytes: Count,
     /// `worker_footer_bytes`.
     pub footer_bytes: Count,
+    /// `worker_store_requests`.
+    pub store_requests: Count,
+    /// `worker_footer_requests`.
+    pub footer_requests: Count,
     /// `worker_cost_nanodollars`.
     pub cost_nanodollars: Count,
 }
@@ -113,6 +127,8 @@ impl SpendCounters {
     pub fn add(&self, spend: &WorkerSpend) {
         self.store_bytes.add(spend.store_bytes as usize);
         self.footer_bytes.add(spend.footer_bytes as usize);
+        self.store_requests.add(spend.store_requests as usize);
+        self.footer_requests.add(spend.footer_requests as usize);
         self.cost_nanodollars.add(spend.cost_nanodollars() as usize);
     }
 }
@@ -128,6 +144,8 @@ mod tests {
             store_cost_nanodollars: 800,
             busy_ns: 3_000_000_000,
             footer_bytes: 64 << 10,
+            store_requests: 2,
+            footer_requests: 1,
         };
         let message = spend.message();
         assert_eq!(WorkerSpend::carried_by(&message), Some(Some(spend.clone())));

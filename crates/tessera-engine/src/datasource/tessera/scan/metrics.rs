@@ -23,6 +23,8 @@ pub(super) struct TesseraScanMetrics {
     /// a process reads once per file.
     pub(super) footer_bytes: Count,
     pub(super) requests: Count,
+    /// The part of `requests` that fetched footers.
+    pub(super) footer_requests: Count,
     /// Attempts the store repeated after a failure (io_uring S3 client).
     pub(super) retries: Count,
     /// Duplicate requests the store sent for late ones (io_uring S3 client).
@@ -63,6 +65,7 @@ impl TesseraScanMetrics {
             bytes_scanned: counter("bytes_scanned"),
             footer_bytes: counter("footer_bytes"),
             requests: counter("requests"),
+            footer_requests: counter("footer_requests"),
             retries: counter("retries"),
             hedges: counter("hedges"),
             request_cost_nanodollars: counter("request_cost_nanodollars"),
@@ -99,6 +102,8 @@ impl TesseraScanMetrics {
             .add(traffic.bytes.load(Ordering::Relaxed) as usize);
         self.footer_bytes
             .add(traffic.footer_bytes.load(Ordering::Relaxed) as usize);
+        self.footer_requests
+            .add(traffic.footer_requests.load(Ordering::Relaxed) as usize);
         self.checksum_retries
             .add(traffic.checksum_retries.load(Ordering::Relaxed) as usize);
     }

@@ -1,7 +1,6 @@
 //! How many rows a Tessera scan expects to return, from the manifest alone, for the
-//! planners that place joins by size: DataFusion's join selection builds a hash join on
-//! the side expected smaller, and Ballista's scheduler makes a join whose build side it
-//! cannot size a partitioned one, which shuffles the whole probe side, where a
+//! planners that place joins by size: Ballista's scheduler makes a join whose build side
+//! it cannot size a partitioned one, which shuffles the whole probe side, where a
 //! broadcast of a small build side would have let the probe side stream.
 //!
 //! A file's rows (less its deleted rows, times the share of them the scan reads) are

@@ -206,6 +206,7 @@ impl TesseraSession {
         let dot = crate::dot_access::JsonDotPlanner::new(find("json_extract")?);
         let planners = crate::dot_access::planners_first(dot, state.expr_planners());
         let rules = crate::lambda_join_filter::with_rule(state.physical_optimizers());
+        let rules = crate::physical_optimizer::table_statistics::with_rule(&rules);
         let state = SessionStateBuilder::new_from_existing(state)
             .with_physical_optimizer_rules(rules)
             .with_expr_planners(planners)

@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use datafusion::common::Result;
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::datasource::physical_plan::{FileScanConfig, FileScanConfigBuilder};
+use datafusion::common::tree_node::TreeNode;
+use datafusion::datasource::physical_plan::FileScanConfig;
 use datafusion::datasource::sink::DataSinkExec;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
@@ -25,7 +25,6 @@ use datafusion::physical_plan::explain::ExplainExec;
 use datafusion::physical_plan::joins::HashJoinExec;
 use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 
-use crate::datasource::tessera::scan::{TesseraSource, scan_statistics};
 use crate::datasource::tessera::write::distributed::split_write;
 use crate::options::TesseraOptions;
 use crate::physical_plan::cluster_exec::{ClusterExec, scheduler_url};
@@ -52,7 +51,11 @@ impl PhysicalOptimizerRule for ClusterPlacement {
         if !reads_any_files(&plan)? {
             return Ok(plan);
         }
-        let plan = with_scan_statistics(plan)?;
+        // Ballista's planner makes a join whose build side it cannot size a partitioned
+        // one: both sides shuffled, the whole probe side written to files (TPC-H Q9 wrote
+        // all of lineitem), where a build side known to be small is broadcast and the
+        // probe side streams through the join as it does here.
+        let plan = super::table_statistics::with_scan_statistics(plan)?;
         // A write into a Tessera table: files written on the executors, committed here.
         if let Some(split) = split_write(&plan, |files| sent(files, scheduler.clone()))
             && !plan.exists(|node| Ok(runs_here(node)))?
@@ -74,30 +77,6 @@ impl PhysicalOptimizerRule for ClusterPlacement {
     fn schema_check(&self) -> bool {
         true
     }
-}
-
-/// `plan` with each Tessera table scan stating the rows it expects (from the manifest).
-///
-/// Ballista's planner makes a join whose build side it cannot size a partitioned one:
-/// both sides are shuffled, the whole probe side written to files (TPC-H Q9 wrote all
-/// of lineitem), where a build side known to be small is broadcast and the probe side
-/// streams through the join as it does here.
-fn with_scan_statistics(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
-    plan.transform_up(|node| {
-        let Some((config, source)) = super::file_scan::<TesseraSource>(&node) else {
-            return Ok(Transformed::no(node));
-        };
-        let Some(statistics) = scan_statistics(config, source.filters()) else {
-            return Ok(Transformed::no(node));
-        };
-        let config = FileScanConfigBuilder::from(config.clone())
-            .with_statistics(statistics)
-            .build();
-        Ok(Transformed::yes(
-            DataSourceExec::from_data_source(config) as _
-        ))
-    })
-    .map(|t| t.data)
 }
 
 /// Whether any leaf of `plan` scans files: otherwise the executors have nothing to read.

@@ -37,6 +37,7 @@ mod select_chain;
 pub mod select_pushdown;
 pub mod select_top_k;
 mod storage_scan;
+pub mod table_statistics;
 pub mod worker_pushdown;
 
 pub use bloom_join::BloomJoin;

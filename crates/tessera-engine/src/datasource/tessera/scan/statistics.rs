@@ -1,14 +1,17 @@
 //! How many rows a Tessera scan expects to return, from the manifest alone, for the
-//! planners that place joins by size: Ballista's scheduler makes a join whose build side
-//! it cannot size a partitioned one, which shuffles the whole probe side, where a
+//! planners that place joins by size: DataFusion's join selection builds a hash join on
+//! the side expected smaller, and Ballista's scheduler makes a join whose build side it
+//! cannot size a partitioned one, which shuffles the whole probe side, where a
 //! broadcast of a small build side would have let the probe side stream.
 //!
 //! A file's rows (less its deleted rows, times the share of them the scan reads) are
 //! scaled by the share of its documents that hold every path the scan's filters test
 //! (a null-rejecting test drops the others): the manifest counts, per shredded path,
 //! the documents whose value is typed or an outlier. A file whose statistics exclude a
-//! filter counts nothing. Tests of values are not estimated (their share of the
-//! documents with the path is taken as all), so the estimate is an upper bound.
+//! filter counts nothing, and so does a file where a tested path is neither shredded nor
+//! held as a scalar (it is absent, or an object). Tests of values are not estimated
+//! (their share of the documents with the path is taken as all), nor the share of a
+//! path held only in the Variant binary (taken as all its documents).
 
 use std::sync::Arc;
 
@@ -68,11 +71,18 @@ fn present(data: &DataFile, tests: &[Constraint]) -> f64 {
             return 0.0;
         }
         let path = test.path();
-        if let Some(stats) = summary.stats.iter().find(|s| s.path == path)
-            && summary.rows > 0
-        {
-            let holding = (stats.typed_count + stats.binary_count) as f64 / summary.rows as f64;
-            share = share.min(holding);
+        match summary.stats.iter().find(|s| s.path == path) {
+            Some(stats) if summary.rows > 0 => {
+                let holding = (stats.typed_count + stats.binary_count) as f64 / summary.rows as f64;
+                share = share.min(holding);
+            }
+            Some(_) => {}
+            // Neither shredded nor held as a scalar, an array or a null: absent, or an
+            // object there. Pruning must keep such a file for a test of the object's
+            // text; an estimate need not be a bound, and counting all its rows made a
+            // table of several record kinds expect every file's rows of each kind.
+            None if !summary.unshredded_paths.may_contain(&path) => return 0.0,
+            None => {}
         }
     }
     share

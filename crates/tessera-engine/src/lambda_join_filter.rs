@@ -25,19 +25,8 @@ use datafusion::physical_plan::joins::utils::JoinFilter;
 #[derive(Debug, Default)]
 pub struct LambdaJoinFilter;
 
-/// `rules` with [`LambdaJoinFilter`] before the first `ProjectionPushdown` (at the end
-/// if there is none).
-pub fn with_rule(
-    rules: &[Arc<dyn PhysicalOptimizerRule + Send + Sync>],
-) -> Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> {
-    let mut rules = rules.to_vec();
-    let at = rules
-        .iter()
-        .position(|r| r.name() == "ProjectionPushdown")
-        .unwrap_or(rules.len());
-    rules.insert(at, Arc::new(LambdaJoinFilter));
-    rules
-}
+/// The name of DataFusion's rule this one runs before.
+pub const RUNS_BEFORE: &str = "ProjectionPushdown";
 
 impl PhysicalOptimizerRule for LambdaJoinFilter {
     fn optimize(

@@ -40,11 +40,13 @@ use crate::functions::operators::{JsonOperatorPlanner, check_chains};
 use crate::functions::sum::WideIntegerSum;
 use crate::functions::{compat, json as json_functions};
 use crate::group_keys;
+use crate::lambda_join_filter::LambdaJoinFilter;
 use crate::options::{MemoryLimit, OnError, SqlDialect, TesseraOptions};
 use crate::output_names;
 use crate::physical_optimizer::{
     BloomJoin, BloomProbe, CastPushdown, ClusterPlacement, GroupOnCodes, IntegerTextMinMax,
-    PushdownChoice, SelectAggregation, SelectPushdown, SelectTopK, WorkerPushdown,
+    PushdownChoice, SelectAggregation, SelectPushdown, SelectTopK, TableStatistics, WorkerPushdown,
+    with_rule_before,
 };
 use crate::physical_plan::worker_exec::WorkerToken;
 use crate::rejects::{RejectLog, RejectSummary};
@@ -205,8 +207,16 @@ impl TesseraSession {
         ));
         let dot = crate::dot_access::JsonDotPlanner::new(find("json_extract")?);
         let planners = crate::dot_access::planners_first(dot, state.expr_planners());
-        let rules = crate::lambda_join_filter::with_rule(state.physical_optimizers());
-        let rules = crate::physical_optimizer::table_statistics::with_rule(&rules);
+        let rules = with_rule_before(
+            state.physical_optimizers(),
+            Arc::new(LambdaJoinFilter),
+            crate::lambda_join_filter::RUNS_BEFORE,
+        );
+        let rules = with_rule_before(
+            &rules,
+            Arc::new(TableStatistics),
+            crate::physical_optimizer::table_statistics::RUNS_BEFORE,
+        );
         let state = SessionStateBuilder::new_from_existing(state)
             .with_physical_optimizer_rules(rules)
             .with_expr_planners(planners)

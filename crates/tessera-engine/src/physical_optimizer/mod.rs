@@ -19,6 +19,8 @@
 //! - `storage_scan`: the scans of S3 those rules move: raw NDJSON or CSV, Tessera tables.
 //! - [`pushdown_choice`]: `tessera.pushdown = 'auto'`, each such sub-plan placed by a
 //!   cost model.
+//! - [`table_statistics`]: table scans state the rows they expect before DataFusion's
+//!   join selection.
 //! - [`cluster_placement`]: `tessera.cluster` set, the finished plan runs on a Ballista
 //!   cluster.
 //! - [`aggregate_rewrite`]: the bottom-up rewrite of an aggregate over a Tessera scan
@@ -50,12 +52,14 @@ pub use pushdown_choice::PushdownChoice;
 pub use select_aggregation::SelectAggregation;
 pub use select_pushdown::SelectPushdown;
 pub use select_top_k::SelectTopK;
+pub use table_statistics::TableStatistics;
 pub use worker_pushdown::WorkerPushdown;
 
 use std::sync::Arc;
 
 use datafusion::datasource::physical_plan::{FileScanConfig, FileSource};
 use datafusion::datasource::source::DataSourceExec;
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::ExecutionPlan;
 
 /// The file scan configuration and source of `plan` when it is a scan of files that
@@ -68,4 +72,20 @@ fn file_scan<S: FileSource + 'static>(
         .data_source()
         .downcast_ref::<FileScanConfig>()?;
     Some((config, config.file_source().downcast_ref::<S>()?))
+}
+
+/// `rules` with `rule` before the first rule named `before` (at the end if there is
+/// none): for Tessera's rules that must see the plan before one of DataFusion's own.
+pub fn with_rule_before(
+    rules: &[Arc<dyn PhysicalOptimizerRule + Send + Sync>],
+    rule: Arc<dyn PhysicalOptimizerRule + Send + Sync>,
+    before: &str,
+) -> Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> {
+    let mut rules = rules.to_vec();
+    let at = rules
+        .iter()
+        .position(|r| r.name() == before)
+        .unwrap_or(rules.len());
+    rules.insert(at, rule);
+    rules
 }

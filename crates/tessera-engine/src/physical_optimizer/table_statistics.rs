@@ -28,25 +28,11 @@ use datafusion::physical_plan::{ExecutionPlan, replace_children_if_necessary};
 use crate::datasource::tessera::scan::{TesseraSource, scan_statistics};
 
 /// The name of DataFusion's rule this one runs before.
-const JOIN_SELECTION: &str = "join_selection";
+pub const RUNS_BEFORE: &str = "join_selection";
 
 /// The rule.
 #[derive(Debug, Default)]
 pub struct TableStatistics;
-
-/// `rules` with [`TableStatistics`] before DataFusion's join selection (at the end if
-/// there is none).
-pub fn with_rule(
-    rules: &[Arc<dyn PhysicalOptimizerRule + Send + Sync>],
-) -> Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> {
-    let mut rules = rules.to_vec();
-    let at = rules
-        .iter()
-        .position(|r| r.name() == JOIN_SELECTION)
-        .unwrap_or(rules.len());
-    rules.insert(at, Arc::new(TableStatistics));
-    rules
-}
 
 impl PhysicalOptimizerRule for TableStatistics {
     fn optimize(

@@ -228,13 +228,23 @@ async fn worker_answers_over_tessera_tables_equal_local_answers() {
     differential(Stored::Table, 0x7ab1e).await;
 }
 
+/// Bluesky events per part of the table [`bluesky_table`] makes.
+const TABLE_DOCS: u64 = 20_000;
+/// A grouped count over table `t`.
+const GROUPED_KINDS: &str = "SELECT j->>'kind', count(*) FROM t GROUP BY 1";
+
+/// A session sending to the fixture's worker, reading Bluesky events as Tessera table `t`.
+async fn bluesky_table(fixture: &Fixture) -> TesseraSession {
+    let dir = tempfile::tempdir().unwrap();
+    let data = bluesky(dir.path(), TABLE_DOCS);
+    stored_session(fixture, &data, Stored::Table).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auto_samples_a_tessera_table_for_what_its_scan_reads() {
     let fixture = fixture().await;
-    let dir = tempfile::tempdir().unwrap();
-    let data = bluesky(dir.path(), 20_000);
-    let session = stored_session(&fixture, &data, Stored::Table).await;
-    let grouped = "SELECT j->>'kind', count(*) FROM t GROUP BY 1";
+    let session = bluesky_table(&fixture).await;
+    let grouped = GROUPED_KINDS;
     rows(&session, "SET tessera.link_mib = 1").await;
     assert_eq!(choice(&session, grouped).await, "worker");
     let (local, chosen, plan) = pushed_as(&session, grouped, "auto").await;
@@ -258,10 +268,8 @@ async fn auto_samples_a_tessera_table_for_what_its_scan_reads() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auto_waits_the_link_s_latency_for_each_table_footer_fetched_here() {
     let fixture = fixture().await;
-    let dir = tempfile::tempdir().unwrap();
-    let data = bluesky(dir.path(), 20_000);
-    let session = stored_session(&fixture, &data, Stored::Table).await;
-    let grouped = "SELECT j->>'kind', count(*) FROM t GROUP BY 1";
+    let session = bluesky_table(&fixture).await;
+    let grouped = GROUPED_KINDS;
     let worker = format!("SET tessera.worker = '{}'", fixture.worker.endpoint);
     // A link wider than the scan decodes, but slow to answer: bytes cost nothing, and
     // reading here waits for each file's footer, then its leaves.
